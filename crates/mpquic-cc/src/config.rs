@@ -1,0 +1,354 @@
+//! Choosing a controller: by name, with the papers' defaults, or by typed configuration.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+/// The algorithms this crate implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ControllerKind {
+    /// AMP: RTT-agnostic coupled increase, ECN cut by 1/beta, subflow suppression and release.
+    Amp,
+    /// XMP: BOS (ECN cut by 1/beta) and TraSh (rate-based coupled increase).
+    Xmp,
+    /// DCM: LIA's coupled increase with DCTCP's alpha-based decrease per path.
+    Dcm,
+    /// MPTCP-D: psi-weighted coupled increase with extra-subflow elimination.
+    MptcpD,
+    /// MMPTCP: one scattered window, then LIA per path.
+    Mmptcp,
+    /// LIA (RFC 6356), halving on loss or CE.
+    Lia,
+    /// DCTCP (RFC 8257) on every path, uncoupled.
+    Dctcp,
+    /// NewReno on every path, uncoupled, halving on loss or CE.
+    Reno,
+}
+
+impl ControllerKind {
+    /// Every kind, in the order they are documented.
+    pub const ALL: [ControllerKind; 8] = [
+        ControllerKind::Amp,
+        ControllerKind::Xmp,
+        ControllerKind::Dcm,
+        ControllerKind::MptcpD,
+        ControllerKind::Mmptcp,
+        ControllerKind::Lia,
+        ControllerKind::Dctcp,
+        ControllerKind::Reno,
+    ];
+
+    /// The name used on command lines and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            ControllerKind::Amp => "amp",
+            ControllerKind::Xmp => "xmp",
+            ControllerKind::Dcm => "dcm",
+            ControllerKind::MptcpD => "mptcp-d",
+            ControllerKind::Mmptcp => "mmptcp",
+            ControllerKind::Lia => "lia",
+            ControllerKind::Dctcp => "dctcp",
+            ControllerKind::Reno => "reno",
+        }
+    }
+
+    /// Whether the algorithm needs the fraction of marked packets (not just "some were marked"),
+    /// so the transport should make CE counts as exact as it can.
+    pub fn needs_marked_fraction(self) -> bool {
+        matches!(self, ControllerKind::Dcm | ControllerKind::Dctcp)
+    }
+}
+
+impl fmt::Display for ControllerKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for ControllerKind {
+    type Err = ConfigError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ControllerKind::ALL
+            .into_iter()
+            .find(|kind| kind.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| ConfigError::UnknownController(s.to_owned()))
+    }
+}
+
+/// A bad controller name or parameter.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    /// No controller has this name.
+    #[error("unknown controller `{0}` (known: amp, xmp, dcm, mptcp-d, mmptcp, lia, dctcp, reno)")]
+    UnknownController(String),
+    /// The controller has no parameter of this name.
+    #[error("controller `{controller}` has no parameter `{param}` (it has: {known})")]
+    UnknownParameter {
+        /// The controller.
+        controller: &'static str,
+        /// The parameter asked for.
+        param: String,
+        /// The parameters it does have.
+        known: &'static str,
+    },
+    /// The value does not parse or is out of range.
+    #[error("bad value `{value}` for {controller} parameter `{param}`: {reason}")]
+    BadValue {
+        /// The controller.
+        controller: &'static str,
+        /// The parameter.
+        param: &'static str,
+        /// The value given.
+        value: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+}
+
+/// AMP parameters (AMP paper, section 5).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct AmpConfig {
+    /// ECN cut: `w -= w / beta`. At least 2.
+    pub beta: f64,
+    /// Rounds of the initial path with every active path at the minimum window before suppression.
+    pub gamma: u32,
+    /// CE-free rounds of the initial path before suppressed paths are released.
+    pub tau: u32,
+}
+
+impl Default for AmpConfig {
+    fn default() -> Self {
+        AmpConfig { beta: 4.0, gamma: 2, tau: 8 }
+    }
+}
+
+/// XMP parameters (XMP paper, section 3).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct XmpConfig {
+    /// ECN cut: `w -= max(w / beta, MSS)`. At least 2.
+    pub beta: f64,
+}
+
+impl Default for XmpConfig {
+    fn default() -> Self {
+        XmpConfig { beta: 4.0 }
+    }
+}
+
+/// DCTCP-style alpha estimator parameters, used by DCM and DCTCP.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct AlphaConfig {
+    /// EWMA gain of alpha, in (0, 1].
+    pub g: f64,
+}
+
+impl Default for AlphaConfig {
+    fn default() -> Self {
+        AlphaConfig { g: 1.0 / 16.0 }
+    }
+}
+
+/// MPTCP-D parameters (MPTCP-D paper, Algorithm 1).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MptcpDConfig {
+    /// Whether extra-subflow elimination runs.
+    pub ese: bool,
+    /// RTT inflation threshold: a sample above `alpha * base` counts as inflated. Above 1.
+    pub alpha: f64,
+    /// Two inflated samples within `beta * base` of each other indicate a shared link. Positive.
+    pub beta: f64,
+    /// RTT samples per path during which ESE looks for link sharing. At least 1.
+    pub candidates: u32,
+}
+
+impl Default for MptcpDConfig {
+    fn default() -> Self {
+        MptcpDConfig { ese: true, alpha: 1.3, beta: 0.1, candidates: 80 }
+    }
+}
+
+/// MMPTCP parameters (MMPTCP paper).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MmptcpConfig {
+    /// Bytes sent in packet-scatter phase before switching to per-path windows. At least 1.
+    pub switch_bytes: u64,
+    /// Also switch at the first congestion event (loss or CE).
+    pub switch_on_congestion: bool,
+}
+
+impl Default for MmptcpConfig {
+    fn default() -> Self {
+        MmptcpConfig { switch_bytes: 100_000, switch_on_congestion: false }
+    }
+}
+
+/// A controller with its parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "algorithm", rename_all = "kebab-case")]
+pub enum ControllerConfig {
+    /// See [`ControllerKind::Amp`].
+    Amp(AmpConfig),
+    /// See [`ControllerKind::Xmp`].
+    Xmp(XmpConfig),
+    /// See [`ControllerKind::Dcm`].
+    Dcm(AlphaConfig),
+    /// See [`ControllerKind::MptcpD`].
+    MptcpD(MptcpDConfig),
+    /// See [`ControllerKind::Mmptcp`].
+    Mmptcp(MmptcpConfig),
+    /// See [`ControllerKind::Lia`].
+    Lia,
+    /// See [`ControllerKind::Dctcp`].
+    Dctcp(AlphaConfig),
+    /// See [`ControllerKind::Reno`].
+    Reno,
+}
+
+impl ControllerConfig {
+    /// The algorithm with the papers' default parameters.
+    pub fn with_defaults(kind: ControllerKind) -> Self {
+        match kind {
+            ControllerKind::Amp => ControllerConfig::Amp(AmpConfig::default()),
+            ControllerKind::Xmp => ControllerConfig::Xmp(XmpConfig::default()),
+            ControllerKind::Dcm => ControllerConfig::Dcm(AlphaConfig::default()),
+            ControllerKind::MptcpD => ControllerConfig::MptcpD(MptcpDConfig::default()),
+            ControllerKind::Mmptcp => ControllerConfig::Mmptcp(MmptcpConfig::default()),
+            ControllerKind::Lia => ControllerConfig::Lia,
+            ControllerKind::Dctcp => ControllerConfig::Dctcp(AlphaConfig::default()),
+            ControllerKind::Reno => ControllerConfig::Reno,
+        }
+    }
+
+    /// Which algorithm this configures.
+    pub fn kind(&self) -> ControllerKind {
+        match self {
+            ControllerConfig::Amp(_) => ControllerKind::Amp,
+            ControllerConfig::Xmp(_) => ControllerKind::Xmp,
+            ControllerConfig::Dcm(_) => ControllerKind::Dcm,
+            ControllerConfig::MptcpD(_) => ControllerKind::MptcpD,
+            ControllerConfig::Mmptcp(_) => ControllerKind::Mmptcp,
+            ControllerConfig::Lia => ControllerKind::Lia,
+            ControllerConfig::Dctcp(_) => ControllerKind::Dctcp,
+            ControllerConfig::Reno => ControllerKind::Reno,
+        }
+    }
+
+    /// Parse `name` and a list of `key=value` parameters, e.g. `("amp", ["beta=4", "tau=8"])`.
+    pub fn parse<'a>(
+        name: &str,
+        params: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Self, ConfigError> {
+        let mut config = ControllerConfig::with_defaults(name.parse()?);
+        for param in params {
+            let (key, value) = param.split_once('=').ok_or(ConfigError::BadValue {
+                controller: config.kind().name(),
+                param: "parameter",
+                value: param.to_owned(),
+                reason: "expected key=value",
+            })?;
+            config.set(key.trim(), value.trim())?;
+        }
+        Ok(config)
+    }
+
+    /// Set one parameter by name, checking its range.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
+        let controller = self.kind().name();
+        let known = self.parameter_names();
+        let unknown = || ConfigError::UnknownParameter {
+            controller,
+            param: key.to_owned(),
+            known: if known.is_empty() { "none" } else { known },
+        };
+        match (self, key) {
+            (ControllerConfig::Amp(c), "beta") => c.beta = beta(controller, value)?,
+            (ControllerConfig::Amp(c), "gamma") => c.gamma = positive(controller, "gamma", value)?,
+            (ControllerConfig::Amp(c), "tau") => c.tau = positive(controller, "tau", value)?,
+            (ControllerConfig::Xmp(c), "beta") => c.beta = beta(controller, value)?,
+            (ControllerConfig::Dcm(c) | ControllerConfig::Dctcp(c), "g") => {
+                c.g = gain(controller, value)?
+            }
+            (ControllerConfig::MptcpD(c), "ese") => {
+                c.ese = value.parse().map_err(|_| ConfigError::BadValue {
+                    controller,
+                    param: "ese",
+                    value: value.to_owned(),
+                    reason: "expected true or false",
+                })?
+            }
+            (ControllerConfig::MptcpD(c), "alpha") => {
+                c.alpha = float(controller, "alpha", value, |x| x > 1.0, "must be above 1")?
+            }
+            (ControllerConfig::MptcpD(c), "beta") => {
+                c.beta = float(controller, "beta", value, |x| x > 0.0, "must be positive")?
+            }
+            (ControllerConfig::MptcpD(c), "candidates") => {
+                c.candidates = positive(controller, "candidates", value)?
+            }
+            (ControllerConfig::Mmptcp(c), "switch_bytes") => {
+                c.switch_bytes = positive(controller, "switch_bytes", value)?
+            }
+            (ControllerConfig::Mmptcp(c), "switch_on_congestion") => {
+                c.switch_on_congestion = value.parse().map_err(|_| ConfigError::BadValue {
+                    controller,
+                    param: "switch_on_congestion",
+                    value: value.to_owned(),
+                    reason: "expected true or false",
+                })?
+            }
+            _ => return Err(unknown()),
+        }
+        Ok(())
+    }
+
+    /// The parameter names [`ControllerConfig::set`] accepts, comma-separated.
+    pub fn parameter_names(&self) -> &'static str {
+        match self {
+            ControllerConfig::Amp(_) => "beta, gamma, tau",
+            ControllerConfig::Xmp(_) => "beta",
+            ControllerConfig::Dcm(_) | ControllerConfig::Dctcp(_) => "g",
+            ControllerConfig::MptcpD(_) => "ese, alpha, beta, candidates",
+            ControllerConfig::Mmptcp(_) => "switch_bytes, switch_on_congestion",
+            ControllerConfig::Lia | ControllerConfig::Reno => "",
+        }
+    }
+}
+
+fn float(
+    controller: &'static str,
+    param: &'static str,
+    value: &str,
+    valid: impl Fn(f64) -> bool,
+    reason: &'static str,
+) -> Result<f64, ConfigError> {
+    let bad = |reason| ConfigError::BadValue { controller, param, value: value.to_owned(), reason };
+    let x: f64 = value.parse().map_err(|_| bad("not a number"))?;
+    if !x.is_finite() || !valid(x) {
+        return Err(bad(reason));
+    }
+    Ok(x)
+}
+
+fn beta(controller: &'static str, value: &str) -> Result<f64, ConfigError> {
+    float(controller, "beta", value, |x| x >= 2.0, "must be at least 2")
+}
+
+fn gain(controller: &'static str, value: &str) -> Result<f64, ConfigError> {
+    float(controller, "g", value, |x| x > 0.0 && x <= 1.0, "must be in (0, 1]")
+}
+
+fn positive<T: FromStr + PartialOrd + Default>(
+    controller: &'static str,
+    param: &'static str,
+    value: &str,
+) -> Result<T, ConfigError> {
+    let bad = |reason| ConfigError::BadValue { controller, param, value: value.to_owned(), reason };
+    let x: T = value.parse().map_err(|_| bad("not a whole number"))?;
+    if x <= T::default() {
+        return Err(bad("must be at least 1"));
+    }
+    Ok(x)
+}

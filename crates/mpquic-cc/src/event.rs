@@ -1,0 +1,174 @@
+//! What a controller is told, and what it tells back.
+//!
+//! Every congestion signal reaches a controller through one entry point,
+//! [`Controller::on_event`](crate::Controller::on_event), as a `(path, event)` pair. Controllers
+//! answer queries (`window`, `may_send`, `snapshot`) and leave a trail of [`Notice`]s for logs and
+//! qlog.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// Identifies one path (one MPTCP "subflow") of a connection.
+///
+/// Path 0 is the *initial path*: the one the handshake ran on. Ids are never reused within a
+/// connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct PathId(pub u32);
+
+impl PathId {
+    /// The path the connection was established on.
+    pub const INITIAL: PathId = PathId(0);
+}
+
+impl fmt::Display for PathId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// The RTT estimator's view of a path when a packet is acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RttSample {
+    /// The most recent RTT sample.
+    pub latest: Duration,
+    /// The smoothed RTT (RFC 9002 section 5.3).
+    pub smoothed: Duration,
+    /// The minimum RTT seen on the path.
+    pub min: Duration,
+}
+
+/// One congestion-relevant thing that happened on a path.
+///
+/// The order within one ACK frame is: `PacketAcked` for each newly acknowledged packet, then
+/// `CongestionExperienced` if the frame raised the peer's CE count, then `PacketsLost` if loss
+/// detection declared packets lost, then `AckBatchEnded`. Round boundaries are derived by the
+/// controller from packet numbers; callers do not signal them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Event {
+    /// The path exists and may carry data. `mss` is its maximum datagram size in bytes.
+    PathAdded {
+        /// Maximum datagram size in bytes.
+        mss: u64,
+    },
+    /// The path is gone; its state may be dropped. Later events for it are ignored.
+    PathRemoved,
+    /// An ack-eliciting packet of `bytes` bytes with packet number `pn` was sent.
+    PacketSent {
+        /// Size of the packet in bytes.
+        bytes: u64,
+        /// Packet number in the path's number space.
+        pn: u64,
+    },
+    /// A previously sent packet was acknowledged.
+    PacketAcked {
+        /// Size of the packet in bytes.
+        bytes: u64,
+        /// Its packet number.
+        pn: u64,
+        /// The path's RTT estimator at this moment.
+        rtt: RttSample,
+    },
+    /// The ACK frame raised the peer's CE counter for this path.
+    CongestionExperienced {
+        /// Number of newly CE-marked packets: exact when `exact`, otherwise an estimate.
+        count: u64,
+        /// Whether `count` is the true CE increase (the stack reported counts) or an estimate
+        /// (the stack only reported that the count rose).
+        exact: bool,
+    },
+    /// Loss detection declared packets lost.
+    PacketsLost {
+        /// Bytes declared lost.
+        bytes: u64,
+        /// Largest packet number among them.
+        largest_pn: u64,
+        /// RFC 9002 persistent congestion.
+        persistent: bool,
+    },
+    /// All packets of one ACK frame have been reported.
+    AckBatchEnded,
+    /// The path's maximum datagram size changed (PMTU discovery).
+    MssChanged {
+        /// New maximum datagram size in bytes.
+        mss: u64,
+    },
+}
+
+/// Why a window went down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReductionCause {
+    /// ECN congestion-experienced feedback.
+    Ecn,
+    /// Packet loss.
+    Loss,
+    /// RFC 9002 persistent congestion.
+    PersistentCongestion,
+}
+
+/// Something a controller did that a person reading a trace wants to see.
+///
+/// These are the controller's own events for qlog, tracing and experiment reports: reactions
+/// and episodes, not every per-ACK increase.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Notice {
+    /// A path's window was cut.
+    WindowReduced {
+        /// The path.
+        path: PathId,
+        /// Window before, bytes.
+        from: u64,
+        /// Window after, bytes.
+        to: u64,
+        /// What caused it.
+        cause: ReductionCause,
+    },
+    /// A path left slow start.
+    SlowStartExited {
+        /// The path.
+        path: PathId,
+        /// Window at exit, bytes.
+        window: u64,
+    },
+    /// A round-based ECN estimate (DCTCP / DCM alpha) was updated.
+    AlphaUpdated {
+        /// The path.
+        path: PathId,
+        /// New alpha in [0, 1].
+        alpha: f64,
+        /// Fraction of the round's acknowledged packets that were marked.
+        marked_fraction: f64,
+    },
+    /// AMP: every path but the initial one was suppressed.
+    Suppressed {
+        /// The paths that stopped carrying new data.
+        paths: Vec<PathId>,
+    },
+    /// AMP: suppressed paths were released.
+    Released {
+        /// The paths that may carry data again.
+        paths: Vec<PathId>,
+    },
+    /// MPTCP-D ESE: a path was found to share a bottleneck and was closed for new data.
+    Eliminated {
+        /// The eliminated path.
+        path: PathId,
+        /// The path whose RTT inflation triggered the detection (it stays open).
+        keeper: PathId,
+        /// The eliminated path's RTT sample at detection.
+        rtt: Duration,
+        /// Its base (minimum) RTT.
+        base_rtt: Duration,
+    },
+    /// MMPTCP left packet scatter and runs one window per path from now on.
+    PhaseSwitched {
+        /// Connection window at the switch, bytes.
+        window: u64,
+        /// Bytes sent when it switched.
+        sent_bytes: u64,
+    },
+}
