@@ -5,6 +5,13 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
+use crate::alg::{
+    amp::Amp, dcm::Dcm, dctcp::Dctcp, lia::Lia, mmptcp::Mmptcp, mptcp_d::MptcpD, reno::Reno,
+    xmp::Xmp,
+};
+use crate::conn::Conn;
+use crate::Controller;
+
 /// The algorithms this crate implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -304,6 +311,76 @@ impl ControllerConfig {
         Ok(())
     }
 
+    /// Check every parameter's range, for configurations built as values rather than through
+    /// [`ControllerConfig::parse`] / [`ControllerConfig::set`] (which check as they go).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let controller = self.kind().name();
+        let check = |ok: bool, param: &'static str, value: String, reason: &'static str| {
+            if ok {
+                Ok(())
+            } else {
+                Err(ConfigError::BadValue { controller, param, value, reason })
+            }
+        };
+        let beta_ok = |b: f64| b.is_finite() && b >= 2.0;
+        match *self {
+            ControllerConfig::Amp(c) => {
+                check(beta_ok(c.beta), "beta", c.beta.to_string(), "must be at least 2")?;
+                check(c.gamma >= 1, "gamma", c.gamma.to_string(), "must be at least 1")?;
+                check(c.tau >= 1, "tau", c.tau.to_string(), "must be at least 1")
+            }
+            ControllerConfig::Xmp(c) => {
+                check(beta_ok(c.beta), "beta", c.beta.to_string(), "must be at least 2")
+            }
+            ControllerConfig::Dcm(c) | ControllerConfig::Dctcp(c) => {
+                check(c.g > 0.0 && c.g <= 1.0, "g", c.g.to_string(), "must be in (0, 1]")
+            }
+            ControllerConfig::MptcpD(c) => {
+                let alpha_ok = c.alpha.is_finite() && c.alpha > 1.0;
+                check(alpha_ok, "alpha", c.alpha.to_string(), "must be above 1")?;
+                let beta_ok = c.beta.is_finite() && c.beta > 0.0;
+                check(beta_ok, "beta", c.beta.to_string(), "must be positive")?;
+                check(c.candidates >= 1, "candidates", c.candidates.to_string(), "must be at least 1")
+            }
+            ControllerConfig::Mmptcp(c) => check(
+                c.switch_bytes >= 1,
+                "switch_bytes",
+                c.switch_bytes.to_string(),
+                "must be at least 1",
+            ),
+            ControllerConfig::Lia | ControllerConfig::Reno => Ok(()),
+        }
+    }
+
+    /// A controller for one connection, after [`ControllerConfig::validate`].
+    pub fn try_build(&self) -> Result<Box<dyn Controller>, ConfigError> {
+        self.validate()?;
+        Ok(match *self {
+            ControllerConfig::Amp(c) => Box::new(Conn::new(Amp::new(c))),
+            ControllerConfig::Xmp(cfg) => Box::new(Conn::new(Xmp { cfg })),
+            ControllerConfig::Dcm(c) => Box::new(Conn::new(Dcm { g: c.g })),
+            ControllerConfig::MptcpD(c) => Box::new(Conn::new(MptcpD::new(c))),
+            ControllerConfig::Mmptcp(c) => Box::new(Conn::new(Mmptcp::new(c))),
+            ControllerConfig::Lia => Box::new(Conn::new(Lia)),
+            ControllerConfig::Dctcp(c) => Box::new(Conn::new(Dctcp { g: c.g })),
+            ControllerConfig::Reno => Box::new(Conn::new(Reno)),
+        })
+    }
+
+    /// A controller for one connection (give every connection its own).
+    ///
+    /// # Panics
+    ///
+    /// If a parameter is out of range (see [`ControllerConfig::validate`]). Configurations from
+    /// [`ControllerConfig::parse`], [`ControllerConfig::set`] and the defaults always build; use
+    /// [`ControllerConfig::try_build`] for values assembled by hand.
+    pub fn build(&self) -> Box<dyn Controller> {
+        match self.try_build() {
+            Ok(controller) => controller,
+            Err(e) => panic!("invalid controller configuration: {e}"),
+        }
+    }
+
     /// The parameter names [`ControllerConfig::set`] accepts, comma-separated.
     pub fn parameter_names(&self) -> &'static str {
         match self {
@@ -351,4 +428,118 @@ fn positive<T: FromStr + PartialOrd + Default>(
         return Err(bad("must be at least 1"));
     }
     Ok(x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_round_trips_and_builds_with_the_papers_defaults() {
+        for kind in ControllerKind::ALL {
+            assert_eq!(kind.name().parse::<ControllerKind>(), Ok(kind));
+            let config = ControllerConfig::parse(kind.name(), []).unwrap();
+            assert_eq!(config, ControllerConfig::with_defaults(kind));
+            assert_eq!(config.validate(), Ok(()));
+            assert_eq!(config.build().name(), kind.name());
+        }
+        assert_eq!("MPTCP-D".parse::<ControllerKind>(), Ok(ControllerKind::MptcpD));
+        assert_eq!(
+            ControllerConfig::with_defaults(ControllerKind::Amp),
+            ControllerConfig::Amp(AmpConfig { beta: 4.0, gamma: 2, tau: 8 })
+        );
+        assert_eq!(
+            ControllerConfig::with_defaults(ControllerKind::MptcpD),
+            ControllerConfig::MptcpD(MptcpDConfig {
+                ese: true,
+                alpha: 1.3,
+                beta: 0.1,
+                candidates: 80
+            })
+        );
+        assert_eq!(
+            ControllerConfig::with_defaults(ControllerKind::Dcm),
+            ControllerConfig::Dcm(AlphaConfig { g: 0.0625 })
+        );
+    }
+
+    #[test]
+    fn unknown_names_and_parameters_are_errors() {
+        assert_eq!(
+            ControllerConfig::parse("cubic", []),
+            Err(ConfigError::UnknownController("cubic".into()))
+        );
+        let err = ControllerConfig::parse("xmp", ["gamma=2"]).unwrap_err();
+        assert!(matches!(err, ConfigError::UnknownParameter { param, .. } if param == "gamma"));
+        let err = ControllerConfig::parse("lia", ["beta=4"]).unwrap_err();
+        assert!(err.to_string().contains("it has: none"), "{err}");
+        let err = ControllerConfig::parse("amp", ["beta"]).unwrap_err();
+        assert!(err.to_string().contains("key=value"), "{err}");
+    }
+
+    #[test]
+    fn out_of_range_values_are_errors() {
+        let bad = [
+            ("amp", "beta=1.9"),
+            ("amp", "beta=inf"),
+            ("amp", "beta=NaN"),
+            ("amp", "gamma=0"),
+            ("amp", "gamma=-1"),
+            ("amp", "tau=0"),
+            ("amp", "tau=1.5"),
+            ("xmp", "beta=1"),
+            ("dcm", "g=0"),
+            ("dcm", "g=1.01"),
+            ("dctcp", "g=-0.5"),
+            ("dctcp", "g=x"),
+            ("mptcp-d", "alpha=1"),
+            ("mptcp-d", "beta=0"),
+            ("mptcp-d", "candidates=0"),
+            ("mptcp-d", "ese=maybe"),
+            ("mmptcp", "switch_bytes=0"),
+            ("mmptcp", "switch_on_congestion=1"),
+        ];
+        for (name, param) in bad {
+            let err = ControllerConfig::parse(name, [param]).unwrap_err();
+            assert!(matches!(err, ConfigError::BadValue { .. }), "{name} {param}: {err}");
+        }
+        let good = [
+            ("amp", "beta=2"),
+            ("xmp", "beta=5"),
+            ("dcm", "g=1"),
+            ("mptcp-d", "ese=false"),
+            ("mmptcp", "switch_on_congestion=true"),
+        ];
+        for (name, param) in good {
+            assert!(ControllerConfig::parse(name, [param]).is_ok(), "{name} {param}");
+        }
+        let c = ControllerConfig::parse("amp", [" gamma = 3 ", "tau=6"]).unwrap();
+        assert_eq!(c, ControllerConfig::Amp(AmpConfig { beta: 4.0, gamma: 3, tau: 6 }));
+    }
+
+    #[test]
+    fn validate_catches_hand_built_values() {
+        let bad = [
+            ControllerConfig::Amp(AmpConfig { beta: 1.5, ..Default::default() }),
+            ControllerConfig::Amp(AmpConfig { gamma: 0, ..Default::default() }),
+            ControllerConfig::Amp(AmpConfig { tau: 0, ..Default::default() }),
+            ControllerConfig::Xmp(XmpConfig { beta: f64::NAN }),
+            ControllerConfig::Dcm(AlphaConfig { g: 0.0 }),
+            ControllerConfig::Dctcp(AlphaConfig { g: 2.0 }),
+            ControllerConfig::MptcpD(MptcpDConfig { alpha: 0.9, ..Default::default() }),
+            ControllerConfig::MptcpD(MptcpDConfig { beta: -1.0, ..Default::default() }),
+            ControllerConfig::MptcpD(MptcpDConfig { candidates: 0, ..Default::default() }),
+            ControllerConfig::Mmptcp(MmptcpConfig { switch_bytes: 0, ..Default::default() }),
+        ];
+        for config in bad {
+            assert!(config.validate().is_err(), "{config:?}");
+            assert!(config.try_build().is_err(), "{config:?}");
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "invalid controller configuration")]
+    fn build_panics_on_an_invalid_value() {
+        ControllerConfig::Amp(AmpConfig { gamma: 0, ..Default::default() }).build();
+    }
 }

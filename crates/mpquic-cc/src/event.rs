@@ -148,7 +148,8 @@ pub enum Notice {
         /// The paths that stopped carrying new data.
         paths: Vec<PathId>,
     },
-    /// AMP: suppressed paths were released.
+    /// AMP: suppressed paths were released. Also MPTCP-D: eliminated paths were reopened
+    /// because the path they were kept in favour of went away.
     Released {
         /// The paths that may carry data again.
         paths: Vec<PathId>,

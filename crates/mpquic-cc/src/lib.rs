@@ -8,12 +8,53 @@
 //! There is no I/O, no clock and no QUIC type in this crate: the QUIC library, the simulator and
 //! the tests all drive the same code. The algorithms and the readings taken where the papers are
 //! ambiguous are documented per module and in `shared/design/ALGORITHMS.md`.
+//!
+//! ```
+//! use std::time::Duration;
+//! use mpquic_cc::{ControllerConfig, Event, PathId, RttSample};
+//!
+//! let mut cc = ControllerConfig::parse("amp", ["beta=4", "tau=8"]).unwrap().build();
+//! cc.on_event(PathId(0), Event::PathAdded { mss: 1200 });
+//! cc.on_event(PathId(0), Event::PacketSent { bytes: 1200, pn: 0 });
+//! let rtt = RttSample {
+//!     latest: Duration::from_micros(100),
+//!     smoothed: Duration::from_micros(100),
+//!     min: Duration::from_micros(100),
+//! };
+//! cc.on_event(PathId(0), Event::PacketAcked { bytes: 1200, pn: 0, rtt });
+//! cc.on_event(PathId(0), Event::AckBatchEnded);
+//! assert_eq!(cc.window(PathId(0)), 13_200); // slow start: initial window + one packet
+//! assert!(cc.may_send(PathId(0)));
+//! ```
+//!
+//! # Layout
+//!
+//! - `core`: what every algorithm shares, implemented once: per-path window and slow-start
+//!   threshold, rounds, the once-per-round reaction gate, RTT, counters, the cached coupled sums
+//!   and the notice buffer.
+//! - `conn`: the single [`Controller`] implementation, routing events to the core and to an
+//!   algorithm's hooks.
+//! - `alg`: one module per algorithm (`amp`, `xmp`, `dcm`, `mptcp_d`, `mmptcp`, `lia`, `dctcp`,
+//!   `reno`) plus the shared DCTCP alpha estimator (`alpha`).
 
+#![warn(missing_docs)]
+
+mod alg;
 mod config;
+mod conn;
+mod core;
 mod event;
 mod snapshot;
 
-pub use config::{ConfigError, ControllerConfig, ControllerKind};
+#[cfg(test)]
+mod properties;
+#[cfg(test)]
+mod testkit;
+
+pub use config::{
+    AlphaConfig, AmpConfig, ConfigError, ControllerConfig, ControllerKind, MmptcpConfig,
+    MptcpDConfig, XmpConfig,
+};
 pub use event::{Event, Notice, PathId, ReductionCause, RttSample};
 pub use snapshot::{ConnectionSnapshot, PathSnapshot};
 
@@ -37,4 +78,30 @@ pub trait Controller: Send + std::fmt::Debug {
 
     /// Move the notices recorded since the last call into `out`.
     fn drain_notices(&mut self, out: &mut Vec<Notice>);
+}
+
+impl<C: Controller + ?Sized> Controller for Box<C> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+
+    fn on_event(&mut self, path: PathId, event: Event) {
+        (**self).on_event(path, event)
+    }
+
+    fn window(&self, path: PathId) -> u64 {
+        (**self).window(path)
+    }
+
+    fn may_send(&self, path: PathId) -> bool {
+        (**self).may_send(path)
+    }
+
+    fn snapshot(&self) -> ConnectionSnapshot {
+        (**self).snapshot()
+    }
+
+    fn drain_notices(&mut self, out: &mut Vec<Notice>) {
+        (**self).drain_notices(out)
+    }
 }

@@ -1,5 +1,7 @@
 //! A controller's state as plain data.
 
+use std::time::Duration;
+
 use serde::Serialize;
 
 use crate::PathId;
@@ -27,10 +29,17 @@ pub struct PathSnapshot {
     pub ce_marked: u64,
     /// Whether every CE count received so far was exact.
     pub ce_exact: bool,
-    /// Window reductions caused by ECN.
+    /// Reactions to ECN (at most one per round). A reaction that left the window where it was
+    /// (already at `cwnd_min`, or XMP's slow-start exit) counts too.
     pub ecn_reductions: u64,
-    /// Window reductions caused by loss.
+    /// Reactions to loss, persistent congestion included (at most one per round otherwise).
     pub loss_reductions: u64,
+    /// Ack-eliciting packets sent on the path.
+    pub sent_packets: u64,
+    /// Bytes in those packets.
+    pub sent_bytes: u64,
+    /// The smoothed RTT the controller last saw (`None` before the first sample).
+    pub srtt: Option<Duration>,
 }
 
 /// A whole connection's congestion state.
@@ -49,6 +58,9 @@ pub struct ConnectionSnapshot {
     pub releases: u64,
     /// MPTCP-D ESE eliminations so far.
     pub eliminations: u64,
+    /// Notices dropped because nobody drained them and the buffer was full (see
+    /// [`Controller::drain_notices`](crate::Controller::drain_notices)).
+    pub notices_dropped: u64,
 }
 
 impl ConnectionSnapshot {

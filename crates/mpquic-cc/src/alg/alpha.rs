@@ -1,0 +1,42 @@
+//! DCTCP's estimate of the extent of congestion (RFC 8257 section 3.3), shared by DCTCP and DCM.
+//!
+//! At each round end of a path: `F` = marked / acknowledged packets in the round (at most 1),
+//! `alpha = (1 - g) * alpha + g * F`. On an ECN reaction (once per round) the window becomes
+//! `w * (1 - alpha / 2)`.
+//!
+//! Readings:
+//! - `alpha` starts at 1 (RFC 8257 section 3.3 recommends 1, the conservative choice: the first
+//!   reaction halves, as Reno would, before any estimate exists).
+//! - `F` counts packets, as ALGORITHMS.md says, not bytes as RFC 8257 does; with full-size
+//!   packets they agree. When the stack only reports that an ACK frame raised the CE count
+//!   (`exact: false`, one mark per frame), `F` is an underestimate whenever one frame covers
+//!   several marked packets; the snapshot's `ce_exact` says which kind of count was used.
+
+use crate::core::{Core, RoundStats};
+use crate::Notice;
+
+/// One path's alpha.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Alpha(pub f64);
+
+impl Default for Alpha {
+    fn default() -> Self {
+        Alpha(1.0)
+    }
+}
+
+/// Update path `i`'s alpha from the round that just ended and report it.
+pub(crate) fn update(core: &mut Core<Alpha>, i: usize, round: &RoundStats, g: f64) {
+    let fraction =
+        if round.acked == 0 { 0.0 } else { (round.marked as f64 / round.acked as f64).min(1.0) };
+    let p = &mut core.paths[i];
+    p.ext.0 = (1.0 - g) * p.ext.0 + g * fraction;
+    let (path, alpha) = (p.id, p.ext.0);
+    core.notify(Notice::AlphaUpdated { path, alpha, marked_fraction: fraction });
+}
+
+/// The window after an ECN reaction on path `i`: `w * (1 - alpha / 2)`.
+pub(crate) fn cut(core: &Core<Alpha>, i: usize) -> f64 {
+    let p = &core.paths[i];
+    p.w * (1.0 - p.ext.0 / 2.0)
+}

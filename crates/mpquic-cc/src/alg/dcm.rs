@@ -1,0 +1,129 @@
+//! DCM (AMP paper section 2.1, Table 1): MPTCP's coupled increase with DCTCP's decrease on every
+//! path.
+//!
+//! - Increase per ACK: the LIA rule of RFC 6356 ([`lia_increase`], shared with LIA and MMPTCP).
+//! - Per round on each path: DCTCP's `alpha` (AMP paper eq. 2; [`alpha`](super::alpha), shared
+//!   with DCTCP), gain `g = 1/16`.
+//! - CE, once per round: `w = max(w * (1 - alpha / 2), cwnd_min)`. Loss halves.
+//!
+//! The paper gives no slow start for DCM; the common ground's applies (leave at first CE/loss).
+
+use super::alpha::{self, Alpha};
+use super::lia::lia_increase;
+use crate::conn::Algorithm;
+use crate::core::{Core, Coupling, RoundStats};
+use crate::ControllerKind;
+
+/// DCM with EWMA gain `g`.
+#[derive(Debug, Clone)]
+pub(crate) struct Dcm {
+    pub g: f64,
+}
+
+impl Algorithm for Dcm {
+    type Path = Alpha;
+    const KIND: ControllerKind = ControllerKind::Dcm;
+
+    fn coupling(&self) -> Coupling {
+        Coupling::Rates
+    }
+
+    fn ca_increase(&self, core: &Core<Alpha>, i: usize, bytes: u64) -> f64 {
+        lia_increase(core, i, bytes)
+    }
+
+    fn ecn_target(&self, core: &Core<Alpha>, i: usize) -> f64 {
+        alpha::cut(core, i)
+    }
+
+    fn on_round_end(&mut self, core: &mut Core<Alpha>, i: usize, round: &RoundStats) {
+        alpha::update(core, i, round, self.g);
+    }
+
+    fn alpha(&self, path: &Alpha) -> Option<f64> {
+        Some(path.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::Dcm;
+    use crate::alg::lia::Lia;
+    use crate::conn::Conn;
+    use crate::testkit::Driver;
+
+    #[test]
+    fn alpha_converges_to_the_marked_fraction() {
+        let g = 1.0 / 16.0;
+        let mut d = Driver::with(Conn::new(Dcm { g }));
+        d.add_path(0);
+        d.add_path(1);
+        // Steady pattern: 3 of every 10 packets marked on path 0, 1 of 10 on path 1.
+        let mut expect = [1.0f64, 1.0];
+        for round in 1..=200 {
+            d.round(0, 10, 3);
+            d.round(1, 10, 1);
+            expect[0] = (1.0 - g) * expect[0] + g * 0.3;
+            expect[1] = (1.0 - g) * expect[1] + g * 0.1;
+            let got = [d.path(0).alpha.unwrap(), d.path(1).alpha.unwrap()];
+            assert!((got[0] - expect[0]).abs() < 1e-12, "round {round}");
+            assert!((got[1] - expect[1]).abs() < 1e-12, "round {round}");
+        }
+        assert!((d.path(0).alpha.unwrap() - 0.3).abs() < 1e-3);
+        assert!((d.path(1).alpha.unwrap() - 0.1).abs() < 1e-3);
+    }
+
+    #[test]
+    fn cut_is_w_times_one_minus_half_alpha() {
+        let mut d = Driver::with(Conn::new(Dcm { g: 1.0 }));
+        d.add_path(0);
+        d.round(0, 10, 0); // alpha 0, w 24000, slow start
+        d.round(0, 4, 0); // 28800
+        d.round(0, 8, 2); // ACKs first: 28800 + 9600 = 38400 in slow start; alpha still 0: no cut
+        assert_eq!(d.window(0), 38_400);
+        assert_eq!(d.path(0).alpha, Some(0.25));
+        d.force_window(0, 40_000);
+        d.send(0, 1);
+        d.ack(0, 1, 1); // the ACK's increase first, then the cut with alpha 0.25
+        let grown = 40_000.0 + 1200.0 * 1200.0 / 40_000.0;
+        assert_eq!(d.window(0), (grown * (1.0 - 0.125)) as u64);
+    }
+
+    #[test]
+    fn cut_never_goes_below_cwnd_min() {
+        let mut d = Driver::with(Conn::new(Dcm { g: 1.0 }));
+        d.add_path(0);
+        for _ in 0..30 {
+            d.round(0, 2, 2);
+        }
+        assert_eq!(d.window(0), 2_400);
+    }
+
+    /// DCM's increase is LIA's: the same ACK sequence gives the same windows.
+    #[test]
+    fn increase_equals_lias() {
+        let mut dcm = Driver::with(Conn::new(Dcm { g: 1.0 / 16.0 }));
+        let mut lia = Driver::with(Conn::new(Lia));
+        for (id, rtt, w) in [(0, 80, 30_000), (1, 200, 9_000), (2, 500, 60_000)] {
+            dcm.add_path(id);
+            lia.add_path(id);
+            dcm.set_rtt(id, Duration::from_micros(rtt));
+            lia.set_rtt(id, Duration::from_micros(rtt));
+            dcm.force_window(id, w);
+            lia.force_window(id, w);
+        }
+        for step in 0..300u32 {
+            let id = step % 3;
+            dcm.send(id, 1);
+            lia.send(id, 1);
+            dcm.ack(id, 1, 0);
+            lia.ack(id, 1, 0);
+            for id in 0..3 {
+                assert_eq!(dcm.cc.core.paths[id].w, lia.cc.core.paths[id].w, "step {step}");
+            }
+        }
+        assert!(dcm.window(0) > 30_000, "it did grow");
+    }
+}

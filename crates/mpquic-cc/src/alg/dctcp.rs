@@ -1,0 +1,102 @@
+//! DCTCP (RFC 8257), uncoupled on every path: the single-path reference of every paper here.
+//!
+//! Reno's increase ([`reno_step`]); per round, `alpha` from the marked fraction; on CE, once per
+//! round, `w = w * (1 - alpha / 2)` (RFC 8257 section 3.3; estimator in [`alpha`](super::alpha)).
+//! Loss halves, as in RFC 8257 section 3.4.
+
+use super::alpha::{self, Alpha};
+use super::reno::reno_step;
+use crate::conn::Algorithm;
+use crate::core::{Core, RoundStats};
+use crate::ControllerKind;
+
+/// DCTCP with EWMA gain `g`.
+#[derive(Debug, Clone)]
+pub(crate) struct Dctcp {
+    pub g: f64,
+}
+
+impl Algorithm for Dctcp {
+    type Path = Alpha;
+    const KIND: ControllerKind = ControllerKind::Dctcp;
+
+    fn ca_increase(&self, core: &Core<Alpha>, i: usize, bytes: u64) -> f64 {
+        let p = &core.paths[i];
+        reno_step(p.mss_f(), bytes, p.w)
+    }
+
+    fn ecn_target(&self, core: &Core<Alpha>, i: usize) -> f64 {
+        alpha::cut(core, i)
+    }
+
+    fn on_round_end(&mut self, core: &mut Core<Alpha>, i: usize, round: &RoundStats) {
+        alpha::update(core, i, round, self.g);
+    }
+
+    fn alpha(&self, path: &Alpha) -> Option<f64> {
+        Some(path.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::AlphaConfig;
+    use crate::testkit::Driver;
+    use crate::{ControllerConfig, Notice, PathId};
+
+    fn dctcp(g: f64) -> Driver {
+        let mut d = Driver::new(ControllerConfig::Dctcp(AlphaConfig { g }));
+        d.add_path(0);
+        d
+    }
+
+    /// RFC 8257 section 3.3, step by step: alpha from the marked fraction of each round, the
+    /// cut `w * (1 - alpha / 2)` with the alpha of the moment.
+    #[test]
+    fn alpha_and_cut_follow_rfc8257() {
+        let g = 1.0 / 16.0;
+        let mut d = dctcp(g);
+        let mut alpha = 1.0;
+        // Round 1: 10 acked, none marked. Slow start to 24000.
+        d.round(0, 10, 0);
+        alpha = (1.0 - g) * alpha;
+        assert_eq!(d.path(0).alpha, Some(alpha));
+        assert_eq!(d.window(0), 24_000);
+        // Round 2: 20 acked, 5 marked. The frame's 20 ACKs grow the window to 48000 first (the
+        // CE count follows the ACKs); the cut then uses the alpha of round 1, and only the end
+        // of the frame closes round 2 and folds its fraction into alpha.
+        d.round(0, 20, 5);
+        let cut_alpha = alpha;
+        alpha = (1.0 - g) * alpha + g * 0.25;
+        assert_eq!(d.window(0), (48_000.0 * (1.0 - cut_alpha / 2.0)) as u64);
+        assert!((d.path(0).alpha.unwrap() - alpha).abs() < 1e-12);
+        let notices = d.drain();
+        assert!(notices.contains(&Notice::AlphaUpdated {
+            path: PathId(0),
+            alpha,
+            marked_fraction: 0.25
+        }));
+    }
+
+    #[test]
+    fn gain_one_tracks_the_last_round() {
+        let mut d = dctcp(1.0);
+        d.round(0, 8, 2);
+        assert_eq!(d.path(0).alpha, Some(0.25));
+        d.round(0, 4, 4);
+        assert_eq!(d.path(0).alpha, Some(1.0));
+        d.round(0, 4, 9); // more marks than ACKs (estimates): the fraction is capped at 1
+        assert_eq!(d.path(0).alpha, Some(1.0));
+    }
+
+    #[test]
+    fn small_alpha_cuts_little() {
+        let mut d = dctcp(1.0);
+        d.round(0, 10, 0); // alpha 0
+        let w = d.window(0);
+        d.round(0, 1, 1); // cut with alpha = 0: no change beyond the ACK's growth
+        assert_eq!(d.window(0), w + 1200);
+        assert_eq!(d.path(0).ecn_reductions, 1);
+        assert!(!d.path(0).in_slow_start);
+    }
+}

@@ -1,0 +1,15 @@
+//! The algorithms, one module each, as hooks over the shared core.
+//!
+//! Shared pieces live in one place: the Reno step in [`reno`], the LIA increase (used by LIA,
+//! DCM and MMPTCP's second phase) in [`lia`], and the DCTCP alpha estimator (used by DCTCP and
+//! DCM) in [`alpha`].
+
+pub(crate) mod alpha;
+pub(crate) mod amp;
+pub(crate) mod dcm;
+pub(crate) mod dctcp;
+pub(crate) mod lia;
+pub(crate) mod mmptcp;
+pub(crate) mod mptcp_d;
+pub(crate) mod reno;
+pub(crate) mod xmp;

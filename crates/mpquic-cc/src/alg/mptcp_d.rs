@@ -1,0 +1,337 @@
+//! MPTCP-D (mptcp-d-paper.txt, section IV, equations 1-2, Algorithm 1): an energy-efficient
+//! multipath TCP for data centers. A psi-weighted coupled increase shifts traffic to the
+//! lowest-RTT path, and Extra Subflow Elimination (ESE) closes paths found to share a
+//! bottleneck link with another path of the connection.
+//!
+//! - Increase per ACK on path `r` (Algorithm 1, from eq. 1):
+//!   `w_r += MSS * acked * psi_r * (w_r / rtt_r^2) / (sum_k w_k / rtt_k)^2` with
+//!   `psi_r = min_k rtt_k / rtt_r` (eq. 2), smoothed RTTs, active paths. With one path this is
+//!   Reno's `MSS * acked / w`, and since `psi_r <= 1` no path ever grows faster than Reno on it.
+//!   The sums and `min_k rtt_k` are cached by the core: O(1) per ACK.
+//! - Loss, and CE once per round: `w_r = max(w_r / 2, cwnd_min)`.
+//! - ESE (Algorithm 1), on the RTT samples of path `r` while it is within its first
+//!   `candidates` samples (80), `base_r` its minimum RTT:
+//!   - `rtt_r > alpha * base_r` (alpha = 1.3) with no trigger yet: set the trigger,
+//!     `ref = rtt_r`, and `r` is the keeper;
+//!   - trigger set, `r` not the keeper, `rtt_r > alpha * base_r` and
+//!     `|rtt_r - ref| < beta * base_r` (beta = 0.1): `r` shares the keeper's link; it is
+//!     eliminated (`may_send` false from then on).
+//!
+//! Readings:
+//! - ECN marks are a congestion signal too (the paper reacts to loss only), halving like loss,
+//!   because the project runs every controller on ECN feedback.
+//! - The keeper is never eliminated: read literally, Algorithm 1 would close the very path that
+//!   set the trigger (its `|rtt - ref|` is 0).
+//! - An "RTT sample" is one ACK frame that acknowledged something on the path: QUIC's RTT
+//!   estimator takes one sample per ACK frame (RFC 9002 section 5.1), and every packet of the
+//!   frame carries the same one. The sample is `RttSample::latest`, `base` is `RttSample::min`.
+//! - The adaptive candidate count ("if NUM_pkt < NUM_candidate then NUM_candidate = NUM_pkt")
+//!   uses the packets sent on the path so far. A streaming sender cannot know a flow's final
+//!   size, and there are never more samples than packets sent, so in practice the limit is
+//!   `candidates`.
+//! - Eliminated paths keep a window of `cwnd_min` rather than 0: `may_send` already stops new
+//!   data, and a non-zero window lets the transport finish what is in flight on them.
+//!   Elimination is permanent, except when the keeper itself goes away: then the eliminated
+//!   paths are reopened (a `Released` notice), as otherwise the connection could not send.
+
+use crate::conn::Algorithm;
+use crate::core::{Core, Coupling};
+use crate::{ConnectionSnapshot, ControllerKind, MptcpDConfig, Notice, PathId};
+
+/// MPTCP-D's per-path ESE state.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct EsePath {
+    samples: u32,
+    eliminated: bool,
+}
+
+/// MPTCP-D's connection-level state.
+#[derive(Debug, Clone)]
+pub(crate) struct MptcpD {
+    cfg: MptcpDConfig,
+    /// The keeper and its reference RTT in seconds, once ESE has triggered.
+    trigger: Option<(PathId, f64)>,
+    eliminations: u64,
+}
+
+impl MptcpD {
+    pub(crate) fn new(cfg: MptcpDConfig) -> Self {
+        MptcpD { cfg, trigger: None, eliminations: 0 }
+    }
+
+    fn ese_sample(&mut self, core: &mut Core<EsePath>, i: usize) {
+        let p = &mut core.paths[i];
+        let window = u64::from(self.cfg.candidates).min(p.counters.sent_packets);
+        if p.ext.eliminated || u64::from(p.ext.samples) >= window {
+            return;
+        }
+        p.ext.samples += 1;
+        let rtt = p.latest_rtt.as_secs_f64();
+        let base = p.min_rtt.as_secs_f64();
+        if base <= 0.0 || rtt <= self.cfg.alpha * base {
+            return;
+        }
+        match self.trigger {
+            None => self.trigger = Some((p.id, rtt)),
+            Some((keeper, reference)) => {
+                if keeper != p.id && (rtt - reference).abs() < self.cfg.beta * base {
+                    p.ext.eliminated = true;
+                    let notice = Notice::Eliminated {
+                        path: p.id,
+                        keeper,
+                        rtt: p.latest_rtt,
+                        base_rtt: p.min_rtt,
+                    };
+                    let floor = p.cwnd_min;
+                    core.set_active(i, false);
+                    core.set_window(i, floor);
+                    self.eliminations += 1;
+                    core.notify(notice);
+                }
+            }
+        }
+    }
+}
+
+impl Algorithm for MptcpD {
+    type Path = EsePath;
+    const KIND: ControllerKind = ControllerKind::MptcpD;
+
+    fn coupling(&self) -> Coupling {
+        Coupling::Rates
+    }
+
+    fn ca_increase(&self, core: &Core<EsePath>, i: usize, bytes: u64) -> f64 {
+        let p = &core.paths[i];
+        let s = &core.sums;
+        let step = p.mss_f() * bytes as f64;
+        // Path i is active and measured, so the sums include it; fall back to Reno if not.
+        if !(s.rate_sum > 0.0) || !s.min_srtt.is_finite() {
+            return step / p.w;
+        }
+        let psi = s.min_srtt / p.srtt;
+        step * psi * p.lia_term / (s.rate_sum * s.rate_sum)
+    }
+
+    fn on_batch_end(&mut self, core: &mut Core<EsePath>, i: usize) {
+        if self.cfg.ese && core.paths[i].acked_in_batch {
+            self.ese_sample(core, i);
+        }
+    }
+
+    fn on_path_removed(&mut self, core: &mut Core<EsePath>, removed: PathId, _index: usize) {
+        if self.trigger.is_some_and(|(keeper, _)| keeper == removed) {
+            self.trigger = None;
+            let mut paths = Vec::new();
+            for i in 0..core.paths.len() {
+                if core.paths[i].ext.eliminated {
+                    core.paths[i].ext.eliminated = false;
+                    core.set_active(i, true);
+                    paths.push(core.paths[i].id);
+                }
+            }
+            if !paths.is_empty() {
+                core.notify(Notice::Released { paths });
+            }
+        }
+    }
+
+    fn fill_snapshot(&self, snapshot: &mut ConnectionSnapshot) {
+        snapshot.eliminations = self.eliminations;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::MptcpD;
+    use crate::conn::Conn;
+    use crate::testkit::Driver;
+    use crate::{Controller, MptcpDConfig, Notice, PathId, RttSample};
+
+    fn us(x: u64) -> Duration {
+        Duration::from_micros(x)
+    }
+
+    fn mptcp_d(paths: u32) -> Driver<Conn<MptcpD>> {
+        let mut d = Driver::with(Conn::new(MptcpD::new(MptcpDConfig::default())));
+        for id in 0..paths {
+            d.add_path(id);
+        }
+        d
+    }
+
+    fn sample(latest: u64, min: u64) -> RttSample {
+        RttSample { latest: us(latest), smoothed: us(latest), min: us(min) }
+    }
+
+    #[test]
+    fn one_path_reduces_to_reno() {
+        let mut d = mptcp_d(1);
+        d.set_rtt(0, us(150));
+        d.force_window(0, 30_000);
+        for _ in 0..50 {
+            let w = d.cc.core.paths[0].w;
+            d.send(0, 1);
+            d.ack(0, 1, 0);
+            let got = d.cc.core.paths[0].w - w;
+            let reno = 1200.0 * 1200.0 / w;
+            assert!((got - reno).abs() < 1e-9 * reno, "{got} vs {reno}");
+        }
+    }
+
+    #[test]
+    fn increase_follows_equations_1_and_2() {
+        let mut d = mptcp_d(3);
+        let (w, r) = ([20_000.0f64, 15_000.0, 9_000.0], [100.0e-6f64, 200e-6, 400e-6]);
+        for k in 0..3 {
+            d.set_rtt(k as u32, Duration::from_secs_f64(r[k]));
+            d.force_window(k as u32, w[k] as u64);
+        }
+        let r: Vec<f64> = (0..3).map(|k| d.cc.core.paths[k].srtt).collect();
+        let sum: f64 = (0..3).map(|k| w[k] / r[k]).sum();
+        for k in 0..3 {
+            let mut copy = d.clone();
+            copy.send(k as u32, 1);
+            copy.ack(k as u32, 1, 0);
+            let psi = r[0] / r[k];
+            let expect = 1200.0 * 1200.0 * psi * (w[k] / (r[k] * r[k])) / (sum * sum);
+            let got = copy.cc.core.paths[k].w - w[k];
+            assert!((got - expect).abs() < 1e-9 * expect, "path {k}: {got} vs {expect}");
+            // psi < 1 off the best path: slower than Reno there.
+            assert!(got <= 1200.0 * 1200.0 / w[k]);
+        }
+    }
+
+    #[test]
+    fn ecn_and_loss_halve_once_per_round() {
+        let mut d = mptcp_d(2);
+        d.force_window(0, 40_000);
+        d.send(0, 4);
+        d.ack(0, 1, 1);
+        let w = d.window(0);
+        assert!((20_000..20_100).contains(&w));
+        d.lose(0, 1);
+        assert_eq!(d.window(0), w);
+    }
+
+    /// Two paths sharing a link (inflated RTTs within beta * base of each other) and a third on
+    /// its own link: path 0 triggers and is kept, path 1 is eliminated, path 2 stays.
+    #[test]
+    fn ese_closes_a_link_sharing_path_and_keeps_the_trigger() {
+        let mut d = mptcp_d(3);
+        for id in 0..3 {
+            d.send(id, 5);
+            d.ack_with(id, 1, sample(100, 100)); // base 100 us everywhere
+        }
+        d.ack_with(0, 1, sample(135, 100)); // > 1.3 * 100: trigger, ref 135, keeper 0
+        assert!(d.drain().iter().all(|n| !matches!(n, Notice::Eliminated { .. })));
+        d.ack_with(2, 1, sample(160, 100)); // inflated, but 25 us > 10 us from the reference
+        d.ack_with(1, 1, sample(140, 100)); // inflated and within 10 us: shares the link
+        d.ack_with(0, 1, sample(138, 100)); // the keeper again: never eliminated
+        assert!(d.cc.may_send(PathId(0)));
+        assert!(!d.cc.may_send(PathId(1)));
+        assert!(d.cc.may_send(PathId(2)));
+        assert_eq!(d.snapshot().eliminations, 1);
+        assert_eq!(
+            d.drain(),
+            vec![Notice::Eliminated {
+                path: PathId(1),
+                keeper: PathId(0),
+                rtt: us(140),
+                base_rtt: us(100)
+            }]
+        );
+        // The eliminated path leaves the coupled sums and no longer grows.
+        let total: f64 = [0, 2].iter().map(|&k| d.cc.core.paths[k].w).sum();
+        assert_eq!(d.cc.core.sums.w_active, total);
+        let w1 = d.cc.core.paths[1].w;
+        d.ack_with(1, 1, sample(100, 100));
+        assert_eq!(d.cc.core.paths[1].w, w1);
+    }
+
+    #[test]
+    fn paths_with_rtts_further_apart_than_beta_base_are_all_kept() {
+        let mut d = mptcp_d(4);
+        for id in 0..4 {
+            d.send(id, 5);
+            d.ack_with(id, 1, sample(100, 100));
+        }
+        d.ack_with(0, 1, sample(140, 100));
+        d.ack_with(1, 1, sample(160, 100));
+        d.ack_with(2, 1, sample(180, 100));
+        d.ack_with(3, 1, sample(129, 100)); // close to the reference but not inflated
+        assert!((0..4).all(|id| d.cc.may_send(PathId(id))));
+        assert_eq!(d.snapshot().eliminations, 0);
+    }
+
+    #[test]
+    fn nothing_happens_after_the_candidate_window() {
+        let cfg = MptcpDConfig { candidates: 5, ..Default::default() };
+        let mut d = Driver::with(Conn::new(MptcpD::new(cfg)));
+        d.add_path(0);
+        d.add_path(1);
+        d.send(0, 20);
+        d.send(1, 20);
+        d.ack_with(0, 1, sample(100, 100));
+        d.ack_with(0, 1, sample(140, 100)); // trigger
+        for _ in 0..5 {
+            d.ack_with(1, 1, sample(100, 100)); // path 1 spends its five samples uninflated
+        }
+        d.ack_with(1, 1, sample(141, 100)); // sixth sample: outside the window
+        assert!(d.cc.may_send(PathId(1)));
+        // Nor can a path outside its window set the trigger.
+        let mut d = Driver::with(Conn::new(MptcpD::new(cfg)));
+        d.add_path(0);
+        d.add_path(1);
+        d.send(0, 20);
+        d.send(1, 20);
+        for _ in 0..5 {
+            d.ack_with(0, 1, sample(100, 100));
+        }
+        d.ack_with(0, 1, sample(140, 100));
+        d.ack_with(1, 1, sample(100, 100));
+        d.ack_with(1, 1, sample(140, 100)); // would be the trigger, then nothing to match
+        assert!(d.cc.may_send(PathId(0)) && d.cc.may_send(PathId(1)));
+    }
+
+    #[test]
+    fn candidate_window_never_exceeds_packets_sent() {
+        let cfg = MptcpDConfig { candidates: 80, ..Default::default() };
+        let mut d = Driver::with(Conn::new(MptcpD::new(cfg)));
+        d.add_path(0);
+        d.send(0, 1);
+        d.ack_with(0, 1, sample(100, 100));
+        // A further ACK frame for a packet never sent (a bogus or reordered report) is not a
+        // new candidate sample: one packet sent, one sample.
+        d.raw(0, crate::Event::PacketAcked { bytes: 1200, pn: 0, rtt: sample(140, 100) });
+        d.raw(0, crate::Event::AckBatchEnded);
+        assert_eq!(d.cc.core.paths[0].ext.samples, 1);
+    }
+
+    #[test]
+    fn ese_can_be_disabled() {
+        let cfg = MptcpDConfig { ese: false, ..Default::default() };
+        let mut d = Driver::with(Conn::new(MptcpD::new(cfg)));
+        d.add_path(0);
+        d.add_path(1);
+        d.send(0, 5);
+        d.send(1, 5);
+        d.ack_with(0, 1, sample(140, 100));
+        d.ack_with(1, 1, sample(140, 100));
+        assert!(d.cc.may_send(PathId(1)));
+    }
+
+    #[test]
+    fn removing_the_keeper_reopens_eliminated_paths() {
+        let mut d = mptcp_d(2);
+        d.send(0, 5);
+        d.send(1, 5);
+        d.ack_with(0, 1, sample(140, 100));
+        d.ack_with(1, 1, sample(140, 100));
+        assert!(!d.cc.may_send(PathId(1)));
+        d.remove_path(0);
+        assert!(d.cc.may_send(PathId(1)));
+    }
+}

@@ -1,0 +1,309 @@
+//! The shared per-path core: everything the algorithms have in common, implemented once.
+//!
+//! - **Rounds** (ALGORITHMS.md "Common ground", XMP's `beg_seq`): a round of a path ends when an
+//!   ACK acknowledges a packet number at or above the next packet number that was unsent when
+//!   the round began. The round is closed at the end of that ACK frame (`AckBatchEnded`), so the
+//!   frame's CE count, which the stack reports after the frame's acknowledged packets, belongs to
+//!   the round the frame ends. Round-end hooks (DCTCP/DCM alpha, XMP's increase, AMP's SSR) get
+//!   the round's acknowledged and marked packet counts.
+//! - **Once-per-round reaction**: after a reaction the path records `cwr_seq`, its next unsent
+//!   packet number, and ignores CE until a packet at or above `cwr_seq` is acknowledged. Losses of
+//!   packets below `cwr_seq` are ignored too, so ECN and loss share one gate, as RFC 9002's single
+//!   recovery period and Linux's CWR/Recovery states do: one cut per round whatever the signal.
+//!   ACKs of packets below `cwr_seq` do not grow the window (RFC 9002 section 7.3.2).
+//! - **Slow start**: `w < ssthresh`; `ssthresh` starts infinite and is set by the first
+//!   reaction, which therefore ends slow start. RFC 9002 persistent congestion collapses the
+//!   window to `cwnd_min` and so re-enters slow start up to the halved threshold.
+//! - **Coupled sums** ([`coupling`]): `W_total`, `sum(w / srtt)`, `max(w / srtt^2)` and
+//!   `min(srtt)` over the active paths, kept up to date on every window or RTT change so that a
+//!   coupled per-ACK increase is O(1) instead of O(paths).
+//! - **Notices**: window reductions and slow-start exits are reported here; algorithms add their
+//!   own (alpha updates, SSR, ESE, phase switch).
+
+pub(crate) mod coupling;
+pub(crate) mod path;
+
+pub(crate) use coupling::{Coupling, Sums};
+pub(crate) use path::{PathState, RoundStats};
+
+use crate::{Notice, PathId, ReductionCause, RttSample};
+
+/// Notices are only pushed on reactions and episodes, never per ACK, but a transport that never
+/// drains them must not make a long connection grow without bound: past this many undrained
+/// notices new ones are counted and dropped.
+pub(crate) const NOTICE_CAP: usize = 1 << 16;
+
+/// The per-path states of one connection, the coupled sums over them, and the notice buffer.
+#[derive(Debug, Clone)]
+pub(crate) struct Core<X> {
+    /// Live paths, sorted by id, so index 0 is the initial path (or, once it is gone, the oldest
+    /// remaining one).
+    pub paths: Vec<PathState<X>>,
+    /// The ids of `paths`, in the same order: a lookup scans 4 bytes per path, not a whole state.
+    ids: Vec<PathId>,
+    pub sums: Sums,
+    notices: Vec<Notice>,
+    pub notices_dropped: u64,
+}
+
+impl<X: Default> Core<X> {
+    pub(crate) fn new(coupling: Coupling) -> Self {
+        Core {
+            paths: Vec::new(),
+            ids: Vec::new(),
+            sums: Sums::new(coupling),
+            notices: Vec::new(),
+            notices_dropped: 0,
+        }
+    }
+
+    /// Add a path (the caller has checked that it is new) and return its index.
+    pub(crate) fn add_path(&mut self, id: PathId, mss: u64) -> usize {
+        let i = self.ids.partition_point(|&other| other < id);
+        self.ids.insert(i, id);
+        self.paths.insert(i, PathState::new(id, mss));
+        self.recompute_sums();
+        i
+    }
+}
+
+impl<X> Core<X> {
+    #[inline]
+    pub(crate) fn index(&self, id: PathId) -> Option<usize> {
+        self.ids.iter().position(|&p| p == id)
+    }
+
+    pub(crate) fn remove_path(&mut self, i: usize) -> PathState<X> {
+        self.ids.remove(i);
+        let removed = self.paths.remove(i);
+        self.recompute_sums();
+        removed
+    }
+
+    pub(crate) fn on_acked(&mut self, i: usize, pn: u64, rtt: &RttSample) -> bool {
+        let p = &mut self.paths[i];
+        p.latest_rtt = rtt.latest;
+        p.min_rtt = rtt.min;
+        let may_grow = p.on_acked(pn);
+        let srtt = rtt.smoothed.as_secs_f64().max(path::MIN_SRTT);
+        if srtt != p.srtt {
+            self.set_srtt(i, srtt);
+        }
+        may_grow
+    }
+
+    pub(crate) fn set_mss(&mut self, i: usize, mss: u64) {
+        let p = &mut self.paths[i];
+        p.mss = mss.clamp(1, path::MAX_MSS);
+        p.cwnd_min = (2 * p.mss) as f64;
+        let w = p.w;
+        self.set_window(i, w);
+    }
+
+    /// Grow path `i`'s window by `inc` bytes.
+    #[inline]
+    pub(crate) fn grow(&mut self, i: usize, inc: f64) {
+        let w = self.paths[i].w + inc;
+        self.set_window(i, w);
+    }
+
+    /// Apply a reaction to congestion on path `i`: window to `target` (never below `cwnd_min`,
+    /// never above the current window), slow-start threshold to `ssthresh`, close the round's
+    /// gate, count it, and report it.
+    pub(crate) fn reduce(&mut self, i: usize, target: f64, ssthresh: f64, cause: ReductionCause) {
+        let p = &self.paths[i];
+        let from = p.w;
+        let was_slow_start = p.in_slow_start();
+        let to = target.min(from).max(p.cwnd_min);
+        self.set_window(i, to);
+        let p = &mut self.paths[i];
+        p.ssthresh = ssthresh.max(0.0);
+        let now_slow_start = p.in_slow_start();
+        self.record_reaction(i, cause);
+        self.report_reduction(i, from, to, cause, was_slow_start && !now_slow_start);
+    }
+
+    /// The common part of every reaction: close the gate of path `i` and count it.
+    pub(crate) fn record_reaction(&mut self, i: usize, cause: ReductionCause) {
+        let p = &mut self.paths[i];
+        p.close_gate();
+        match cause {
+            ReductionCause::Ecn => p.counters.ecn_reductions += 1,
+            ReductionCause::Loss | ReductionCause::PersistentCongestion => {
+                p.counters.loss_reductions += 1
+            }
+        }
+    }
+
+    /// Report a reaction on path `i` from `from` to `to` bytes (which may be a connection-level
+    /// window, as in MMPTCP's scatter phase).
+    pub(crate) fn report_reduction(
+        &mut self,
+        i: usize,
+        from: f64,
+        to: f64,
+        cause: ReductionCause,
+        left_slow_start: bool,
+    ) {
+        let path = self.paths[i].id;
+        let (from, to) = (from as u64, to as u64);
+        if to < from {
+            self.notify(Notice::WindowReduced { path, from, to, cause });
+        }
+        if left_slow_start {
+            self.notify(Notice::SlowStartExited { path, window: to });
+        }
+    }
+
+    pub(crate) fn notify(&mut self, notice: Notice) {
+        if self.notices.len() < NOTICE_CAP {
+            self.notices.push(notice);
+        } else {
+            self.notices_dropped += 1;
+        }
+    }
+
+    pub(crate) fn drain_notices(&mut self, out: &mut Vec<Notice>) {
+        out.append(&mut self.notices);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testkit::Driver;
+    use crate::{ControllerConfig, ControllerKind, Notice, PathId, ReductionCause};
+
+    const P0: PathId = PathId(0);
+
+    fn reno() -> Driver {
+        let mut d = Driver::new(ControllerConfig::Reno);
+        d.add_path(0);
+        d
+    }
+
+    #[test]
+    fn initial_window_follows_rfc9002() {
+        for (mss, iw) in [(1200, 12_000), (1500, 14_720), (9000, 18_000), (1, 10)] {
+            let mut d = Driver::new(ControllerConfig::Reno);
+            d.add_path_mss(0, mss);
+            assert_eq!(d.window(0), iw, "mss {mss}");
+        }
+    }
+
+    #[test]
+    fn a_round_ends_at_the_first_ack_at_or_above_the_marker() {
+        let mut d = reno();
+        d.send(0, 4); // pn 0..3; the first round ends with the ACK of pn 0
+        d.ack(0, 1, 0);
+        assert_eq!(d.path(0).rounds, 1);
+        // The second round began with pn 4 unsent: acking 1..3 does not end it.
+        d.ack(0, 3, 0);
+        assert_eq!(d.path(0).rounds, 1);
+        d.send(0, 2); // pn 4, 5
+        d.ack(0, 1, 0);
+        assert_eq!(d.path(0).rounds, 2);
+    }
+
+    #[test]
+    fn ecn_reaction_is_gated_until_a_packet_sent_after_it_is_acked() {
+        let mut d = reno();
+        d.send(0, 10);
+        d.ack(0, 2, 1); // reacts: 12000 + 2400 slow start, then halved
+        let after_first = d.window(0);
+        assert_eq!(after_first, 7_200);
+        assert_eq!(d.path(0).ecn_reductions, 1);
+        // More CE for packets sent before the cut: ignored.
+        d.ack(0, 4, 2);
+        assert_eq!(d.path(0).ecn_reductions, 1);
+        assert_eq!(d.window(0), after_first, "no growth from packets sent before the cut");
+        // A packet sent after the cut is acknowledged with CE: a new round, a new reaction.
+        d.send(0, 1);
+        d.ack(0, 5, 0); // the rest of the old flight and the new packet, no CE yet
+        d.send(0, 1);
+        d.ack(0, 1, 1);
+        assert_eq!(d.path(0).ecn_reductions, 2);
+    }
+
+    #[test]
+    fn loss_and_ecn_share_the_gate() {
+        let mut d = reno();
+        d.send(0, 10);
+        d.ack(0, 1, 1); // ECN reaction
+        assert_eq!(d.path(0).ecn_reductions, 1);
+        d.lose(0, 1); // pn 1 was sent before the cut: same round, no second cut
+        assert_eq!(d.path(0).loss_reductions, 0);
+        d.send(0, 1); // pn 10, after the cut
+        d.lose_pn(0, 10, false);
+        assert_eq!(d.path(0).loss_reductions, 1);
+    }
+
+    #[test]
+    fn persistent_congestion_collapses_to_cwnd_min_and_reenters_slow_start() {
+        let mut d = reno();
+        d.send(0, 10);
+        d.ack(0, 1, 1); // 13200 -> 6600
+        d.lose_pn(0, 2, true);
+        let p = d.path(0);
+        assert_eq!(p.window, 2_400);
+        assert_eq!(p.ssthresh, Some(3_300));
+        assert!(p.in_slow_start);
+        assert!(d.drain().contains(&Notice::WindowReduced {
+            path: P0,
+            from: 6_600,
+            to: 2_400,
+            cause: ReductionCause::PersistentCongestion
+        }));
+    }
+
+    #[test]
+    fn slow_start_exit_is_reported_once() {
+        let mut d = reno();
+        d.round(0, 10, 1);
+        d.round(0, 5, 1);
+        let exits = d
+            .drain()
+            .into_iter()
+            .filter(|n| matches!(n, Notice::SlowStartExited { .. }))
+            .count();
+        assert_eq!(exits, 1);
+    }
+
+    #[test]
+    fn mss_change_raises_the_floor() {
+        let mut d = reno();
+        for _ in 0..6 {
+            d.round(0, 1, 1);
+        }
+        assert_eq!(d.window(0), 2_400);
+        d.change_mss(0, 1500);
+        assert_eq!(d.window(0), 3_000);
+    }
+
+    #[test]
+    fn unknown_and_removed_paths_are_ignored() {
+        for kind in ControllerKind::ALL {
+            let mut d = Driver::new(ControllerConfig::with_defaults(kind));
+            d.add_path(0);
+            d.add_path(1);
+            d.remove_path(1);
+            assert_eq!(d.cc.window(PathId(1)), 0);
+            assert!(!d.cc.may_send(PathId(1)));
+            assert_eq!(d.cc.window(PathId(7)), 0);
+            d.raw(1, crate::Event::CongestionExperienced { count: 3, exact: true });
+            d.raw(7, crate::Event::PacketsLost { bytes: 1, largest_pn: 0, persistent: true });
+            assert_eq!(d.snapshot().paths.len(), 1, "{kind}");
+        }
+    }
+
+    #[test]
+    fn notice_buffer_is_bounded() {
+        let mut d = Driver::new(ControllerConfig::Dctcp(Default::default()));
+        d.add_path(0);
+        // Every round pushes an alpha notice; never drained.
+        for _ in 0..(super::NOTICE_CAP + 10) {
+            d.round(0, 1, 0);
+        }
+        let snap = d.snapshot();
+        assert!(snap.notices_dropped >= 10);
+    }
+}

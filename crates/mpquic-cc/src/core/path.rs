@@ -1,0 +1,224 @@
+//! One path's share of the common ground: window, slow-start threshold, rounds, the
+//! once-per-round reaction gate, RTT and counters.
+//!
+//! Every algorithm reads and writes these fields through [`Core`](super::Core); nothing here knows
+//! which algorithm runs.
+
+use std::time::Duration;
+
+use crate::PathId;
+
+/// Windows are kept as `f64` bytes so that sub-byte per-ACK increases (e.g. `MSS * acked / W`
+/// with a large `W`) accumulate instead of being rounded away. They are capped here so that no
+/// event sequence can drive them to infinity; 2^48 bytes is far beyond any real window.
+pub(crate) const MAX_WINDOW: f64 = (1u64 << 48) as f64;
+
+/// Smoothed RTTs are floored at 1 ns: a zero RTT (a simulator with zero delay, a bogus sample)
+/// would otherwise turn `w / rtt` into infinity. At this floor the largest window gives
+/// `w / rtt^2` of about 1e36 and its square about 1e72, still far inside `f64`.
+pub(crate) const MIN_SRTT: f64 = 1e-9;
+
+/// Largest maximum datagram size accepted; larger values are clamped. (UDP payloads stop at
+/// 65527 bytes; the clamp only keeps arithmetic on absurd inputs finite.)
+pub(crate) const MAX_MSS: u64 = 1 << 16;
+
+/// RFC 9002 section 7.2: `min(10 * mss, max(14720, 2 * mss))`.
+pub(crate) fn initial_window(mss: u64) -> f64 {
+    (10 * mss).min(14_720u64.max(2 * mss)) as f64
+}
+
+/// What happened on a path during one round, handed to the round-end hook.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct RoundStats {
+    /// Packets acknowledged in the round (including those of the ACK frame that ended it).
+    pub acked: u64,
+    /// CE-marked packets reported in the round (exact counts or the stack's estimates).
+    pub marked: u64,
+    /// ACK frames in the round that raised the CE count.
+    pub ce_events: u64,
+    /// Whether the path reacted to congestion (ECN or loss) during the round.
+    pub reacted: bool,
+}
+
+/// Running totals for snapshots and experiments.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Counters {
+    pub rounds: u64,
+    pub ce_events: u64,
+    pub ce_marked: u64,
+    pub ce_exact: bool,
+    pub ecn_reductions: u64,
+    pub loss_reductions: u64,
+    pub sent_packets: u64,
+    pub sent_bytes: u64,
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters {
+            rounds: 0,
+            ce_events: 0,
+            ce_marked: 0,
+            ce_exact: true,
+            ecn_reductions: 0,
+            loss_reductions: 0,
+            sent_packets: 0,
+            sent_bytes: 0,
+        }
+    }
+}
+
+/// The common state of one path, plus `ext`, the algorithm's own per-path state.
+#[derive(Debug, Clone)]
+pub(crate) struct PathState<X> {
+    pub id: PathId,
+    /// Maximum datagram size, bytes, clamped to `1..=MAX_MSS`.
+    pub mss: u64,
+    /// `2 * mss`, as `f64` because every window comparison is in `f64`.
+    pub cwnd_min: f64,
+    /// Congestion window, bytes. Only [`Core::set_window`](super::Core::set_window) writes it, so
+    /// the coupled sums stay in step.
+    pub w: f64,
+    /// Slow-start threshold, bytes; infinite until the first reaction.
+    pub ssthresh: f64,
+    /// False while AMP suppresses or MPTCP-D eliminated the path. Written only through
+    /// [`Core::set_active`](super::Core::set_active).
+    pub active: bool,
+    /// One past the largest packet number sent.
+    pub next_unsent: u64,
+    sent_any: bool,
+    /// The round ends when a packet number at or above this is acknowledged.
+    round_end: u64,
+    /// Set by the ACK that ends the round; the round is closed at the end of that ACK frame so
+    /// that the frame's CE count belongs to the round it ends.
+    round_ending: bool,
+    pub round: RoundStats,
+    /// Next unsent packet number at the last reaction: packets below it were sent before the
+    /// window was cut, so their CE marks, losses and ACKs do not act on the window again.
+    cwr_seq: u64,
+    /// True from a reaction until a packet at or above `cwr_seq` is acknowledged.
+    in_cwr: bool,
+    /// Whether the current ACK frame acknowledged anything on this path.
+    pub acked_in_batch: bool,
+    /// Smoothed RTT in seconds; 0 until the first sample.
+    pub srtt: f64,
+    pub latest_rtt: Duration,
+    pub min_rtt: Duration,
+    /// This path's current terms in the coupled sums (`w / srtt` and `w / srtt^2`), kept so a
+    /// change can subtract exactly what it once added.
+    pub rate_term: f64,
+    pub lia_term: f64,
+    pub counters: Counters,
+    pub ext: X,
+}
+
+impl<X: Default> PathState<X> {
+    pub(crate) fn new(id: PathId, mss: u64) -> Self {
+        let mss = mss.clamp(1, MAX_MSS);
+        PathState {
+            id,
+            mss,
+            cwnd_min: (2 * mss) as f64,
+            w: initial_window(mss),
+            ssthresh: f64::INFINITY,
+            active: true,
+            next_unsent: 0,
+            sent_any: false,
+            round_end: 0,
+            round_ending: false,
+            round: RoundStats::default(),
+            cwr_seq: 0,
+            in_cwr: false,
+            acked_in_batch: false,
+            srtt: 0.0,
+            latest_rtt: Duration::ZERO,
+            min_rtt: Duration::ZERO,
+            rate_term: 0.0,
+            lia_term: 0.0,
+            counters: Counters::default(),
+            ext: X::default(),
+        }
+    }
+}
+
+impl<X> PathState<X> {
+    pub(crate) fn in_slow_start(&self) -> bool {
+        self.w < self.ssthresh
+    }
+
+    /// The window in whole bytes, as the transport sees it.
+    pub(crate) fn window(&self) -> u64 {
+        self.w as u64
+    }
+
+    pub(crate) fn mss_f(&self) -> f64 {
+        self.mss as f64
+    }
+
+    pub(crate) fn on_sent(&mut self, bytes: u64, pn: u64) {
+        if !self.sent_any {
+            // The first round began when the path did; the next unsent number then was this one.
+            self.sent_any = true;
+            self.round_end = pn;
+        }
+        self.next_unsent = self.next_unsent.max(pn.saturating_add(1));
+        self.counters.sent_packets += 1;
+        self.counters.sent_bytes = self.counters.sent_bytes.saturating_add(bytes);
+    }
+
+    /// Book-keeping for one acknowledged packet. Returns whether the packet was sent after the
+    /// last reaction, i.e. whether its ACK may grow the window (RFC 9002 section 7.3.2: no
+    /// increase during recovery).
+    pub(crate) fn on_acked(&mut self, pn: u64) -> bool {
+        self.acked_in_batch = true;
+        self.round.acked += 1;
+        if self.sent_any && pn >= self.round_end {
+            self.round_ending = true;
+        }
+        let after_reaction = pn >= self.cwr_seq;
+        if after_reaction {
+            self.in_cwr = false;
+        }
+        after_reaction
+    }
+
+    /// Book-keeping for a CE increase. Returns whether the path may react to it (once per
+    /// round: not while a previous reaction's packets are still being acknowledged).
+    pub(crate) fn on_ce(&mut self, count: u64, exact: bool) -> bool {
+        self.counters.ce_events += 1;
+        self.counters.ce_marked = self.counters.ce_marked.saturating_add(count);
+        self.counters.ce_exact &= exact;
+        self.round.ce_events += 1;
+        self.round.marked = self.round.marked.saturating_add(count);
+        !self.in_cwr
+    }
+
+    /// Whether a loss reaches the window: persistent congestion always does; otherwise only a
+    /// loss of a packet sent after the last reaction (once per round, shared with ECN as in
+    /// RFC 9002's single recovery period).
+    pub(crate) fn loss_reacts(&self, largest_pn: u64, persistent: bool) -> bool {
+        persistent || largest_pn >= self.cwr_seq
+    }
+
+    /// Start the once-per-round gate: ignore congestion signals for what is already in flight.
+    pub(crate) fn close_gate(&mut self) {
+        self.cwr_seq = self.next_unsent;
+        self.in_cwr = true;
+        self.round.reacted = true;
+    }
+
+    pub(crate) fn in_cwr(&self) -> bool {
+        self.in_cwr
+    }
+
+    /// If the ACK frame just ended ended the round, close it and return what happened in it.
+    pub(crate) fn take_round_end(&mut self) -> Option<RoundStats> {
+        if !self.round_ending {
+            return None;
+        }
+        self.round_ending = false;
+        self.round_end = self.next_unsent;
+        self.counters.rounds += 1;
+        Some(std::mem::take(&mut self.round))
+    }
+}

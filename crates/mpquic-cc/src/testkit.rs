@@ -1,0 +1,187 @@
+//! A small scripted sender for tests: it keeps each path's packet numbers, what is in flight and
+//! the RTT to report, and turns "send 10 packets", "acknowledge them with 3 CE marks",
+//! "lose one" into the event sequences the QUIC adapter produces (per ACK frame: the
+//! acknowledged packets, then at most one CE report, then `AckBatchEnded`).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use crate::conn::{Algorithm, Conn};
+use crate::{
+    ConnectionSnapshot, Controller, ControllerConfig, Event, Notice, PathId, PathSnapshot,
+    RttSample,
+};
+
+/// Default RTT of a scripted path.
+pub(crate) const RTT: Duration = Duration::from_micros(100);
+
+#[derive(Debug, Clone)]
+struct Flight {
+    mss: u64,
+    next_pn: u64,
+    in_flight: VecDeque<(u64, u64)>,
+    rtt: RttSample,
+}
+
+/// Drives one controller through scripted scenarios.
+#[derive(Debug, Clone)]
+pub(crate) struct Driver<C: Controller = Box<dyn Controller>> {
+    pub cc: C,
+    flights: BTreeMap<u32, Flight>,
+}
+
+impl Driver {
+    pub(crate) fn new(config: ControllerConfig) -> Self {
+        Driver::with(config.build())
+    }
+}
+
+impl<C: Controller> Driver<C> {
+    pub(crate) fn with(cc: C) -> Self {
+        Driver { cc, flights: BTreeMap::new() }
+    }
+
+    pub(crate) fn raw(&mut self, path: u32, event: Event) {
+        self.cc.on_event(PathId(path), event);
+    }
+
+    pub(crate) fn add_path(&mut self, path: u32) {
+        self.add_path_mss(path, 1200);
+    }
+
+    pub(crate) fn add_path_mss(&mut self, path: u32, mss: u64) {
+        let rtt = RttSample { latest: RTT, smoothed: RTT, min: RTT };
+        self.flights.insert(path, Flight { mss, next_pn: 0, in_flight: VecDeque::new(), rtt });
+        self.raw(path, Event::PathAdded { mss });
+    }
+
+    pub(crate) fn remove_path(&mut self, path: u32) {
+        self.flights.remove(&path);
+        self.raw(path, Event::PathRemoved);
+    }
+
+    pub(crate) fn change_mss(&mut self, path: u32, mss: u64) {
+        self.flight(path).mss = mss;
+        self.raw(path, Event::MssChanged { mss });
+    }
+
+    /// The RTT reported with later ACKs on `path` (latest = smoothed; min follows).
+    pub(crate) fn set_rtt(&mut self, path: u32, rtt: Duration) {
+        let f = self.flight(path);
+        f.rtt = RttSample { latest: rtt, smoothed: rtt, min: f.rtt.min.min(rtt) };
+    }
+
+    fn flight(&mut self, path: u32) -> &mut Flight {
+        self.flights.get_mut(&path).expect("scripted path exists")
+    }
+
+    /// Send `n` full-size packets on `path`.
+    pub(crate) fn send(&mut self, path: u32, n: u64) {
+        for _ in 0..n {
+            let f = self.flight(path);
+            let (pn, bytes) = (f.next_pn, f.mss);
+            f.next_pn += 1;
+            f.in_flight.push_back((pn, bytes));
+            self.raw(path, Event::PacketSent { bytes, pn });
+        }
+    }
+
+    /// One ACK frame acknowledging the oldest `n` packets in flight on `path`, reporting `ce`
+    /// newly marked packets (exactly) if `ce > 0`.
+    pub(crate) fn ack(&mut self, path: u32, n: usize, ce: u64) {
+        let rtt = self.flight(path).rtt;
+        self.ack_frame(path, n, rtt, ce);
+    }
+
+    /// One ACK frame acknowledging the oldest packet with a given RTT sample.
+    pub(crate) fn ack_with(&mut self, path: u32, n: usize, rtt: RttSample) {
+        self.ack_frame(path, n, rtt, 0);
+    }
+
+    fn ack_frame(&mut self, path: u32, n: usize, rtt: RttSample, ce: u64) {
+        let f = self.flight(path);
+        let n = n.min(f.in_flight.len());
+        let acked: Vec<(u64, u64)> = f.in_flight.drain(..n).collect();
+        for (pn, bytes) in acked {
+            self.raw(path, Event::PacketAcked { bytes, pn, rtt });
+        }
+        if ce > 0 {
+            self.raw(path, Event::CongestionExperienced { count: ce, exact: true });
+        }
+        self.raw(path, Event::AckBatchEnded);
+    }
+
+    /// One ACK frame acknowledging the oldest packet but reporting `bytes` for it.
+    pub(crate) fn ack_bytes(&mut self, path: u32, bytes: u64) {
+        let f = self.flight(path);
+        let rtt = f.rtt;
+        let (pn, _) = f.in_flight.pop_front().expect("a packet in flight");
+        self.raw(path, Event::PacketAcked { bytes, pn, rtt });
+        self.raw(path, Event::AckBatchEnded);
+    }
+
+    /// Declare the oldest `n` packets in flight on `path` lost (no-op if none).
+    pub(crate) fn lose(&mut self, path: u32, n: usize) {
+        let f = self.flight(path);
+        let n = n.min(f.in_flight.len());
+        let lost: Vec<(u64, u64)> = f.in_flight.drain(..n).collect();
+        if let Some(&(largest_pn, _)) = lost.last() {
+            let bytes = lost.iter().map(|&(_, b)| b).sum();
+            self.raw(path, Event::PacketsLost { bytes, largest_pn, persistent: false });
+        }
+    }
+
+    /// Declare packet `pn` lost (it need not be tracked).
+    pub(crate) fn lose_pn(&mut self, path: u32, pn: u64, persistent: bool) {
+        let f = self.flight(path);
+        f.in_flight.retain(|&(p, _)| p != pn);
+        let bytes = f.mss;
+        self.raw(path, Event::PacketsLost { bytes, largest_pn: pn, persistent });
+    }
+
+    /// A round: send `n` packets, then one ACK frame for everything in flight with `ce` marks.
+    pub(crate) fn round(&mut self, path: u32, n: u64, ce: u64) {
+        self.send(path, n);
+        let all = self.flight(path).in_flight.len();
+        self.ack(path, all, ce);
+    }
+
+    /// A window's worth of packets sent, then acknowledged one ACK frame each.
+    pub(crate) fn ack_each_round(&mut self, path: u32, n: u64) {
+        self.send(path, n);
+        for _ in 0..n {
+            self.ack(path, 1, 0);
+        }
+    }
+
+    pub(crate) fn window(&self, path: u32) -> u64 {
+        self.cc.window(PathId(path))
+    }
+
+    pub(crate) fn snapshot(&self) -> ConnectionSnapshot {
+        self.cc.snapshot()
+    }
+
+    pub(crate) fn path(&self, path: u32) -> PathSnapshot {
+        self.snapshot().path(PathId(path)).cloned().expect("live path")
+    }
+
+    pub(crate) fn drain(&mut self) -> Vec<Notice> {
+        let mut out = Vec::new();
+        self.cc.drain_notices(&mut out);
+        out
+    }
+}
+
+impl<A: Algorithm> Driver<Conn<A>> {
+    /// Test backdoor: put `path` in congestion avoidance at `bytes`, with the scripted RTT as its
+    /// smoothed RTT, as if earlier rounds had brought it there.
+    pub(crate) fn force_window(&mut self, path: u32, bytes: u64) {
+        let srtt = self.flight(path).rtt.smoothed.as_secs_f64();
+        let core = &mut self.cc.core;
+        let i = core.index(PathId(path)).expect("live path");
+        core.set_srtt(i, srtt);
+        core.set_window(i, bytes as f64);
+        core.paths[i].ssthresh = core.paths[i].w;
+    }
+}
