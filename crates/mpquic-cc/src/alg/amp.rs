@@ -206,7 +206,9 @@ mod tests {
         let mut d = amp(AmpConfig::default(), 2);
         d.force_window(0, 40_000);
         d.send(0, 10);
-        let before = d.cc.core.paths[0].w + 2.0 * 1200.0 * 1200.0 / 52_000.0;
+        // Two ACKs of the frame grow the window first (W_total moves with it), then the cut.
+        let w1 = 40_000.0 + 1200.0 * 1200.0 / 52_000.0;
+        let before = w1 + 1200.0 * 1200.0 / (52_000.0 + (w1 - 40_000.0));
         d.ack(0, 2, 2);
         assert_eq!(d.cc.core.paths[0].w, before * 0.75);
         d.ack(0, 2, 2); // same round: ignored, and no growth from packets sent before the cut

@@ -138,12 +138,13 @@ mod tests {
                 copy.send(id as u32, 1);
                 copy.ack(id as u32, 1, 0);
                 let inc = copy.cc.core.paths[id].w - w;
-                prop_assert!(inc <= 1200.0 * 1200.0 / w * (1.0 + 1e-12), "path {id}: {inc}");
+                // `inc` is a difference of two windows: allow for its rounding.
+                prop_assert!(inc <= 1200.0 * 1200.0 / w + w * 1e-15, "path {id}: {inc}");
                 let rtt = rtts[id] as f64 * 1e-6;
                 rate_growth += inc * (w / 1200.0) / rtt / rtt;
             }
             let reno_best = 1200.0 / (rtt_min * rtt_min);
-            prop_assert!(rate_growth <= reno_best * (1.0 + 1e-9),
+            prop_assert!(rate_growth <= reno_best * (1.0 + 1e-6),
                 "connection rate growth {rate_growth} > Reno on the best path {reno_best}");
         }
     }
