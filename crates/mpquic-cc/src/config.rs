@@ -340,7 +340,12 @@ impl ControllerConfig {
                 check(alpha_ok, "alpha", c.alpha.to_string(), "must be above 1")?;
                 let beta_ok = c.beta.is_finite() && c.beta > 0.0;
                 check(beta_ok, "beta", c.beta.to_string(), "must be positive")?;
-                check(c.candidates >= 1, "candidates", c.candidates.to_string(), "must be at least 1")
+                check(
+                    c.candidates >= 1,
+                    "candidates",
+                    c.candidates.to_string(),
+                    "must be at least 1",
+                )
             }
             ControllerConfig::Mmptcp(c) => check(
                 c.switch_bytes >= 1,

@@ -60,13 +60,7 @@ pub(crate) trait Algorithm: Clone + fmt::Debug + Send + 'static {
     fn on_path_added(&mut self, _core: &mut Core<Self::Path>, _i: usize) {}
 
     /// A path was removed; `index` is where it was.
-    fn on_path_removed(
-        &mut self,
-        _core: &mut Core<Self::Path>,
-        _removed: PathId,
-        _index: usize,
-    ) {
-    }
+    fn on_path_removed(&mut self, _core: &mut Core<Self::Path>, _removed: PathId, _index: usize) {}
 
     /// Bytes that may be in flight on path `i`.
     fn window(&self, core: &Core<Self::Path>, i: usize) -> u64 {
@@ -90,24 +84,16 @@ pub(crate) trait Algorithm: Clone + fmt::Debug + Send + 'static {
 
 /// The common per-ACK rule: slow start `w += acked`, otherwise the algorithm's increase.
 #[inline]
-pub(crate) fn standard_ack<A: Algorithm + ?Sized>(
-    alg: &A,
-    core: &mut Core<A::Path>,
-    i: usize,
-    bytes: u64,
-) {
-    let inc = if core.paths[i].in_slow_start() {
-        bytes as f64
-    } else {
-        alg.ca_increase(core, i, bytes)
-    };
+pub(crate) fn standard_ack<A: Algorithm>(alg: &A, core: &mut Core<A::Path>, i: usize, bytes: u64) {
+    let inc =
+        if core.paths[i].in_slow_start() { bytes as f64 } else { alg.ca_increase(core, i, bytes) };
     core.grow(i, inc);
 }
 
 /// The common reaction: ECN to the algorithm's target, loss to half, persistent congestion to
 /// `cwnd_min` (RFC 9002 section 7.6.2) with the threshold at half. The new threshold is the new
 /// window, which ends slow start.
-pub(crate) fn standard_congestion<A: Algorithm + ?Sized>(
+pub(crate) fn standard_congestion<A: Algorithm>(
     alg: &A,
     core: &mut Core<A::Path>,
     i: usize,
@@ -230,7 +216,9 @@ impl<A: Algorithm> Controller for Conn<A> {
                     loss_reductions: c.loss_reductions,
                     sent_packets: c.sent_packets,
                     sent_bytes: c.sent_bytes,
-                    srtt: std::time::Duration::try_from_secs_f64(p.srtt).ok().filter(|d| !d.is_zero()),
+                    srtt: std::time::Duration::try_from_secs_f64(p.srtt)
+                        .ok()
+                        .filter(|d| !d.is_zero()),
                 }
             })
             .collect();

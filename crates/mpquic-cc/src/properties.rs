@@ -145,7 +145,14 @@ fn check(d: &Driver, live: &[Option<u64>]) -> Result<(), TestCaseError> {
         prop_assert_eq!(d.cc.window(p.path), p.window);
         prop_assert_eq!(d.cc.may_send(p.path), p.active);
         if p.active {
-            prop_assert!(p.window >= 2 * mss, "{}: path {} window {} < 2 * {}", name, p.path, p.window, mss);
+            prop_assert!(
+                p.window >= 2 * mss,
+                "{}: path {} window {} < 2 * {}",
+                name,
+                p.path,
+                p.window,
+                mss
+            );
         }
         prop_assert!(p.window <= 1 << 48, "{}: window {}", name, p.window);
         if let Some(alpha) = p.alpha {
@@ -155,8 +162,8 @@ fn check(d: &Driver, live: &[Option<u64>]) -> Result<(), TestCaseError> {
     if !snap.paths.is_empty() {
         prop_assert!(snap.paths.iter().any(|p| p.active), "{}: no path may send", name);
     }
-    for k in 0..live.len() {
-        if live[k].is_none() {
+    for (k, mss) in live.iter().enumerate() {
+        if mss.is_none() {
             prop_assert_eq!(d.cc.window(PathId(k as u32)), 0);
             prop_assert!(!d.cc.may_send(PathId(k as u32)));
         }

@@ -59,7 +59,7 @@ mod tests {
         let mut alpha = 1.0;
         // Round 1: 10 acked, none marked. Slow start to 24000.
         d.round(0, 10, 0);
-        alpha = (1.0 - g) * alpha;
+        alpha *= 1.0 - g;
         assert_eq!(d.path(0).alpha, Some(alpha));
         assert_eq!(d.window(0), 24_000);
         // Round 2: 20 acked, 5 marked. The frame's 20 ACKs grow the window to 48000 first (the

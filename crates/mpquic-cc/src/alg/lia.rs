@@ -29,7 +29,7 @@ pub(crate) fn lia_increase<X>(core: &Core<X>, i: usize, bytes: u64) -> f64 {
     let uncoupled = step / p.w;
     // Path i was just measured and is active, so rate_sum > 0; guard anyway so a degenerate
     // state falls back to Reno rather than producing NaN.
-    if !(s.rate_sum > 0.0) {
+    if s.rate_sum.is_nan() || s.rate_sum <= 0.0 {
         return uncoupled;
     }
     let coupled = step * s.max_lia / (s.rate_sum * s.rate_sum);
@@ -132,7 +132,7 @@ mod tests {
             }
             let rtt_min = rtts[..n].iter().min().copied().unwrap() as f64 * 1e-6;
             let mut rate_growth = 0.0; // d/dt of sum(w_r / rtt_r), bytes/s per second
-            for id in 0..n {
+            for (id, &rtt) in rtts[..n].iter().enumerate() {
                 let mut copy = d.clone();
                 let w = copy.cc.core.paths[id].w;
                 copy.send(id as u32, 1);
@@ -140,7 +140,7 @@ mod tests {
                 let inc = copy.cc.core.paths[id].w - w;
                 // `inc` is a difference of two windows: allow for its rounding.
                 prop_assert!(inc <= 1200.0 * 1200.0 / w + w * 1e-15, "path {id}: {inc}");
-                let rtt = rtts[id] as f64 * 1e-6;
+                let rtt = rtt as f64 * 1e-6;
                 rate_growth += inc * (w / 1200.0) / rtt / rtt;
             }
             let reno_best = 1200.0 / (rtt_min * rtt_min);

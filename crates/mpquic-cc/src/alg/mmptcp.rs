@@ -234,9 +234,7 @@ mod tests {
         assert_eq!(snap.mode, Some("multipath"));
         assert_eq!(windows(&d, 3), vec![8_800; 3]);
         assert!(snap.paths.iter().all(|p| p.in_slow_start), "W was in slow start");
-        assert!(d
-            .drain()
-            .contains(&Notice::PhaseSwitched { window: 26_400, sent_bytes: 30_000 }));
+        assert!(d.drain().contains(&Notice::PhaseSwitched { window: 26_400, sent_bytes: 30_000 }));
         // Phase 2 is per-path LIA: the same ACKs as on a LIA controller in the same state give
         // the same windows, and a CE on one path halves only that path.
         d.ack(1, 12, 1);

@@ -106,7 +106,7 @@ impl Algorithm for MptcpD {
         let s = &core.sums;
         let step = p.mss_f() * bytes as f64;
         // Path i is active and measured, so the sums include it; fall back to Reno if not.
-        if !(s.rate_sum > 0.0) || !s.min_srtt.is_finite() {
+        if s.rate_sum.is_nan() || s.rate_sum <= 0.0 || !s.min_srtt.is_finite() {
             return step / p.w;
         }
         let psi = s.min_srtt / p.srtt;

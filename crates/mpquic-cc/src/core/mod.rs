@@ -260,11 +260,8 @@ mod tests {
         let mut d = reno();
         d.round(0, 10, 1);
         d.round(0, 5, 1);
-        let exits = d
-            .drain()
-            .into_iter()
-            .filter(|n| matches!(n, Notice::SlowStartExited { .. }))
-            .count();
+        let exits =
+            d.drain().into_iter().filter(|n| matches!(n, Notice::SlowStartExited { .. })).count();
         assert_eq!(exits, 1);
     }
 
