@@ -1,0 +1,302 @@
+//! Command-line arguments, and their translation into library options.
+
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use mpquic::{Congestion, EcnPrecision, Identity, Options, PathSpec, Scheduler, Trust};
+
+/// Send and receive files over multipath QUIC with coupled, ECN-driven congestion control.
+#[derive(Parser, Debug)]
+#[command(name = "mpquic", version, about, max_term_width = 100)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+    /// Log filter (tracing's EnvFilter syntax, e.g. `info` or `mpquic=debug`); RUST_LOG works too.
+    #[arg(long, global = true, default_value = "warn")]
+    pub log: String,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Receive files (and serve them for download) on one or more addresses.
+    Serve(ServeArgs),
+    /// Send a file (or generated data) to a server.
+    Send(SendArgs),
+    /// Download a file from a server.
+    Get(GetArgs),
+    /// Server and client in one process over loopback: a multipath transfer and its statistics.
+    Demo(DemoArgs),
+    /// Write a self-signed certificate and key (for labs; give the certificate to clients as --ca).
+    Cert(CertArgs),
+}
+
+/// How the connection behaves: controller, scheduler, ECN precision, qlog.
+#[derive(Args, Debug, Clone)]
+pub struct TransportArgs {
+    /// Congestion controller: amp, xmp, dcm, mptcp-d, mmptcp, lia, dctcp, reno, or cubic (noq's own, uncoupled).
+    #[arg(long, default_value = "amp")]
+    pub cc: String,
+    /// Controller parameter as key=value (repeatable), e.g. --cc-param beta=4.
+    #[arg(long = "cc-param", value_name = "KEY=VALUE")]
+    pub cc_params: Vec<String>,
+    /// Packet scheduler: stack (lowest path id first), lowest-rtt, round-robin.
+    #[arg(long, default_value = "stack")]
+    pub scheduler: Scheduler,
+    /// CE-count precision: auto (exact for dcm and dctcp), exact (GSO off, ACK every packet), batched.
+    #[arg(long, default_value = "auto")]
+    pub ecn: EcnPrecision,
+    /// Write a qlog trace (JSON-SEQ, with mpquic controller events) per connection into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub qlog: Option<PathBuf>,
+    /// Close a connection (or path) silent for this many seconds.
+    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+    pub idle_timeout: f64,
+}
+
+impl TransportArgs {
+    pub fn options(&self) -> Result<Options> {
+        let congestion = Congestion::parse(&self.cc, self.cc_params.iter().map(String::as_str))?;
+        if !(self.idle_timeout.is_finite() && self.idle_timeout > 0.0) {
+            bail!("--idle-timeout must be a positive number of seconds");
+        }
+        Ok(Options {
+            congestion,
+            scheduler: self.scheduler,
+            ecn: self.ecn,
+            qlog_dir: self.qlog.clone(),
+            idle_timeout: Duration::from_secs_f64(self.idle_timeout),
+            ..Options::default()
+        })
+    }
+}
+
+/// Which server, over which paths, trusting what.
+#[derive(Args, Debug, Clone)]
+pub struct ConnectArgs {
+    /// Server address (repeatable: one path per server address, or per --local x --server pair).
+    #[arg(long = "server", short = 's', value_name = "IP:PORT", required = true)]
+    pub servers: Vec<SocketAddr>,
+    /// Local address to send from (repeatable); paths go from every local to every server address.
+    #[arg(long = "local", short = 'l', value_name = "IP")]
+    pub locals: Vec<IpAddr>,
+    /// An explicit path LOCAL_IP=SERVER_IP:PORT (repeatable); replaces the --local x --server pairs.
+    #[arg(long = "path", value_name = "LOCAL=SERVER", value_parser = parse_path)]
+    pub paths: Vec<PathSpec>,
+    /// Name the server's certificate must carry (default: the first server's IP).
+    #[arg(long)]
+    pub server_name: Option<String>,
+    /// Trust the CA certificate(s) in this PEM file (default: the system's roots).
+    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
+    pub ca: Option<PathBuf>,
+    /// INSECURE: accept any server certificate. For labs only.
+    #[arg(long)]
+    pub insecure: bool,
+    /// Give up connecting after this many seconds.
+    #[arg(long, default_value_t = 5.0, value_name = "SECS")]
+    pub timeout: f64,
+    /// Print the result as one JSON object on stdout (no progress bar, no table).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub transport: TransportArgs,
+}
+
+fn parse_path(s: &str) -> Result<PathSpec, String> {
+    let (local, remote) = s.split_once('=').ok_or("expected LOCAL_IP=SERVER_IP:PORT")?;
+    let local: IpAddr = local.parse().map_err(|e| format!("bad local address {local:?}: {e}"))?;
+    let remote: SocketAddr =
+        remote.parse().map_err(|e| format!("bad server address {remote:?}: {e}"))?;
+    Ok(PathSpec::new(Some(local), remote))
+}
+
+impl ConnectArgs {
+    /// The paths to open, checked: local addresses must belong to this host.
+    pub fn path_specs(&self) -> Result<Vec<PathSpec>> {
+        let specs = if self.paths.is_empty() {
+            PathSpec::all_pairs(&self.locals, &self.servers)
+        } else {
+            self.paths.clone()
+        };
+        if specs.is_empty() {
+            bail!("no path: the --local and --server addresses are of different IP families");
+        }
+        for local in specs.iter().filter_map(|s| s.local) {
+            ensure_local(local)?;
+        }
+        Ok(specs)
+    }
+
+    pub fn trust(&self) -> Result<Trust> {
+        if self.insecure {
+            eprintln!("mpquic: WARNING: --insecure: the server's certificate is not verified");
+            return Ok(Trust::InsecureAnyCertificate);
+        }
+        Ok(match &self.ca {
+            Some(path) => Trust::from_ca_file(path)?,
+            None => Trust::system()?,
+        })
+    }
+
+    pub fn server_name(&self) -> String {
+        self.server_name.clone().unwrap_or_else(|| self.servers[0].ip().to_string())
+    }
+
+    pub fn timeout(&self) -> Result<Duration> {
+        if !(self.timeout.is_finite() && self.timeout > 0.0) {
+            bail!("--timeout must be a positive number of seconds");
+        }
+        Ok(Duration::from_secs_f64(self.timeout))
+    }
+}
+
+/// Fail clearly when `ip` is not an address of this host.
+pub fn ensure_local(ip: IpAddr) -> Result<()> {
+    UdpSocket::bind(SocketAddr::new(ip, 0))
+        .map(drop)
+        .with_context(|| format!("{ip} is not an address of this host"))
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on (repeatable; all share one port).
+    #[arg(long = "listen", value_name = "IP:PORT", required = true)]
+    pub listen: Vec<SocketAddr>,
+    /// Directory to store received files in and serve downloads from.
+    #[arg(long, value_name = "DIR", required_unless_present = "sink")]
+    pub dir: Option<PathBuf>,
+    /// Verify received data and discard it (for measurements); downloads are refused.
+    #[arg(long, conflicts_with = "dir")]
+    pub sink: bool,
+    /// Certificate chain (PEM).
+    #[arg(long, value_name = "FILE", requires = "key", conflicts_with = "insecure")]
+    pub cert: Option<PathBuf>,
+    /// Private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
+    /// INSECURE: use a freshly generated self-signed certificate. For labs only.
+    #[arg(long, required_unless_present = "cert")]
+    pub insecure: bool,
+    /// Print one JSON line per finished transfer on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Exit after this many transfers.
+    #[arg(long, value_name = "N")]
+    pub max_transfers: Option<u64>,
+    #[command(flatten)]
+    pub transport: TransportArgs,
+}
+
+impl ServeArgs {
+    pub fn identity(&self) -> Result<Identity> {
+        match (&self.cert, &self.key) {
+            (Some(cert), Some(key)) => Ok(Identity::from_pem_files(cert, key)?),
+            _ => {
+                eprintln!(
+                    "mpquic: WARNING: --insecure: serving with a self-signed certificate; clients cannot verify this server"
+                );
+                let mut names: Vec<String> =
+                    self.listen.iter().map(|a| a.ip().to_string()).collect();
+                names.push("localhost".into());
+                Ok(Identity::self_signed(&names)?)
+            }
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct SendArgs {
+    /// The file to send.
+    #[arg(value_name = "FILE", required_unless_present = "generate", conflicts_with = "generate")]
+    pub file: Option<PathBuf>,
+    /// Send this many generated bytes instead of a file (e.g. 100M, 2G).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub generate: Option<u64>,
+    /// Name to store the file under on the server (default: the file's name).
+    #[arg(long)]
+    pub name: Option<String>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct GetArgs {
+    /// The file's name on the server.
+    pub name: String,
+    /// Where to write it (default: the name, in the current directory).
+    #[arg(long, short = 'o', value_name = "PATH")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Bytes to transfer (e.g. 300M).
+    #[arg(long, default_value = "300M", value_parser = parse_size)]
+    pub size: u64,
+    /// Paths, one per loopback address 127.0.0.1 .. 127.0.0.N.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u8).range(1..=16))]
+    pub paths: u8,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub transport: TransportArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct CertArgs {
+    /// Directory to write cert.pem and key.pem into.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// DNS names or IP addresses the certificate is for (repeatable).
+    #[arg(long = "name", required = true)]
+    pub names: Vec<String>,
+}
+
+/// Parse sizes like `1500`, `64K`, `100M`, `2G` (powers of 1024; a trailing `B` or `iB` is fine).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let t = t.strip_suffix("iB").or_else(|| t.strip_suffix('B')).unwrap_or(t);
+    let (digits, shift) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => (&t[..t.len() - 1], 10),
+        Some('M') => (&t[..t.len() - 1], 20),
+        Some('G') => (&t[..t.len() - 1], 30),
+        Some('T') => (&t[..t.len() - 1], 40),
+        _ => (t, 0),
+    };
+    let n: u64 =
+        digits.trim().parse().map_err(|_| format!("bad size {s:?} (e.g. 1500, 64K, 100M, 2G)"))?;
+    n.checked_mul(1 << shift).ok_or_else(|| format!("size {s:?} is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_in_powers_of_1024() {
+        assert_eq!(parse_size("1500"), Ok(1500));
+        assert_eq!(parse_size("64K"), Ok(64 << 10));
+        assert_eq!(parse_size("100M"), Ok(100 << 20));
+        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
+        assert!(parse_size("12X").is_err());
+        assert!(parse_size("99999999999T").is_err());
+    }
+
+    #[test]
+    fn explicit_paths_parse() {
+        let p = parse_path("127.0.0.2=127.0.0.1:4433").unwrap();
+        assert_eq!(p.local, Some("127.0.0.2".parse().unwrap()));
+        assert!(parse_path("127.0.0.2").is_err());
+    }
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,141 @@
+//! `mpquic send` and `mpquic get`.
+
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::task::{Context as TaskContext, Poll};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+use mpquic::{Client, MultipathConnection};
+use rand::{rngs::SmallRng, RngCore, SeedableRng};
+use tokio::io::{AsyncRead, ReadBuf};
+
+use crate::args::{ConnectArgs, GetArgs, SendArgs};
+use crate::output::{progress_bar, TransferResult};
+use crate::transfer::{check_name, read_reply, receive_body, send_body, PartialFile, Request};
+
+/// Pseudo-random bytes, for measurements without a file (incompressible, so nothing is flattered).
+pub struct GeneratedData(SmallRng);
+
+impl GeneratedData {
+    pub fn new(seed: u64) -> Self {
+        GeneratedData(SmallRng::seed_from_u64(seed))
+    }
+}
+
+impl AsyncRead for GeneratedData {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        _cx: &mut TaskContext<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let n = buf.remaining();
+        self.0.fill_bytes(buf.initialize_unfilled_to(n));
+        buf.advance(n);
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// An open connection to the server, with the warnings of paths that failed to open.
+struct Session {
+    client: Client,
+    conn: MultipathConnection,
+}
+
+async fn connect(args: &ConnectArgs) -> Result<Session> {
+    let options = args.transport.options()?;
+    let specs = args.path_specs()?;
+    let trust = args.trust()?;
+    let client = Client::new(&trust, specs[0].remote.ip())?;
+    let (conn, failures) =
+        client.connect(&args.server_name(), &specs, &options, args.timeout()?).await?;
+    for failure in failures {
+        eprintln!("mpquic: warning: {failure}; continuing on the other paths");
+    }
+    Ok(Session { client, conn })
+}
+
+impl Session {
+    /// Close cleanly, giving the peer a moment to acknowledge.
+    async fn close(self) {
+        self.conn.connection().close(0u32.into(), b"done");
+        let _ = tokio::time::timeout(Duration::from_secs(1), self.client.wait_idle()).await;
+    }
+}
+
+/// Upload a file or generated data; returns the result to print.
+pub async fn send(args: SendArgs) -> Result<TransferResult> {
+    let (mut source, size, name): (Box<dyn AsyncRead + Unpin + Send>, u64, String) =
+        match (&args.file, args.generate) {
+            (Some(path), _) => {
+                let file = tokio::fs::File::open(path)
+                    .await
+                    .with_context(|| format!("cannot open {}", path.display()))?;
+                let meta = file
+                    .metadata()
+                    .await
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+                if !meta.is_file() {
+                    return Err(anyhow!("{} is not a regular file", path.display()));
+                }
+                let default_name =
+                    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                (Box::new(file), meta.len(), args.name.clone().unwrap_or(default_name))
+            }
+            (None, Some(size)) => (
+                Box::new(GeneratedData::new(size)),
+                size,
+                args.name.clone().unwrap_or_else(|| "generated.bin".into()),
+            ),
+            (None, None) => unreachable!("clap requires FILE or --generate"),
+        };
+    check_name(&name)?;
+    let session = connect(&args.connect).await?;
+    let started = Instant::now();
+    let (mut send, mut recv) =
+        session.conn.connection().open_bi().await.context("opening a stream")?;
+    Request::Put { name: name.clone(), size }.write(&mut send).await?;
+    let bar = progress_bar(size, args.connect.json);
+    let sent = send_body(&mut source, size, &mut send, |n| bar.inc(n)).await;
+    if let Err(e) = sent {
+        // A receiver that gives up (disk full, bad name) says why before it stops the stream.
+        return Err(
+            match tokio::time::timeout(Duration::from_secs(2), read_reply(&mut recv)).await {
+                Ok(Err(reason)) => reason,
+                _ => e,
+            },
+        );
+    }
+    send.finish().context("finishing the stream")?;
+    read_reply(&mut recv).await?;
+    let fct = started.elapsed();
+    bar.finish_and_clear();
+    let result = TransferResult::new("send", name, size, fct, session.conn.report());
+    session.close().await;
+    Ok(result)
+}
+
+/// Download a file; it appears under its name only once complete and verified.
+pub async fn get(args: GetArgs) -> Result<TransferResult> {
+    check_name(&args.name)?;
+    let target = args.output.clone().unwrap_or_else(|| PathBuf::from(&args.name));
+    let mut partial = PartialFile::create(&target).await?;
+    let session = connect(&args.connect).await?;
+    let started = Instant::now();
+    let (mut send, mut recv) =
+        session.conn.connection().open_bi().await.context("opening a stream")?;
+    Request::Get { name: args.name.clone() }.write(&mut send).await?;
+    send.finish().context("finishing the request")?;
+    read_reply(&mut recv).await?;
+    let mut size = [0u8; 8];
+    recv.read_exact(&mut size).await.context("reading the file size")?;
+    let size = u64::from_be_bytes(size);
+    let bar = progress_bar(size, args.connect.json);
+    receive_body(&mut recv, size, partial.file(), |n| bar.inc(n)).await?;
+    partial.commit().await?;
+    let fct = started.elapsed();
+    bar.finish_and_clear();
+    let result = TransferResult::new("get", args.name, size, fct, session.conn.report());
+    session.close().await;
+    Ok(result)
+}

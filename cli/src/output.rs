@@ -1,0 +1,175 @@
+//! What a transfer prints: a progress bar while it runs, then a per-path table or one JSON object.
+
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use mpquic::ConnectionReport;
+use serde::Serialize;
+
+/// The outcome of one transfer.
+#[derive(Debug, Serialize)]
+pub struct TransferResult {
+    /// "send", "get" or "receive".
+    pub direction: &'static str,
+    /// File name.
+    pub name: String,
+    /// Payload bytes.
+    pub bytes: u64,
+    /// Flow completion time: from the request to the verified end, seconds.
+    pub fct_s: f64,
+    /// Payload bits per second over the FCT, in Mbit/s.
+    pub goodput_mbps: f64,
+    /// Whether the receiver verified the hash.
+    pub verified: bool,
+    /// The connection's per-path statistics and controller state.
+    #[serde(flatten)]
+    pub connection: ConnectionReport,
+}
+
+impl TransferResult {
+    pub fn new(
+        direction: &'static str,
+        name: String,
+        bytes: u64,
+        fct: Duration,
+        connection: ConnectionReport,
+    ) -> Self {
+        let fct_s = fct.as_secs_f64();
+        TransferResult {
+            direction,
+            name,
+            bytes,
+            fct_s,
+            goodput_mbps: if fct_s > 0.0 { bytes as f64 * 8.0 / fct_s / 1e6 } else { 0.0 },
+            verified: true,
+            connection,
+        }
+    }
+
+    /// The human-readable summary: totals, then one row per path.
+    pub fn table(&self) -> String {
+        use std::fmt::Write;
+        let c = &self.connection;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "{} {} ({}) in {:.3} s: {:.1} Mbit/s goodput, BLAKE3 verified; controller {}, CE counts {}",
+            self.direction,
+            self.name,
+            human_bytes(self.bytes),
+            self.fct_s,
+            self.goodput_mbps,
+            c.controller,
+            if c.exact_ecn { "per packet (ACK every packet, no GSO)" } else { "estimated (one per ACK frame)" },
+        );
+        if let Some(state) = &c.controller_state {
+            let mut extras = Vec::new();
+            if let Some(mode) = state.mode {
+                extras.push(format!("mode {mode}"));
+            }
+            if state.suppressions > 0 || state.releases > 0 {
+                extras.push(format!(
+                    "{} suppressions, {} releases",
+                    state.suppressions, state.releases
+                ));
+            }
+            if state.eliminations > 0 {
+                extras.push(format!("{} paths eliminated", state.eliminations));
+            }
+            if !extras.is_empty() {
+                let _ = writeln!(out, "controller: {}", extras.join(", "));
+            }
+        }
+        let _ = writeln!(
+            out,
+            "{:>4}  {:<32} {:>10} {:>6} {:>22} {:>13} {:>6} {:>9} {:>9}",
+            "path",
+            "local -> remote",
+            "sent",
+            "share",
+            "rtt min/p50/p99 ms",
+            "CE ev/marked",
+            "lost",
+            "cwnd",
+            "inactive"
+        );
+        for p in &c.paths {
+            let route = format!(
+                "{} -> {}",
+                p.local.map_or("*".to_string(), |l| l.to_string()),
+                p.remote.map_or("?".to_string(), |r| r.to_string())
+            );
+            let rtt = match (p.rtt_min_ms, p.rtt_p50_ms, p.rtt_p99_ms) {
+                (Some(a), Some(b), Some(c)) => format!("{a:.2}/{b:.2}/{c:.2}"),
+                _ => format!("~{:.2}", p.rtt_smoothed_ms),
+            };
+            let _ = writeln!(
+                out,
+                "{:>4}  {:<32} {:>10} {:>5.1}% {:>22} {:>13} {:>6} {:>9} {:>8.0}ms{}",
+                p.id,
+                route,
+                human_bytes(p.bytes_sent),
+                p.share * 100.0,
+                rtt,
+                match (p.ce_events, p.ce_marked) {
+                    (Some(events), Some(marked)) => format!("{events}/{marked}"),
+                    _ => "-".into(),
+                },
+                p.lost_packets,
+                human_bytes(p.cwnd),
+                p.inactive_ms,
+                if !p.open {
+                    "  (closed)"
+                } else if !p.active {
+                    "  (inactive)"
+                } else {
+                    ""
+                },
+            );
+        }
+        out
+    }
+}
+
+/// Bytes in binary units, e.g. `1.5 MiB`.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+/// A byte-progress bar on stderr, hidden when `quiet` or when stderr is not a terminal.
+pub fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(
+        Some(total),
+        if quiet { ProgressDrawTarget::hidden() } else { ProgressDrawTarget::stderr() },
+    );
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{bar:40} {bytes:>10}/{total_bytes:<10} {binary_bytes_per_sec:>12} eta {eta}",
+        )
+        .expect("valid template"),
+    );
+    bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_read_as_people_write_them() {
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(300 << 20), "300.0 MiB");
+    }
+}

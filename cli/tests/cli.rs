@@ -1,0 +1,544 @@
+//! End-to-end tests of the `mpquic` binary over loopback: real processes, sockets and files.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_mpquic");
+
+fn mpquic(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).stdin(Stdio::null()).output().expect("run mpquic")
+}
+
+/// A running `mpquic serve`, killed on drop.
+struct ServerProcess {
+    child: Child,
+    port: u16,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl ServerProcess {
+    /// Start `mpquic serve` on the given loopback IPs (port chosen by the OS) with extra args.
+    fn start(ips: &[&str], extra: &[&str]) -> ServerProcess {
+        let mut args = vec!["serve".to_string()];
+        for ip in ips {
+            args.push("--listen".into());
+            args.push(format!("{ip}:0"));
+        }
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let mut child = Command::new(BIN)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start server");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut seen = String::new();
+        let port = loop {
+            let line = lines.next().unwrap_or_else(|| panic!("server exited: {seen}")).unwrap();
+            seen.push_str(&line);
+            seen.push('\n');
+            if let Some(rest) = line.strip_prefix("mpquic: serving on ") {
+                let addr = rest.split([',', ' ']).next().unwrap();
+                break addr.rsplit(':').next().unwrap().parse().unwrap();
+            }
+        };
+        let stderr = Arc::new(Mutex::new(seen));
+        let sink = stderr.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                let mut s = sink.lock().unwrap();
+                s.push_str(&line);
+                s.push('\n');
+            }
+        });
+        ServerProcess { child, port, stderr }
+    }
+
+    fn addr(&self, ip: &str) -> String {
+        format!("{ip}:{}", self.port)
+    }
+
+    /// Wait for the server to exit by itself (e.g. after --max-transfers); returns its stdout.
+    fn wait(mut self) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "server did not exit: {}",
+                self.stderr.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut out = String::new();
+        self.child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        out
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn random_file(dir: &Path, name: &str, len: usize) -> PathBuf {
+    // A simple LCG is enough to make every byte position distinct from its neighbours.
+    let mut x: u64 = len as u64 ^ 0x9e37_79b9_7f4a_7c15;
+    let data: Vec<u8> = (0..len)
+        .map(|_| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (x >> 56) as u8
+        })
+        .collect();
+    let path = dir.join(name);
+    std::fs::write(&path, data).unwrap();
+    path
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn json(out: &Output) -> Value {
+    assert!(out.status.success(), "mpquic failed: {}", stderr(out));
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("bad JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// Only the final file may exist in `dir`: no temporaries left behind.
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn every_controller_moves_a_file_intact_over_two_paths() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = random_file(tmp.path(), "payload.bin", 6 << 20);
+    for cc in ["amp", "xmp", "dcm", "mptcp-d", "mmptcp", "lia", "dctcp", "reno", "cubic"] {
+        let store = tempfile::tempdir().unwrap();
+        let server = ServerProcess::start(
+            &["127.0.0.1", "127.0.0.2"],
+            &[
+                "--insecure",
+                "--dir",
+                store.path().to_str().unwrap(),
+                "--max-transfers",
+                "1",
+                "--cc",
+                cc,
+            ],
+        );
+        let out = mpquic(&[
+            "send",
+            source.to_str().unwrap(),
+            "--path",
+            &format!("127.0.0.1={}", server.addr("127.0.0.1")),
+            "--path",
+            &format!("127.0.0.2={}", server.addr("127.0.0.2")),
+            "--server",
+            &server.addr("127.0.0.1"),
+            "--insecure",
+            "--json",
+            "--cc",
+            cc,
+        ]);
+        let result = json(&out);
+        server.wait();
+        assert_eq!(
+            std::fs::read(store.path().join("payload.bin")).unwrap(),
+            std::fs::read(&source).unwrap(),
+            "{cc}"
+        );
+        assert_eq!(files_in(store.path()), ["payload.bin"], "{cc}");
+        let paths = result["paths"].as_array().unwrap();
+        assert_eq!(paths.len(), 2, "{cc}: {result}");
+        let state = &result["controller_state"];
+        let suppressing = state["suppressions"].as_u64().unwrap_or(0)
+            + state["eliminations"].as_u64().unwrap_or(0)
+            > 0;
+        for path in paths {
+            // A path that carried only its validation exchange has sent well under 10 KB.
+            let sent = path["bytes_sent"].as_u64().unwrap();
+            assert!(
+                sent > 50_000 || suppressing,
+                "{cc}: path {} carried {sent} bytes: {result}",
+                path["id"]
+            );
+        }
+        assert_eq!(result["controller"], cc);
+    }
+}
+
+#[test]
+fn a_certificate_from_another_ca_is_rejected_and_the_right_one_accepted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    for dir in [&a, &b] {
+        let out = mpquic(&["cert", "--out", dir.to_str().unwrap(), "--name", "localhost"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let file = random_file(tmp.path(), "small.bin", 100_000);
+    let server = ServerProcess::start(
+        &["127.0.0.1"],
+        &[
+            "--sink",
+            "--cert",
+            a.join("cert.pem").to_str().unwrap(),
+            "--key",
+            a.join("key.pem").to_str().unwrap(),
+        ],
+    );
+    let send = |extra: &[&str]| {
+        let addr = server.addr("127.0.0.1");
+        let mut args = vec![
+            "send",
+            file.to_str().unwrap(),
+            "--server",
+            &addr,
+            "--server-name",
+            "localhost",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        mpquic(&args)
+    };
+    let wrong = send(&["--ca", b.join("cert.pem").to_str().unwrap()]);
+    assert!(!wrong.status.success());
+    assert!(stderr(&wrong).contains("certificate"), "{}", stderr(&wrong));
+    assert_eq!(stderr(&wrong).lines().count(), 1, "one clear line: {}", stderr(&wrong));
+
+    let system_roots = send(&[]);
+    assert!(
+        !system_roots.status.success(),
+        "a self-signed server must not pass the system's roots"
+    );
+
+    let right = send(&["--ca", a.join("cert.pem").to_str().unwrap()]);
+    assert_eq!(json(&right)["bytes"], 100_000);
+}
+
+#[test]
+fn downloads_arrive_whole_and_missing_names_are_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tempfile::tempdir().unwrap();
+    let source = random_file(store.path(), "data.bin", 3 << 20);
+    let server = ServerProcess::start(
+        &["127.0.0.1"],
+        &["--insecure", "--dir", store.path().to_str().unwrap()],
+    );
+    let target = tmp.path().join("copy.bin");
+    let out = mpquic(&[
+        "get",
+        "data.bin",
+        "-o",
+        target.to_str().unwrap(),
+        "--server",
+        &server.addr("127.0.0.1"),
+        "--insecure",
+        "--json",
+    ]);
+    assert_eq!(json(&out)["bytes"], 3 << 20);
+    assert_eq!(std::fs::read(&target).unwrap(), std::fs::read(&source).unwrap());
+
+    let missing = tmp.path().join("nope.bin");
+    let out = mpquic(&[
+        "get",
+        "nope.bin",
+        "-o",
+        missing.to_str().unwrap(),
+        "--server",
+        &server.addr("127.0.0.1"),
+        "--insecure",
+    ]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("no file named \"nope.bin\""), "{}", stderr(&out));
+    assert_eq!(files_in(tmp.path()), ["copy.bin"], "a failed download leaves nothing behind");
+}
+
+#[test]
+fn bad_input_gets_one_clear_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = random_file(tmp.path(), "f.bin", 1000);
+    let f = file.to_str().unwrap();
+    // An address with no server: the connection attempt times out.
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let silent_addr = silent.local_addr().unwrap().to_string();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["send", "/nonexistent/file", "--server", "127.0.0.1:9", "--insecure"],
+            "cannot open /nonexistent/file",
+        ),
+        (
+            vec!["send", f, "--server", "127.0.0.1:9", "--insecure", "--cc", "bbr9"],
+            "unknown controller `bbr9`",
+        ),
+        (
+            vec![
+                "send",
+                f,
+                "--server",
+                "127.0.0.1:9",
+                "--insecure",
+                "--cc",
+                "amp",
+                "--cc-param",
+                "beta=1",
+            ],
+            "must be at least 2",
+        ),
+        (
+            vec![
+                "send",
+                f,
+                "--server",
+                "127.0.0.1:9",
+                "--insecure",
+                "--cc",
+                "dcm",
+                "--cc-param",
+                "g=0",
+            ],
+            "must be in (0, 1]",
+        ),
+        (
+            vec![
+                "send",
+                f,
+                "--server",
+                "127.0.0.1:9",
+                "--insecure",
+                "--cc",
+                "amp",
+                "--cc-param",
+                "gamma=0",
+            ],
+            "must be at least 1",
+        ),
+        (
+            vec![
+                "send",
+                f,
+                "--server",
+                "127.0.0.1:9",
+                "--insecure",
+                "--cc",
+                "xmp",
+                "--cc-param",
+                "tau=3",
+            ],
+            "has no parameter `tau`",
+        ),
+        (
+            vec!["send", f, "--server", "127.0.0.1:9", "--insecure", "--local", "192.0.2.7"],
+            "192.0.2.7 is not an address of this host",
+        ),
+        (
+            vec!["send", f, "--server", &silent_addr, "--insecure", "--timeout", "1"],
+            "no answer from",
+        ),
+        (
+            vec!["send", f, "--server", "127.0.0.1:9", "--insecure", "--name", "../escape"],
+            "invalid file name",
+        ),
+        (
+            vec!["serve", "--listen", "127.0.0.1:0", "--dir", "/nonexistent/dir", "--insecure"],
+            "cannot use directory /nonexistent/dir",
+        ),
+        (
+            vec![
+                "serve",
+                "--listen",
+                "127.0.0.1:1",
+                "--listen",
+                "127.0.0.2:2",
+                "--sink",
+                "--insecure",
+            ],
+            "must share one port",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = mpquic(&args);
+        let err = stderr(&out);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(err.contains(expected), "{args:?}: expected {expected:?} in {err:?}");
+        assert!(!err.contains("panicked") && !err.contains("RUST_BACKTRACE"), "{args:?}: {err}");
+        let lines: Vec<&str> = err.lines().filter(|l| !l.contains("WARNING: --insecure")).collect();
+        assert_eq!(lines.len(), 1, "{args:?}: one line expected: {err}");
+    }
+    drop(silent);
+}
+
+#[test]
+fn a_full_disk_fails_the_upload_and_leaves_no_file() {
+    if !nix_is_root() {
+        eprintln!("skipped: mounting a small tmpfs needs root");
+        return;
+    }
+    let mount = tempfile::tempdir().unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs", mount.path().to_str().unwrap()])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("skipped: cannot mount a tmpfs here");
+        return;
+    }
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(mount.path());
+    let tmp = tempfile::tempdir().unwrap();
+    let file = random_file(tmp.path(), "big.bin", 3 << 20);
+    let server = ServerProcess::start(
+        &["127.0.0.1"],
+        &["--insecure", "--dir", mount.path().to_str().unwrap()],
+    );
+    let out = mpquic(&[
+        "send",
+        file.to_str().unwrap(),
+        "--server",
+        &server.addr("127.0.0.1"),
+        "--insecure",
+    ]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("No space left on device"), "{err}");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(files_in(mount.path()).is_empty(), "left behind: {:?}", files_in(mount.path()));
+}
+
+fn nix_is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+#[test]
+fn qlog_is_json_seq_with_controller_events() {
+    let tmp = tempfile::tempdir().unwrap();
+    let qlog = tmp.path().join("qlog");
+    let server = ServerProcess::start(&["127.0.0.1", "127.0.0.2"], &["--insecure", "--sink"]);
+    let out = mpquic(&[
+        "send",
+        "--generate",
+        "20M",
+        "--server",
+        &server.addr("127.0.0.1"),
+        "--server",
+        &server.addr("127.0.0.2"),
+        "--insecure",
+        "--json",
+        "--cc",
+        "amp",
+        "--qlog",
+        qlog.to_str().unwrap(),
+    ]);
+    let result = json(&out);
+    let files = files_in(&qlog);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let text = std::fs::read(qlog.join(&files[0])).unwrap();
+    let records: Vec<Value> = text
+        .split(|&b| b == 0x1e)
+        .filter(|r| !r.is_empty())
+        .map(|r| {
+            serde_json::from_slice(r)
+                .unwrap_or_else(|e| panic!("bad record ({e}): {}", String::from_utf8_lossy(r)))
+        })
+        .collect();
+    assert_eq!(records[0]["serialization_format"], "JSON-SEQ", "header: {}", records[0]);
+    assert!(records[0]["trace"].is_object(), "header: {}", records[0]);
+    let names: Vec<&str> = records.iter().filter_map(|r| r["name"].as_str()).collect();
+    assert!(names.iter().any(|n| n.starts_with("quic:")
+        || n.starts_with("transport:")
+        || n.starts_with("recovery:")));
+    let configured =
+        records.iter().find(|r| r["name"] == "mpquic:configured").expect("configured event");
+    assert_eq!(configured["data"]["controller"], "amp");
+    let lost: u64 = result["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["lost_packets"].as_u64().unwrap())
+        .sum();
+    let ce: u64 =
+        result["paths"].as_array().unwrap().iter().map(|p| p["ce_events"].as_u64().unwrap()).sum();
+    let reductions = names.iter().filter(|&&n| n == "mpquic:window_reduced").count();
+    if lost + ce > 0 {
+        assert!(reductions > 0, "{lost} losses and {ce} CE events but no window_reduced event");
+    }
+    let mut last = f64::MIN;
+    for r in records.iter().skip(1) {
+        let t = r["time"].as_f64().unwrap_or_else(|| panic!("event without time: {r}"));
+        assert!(
+            t >= last - 1e-6 || !r["name"].as_str().unwrap().starts_with("mpquic:"),
+            "time goes back at {r}"
+        );
+        last = last.max(t);
+    }
+}
+
+#[test]
+fn a_plain_noq_client_downloads_from_mpquic_serve() {
+    use mpquic::noq;
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tempfile::tempdir().unwrap();
+    let source = random_file(store.path(), "plain.bin", 2 << 20);
+    let certs = tmp.path().join("certs");
+    assert!(mpquic(&["cert", "--out", certs.to_str().unwrap(), "--name", "localhost"])
+        .status
+        .success());
+    let server = ServerProcess::start(
+        &["127.0.0.1"],
+        &[
+            "--dir",
+            store.path().to_str().unwrap(),
+            "--cert",
+            certs.join("cert.pem").to_str().unwrap(),
+            "--key",
+            certs.join("key.pem").to_str().unwrap(),
+        ],
+    );
+    let addr: std::net::SocketAddr = server.addr("127.0.0.1").parse().unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let received = runtime.block_on(async {
+        let crypto =
+            mpquic::Trust::from_ca_file(&certs.join("cert.pem")).unwrap().client_crypto().unwrap();
+        // Default transport: no multipath, noq's own congestion control.
+        let config = noq::ClientConfig::new(crypto);
+        let endpoint = noq::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+        let conn = endpoint.connect_with(config, addr, "localhost").unwrap().await.unwrap();
+        let (mut send, mut recv) = conn.open_bi().await.unwrap();
+        // The transfer protocol by hand: "MPQ1", 'G', name length, name.
+        let mut request = b"MPQ1G".to_vec();
+        request.extend_from_slice(&(9u16).to_be_bytes());
+        request.extend_from_slice(b"plain.bin");
+        send.write_all(&request).await.unwrap();
+        send.finish().unwrap();
+        let reply = recv.read_to_end(16 << 20).await.unwrap();
+        conn.close(0u32.into(), b"");
+        reply
+    });
+    assert_eq!(&received[..3], &[0, 0, 0], "OK reply");
+    let size = u64::from_be_bytes(received[3..11].try_into().unwrap()) as usize;
+    let data = &received[11..11 + size];
+    assert_eq!(data, std::fs::read(&source).unwrap());
+    assert_eq!(received.len(), 11 + size + 32, "BLAKE3 trailer");
+    assert_eq!(&received[11 + size..], blake3::hash(data).as_bytes());
+}

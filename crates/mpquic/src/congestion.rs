@@ -1,0 +1,365 @@
+//! The bridge from noq's per-path congestion callbacks to one connection-scoped
+//! [`mpquic_cc::Controller`].
+//!
+//! noq builds one `Controller` per path through a [`ControllerFactory`] that does not say which
+//! path or connection it builds for. Coupling therefore lives here: every connection gets its own
+//! [`CoupledFactory`] (through its own `TransportConfig`), each `build()` call takes the next
+//! *slot* of that connection's shared state, and every callback of the resulting [`PathHandle`]
+//! is forwarded, under one lock, to the connection's controller as `(slot, event)`.
+//!
+//! Slot 0 is built with the connection, so it is the initial path. The library maps noq's
+//! `PathId`s to slots by downcasting a path's controller ([`slot_of`]).
+//!
+//! noq reports an ACK frame as `on_ack` per packet, `on_end_acks`, then losses, then at most one
+//! ECN congestion event. mpquic-cc wants the CE and losses of a frame *before* its batch end (so
+//! that a round's marks count in that round), so the batch end is held back until the next
+//! callback of the connection arrives.
+//!
+//! The CE count itself is not passed by noq, only that an ACK frame raised it; each such event is
+//! reported to the controller as one marked packet with `exact: false`. With GSO off and the peer
+//! acknowledging every packet, one frame acknowledges one packet and the estimate is the count.
+
+use std::any::Any;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use mpquic_cc::{
+    ConnectionSnapshot, Controller, ControllerConfig, Event, Notice, PathId, RttSample,
+};
+use noq::congestion::{self as noq_cc, ControllerFactory, ControllerMetrics};
+
+use crate::scheduler::{PathLoad, Scheduler};
+
+/// Called with every notice the controller produces, with the time it was drained.
+pub type NoticeSink = Box<dyn FnMut(Instant, &Notice) + Send>;
+
+/// Builds the per-path controllers of one connection, all sharing one coupled controller.
+pub struct CoupledFactory {
+    shared: Arc<SharedController>,
+}
+
+impl CoupledFactory {
+    /// A factory for one connection running `config`, placing packets by `scheduler`.
+    pub fn new(config: &ControllerConfig, scheduler: Scheduler) -> Self {
+        CoupledFactory { shared: Arc::new(SharedController::new(config, scheduler)) }
+    }
+
+    /// The connection-wide state, to read snapshots and statistics from.
+    pub fn shared(&self) -> Arc<SharedController> {
+        self.shared.clone()
+    }
+}
+
+impl ControllerFactory for CoupledFactory {
+    fn build(self: Arc<Self>, _now: Instant, current_mtu: u16) -> Box<dyn noq_cc::Controller> {
+        let slot = self.shared.lock().add_path(u64::from(current_mtu));
+        Box::new(PathHandle { shared: self.shared.clone(), slot })
+    }
+}
+
+/// One connection's coupled controller and the per-path bookkeeping around it.
+pub struct SharedController {
+    state: Mutex<State>,
+}
+
+struct State {
+    controller: Box<dyn Controller>,
+    scheduler: Scheduler,
+    paths: Vec<SlotState>,
+    /// A path whose ACK batch ended but whose `AckBatchEnded` is held back (see module docs).
+    pending_batch_end: Option<PathId>,
+    notices: Vec<Notice>,
+    sink: Option<NoticeSink>,
+}
+
+/// What the adapter itself tracks per path, beyond the controller's state.
+struct SlotState {
+    mss: u64,
+    /// Bytes in flight: noq's count at the last batch end, plus sends, minus losses since.
+    in_flight: u64,
+    smoothed_rtt: Option<Duration>,
+    packets_sent: u64,
+    /// Latest RTT samples in microseconds.
+    rtt_us: hdrhistogram::Histogram<u64>,
+    /// Since when the controller keeps the path from new data, if it does.
+    inactive_since: Option<Instant>,
+    /// Time spent inactive before `inactive_since`.
+    inactive_before: Duration,
+    removed: bool,
+}
+
+impl SharedController {
+    fn new(config: &ControllerConfig, scheduler: Scheduler) -> Self {
+        SharedController {
+            state: Mutex::new(State {
+                controller: config.build(),
+                scheduler,
+                paths: Vec::new(),
+                pending_batch_end: None,
+                notices: Vec::new(),
+                sink: None,
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves plain numbers behind, never a broken invariant
+        // worth refusing service over.
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Where the controller's notices go (qlog, tracing). Without a sink they are dropped.
+    pub fn set_notice_sink(&self, sink: NoticeSink) {
+        self.lock().sink = Some(sink);
+    }
+
+    /// The controller's state now.
+    pub fn snapshot(&self) -> ConnectionSnapshot {
+        self.lock().controller.snapshot()
+    }
+
+    /// The RTT sample distribution of a slot, in microseconds.
+    pub fn rtt_histogram(&self, slot: PathId) -> Option<hdrhistogram::Histogram<u64>> {
+        self.lock().paths.get(slot.0 as usize).map(|p| p.rtt_us.clone())
+    }
+
+    /// How long the controller has kept a slot from new data (suppressed or eliminated).
+    pub fn inactive_time(&self, slot: PathId) -> Duration {
+        let state = self.lock();
+        state.paths.get(slot.0 as usize).map_or(Duration::ZERO, |p| {
+            p.inactive_before + p.inactive_since.map_or(Duration::ZERO, |since| since.elapsed())
+        })
+    }
+
+    /// The path is gone: the controller forgets it and couples over the others.
+    pub fn remove_path(&self, slot: PathId) {
+        let mut state = self.lock();
+        if let Some(path) = state.paths.get_mut(slot.0 as usize) {
+            if !path.removed {
+                path.removed = true;
+                state.feed(slot, Event::PathRemoved);
+            }
+        }
+    }
+}
+
+impl State {
+    fn add_path(&mut self, mss: u64) -> PathId {
+        let slot = PathId(self.paths.len() as u32);
+        self.paths.push(SlotState {
+            mss,
+            in_flight: 0,
+            smoothed_rtt: None,
+            packets_sent: 0,
+            // 1 us .. 100 s at 3 significant digits; the bounds are constants, so this cannot fail.
+            rtt_us: hdrhistogram::Histogram::new_with_bounds(1, 100_000_000, 3)
+                .expect("valid histogram bounds"),
+            inactive_since: None,
+            inactive_before: Duration::ZERO,
+            removed: false,
+        });
+        self.feed(slot, Event::PathAdded { mss });
+        slot
+    }
+
+    /// Deliver a held-back batch end before anything else happens on the connection.
+    fn flush(&mut self) {
+        if let Some(slot) = self.pending_batch_end.take() {
+            self.feed(slot, Event::AckBatchEnded);
+        }
+    }
+
+    fn feed(&mut self, slot: PathId, event: Event) {
+        self.controller.on_event(slot, event);
+        self.controller.drain_notices(&mut self.notices);
+        if !self.notices.is_empty() {
+            let now = Instant::now();
+            self.track_activity(now);
+            match &mut self.sink {
+                Some(sink) => self.notices.drain(..).for_each(|n| sink(now, &n)),
+                None => self.notices.clear(),
+            }
+        }
+    }
+
+    /// Account inactive time per path from the notices that change it.
+    fn track_activity(&mut self, now: Instant) {
+        for notice in &self.notices {
+            let (paths, active) = match notice {
+                Notice::Suppressed { paths } => (paths.as_slice(), false),
+                Notice::Released { paths } => (paths.as_slice(), true),
+                Notice::Eliminated { path, .. } => (std::slice::from_ref(path), false),
+                _ => continue,
+            };
+            for slot in paths {
+                let Some(path) = self.paths.get_mut(slot.0 as usize) else { continue };
+                match (active, path.inactive_since) {
+                    (false, None) => path.inactive_since = Some(now),
+                    (true, Some(since)) => {
+                        path.inactive_before += now.saturating_duration_since(since);
+                        path.inactive_since = None;
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// The window noq enforces: the controller's, closed for a path the controller or the
+    /// scheduler keeps from new data (returning the bytes already in flight blocks it).
+    fn gated_window(&self, slot: PathId) -> u64 {
+        let window = self.controller.window(slot);
+        let path = &self.paths[slot.0 as usize];
+        let may_send = self.controller.may_send(slot)
+            && self.scheduler.admits(slot, |s| self.load(s), self.paths.len() as u32);
+        if may_send {
+            window
+        } else {
+            path.in_flight.min(window)
+        }
+    }
+
+    fn load(&self, slot: PathId) -> Option<PathLoad> {
+        let path = self.paths.get(slot.0 as usize).filter(|p| !p.removed)?;
+        if !self.controller.may_send(slot) {
+            return None;
+        }
+        Some(PathLoad {
+            has_room: path.in_flight + path.mss <= self.controller.window(slot),
+            smoothed_rtt: path.smoothed_rtt,
+            packets_sent: path.packets_sent,
+        })
+    }
+}
+
+/// noq's per-path controller: a handle on one slot of the connection's shared controller.
+#[derive(Clone)]
+pub struct PathHandle {
+    shared: Arc<SharedController>,
+    slot: PathId,
+}
+
+impl std::fmt::Debug for PathHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PathHandle").field("slot", &self.slot).finish()
+    }
+}
+
+/// The slot behind a path's controller, if it is one of ours (see [`PathHandle`]).
+pub fn slot_of(controller: Box<dyn noq_cc::Controller>) -> Option<PathId> {
+    let any: Box<dyn Any> = controller.into_any();
+    any.downcast::<PathHandle>().ok().map(|handle| handle.slot)
+}
+
+impl noq_cc::Controller for PathHandle {
+    fn on_packet_sent(&mut self, _now: Instant, bytes: u16, pn: u64) {
+        let mut state = self.shared.lock();
+        state.flush();
+        let path = &mut state.paths[self.slot.0 as usize];
+        path.in_flight += u64::from(bytes);
+        path.packets_sent += 1;
+        state.feed(self.slot, Event::PacketSent { bytes: bytes.into(), pn });
+    }
+
+    fn on_ack(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        bytes: u64,
+        pn: u64,
+        _app_limited: bool,
+        rtt: &noq_proto::RttEstimator,
+    ) {
+        let mut state = self.shared.lock();
+        state.flush();
+        // noq's estimator does not hold this frame's sample yet, and exposes no "latest": the
+        // packet's own send-to-ack time is the sample (it includes the peer's ACK delay).
+        let latest = now.saturating_duration_since(sent);
+        let sample = RttSample { latest, smoothed: rtt.get(), min: rtt.min().min(latest) };
+        let path = &mut state.paths[self.slot.0 as usize];
+        path.smoothed_rtt = Some(sample.smoothed);
+        // Out-of-range samples (over 100 s) are clamped rather than lost.
+        path.rtt_us.saturating_record(latest.as_micros().max(1) as u64);
+        state.feed(self.slot, Event::PacketAcked { bytes, pn, rtt: sample });
+    }
+
+    fn on_end_acks(
+        &mut self,
+        _now: Instant,
+        in_flight: u64,
+        _app_limited: bool,
+        _largest_packet_num_acked: Option<u64>,
+    ) {
+        let mut state = self.shared.lock();
+        state.flush();
+        state.paths[self.slot.0 as usize].in_flight = in_flight;
+        state.pending_batch_end = Some(self.slot);
+    }
+
+    fn on_congestion_event(
+        &mut self,
+        _now: Instant,
+        _sent: Instant,
+        is_persistent_congestion: bool,
+        is_ecn: bool,
+        lost_bytes: u64,
+        largest_lost_pn: u64,
+    ) {
+        let mut state = self.shared.lock();
+        // Held-back batch ends of *other* paths go first; this path's waits for its own signals.
+        if state.pending_batch_end.is_some_and(|slot| slot != self.slot) {
+            state.flush();
+        }
+        let event = if is_ecn {
+            Event::CongestionExperienced { count: 1, exact: false }
+        } else {
+            Event::PacketsLost {
+                bytes: lost_bytes,
+                largest_pn: largest_lost_pn,
+                persistent: is_persistent_congestion,
+            }
+        };
+        state.feed(self.slot, event);
+    }
+
+    fn on_packet_lost(&mut self, lost_bytes: u16, _pn: u64, _now: Instant) {
+        let mut state = self.shared.lock();
+        let path = &mut state.paths[self.slot.0 as usize];
+        path.in_flight = path.in_flight.saturating_sub(lost_bytes.into());
+    }
+
+    fn on_mtu_update(&mut self, new_mtu: u16) {
+        let mut state = self.shared.lock();
+        state.flush();
+        state.paths[self.slot.0 as usize].mss = new_mtu.into();
+        state.feed(self.slot, Event::MssChanged { mss: new_mtu.into() });
+    }
+
+    fn window(&self) -> u64 {
+        let mut state = self.shared.lock();
+        state.flush();
+        state.gated_window(self.slot)
+    }
+
+    fn metrics(&self) -> ControllerMetrics {
+        // The pacer derives its rate from this window: it must be the real one (never the gated
+        // zero), so that a path released from suppression is not paced at nothing.
+        let mut metrics = ControllerMetrics::default();
+        metrics.congestion_window = self.shared.lock().controller.window(self.slot).max(1);
+        metrics
+    }
+
+    fn clone_box(&self) -> Box<dyn noq_cc::Controller> {
+        // noq clones a path's controller to inspect it and when a path migrates; both mean the
+        // same path, so the clone shares the slot.
+        Box::new(self.clone())
+    }
+
+    fn initial_window(&self) -> u64 {
+        self.shared.lock().controller.window(self.slot).max(1)
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}

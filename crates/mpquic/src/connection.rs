@@ -1,0 +1,391 @@
+//! Multipath connections: opening paths, following their lives, and reporting on them.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use futures_util::future::join_all;
+use mpquic_cc::ConnectionSnapshot;
+use noq::{FourTuple, PathError, PathEvent, PathId, PathStats, PathStatus};
+use serde::Serialize;
+use tokio_stream::StreamExt;
+use tracing::Instrument;
+
+use crate::congestion::{slot_of, SharedController};
+
+/// One path to open: a remote address and, optionally, the local address to send from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PathSpec {
+    /// Source address; `None` lets the routing table choose.
+    pub local: Option<IpAddr>,
+    /// The peer's address.
+    pub remote: SocketAddr,
+}
+
+impl PathSpec {
+    /// The path from `local` (or the routed default) to `remote`.
+    pub fn new(local: Option<IpAddr>, remote: SocketAddr) -> Self {
+        PathSpec { local, remote }
+    }
+
+    /// One path per (local, remote) pair: every local address with every remote one. With no
+    /// local addresses, one path per remote address.
+    pub fn all_pairs(locals: &[IpAddr], remotes: &[SocketAddr]) -> Vec<PathSpec> {
+        if locals.is_empty() {
+            return remotes.iter().map(|&r| PathSpec::new(None, r)).collect();
+        }
+        remotes
+            .iter()
+            .flat_map(|&r| {
+                locals
+                    .iter()
+                    .filter(move |l| l.is_ipv4() == r.is_ipv4())
+                    .map(move |&l| PathSpec::new(Some(l), r))
+            })
+            .collect()
+    }
+}
+
+impl std::fmt::Display for PathSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.local {
+            Some(local) => write!(f, "{local} -> {}", self.remote),
+            None => write!(f, "* -> {}", self.remote),
+        }
+    }
+}
+
+/// A path that could not be opened.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("path {spec} could not be opened: {reason}")]
+pub struct PathOpenError {
+    /// The path asked for.
+    pub spec: PathSpec,
+    /// Why it failed.
+    pub reason: String,
+}
+
+/// What the connection remembers of each path.
+#[derive(Debug, Clone)]
+struct PathRecord {
+    local: Option<IpAddr>,
+    remote: Option<SocketAddr>,
+    /// The path's slot in the coupled controller, if the controller is ours.
+    slot: Option<mpquic_cc::PathId>,
+    /// Final statistics, once noq discarded the path.
+    closed_stats: Option<PathStats>,
+    closed: bool,
+}
+
+/// A QUIC connection with the multipath extension, its coupled controller and its path ledger.
+#[derive(Clone)]
+pub struct MultipathConnection {
+    conn: noq::Connection,
+    controller: Option<Arc<SharedController>>,
+    paths: Arc<Mutex<BTreeMap<PathId, PathRecord>>>,
+    controller_name: &'static str,
+    exact_ecn: bool,
+}
+
+impl MultipathConnection {
+    /// Wrap an established connection; starts following its path events.
+    pub(crate) fn new(
+        conn: noq::Connection,
+        controller: Option<Arc<SharedController>>,
+        controller_name: &'static str,
+        exact_ecn: bool,
+    ) -> Self {
+        let this = MultipathConnection {
+            conn,
+            controller,
+            paths: Arc::default(),
+            controller_name,
+            exact_ecn,
+        };
+        let events = this.conn.path_events();
+        this.register(PathId::ZERO);
+        let follower = this.clone_weak();
+        let span = tracing::info_span!("connection", id = this.conn.stable_id());
+        tokio::spawn(
+            async move {
+                let mut events = events;
+                while let Some(event) = events.next().await {
+                    let Some(this) = follower.upgrade() else { break };
+                    match event {
+                        Ok(event) => this.on_path_event(event),
+                        Err(lagged) => tracing::warn!("missed path events: {lagged}"),
+                    }
+                }
+            }
+            .instrument(span),
+        );
+        this
+    }
+
+    /// A handle that does not keep the connection alive.
+    fn clone_weak(&self) -> WeakConnection {
+        WeakConnection {
+            conn: self.conn.weak_handle(),
+            controller: self.controller.clone(),
+            paths: Arc::downgrade(&self.paths),
+            controller_name: self.controller_name,
+            exact_ecn: self.exact_ecn,
+        }
+    }
+
+    fn ledger(&self) -> MutexGuard<'_, BTreeMap<PathId, PathRecord>> {
+        self.paths.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn register(&self, id: PathId) {
+        let network = self.conn.path(id).and_then(|p| p.network_path().ok());
+        let slot = self.conn.congestion_state(id).and_then(slot_of);
+        let mut ledger = self.ledger();
+        let record = ledger.entry(id).or_insert(PathRecord {
+            local: None,
+            remote: None,
+            slot: None,
+            closed_stats: None,
+            closed: false,
+        });
+        if let Some(network) = network {
+            record.local = network.local_ip();
+            record.remote = Some(network.remote());
+        }
+        record.slot = record.slot.or(slot);
+        tracing::debug!(path = %id, local = ?record.local, remote = ?record.remote, "path established");
+    }
+
+    fn on_path_event(&self, event: PathEvent) {
+        match event {
+            PathEvent::Established { id, .. } => self.register(id),
+            PathEvent::Abandoned { id, reason, .. } => {
+                tracing::info!(path = %id, ?reason, "path abandoned");
+                let slot = {
+                    let mut ledger = self.ledger();
+                    let record = ledger.get_mut(&id);
+                    record.map(|r| {
+                        r.closed = true;
+                        r.slot
+                    })
+                };
+                if let (Some(Some(slot)), Some(controller)) = (slot, &self.controller) {
+                    controller.remove_path(slot);
+                }
+            }
+            PathEvent::Discarded { id, path_stats, .. } => {
+                if let Some(record) = self.ledger().get_mut(&id) {
+                    record.closed = true;
+                    record.closed_stats = Some(*path_stats);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The peer's address on the initial path.
+    pub fn remote(&self) -> Option<SocketAddr> {
+        self.ledger().get(&PathId::ZERO).and_then(|r| r.remote)
+    }
+
+    /// The underlying noq connection, for streams and datagrams.
+    pub fn connection(&self) -> &noq::Connection {
+        &self.conn
+    }
+
+    /// Open one more path. Retries briefly while the peer has not yet issued connection ids for
+    /// it (noq refuses new paths for a few ms after the handshake).
+    pub async fn open_path(&self, spec: PathSpec) -> Result<PathId, PathOpenError> {
+        let fail = |reason: String| PathOpenError { spec, reason };
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            let opening =
+                self.conn.open_path(FourTuple::new(spec.remote, spec.local), PathStatus::Available);
+            match tokio::time::timeout(Duration::from_secs(5), opening).await {
+                Ok(Ok(path)) => {
+                    self.register(path.id());
+                    if let Some(record) = self.ledger().get_mut(&path.id()) {
+                        record.local = record.local.or(spec.local);
+                        record.remote = record.remote.or(Some(spec.remote));
+                    }
+                    return Ok(path.id());
+                }
+                Ok(Err(PathError::RemoteCidsExhausted)) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                Ok(Err(e)) => return Err(fail(e.to_string())),
+                Err(_) => return Err(fail("no answer on the path within 5 s".into())),
+            }
+        }
+    }
+
+    /// Open several paths at once; returns the failures (the connection goes on without them).
+    pub async fn open_paths(&self, specs: &[PathSpec]) -> Vec<PathOpenError> {
+        let results = join_all(specs.iter().map(|&spec| self.open_path(spec))).await;
+        results.into_iter().filter_map(Result::err).collect()
+    }
+
+    /// Close a path; its data moves to the others.
+    pub fn close_path(&self, id: PathId) -> Result<(), noq::ClosePathError> {
+        match self.conn.path(id) {
+            Some(path) => path.close(),
+            None => Ok(()),
+        }
+    }
+
+    /// The ids of paths that are open now.
+    pub fn open_paths_now(&self) -> Vec<PathId> {
+        self.ledger().iter().filter(|(_, r)| !r.closed).map(|(&id, _)| id).collect()
+    }
+
+    /// The coupled controller's state (`None` for the stack's own Cubic).
+    pub fn controller_snapshot(&self) -> Option<ConnectionSnapshot> {
+        self.controller.as_ref().map(|c| c.snapshot())
+    }
+
+    /// Statistics of every path the connection has had, and of the connection.
+    pub fn report(&self) -> ConnectionReport {
+        let snapshot = self.controller_snapshot();
+        let ledger = self.ledger().clone();
+        let mut paths: Vec<PathReport> = ledger
+            .iter()
+            .map(|(&id, record)| {
+                let stats = record.closed_stats.or_else(|| self.conn.path_stats(id));
+                let cc = record.slot.and_then(|slot| snapshot.as_ref()?.path(slot).cloned());
+                let rtt = record
+                    .slot
+                    .and_then(|slot| self.controller.as_ref()?.rtt_histogram(slot))
+                    .filter(|h| !h.is_empty());
+                let suppressed = record
+                    .slot
+                    .and_then(|slot| self.controller.as_ref().map(|c| c.inactive_time(slot)))
+                    .unwrap_or_default();
+                PathReport::new(id, record, stats.as_ref(), cc.as_ref(), rtt.as_ref(), suppressed)
+            })
+            .collect();
+        let total: u64 = paths.iter().map(|p| p.bytes_sent).sum();
+        for path in &mut paths {
+            path.share = if total == 0 { 0.0 } else { path.bytes_sent as f64 / total as f64 };
+        }
+        ConnectionReport {
+            controller: self.controller_name,
+            exact_ecn: self.exact_ecn,
+            paths,
+            controller_state: snapshot,
+        }
+    }
+}
+
+struct WeakConnection {
+    conn: noq::WeakConnectionHandle,
+    controller: Option<Arc<SharedController>>,
+    paths: std::sync::Weak<Mutex<BTreeMap<PathId, PathRecord>>>,
+    controller_name: &'static str,
+    exact_ecn: bool,
+}
+
+impl WeakConnection {
+    fn upgrade(&self) -> Option<MultipathConnection> {
+        Some(MultipathConnection {
+            conn: self.conn.upgrade()?,
+            controller: self.controller.clone(),
+            paths: self.paths.upgrade()?,
+            controller_name: self.controller_name,
+            exact_ecn: self.exact_ecn,
+        })
+    }
+}
+
+/// One path's statistics.
+#[derive(Debug, Clone, Serialize)]
+pub struct PathReport {
+    /// noq's path id.
+    pub id: u32,
+    /// Local address, when known.
+    pub local: Option<IpAddr>,
+    /// Remote address.
+    pub remote: Option<SocketAddr>,
+    /// Whether the path is still open.
+    pub open: bool,
+    /// QUIC bytes sent (ack-eliciting packets).
+    pub bytes_sent: u64,
+    /// This path's share of all bytes sent, in [0, 1].
+    pub share: f64,
+    /// Packets sent.
+    pub packets_sent: u64,
+    /// Packets declared lost.
+    pub lost_packets: u64,
+    /// Smoothed RTT, ms.
+    pub rtt_smoothed_ms: f64,
+    /// Minimum, median and 99th percentile of the RTT samples, ms (`None` without samples).
+    pub rtt_min_ms: Option<f64>,
+    /// Median RTT sample, ms.
+    pub rtt_p50_ms: Option<f64>,
+    /// 99th percentile RTT sample, ms.
+    pub rtt_p99_ms: Option<f64>,
+    /// Congestion window, bytes.
+    pub cwnd: u64,
+    /// ACK frames that raised the CE count (`None` under the stack's own Cubic, which does not
+    /// tell CE from loss).
+    pub ce_events: Option<u64>,
+    /// CE-marked packets (exact or estimated, see `ce_exact`).
+    pub ce_marked: Option<u64>,
+    /// Whether `ce_marked` is exact.
+    pub ce_exact: bool,
+    /// Whether the controller lets the path carry new data now.
+    pub active: bool,
+    /// Time the controller kept the path from new data (AMP suppression, MPTCP-D elimination).
+    pub inactive_ms: f64,
+}
+
+impl PathReport {
+    fn new(
+        id: PathId,
+        record: &PathRecord,
+        stats: Option<&PathStats>,
+        cc: Option<&mpquic_cc::PathSnapshot>,
+        rtt_us: Option<&hdrhistogram::Histogram<u64>>,
+        inactive: Duration,
+    ) -> Self {
+        let ms = |us: u64| us as f64 / 1000.0;
+        PathReport {
+            id: path_number(id),
+            local: record.local,
+            remote: record.remote,
+            open: !record.closed,
+            bytes_sent: stats.map_or(0, |s| s.sent_bytes),
+            share: 0.0,
+            packets_sent: stats.map_or(0, |s| s.sent_packets),
+            lost_packets: stats.map_or(0, |s| s.lost_packets),
+            rtt_smoothed_ms: stats.map_or(0.0, |s| s.rtt.as_secs_f64() * 1000.0),
+            rtt_min_ms: rtt_us.map(|h| ms(h.min())),
+            rtt_p50_ms: rtt_us.map(|h| ms(h.value_at_quantile(0.5))),
+            rtt_p99_ms: rtt_us.map(|h| ms(h.value_at_quantile(0.99))),
+            cwnd: cc.map_or_else(|| stats.map_or(0, |s| s.cwnd), |c| c.window),
+            ce_events: cc.map(|c| c.ce_events),
+            ce_marked: cc.map(|c| c.ce_marked),
+            ce_exact: cc.is_some_and(|c| c.ce_exact),
+            active: cc.is_none_or(|c| c.active) && !record.closed,
+            inactive_ms: inactive.as_secs_f64() * 1000.0,
+        }
+    }
+}
+
+/// noq's path id as a number (noq exposes it only through `Display`).
+fn path_number(id: PathId) -> u32 {
+    id.to_string().parse().unwrap_or(u32::MAX)
+}
+
+/// A connection's statistics: per path, and the controller's state.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConnectionReport {
+    /// The congestion controller's name.
+    pub controller: &'static str,
+    /// Whether the connection ran with exact CE counts.
+    pub exact_ecn: bool,
+    /// Every path the connection had, by id.
+    pub paths: Vec<PathReport>,
+    /// The coupled controller's state, if it is one of ours.
+    pub controller_state: Option<ConnectionSnapshot>,
+}

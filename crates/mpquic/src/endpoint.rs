@@ -1,0 +1,250 @@
+//! Client and server endpoints that make multipath connections.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use noq::crypto::rustls::{QuicClientConfig, QuicServerConfig};
+use noq::{ClientConfig, ServerConfig};
+
+use crate::connection::{MultipathConnection, PathOpenError, PathSpec};
+use crate::options::Options;
+use crate::tls::{Identity, TlsError, Trust};
+
+/// Why an endpoint or a connection could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// TLS configuration.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// The UDP socket could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Bad endpoint arguments.
+    #[error("{0}")]
+    Usage(String),
+    /// The connection could not be started (bad address, endpoint closing).
+    #[error("cannot connect to {addr}: {source}")]
+    Connect {
+        /// The server address.
+        addr: SocketAddr,
+        /// Why.
+        source: noq::ConnectError,
+    },
+    /// The handshake or the connection failed.
+    #[error("connection to {addr} failed: {source}")]
+    Connection {
+        /// The peer address.
+        addr: SocketAddr,
+        /// Why.
+        source: noq::ConnectionError,
+    },
+    /// The peer did not answer in time.
+    #[error(
+        "no answer from {addr} within {timeout:?} (is a server running there, and reachable?)"
+    )]
+    Timeout {
+        /// The peer address.
+        addr: SocketAddr,
+        /// How long we waited.
+        timeout: Duration,
+    },
+}
+
+fn unspecified(like: IpAddr) -> IpAddr {
+    match like {
+        IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+    }
+}
+
+/// Makes multipath connections to servers.
+pub struct Client {
+    endpoint: noq::Endpoint,
+    crypto: Arc<QuicClientConfig>,
+    connections: AtomicU64,
+}
+
+impl Client {
+    /// A client trusting servers per `trust`, sending from any local address of the family of
+    /// `family` (paths choose their source address; the socket is bound to the unspecified one).
+    pub fn new(trust: &Trust, family: IpAddr) -> Result<Self, Error> {
+        let crypto = trust.client_crypto()?;
+        let bind = SocketAddr::new(unspecified(family), 0);
+        let endpoint =
+            noq::Endpoint::client(bind).map_err(|source| Error::Bind { addr: bind, source })?;
+        Ok(Client { endpoint, crypto, connections: AtomicU64::new(0) })
+    }
+
+    /// Connect over the first path, then open the others. `server_name` must match the
+    /// server's certificate. Paths that fail to open are returned beside the connection, which
+    /// goes on without them.
+    pub async fn connect(
+        &self,
+        server_name: &str,
+        paths: &[PathSpec],
+        options: &Options,
+        timeout: Duration,
+    ) -> Result<(MultipathConnection, Vec<PathOpenError>), Error> {
+        let first = *paths.first().ok_or_else(|| Error::Usage("no path to connect over".into()))?;
+        let n = self.connections.fetch_add(1, Ordering::Relaxed);
+        let transport = options.transport(&format!("client-{n}"));
+        let mut config = ClientConfig::new(self.crypto.clone());
+        config.transport_config(transport.config.clone());
+        let addr = first.remote;
+        let connecting = self
+            .endpoint
+            .connect_with(config, addr, server_name)
+            .map_err(|source| Error::Connect { addr, source })?;
+        let conn = match tokio::time::timeout(timeout, connecting).await {
+            Ok(Ok(conn)) => conn,
+            Ok(Err(source)) => return Err(Error::Connection { addr, source }),
+            Err(_) => return Err(Error::Timeout { addr, timeout }),
+        };
+        let conn = MultipathConnection::new(
+            conn,
+            transport.controller,
+            options.congestion.name(),
+            transport.exact_ecn,
+        );
+        let failures = conn.open_paths(&paths[1..]).await;
+        Ok((conn, failures))
+    }
+
+    /// Wait until every connection has closed cleanly.
+    pub async fn wait_idle(&self) {
+        self.endpoint.wait_idle().await;
+    }
+}
+
+/// Accepts multipath connections on one or more addresses.
+pub struct Server {
+    endpoint: noq::Endpoint,
+    crypto: Arc<QuicServerConfig>,
+    options: Options,
+    /// The addresses to serve; connections arriving at other local addresses are refused.
+    listen: Vec<SocketAddr>,
+    connections: AtomicU64,
+}
+
+impl Server {
+    /// Listen on `listen` (one UDP socket serves them all, so they share one port).
+    pub fn bind(
+        listen: &[SocketAddr],
+        identity: &Identity,
+        options: Options,
+    ) -> Result<Self, Error> {
+        let first =
+            *listen.first().ok_or_else(|| Error::Usage("no address to listen on".into()))?;
+        if let Some(other) = listen.iter().find(|a| a.port() != first.port()) {
+            return Err(Error::Usage(format!(
+                "all listen addresses must share one port (one socket serves every path): {first} and {other} differ"
+            )));
+        }
+        if let Some(other) = listen.iter().find(|a| a.is_ipv4() != first.is_ipv4()) {
+            return Err(Error::Usage(format!(
+                "listen addresses must be of one IP family: {first} and {other} differ"
+            )));
+        }
+        let crypto = identity.server_crypto()?;
+        let bind = if listen.len() == 1 {
+            first
+        } else {
+            SocketAddr::new(unspecified(first.ip()), first.port())
+        };
+        let mut config = ServerConfig::with_crypto(crypto.clone());
+        config.transport_config(options.transport("server-default").config);
+        let endpoint = noq::Endpoint::server(config, bind)
+            .map_err(|source| Error::Bind { addr: bind, source })?;
+        Ok(Server {
+            endpoint,
+            crypto,
+            options,
+            listen: listen.to_vec(),
+            connections: AtomicU64::new(0),
+        })
+    }
+
+    /// The bound socket address (its port, when 0 was asked for).
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.endpoint.local_addr()
+    }
+
+    /// The next incoming connection; `None` once the endpoint is closed. Its handshake runs
+    /// when [`Accepting::established`] is awaited, so each can be awaited in its own task.
+    pub async fn accept(&self) -> Option<Accepting> {
+        loop {
+            let incoming = self.endpoint.accept().await?;
+            let remote = incoming.remote_address();
+            if let Some(local) = incoming.local_ip() {
+                if self.listen.len() > 1 && !self.listen.iter().any(|a| a.ip() == local) {
+                    tracing::debug!(%remote, %local, "refusing a connection to an address not served");
+                    incoming.refuse();
+                    continue;
+                }
+            }
+            let n = self.connections.fetch_add(1, Ordering::Relaxed);
+            let transport = self.options.transport(&format!("server-{n}"));
+            let mut config = ServerConfig::with_crypto(self.crypto.clone());
+            config.transport_config(transport.config.clone());
+            let connecting = incoming
+                .accept_with(Arc::new(config))
+                .map_err(|source| Error::Connection { addr: remote, source });
+            return Some(Accepting {
+                connecting,
+                transport,
+                controller_name: self.options.congestion.name(),
+                remote,
+                timeout: self.options.idle_timeout,
+            });
+        }
+    }
+
+    /// Stop accepting and close every connection.
+    pub fn close(&self) {
+        self.endpoint.close(0u32.into(), b"server shutting down");
+    }
+
+    /// Wait until every connection has closed.
+    pub async fn wait_idle(&self) {
+        self.endpoint.wait_idle().await;
+    }
+}
+
+/// A connection the server accepted whose handshake has not finished.
+pub struct Accepting {
+    connecting: Result<noq::Connecting, Error>,
+    transport: crate::options::Transport,
+    controller_name: &'static str,
+    remote: SocketAddr,
+    timeout: Duration,
+}
+
+impl Accepting {
+    /// The client's address.
+    pub fn remote(&self) -> SocketAddr {
+        self.remote
+    }
+
+    /// Finish the handshake.
+    pub async fn established(self) -> Result<MultipathConnection, Error> {
+        let (addr, timeout) = (self.remote, self.timeout);
+        let conn = match tokio::time::timeout(timeout, self.connecting?).await {
+            Ok(Ok(conn)) => conn,
+            Ok(Err(source)) => return Err(Error::Connection { addr, source }),
+            Err(_) => return Err(Error::Timeout { addr, timeout }),
+        };
+        Ok(MultipathConnection::new(
+            conn,
+            self.transport.controller,
+            self.controller_name,
+            self.transport.exact_ecn,
+        ))
+    }
+}

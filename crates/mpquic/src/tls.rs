@@ -1,0 +1,200 @@
+//! TLS 1.3 for mpquic endpoints: certificates verified by default, self-signed only on request.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use noq::crypto::rustls::{QuicClientConfig, QuicServerConfig};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{verify_tls13_signature, CryptoProvider};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
+
+/// The ALPN protocol mpquic peers speak.
+pub const ALPN: &[u8] = b"mpquic/1";
+
+/// A TLS setup problem, with the file it concerns.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// A certificate or key file could not be read or parsed.
+    #[error("cannot read {what} from {path}: {reason}")]
+    File {
+        /// "certificate", "private key" or "CA certificate".
+        what: &'static str,
+        /// The file.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// rustls refused the configuration (e.g. key and certificate do not match).
+    #[error("TLS configuration rejected: {0}")]
+    Rustls(#[from] rustls::Error),
+    /// Generating a self-signed certificate failed.
+    #[error("cannot generate a self-signed certificate: {0}")]
+    Generate(#[from] rcgen::Error),
+}
+
+/// A server's certificate chain and private key.
+pub struct Identity {
+    /// Leaf first.
+    pub chain: Vec<CertificateDer<'static>>,
+    /// The leaf's key.
+    pub key: PrivateKeyDer<'static>,
+}
+
+impl Identity {
+    /// Load PEM files.
+    pub fn from_pem_files(cert: &Path, key: &Path) -> Result<Self, TlsError> {
+        let file_error = |what, path: &Path, reason: String| TlsError::File {
+            what,
+            path: path.display().to_string(),
+            reason,
+        };
+        let chain = CertificateDer::pem_file_iter(cert)
+            .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| file_error("certificate", cert, e.to_string()))?;
+        if chain.is_empty() {
+            return Err(file_error("certificate", cert, "no PEM certificate in it".into()));
+        }
+        let key = PrivateKeyDer::from_pem_file(key)
+            .map_err(|e| file_error("private key", key, e.to_string()))?;
+        Ok(Identity { chain, key })
+    }
+
+    /// A fresh self-signed certificate for `names` (DNS names or IP addresses).
+    pub fn self_signed(names: &[String]) -> Result<Self, TlsError> {
+        let certified = rcgen::generate_simple_self_signed(names.to_vec())?;
+        Ok(Identity {
+            chain: vec![certified.cert.der().clone()],
+            key: PrivateKeyDer::Pkcs8(certified.signing_key.serialize_der().into()),
+        })
+    }
+
+    /// A fresh self-signed certificate for `names`, as PEM text: (certificate, private key).
+    /// Write both to files and give the certificate to clients as their CA.
+    pub fn self_signed_pem(names: &[String]) -> Result<(String, String), TlsError> {
+        let certified = rcgen::generate_simple_self_signed(names.to_vec())?;
+        Ok((certified.cert.pem(), certified.signing_key.serialize_pem()))
+    }
+
+    /// The server-side crypto configuration.
+    pub fn server_crypto(&self) -> Result<Arc<QuicServerConfig>, TlsError> {
+        let mut tls = rustls::ServerConfig::builder_with_provider(provider())
+            .with_protocol_versions(&[&rustls::version::TLS13])?
+            .with_no_client_auth()
+            .with_single_cert(self.chain.clone(), self.key.clone_key())?;
+        tls.alpn_protocols = vec![ALPN.to_vec()];
+        tls.max_early_data_size = 0;
+        Ok(Arc::new(
+            QuicServerConfig::try_from(tls).map_err(|e| rustls::Error::General(e.to_string()))?,
+        ))
+    }
+}
+
+/// How a client decides whether to trust a server.
+pub enum Trust {
+    /// Verify the server's certificate against these roots.
+    Roots(Vec<CertificateDer<'static>>),
+    /// Accept any certificate. Labs only: anyone on the path can impersonate the server.
+    InsecureAnyCertificate,
+}
+
+impl Trust {
+    /// Trust the CA certificates in a PEM file.
+    pub fn from_ca_file(path: &Path) -> Result<Self, TlsError> {
+        let roots = CertificateDer::pem_file_iter(path)
+            .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| TlsError::File {
+                what: "CA certificate",
+                path: path.display().to_string(),
+                reason: e.to_string(),
+            })?;
+        if roots.is_empty() {
+            return Err(TlsError::File {
+                what: "CA certificate",
+                path: path.display().to_string(),
+                reason: "no PEM certificate in it".into(),
+            });
+        }
+        Ok(Trust::Roots(roots))
+    }
+
+    /// Trust the operating system's root certificates.
+    pub fn system() -> Result<Self, TlsError> {
+        let loaded = rustls_native_certs::load_native_certs();
+        if loaded.certs.is_empty() {
+            return Err(TlsError::File {
+                what: "system CA certificates",
+                path: "the system trust store".into(),
+                reason: loaded.errors.first().map_or("it is empty".into(), |e| e.to_string()),
+            });
+        }
+        Ok(Trust::Roots(loaded.certs))
+    }
+
+    /// The client-side crypto configuration.
+    pub fn client_crypto(&self) -> Result<Arc<QuicClientConfig>, TlsError> {
+        let builder = rustls::ClientConfig::builder_with_provider(provider())
+            .with_protocol_versions(&[&rustls::version::TLS13])?;
+        let mut tls = match self {
+            Trust::Roots(roots) => {
+                let mut store = RootCertStore::empty();
+                for root in roots {
+                    store.add(root.clone())?;
+                }
+                builder.with_root_certificates(store).with_no_client_auth()
+            }
+            Trust::InsecureAnyCertificate => builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider())))
+                .with_no_client_auth(),
+        };
+        tls.alpn_protocols = vec![ALPN.to_vec()];
+        Ok(Arc::new(
+            QuicClientConfig::try_from(tls).map_err(|e| rustls::Error::General(e.to_string()))?,
+        ))
+    }
+}
+
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Skips certificate validation but still checks that the server holds the certificate's key.
+#[derive(Debug)]
+struct AcceptAnyCertificate(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        _message: &[u8],
+        _cert: &CertificateDer<'_>,
+        _dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        Err(rustls::Error::PeerIncompatible(rustls::PeerIncompatible::Tls12NotOffered))
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}

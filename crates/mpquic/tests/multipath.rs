@@ -1,0 +1,114 @@
+//! The library end to end over loopback: real sockets, several paths, coupled controllers.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use mpquic::{Client, Congestion, Identity, MultipathConnection, Options, PathSpec, Server, Trust};
+
+const PAYLOAD: usize = 24 << 20;
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
+}
+
+fn payload() -> Vec<u8> {
+    (0..PAYLOAD).map(|i| (i * 7 + i / 4099) as u8).collect()
+}
+
+/// A server on 127.0.0.1 and 127.0.0.2 that answers each stream with the number of bytes it
+/// read and their sum, and a client connected to it over two paths.
+async fn pair(
+    congestion: Congestion,
+) -> (MultipathConnection, Client, tokio::task::JoinHandle<()>) {
+    let options = Options { congestion, ..Options::default() };
+    let listen = [SocketAddr::new(ip("127.0.0.1"), 0), SocketAddr::new(ip("127.0.0.2"), 0)];
+    let server = Server::bind(
+        &listen,
+        &Identity::self_signed(&["localhost".into()]).unwrap(),
+        options.clone(),
+    )
+    .unwrap();
+    let port = server.local_addr().unwrap().port();
+    let serving = tokio::spawn(async move {
+        let conn = server.accept().await.unwrap().established().await.unwrap();
+        let (mut send, mut recv) = conn.connection().accept_bi().await.unwrap();
+        let data = recv.read_to_end(usize::MAX).await.unwrap();
+        let sum: u64 = data.iter().map(|&b| u64::from(b)).sum();
+        send.write_all(&(data.len() as u64).to_be_bytes()).await.unwrap();
+        send.write_all(&sum.to_be_bytes()).await.unwrap();
+        send.finish().unwrap();
+        let _ = send.stopped().await;
+        // Keep the endpoint alive until the client has read the answer.
+        conn.connection().closed().await;
+    });
+    let client = Client::new(&Trust::InsecureAnyCertificate, ip("127.0.0.1")).unwrap();
+    let paths = [
+        PathSpec::new(None, SocketAddr::new(ip("127.0.0.1"), port)),
+        PathSpec::new(Some(ip("127.0.0.2")), SocketAddr::new(ip("127.0.0.2"), port)),
+    ];
+    let (conn, failures) =
+        client.connect("localhost", &paths, &options, Duration::from_secs(5)).await.unwrap();
+    assert!(failures.is_empty(), "{failures:?}");
+    (conn, client, serving)
+}
+
+async fn read_answer(recv: &mut mpquic::noq::RecvStream) -> (u64, u64) {
+    let answer = recv.read_to_end(16).await.unwrap();
+    (
+        u64::from_be_bytes(answer[..8].try_into().unwrap()),
+        u64::from_be_bytes(answer[8..].try_into().unwrap()),
+    )
+}
+
+#[tokio::test]
+async fn a_path_closed_mid_transfer_leaves_the_transfer_to_the_others() {
+    let (conn, _client, serving) = pair("lia".parse().unwrap()).await;
+    assert_eq!(conn.open_paths_now().len(), 2);
+    let data = payload();
+    let expected_sum: u64 = data.iter().map(|&b| u64::from(b)).sum();
+    let (mut send, mut recv) = conn.connection().open_bi().await.unwrap();
+    let (first, rest) = data.split_at(PAYLOAD / 4);
+    send.write_all(first).await.unwrap();
+    let second =
+        *conn.open_paths_now().iter().find(|&&id| id != mpquic::noq::PathId::ZERO).unwrap();
+    let before = conn.report();
+    assert!(
+        before.paths.iter().all(|p| p.bytes_sent > 0),
+        "both paths carried data before the close: {before:?}"
+    );
+    conn.close_path(second).unwrap();
+    send.write_all(rest).await.unwrap();
+    send.finish().unwrap();
+    assert_eq!(read_answer(&mut recv).await, (PAYLOAD as u64, expected_sum));
+    let after = conn.report();
+    let closed = after.paths.iter().find(|p| p.id == 1).unwrap();
+    assert!(!closed.open, "{after:?}");
+    conn.connection().close(0u32.into(), b"");
+    serving.await.unwrap();
+}
+
+#[tokio::test]
+async fn coupled_controllers_carry_data_on_both_paths_and_report_state() {
+    for name in ["amp", "xmp", "dcm"] {
+        let (conn, _client, serving) = pair(name.parse().unwrap()).await;
+        let data = payload();
+        let (mut send, mut recv) = conn.connection().open_bi().await.unwrap();
+        send.write_all(&data).await.unwrap();
+        send.finish().unwrap();
+        assert_eq!(read_answer(&mut recv).await.0, PAYLOAD as u64);
+        let report = conn.report();
+        assert_eq!(report.controller, name);
+        let state = report.controller_state.as_ref().expect("our controller reports its state");
+        assert_eq!(state.algorithm, name);
+        assert_eq!(state.paths.len(), 2, "{report:?}");
+        if state.suppressions == 0 {
+            assert!(report.paths.iter().all(|p| p.bytes_sent > 100_000), "{name}: {report:?}");
+        }
+        assert!(
+            report.paths.iter().all(|p| p.rtt_p50_ms.is_some()),
+            "RTT samples recorded: {report:?}"
+        );
+        conn.connection().close(0u32.into(), b"");
+        serving.await.unwrap();
+    }
+}
