@@ -19,7 +19,10 @@ pub fn remove_namespace(ns: &str) {
             break;
         }
         for p in &pids {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*p), nix::sys::signal::Signal::SIGKILL);
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(*p),
+                nix::sys::signal::Signal::SIGKILL,
+            );
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }

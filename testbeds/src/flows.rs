@@ -18,7 +18,8 @@ fn stream_socket(mptcp: bool) -> Result<Socket> {
     let proto = if mptcp { Protocol::from(IPPROTO_MPTCP) } else { Protocol::TCP };
     Socket::new(Domain::IPV4, Type::STREAM, Some(proto)).with_context(|| {
         if mptcp {
-            "socket(IPPROTO_MPTCP): is net.mptcp.enabled=1 and the kernel built with MPTCP?".to_string()
+            "socket(IPPROTO_MPTCP): is net.mptcp.enabled=1 and the kernel built with MPTCP?"
+                .to_string()
         } else {
             "socket(TCP)".to_string()
         }
@@ -146,7 +147,6 @@ pub fn send_main(server: SocketAddr, mptcp: bool, cc: &str, bytes: u64, for_s: f
 
 /// A process started inside a namespace, its stdout collected line by line.
 pub struct Proc {
-    pub what: String,
     child: Child,
     lines: Arc<Mutex<Vec<String>>>,
     reader: Option<JoinHandle<()>>,
@@ -154,7 +154,7 @@ pub struct Proc {
 }
 
 impl Proc {
-    pub fn spawn(ns: &str, what: &str, program: &str, args: &[String]) -> Result<Proc> {
+    pub fn spawn(ns: &str, program: &str, args: &[String]) -> Result<Proc> {
         let mut child = Command::new("ip")
             .args(["netns", "exec", ns, program])
             .args(args)
@@ -177,7 +177,7 @@ impl Proc {
             let _ = BufReader::new(err).read_to_string(&mut s);
             s
         });
-        Ok(Proc { what: what.into(), child, lines, reader: Some(reader), err_reader: Some(err_reader) })
+        Ok(Proc { child, lines, reader: Some(reader), err_reader: Some(err_reader) })
     }
 
     pub fn lines(&self) -> Vec<String> {

@@ -57,13 +57,13 @@ pub fn mount_bpffs(dir: &Path) -> Result<()> {
 
 /// A marker attached to one device; its maps opened.
 pub struct Marker {
-    pub link_id: usize,
     cfg: Array<MapData, u64>,
     state: Array<MapData, u64>,
 }
 
 fn open(path: &Path) -> Result<Array<MapData, u64>> {
-    let data = MapData::from_pin(path).map_err(|e| anyhow!("opening pinned map {}: {e}", path.display()))?;
+    let data = MapData::from_pin(path)
+        .map_err(|e| anyhow!("opening pinned map {}: {e}", path.display()))?;
     Array::try_from(Map::Array(data)).map_err(|e| anyhow!("map {}: {e}", path.display()))
 }
 
@@ -120,7 +120,7 @@ impl Marker {
         cfg.set(CFG_K_BYTES, k_bytes, 0)?;
         let loss_u32 = (loss * u32::MAX as f64).round() as u64;
         cfg.set(CFG_LOSS_U32, loss_u32, 0)?;
-        Ok(Marker { link_id, cfg, state })
+        Ok(Marker { cfg, state })
     }
 
     pub fn get(&self, idx: u32) -> u64 {

@@ -29,7 +29,6 @@ pub fn ns_name(run_id: u32, node: &str) -> String {
 
 /// The namespaces of one run, removed on drop.
 pub struct Namespaces {
-    pub run_id: u32,
     pub names: Vec<String>,
 }
 
@@ -53,7 +52,7 @@ fn sysctl(ns: &str, key: &str, val: &str) -> Result<()> {
 
 /// Creates the namespaces, links, addresses, routes and sysctls of `net`.
 pub fn setup(net: &Net, run_id: u32, sender_offload: bool) -> Result<Namespaces> {
-    let mut nss = Namespaces { run_id, names: Vec::new() };
+    let mut nss = Namespaces { names: Vec::new() };
     for n in &net.nodes {
         let name = ns_name(run_id, &n.name);
         run("ip", &["netns", "add", &name])?;
@@ -108,13 +107,46 @@ pub fn setup(net: &Net, run_id: u32, sender_offload: bool) -> Result<Namespaces>
             let table = (100 + i).to_string();
             let other = if l.a.node == n { &l.b } else { &l.a };
             let ns = nss.ns(n);
-            run("ip", &["-n", ns, "route", "add", &format!("{}/24", l.subnet), "dev", &e.dev, "table", &table])?;
+            run(
+                "ip",
+                &[
+                    "-n",
+                    ns,
+                    "route",
+                    "add",
+                    &format!("{}/24", l.subnet),
+                    "dev",
+                    &e.dev,
+                    "table",
+                    &table,
+                ],
+            )?;
             if net.nodes[other.node].router {
                 let via = other.addrs[0].to_string();
-                run("ip", &["-n", ns, "route", "add", "default", "via", &via, "dev", &e.dev, "table", &table])?;
+                run(
+                    "ip",
+                    &[
+                        "-n", ns, "route", "add", "default", "via", &via, "dev", &e.dev, "table",
+                        &table,
+                    ],
+                )?;
             }
             for a in &e.addrs {
-                run("ip", &["-n", ns, "rule", "add", "from", &a.to_string(), "table", &table, "priority", "100"])?;
+                run(
+                    "ip",
+                    &[
+                        "-n",
+                        ns,
+                        "rule",
+                        "add",
+                        "from",
+                        &a.to_string(),
+                        "table",
+                        &table,
+                        "priority",
+                        "100",
+                    ],
+                )?;
             }
         }
     }

@@ -17,11 +17,18 @@ const COLORS: [RGBColor; 8] = [
     RGBColor(127, 127, 127),
 ];
 
-fn lines(path: &Path, title: &str, xl: &str, yl: &str, series: &[(String, Vec<(f64, f64)>)]) -> Result<()> {
+fn lines(
+    path: &Path,
+    title: &str,
+    xl: &str,
+    yl: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> Result<()> {
     let root = SVGBackend::new(path, (900, 480)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
     let xmax = series.iter().flat_map(|s| s.1.iter().map(|p| p.0)).fold(0.0f64, f64::max).max(1e-3);
-    let ymax = series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(0.0f64, f64::max).max(1e-3) * 1.1;
+    let ymax =
+        series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(0.0f64, f64::max).max(1e-3) * 1.1;
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 20))
         .margin(12)
@@ -73,7 +80,8 @@ pub fn fct_cdf(path: &Path, flows: &[FlowResult]) -> Result<()> {
     let mut f: Vec<f64> = flows.iter().filter_map(|f| f.fct_s).map(|x| x * 1000.0).collect();
     f.sort_by(|a, b| a.total_cmp(b));
     let n = f.len().max(1) as f64;
-    let pts: Vec<(f64, f64)> = f.iter().enumerate().map(|(i, x)| (*x, (i + 1) as f64 / n)).collect();
+    let pts: Vec<(f64, f64)> =
+        f.iter().enumerate().map(|(i, x)| (*x, (i + 1) as f64 / n)).collect();
     lines(path, "Flow completion time CDF", "FCT (ms)", "fraction of flows", &[("FCT".into(), pts)])
 }
 

@@ -35,7 +35,10 @@ pub fn run_scenario(sc: &Scenario, out: &Path) -> Result<RunResult> {
     require_root()?;
     for tool in ["ip", "tc", "sysctl"] {
         if marker::which(tool).is_none() {
-            bail!("`{tool}` not found: install the Debian package `{}`", if tool == "sysctl" { "procps" } else { "iproute2" });
+            bail!(
+                "`{tool}` not found: install the Debian package `{}`",
+                if tool == "sysctl" { "procps" } else { "iproute2" }
+            );
         }
     }
     let removed = cleanup::cleanup_stale(false);
@@ -49,7 +52,8 @@ pub fn run_scenario(sc: &Scenario, out: &Path) -> Result<RunResult> {
         Backend::Red => "htb rate + red(min=max=K, probability 1, ecn) [+ netem]".to_string(),
         Backend::Ebpf => {
             marker::check_tools()?;
-            "htb rate + bfifo, eBPF ECN marker on clsact egress, closed loop via rtnetlink".to_string()
+            "htb rate + bfifo, eBPF ECN marker on clsact egress, closed loop via rtnetlink"
+                .to_string()
         }
     };
     if sc.flows.iter().any(|f| f.kind == FlowKind::Mpquic) {
@@ -63,8 +67,10 @@ pub fn run_scenario(sc: &Scenario, out: &Path) -> Result<RunResult> {
         reps.push(r?);
     }
     let fr: Vec<f64> = reps.iter().map(|r| r.goodput_fraction_of_link_sum).collect();
-    let qm: Vec<f64> = reps.iter().flat_map(|r| r.links.iter().map(|l| l.queue_pkts_busy.median)).collect();
-    let qp: Vec<f64> = reps.iter().flat_map(|r| r.links.iter().map(|l| l.queue_pkts_busy.p99)).collect();
+    let qm: Vec<f64> =
+        reps.iter().flat_map(|r| r.links.iter().map(|l| l.queue_pkts_busy.median)).collect();
+    let qp: Vec<f64> =
+        reps.iter().flat_map(|r| r.links.iter().map(|l| l.queue_pkts_busy.p99)).collect();
     let result = RunResult {
         scenario: sc.clone(),
         backend: be,
@@ -129,7 +135,10 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
                 continue;
             }
             let ns = nss.ns(n);
-            run("ip", &["-n", ns, "mptcp", "limits", "set", "subflows", "8", "add_addr_accepted", "8"])?;
+            run(
+                "ip",
+                &["-n", ns, "mptcp", "limits", "set", "subflows", "8", "add_addr_accepted", "8"],
+            )?;
         }
     }
     let mut dests: Vec<(usize, FlowKind)> = Vec::new();
@@ -148,7 +157,11 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
         let ns = nss.ns(to).to_string();
         let p = match kind {
             FlowKind::KernelTcp | FlowKind::KernelMptcp => {
-                let (port, proto) = if kind == FlowKind::KernelTcp { (TCP_PORT, "tcp") } else { (MPTCP_PORT, "mptcp") };
+                let (port, proto) = if kind == FlowKind::KernelTcp {
+                    (TCP_PORT, "tcp")
+                } else {
+                    (MPTCP_PORT, "mptcp")
+                };
                 if kind == FlowKind::KernelMptcp && !signalled.contains(&to) {
                     // Announce every address but the first: the client opens a subflow to each,
                     // and routing sends it over that address's path.
@@ -156,7 +169,13 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
                         for a in &e.addrs {
                             if a != &first_addr(&net, to) {
                                 let a = a.to_string();
-                                run("ip", &["-n", &ns, "mptcp", "endpoint", "add", &a, "dev", &e.dev, "signal"])?;
+                                run(
+                                    "ip",
+                                    &[
+                                        "-n", &ns, "mptcp", "endpoint", "add", &a, "dev", &e.dev,
+                                        "signal",
+                                    ],
+                                )?;
                             }
                         }
                     }
@@ -171,7 +190,7 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
                     "--interval-ms".into(),
                     "20".into(),
                 ];
-                let p = Proc::spawn(&ns, &format!("sink-{proto}"), &me, &args)?;
+                let p = Proc::spawn(&ns, &me, &args)?;
                 if !p.wait_line(Duration::from_secs(5), |l| l.contains("listening")) {
                     let (_, err) = p.stop();
                     bail!("the {proto} sink did not start: {err}");
@@ -187,7 +206,7 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
                     }
                 }
                 args.extend(["--insecure".into(), "--sink".into(), "--json".into()]);
-                let mut p = Proc::spawn(&ns, "mpquic-serve", &flows::mpquic_bin()?, &args)?;
+                let mut p = Proc::spawn(&ns, &flows::mpquic_bin()?, &args)?;
                 std::thread::sleep(Duration::from_millis(300));
                 if p.try_done()?.is_some() {
                     let (_, err) = p.stop();
@@ -203,7 +222,8 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
         v.dedup();
         v
     };
-    let before: Vec<_> = recv_hosts.iter().map(|&h| flows::netstat(nss.ns(h))).collect::<Result<_>>()?;
+    let before: Vec<_> =
+        recv_hosts.iter().map(|&h| flows::netstat(nss.ns(h))).collect::<Result<_>>()?;
 
     // Sampler.
     let stop = Arc::new(AtomicBool::new(false));
@@ -229,8 +249,10 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
             let ns = nss.ns(from).to_string();
             let (program, args, used): (String, Vec<String>, Vec<(String, String)>) = match f.kind {
                 FlowKind::KernelTcp | FlowKind::KernelMptcp => {
-                    let idx = if f.kind == FlowKind::KernelTcp && f.paths > 0 { f.paths - 1 } else { 0 };
-                    let (l, r) = *pairs.get(idx).with_context(|| format!("{id}: no path {}", f.paths))?;
+                    let idx =
+                        if f.kind == FlowKind::KernelTcp && f.paths > 0 { f.paths - 1 } else { 0 };
+                    let (l, r) =
+                        *pairs.get(idx).with_context(|| format!("{id}: no path {}", f.paths))?;
                     let mptcp = f.kind == FlowKind::KernelMptcp;
                     let port = if mptcp { MPTCP_PORT } else { TCP_PORT };
                     let args = vec![
@@ -277,7 +299,8 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
                     if !sc.link.sender_offload {
                         args.push("--no-gso".into());
                     }
-                    let used = pairs[..n].iter().map(|(l, r)| (l.to_string(), r.to_string())).collect();
+                    let used =
+                        pairs[..n].iter().map(|(l, r)| (l.to_string(), r.to_string())).collect();
                     (flows::mpquic_bin()?, args, used)
                 }
             };
@@ -286,23 +309,26 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
                 let wait = Duration::from_secs_f64(start).saturating_sub(t0.elapsed());
                 std::thread::sleep(wait);
                 let started = t0.elapsed().as_secs_f64();
-                let res = Proc::spawn(&ns, &id, &program, &args)
+                let res = Proc::spawn(&ns, &program, &args)
                     .and_then(|p| p.finish(deadline.saturating_sub(t0.elapsed())));
                 FlowOutcome { id, spec: f, paths: used, started, res }
             }));
         }
     }
-    let outcomes: Vec<FlowOutcome> = handles.into_iter().map(|h| h.join().expect("flow thread")).collect();
+    let outcomes: Vec<FlowOutcome> =
+        handles.into_iter().map(|h| h.join().expect("flow thread")).collect();
     std::thread::sleep(Duration::from_millis(50));
     stop.store(true, Ordering::Relaxed);
     let (series, late) = sampler.join().expect("sampler thread")?;
-    let after: Vec<_> = recv_hosts.iter().map(|&h| flows::netstat(nss.ns(h))).collect::<Result<_>>()?;
+    let after: Vec<_> =
+        recv_hosts.iter().map(|&h| flows::netstat(nss.ns(h))).collect::<Result<_>>()?;
     let mut sink_records: Vec<SinkRecord> = Vec::new();
     let mut sink_errors = Vec::new();
     for (_, kind, p) in sinks {
         let (lines, err) = p.stop();
         if kind != FlowKind::Mpquic {
-            sink_records.extend(lines.iter().filter_map(|l| serde_json::from_str::<SinkRecord>(l).ok()));
+            sink_records
+                .extend(lines.iter().filter_map(|l| serde_json::from_str::<SinkRecord>(l).ok()));
         }
         if !err.trim().is_empty() {
             sink_errors.push(err);
@@ -315,13 +341,21 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
 
     // Results.
     let start_ns = marker::mono_ns() - t0.elapsed().as_nanos() as u64;
-    let flows_res: Vec<FlowResult> = outcomes.into_iter().map(|o| flow_result(o, &sink_records, start_ns)).collect();
-    let links: Vec<LinkResult> = series.iter().zip(&bns).map(|(s, b)| link_result(s, b, &sc.link)).collect();
+    let flows_res: Vec<FlowResult> =
+        outcomes.into_iter().map(|o| flow_result(o, &sink_records, start_ns)).collect();
+    let links: Vec<LinkResult> =
+        series.iter().zip(&bns).map(|(s, b)| link_result(s, b, &sc.link)).collect();
     let mut counters = BTreeMap::new();
     let mut receiver_ce = 0;
     for ((h, b), a) in recv_hosts.iter().zip(&before).zip(&after) {
         let mut d = BTreeMap::new();
-        for k in ["IpExt.InCEPkts", "IpExt.InECT0Pkts", "IpExt.InECT1Pkts", "IpExt.InNoECTPkts", "TcpExt.TCPTimeouts"] {
+        for k in [
+            "IpExt.InCEPkts",
+            "IpExt.InECT0Pkts",
+            "IpExt.InECT1Pkts",
+            "IpExt.InNoECTPkts",
+            "TcpExt.TCPTimeouts",
+        ] {
             d.insert(k.to_string(), a.get(k).unwrap_or(&0) - b.get(k).unwrap_or(&0));
         }
         receiver_ce += d["IpExt.InCEPkts"];
@@ -334,11 +368,20 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
             let v: Vec<u64> = flows_res
                 .iter()
                 .filter_map(|f| f.mpquic.as_ref())
-                .filter_map(|j| j.get("paths")?.as_array().map(|ps| ps.iter().filter_map(|p| p.get("ce_marked")?.as_u64()).sum()))
+                .filter_map(|j| {
+                    j.get("paths")?
+                        .as_array()
+                        .map(|ps| ps.iter().filter_map(|p| p.get("ce_marked")?.as_u64()).sum())
+                })
                 .collect();
-            if v.is_empty() { None } else { Some(v.iter().sum()) }
+            if v.is_empty() {
+                None
+            } else {
+                Some(v.iter().sum())
+            }
         };
-        let err = |x: u64| if marks > 0 { Some((x as f64 - marks as f64) / marks as f64) } else { None };
+        let err =
+            |x: u64| if marks > 0 { Some((x as f64 - marks as f64) / marks as f64) } else { None };
         Some(CeEstimation {
             marks,
             qdisc_drops: drops,
@@ -415,7 +458,9 @@ fn flow_result(o: FlowOutcome, sinks: &[SinkRecord], start_ns: u64) -> FlowResul
     }
     match o.spec.kind {
         FlowKind::KernelTcp | FlowKind::KernelMptcp => {
-            if let Some(r) = lines.iter().rev().find_map(|l| serde_json::from_str::<SendRecord>(l).ok()) {
+            if let Some(r) =
+                lines.iter().rev().find_map(|l| serde_json::from_str::<SendRecord>(l).ok())
+            {
                 fr.completed = ok;
                 fr.bytes = r.bytes;
                 fr.fct_s = Some(r.fct_s);
@@ -426,7 +471,11 @@ fn flow_result(o: FlowOutcome, sinks: &[SinkRecord], start_ns: u64) -> FlowResul
             }
         }
         FlowKind::Mpquic => {
-            if let Some(v) = lines.iter().rev().find_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok()) {
+            if let Some(v) = lines
+                .iter()
+                .rev()
+                .find_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok())
+            {
                 fr.completed = ok;
                 fr.bytes = v.get("bytes").and_then(|x| x.as_u64()).unwrap_or(0);
                 fr.fct_s = v.get("fct_s").and_then(|x| x.as_f64());
@@ -452,7 +501,10 @@ fn rate_series(samples: &[(u64, u64)], start_ns: u64, bin_s: f64) -> Vec<(f64, f
         if t >= edge {
             let dt = (t - last_t) as f64 / 1e9;
             if dt > 0.0 {
-                out.push(((t.saturating_sub(start_ns)) as f64 / 1e9, (b - last_bytes) as f64 * 8.0 / dt / 1e6));
+                out.push((
+                    (t.saturating_sub(start_ns)) as f64 / 1e9,
+                    (b - last_bytes) as f64 * 8.0 / dt / 1e6,
+                ));
             }
             last_bytes = b;
             last_t = t;
@@ -492,7 +544,11 @@ fn link_result(s: &Series, b: &Bottleneck, link: &crate::spec::LinkSpec) -> Link
         queue_bytes_busy: Summary::of(&qb),
         qdisc_drops: s.drops.last().copied().unwrap_or(0) as u64,
         sent_bytes: s.bytes.last().copied().unwrap_or(0) - s.bytes.first().copied().unwrap_or(0),
-        busy_throughput_mbit: if busy_t > 0.0 { busy_bytes as f64 * 8.0 / busy_t / 1e6 } else { 0.0 },
+        busy_throughput_mbit: if busy_t > 0.0 {
+            busy_bytes as f64 * 8.0 / busy_t / 1e6
+        } else {
+            0.0
+        },
         marker: s.final_marker.clone(),
         model_minus_real_pkts: mm,
     }

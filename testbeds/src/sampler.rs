@@ -3,7 +3,9 @@
 
 use crate::marker::{self, Marker};
 use anyhow::{anyhow, bail, Context, Result};
-use netlink_packet_core::{NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_REQUEST};
+use netlink_packet_core::{
+    NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_REQUEST,
+};
 use netlink_packet_route::tc::{TcAttribute, TcMessage, TcStats2};
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
@@ -147,7 +149,11 @@ pub struct MarkerCounts {
 }
 
 /// Samples every `interval` until `stop`; resynchronizes each marker with its qdisc.
-pub fn run(mut probes: Vec<Probe>, interval: Duration, stop: Arc<AtomicBool>) -> Result<(Vec<Series>, f64)> {
+pub fn run(
+    mut probes: Vec<Probe>,
+    interval: Duration,
+    stop: Arc<AtomicBool>,
+) -> Result<(Vec<Series>, f64)> {
     let mut readers: Vec<(String, QdiscReader)> = Vec::new();
     for p in &probes {
         if !readers.iter().any(|(n, _)| *n == p.ns) {
@@ -169,8 +175,16 @@ pub fn run(mut probes: Vec<Probe>, interval: Duration, stop: Arc<AtomicBool>) ->
                 if p.ns != *ns {
                     continue;
                 }
-                let Some((_, _, st)) = dump.iter().find(|(i, h, _)| *i == p.ifindex && *h == p.handle) else {
-                    bail!("qdisc {:x} on ifindex {} in {} not found in {:?}", p.handle, p.ifindex, p.ns, dump);
+                let Some((_, _, st)) =
+                    dump.iter().find(|(i, h, _)| *i == p.ifindex && *h == p.handle)
+                else {
+                    bail!(
+                        "qdisc {:x} on ifindex {} in {} not found in {:?}",
+                        p.handle,
+                        p.ifindex,
+                        p.ns,
+                        dump
+                    );
                 };
                 s.t.push(t);
                 s.qlen.push(st.qlen);

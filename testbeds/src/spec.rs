@@ -155,8 +155,10 @@ fn one_u32() -> u32 {
 
 impl Scenario {
     pub fn load(path: &Path) -> Result<Scenario> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let s: Scenario = toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let s: Scenario =
+            toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
         s.validate()?;
         Ok(s)
     }

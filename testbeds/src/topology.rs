@@ -65,11 +65,6 @@ impl Net {
         v
     }
 
-    /// Every address of a host, interface by interface.
-    pub fn host_addrs(&self, node: usize) -> Vec<Vec<Ipv4Addr>> {
-        self.ends_of(node).into_iter().map(|(_, e)| e.addrs.clone()).collect()
-    }
-
     /// Paths between two hosts: (local, remote) address pairs on links that lead to the same
     /// router, i.e. the pairs the routing actually carries over one path. Link-sharing paths
     /// (several addresses per interface) come out as several pairs over one link.
@@ -277,7 +272,8 @@ mod tests {
 
     #[test]
     fn two_path_has_two_disjoint_pairs_and_two_bottlenecks() {
-        let net = build(&TopologySpec::MultiPath { paths: 2, addrs_per_link: 1, cross_hosts: true });
+        let net =
+            build(&TopologySpec::MultiPath { paths: 2, addrs_per_link: 1, cross_hosts: true });
         let s = net.node("s").unwrap();
         let d = net.node("d").unwrap();
         let pairs = net.path_pairs(s, d);
@@ -293,7 +289,8 @@ mod tests {
 
     #[test]
     fn link_sharing_gives_several_pairs_per_link() {
-        let net = build(&TopologySpec::MultiPath { paths: 2, addrs_per_link: 3, cross_hosts: false });
+        let net =
+            build(&TopologySpec::MultiPath { paths: 2, addrs_per_link: 3, cross_hosts: false });
         let pairs = net.path_pairs(net.node("s").unwrap(), net.node("d").unwrap());
         assert_eq!(pairs.len(), 6);
     }
