@@ -55,6 +55,14 @@ pub fn mount_bpffs(dir: &Path) -> Result<()> {
         .with_context(|| format!("mounting bpffs at {}", dir.display()))
 }
 
+/// What a marker models: the link's drain rate, its marking threshold, its random loss.
+#[derive(Debug, Clone, Copy)]
+pub struct MarkerConfig {
+    pub rate_bytes_per_s: u64,
+    pub k_bytes: u64,
+    pub loss: f64,
+}
+
 /// A marker attached to one device; its maps opened.
 pub struct Marker {
     cfg: Array<MapData, u64>,
@@ -76,9 +84,7 @@ impl Marker {
         link_id: usize,
         ns: &str,
         dev: &str,
-        rate_bytes_per_s: u64,
-        k_bytes: u64,
-        loss: f64,
+        conf: MarkerConfig,
     ) -> Result<Marker> {
         let src = work.join("ecn_marker.c");
         if !src.exists() {
@@ -116,9 +122,9 @@ impl Marker {
         let globals = bpffs.join("tc/globals");
         let mut cfg = open(&globals.join(format!("mqcl{link_id}")))?;
         let state = open(&globals.join(format!("mqsl{link_id}")))?;
-        cfg.set(CFG_RATE_BPS, rate_bytes_per_s, 0)?;
-        cfg.set(CFG_K_BYTES, k_bytes, 0)?;
-        let loss_u32 = (loss * u32::MAX as f64).round() as u64;
+        cfg.set(CFG_RATE_BPS, conf.rate_bytes_per_s, 0)?;
+        cfg.set(CFG_K_BYTES, conf.k_bytes, 0)?;
+        let loss_u32 = (conf.loss * u32::MAX as f64).round() as u64;
         cfg.set(CFG_LOSS_U32, loss_u32, 0)?;
         Ok(Marker { cfg, state })
     }

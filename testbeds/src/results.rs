@@ -99,6 +99,7 @@ pub struct RepResult {
     pub duration_s: f64,
     pub flows: Vec<FlowResult>,
     pub links: Vec<LinkResult>,
+    /// Bytes of all completed flows over the span from the first start to the last completion.
     pub total_goodput_mbps: f64,
     pub link_sum_mbit: f64,
     pub goodput_fraction_of_link_sum: f64,

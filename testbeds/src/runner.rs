@@ -4,7 +4,7 @@
 use crate::backend::{self, Backend, FRAME};
 use crate::cleanup;
 use crate::flows::{self, Proc, SendRecord, SinkRecord};
-use crate::marker::{self, Marker};
+use crate::marker::{self, Marker, MarkerConfig};
 use crate::netns::{self, run};
 use crate::plots;
 use crate::results::*;
@@ -112,7 +112,14 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
         let m = if use_marker {
             let k = if sc.link.ecn { sc.link.k_packets as u64 * FRAME } else { u64::MAX };
             let rate = (sc.link.rate_mbit * 1e6 / 8.0) as u64;
-            Some(Marker::attach(&dir, &bpffs, l.id, &ns, &l.a.dev, rate, k, sc.link.loss)?)
+            Some(Marker::attach(
+                &dir,
+                &bpffs,
+                l.id,
+                &ns,
+                &l.a.dev,
+                MarkerConfig { rate_bytes_per_s: rate, k_bytes: k, loss: sc.link.loss },
+            )?)
         } else {
             None
         };
@@ -393,7 +400,12 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
     } else {
         None
     };
-    let total: f64 = flows_res.iter().filter_map(|f| f.goodput_mbps).sum();
+    // Aggregate goodput: every completed flow's bytes over the span from the first start to
+    // the last completion (flows need not overlap the whole run).
+    let done: Vec<&FlowResult> = flows_res.iter().filter(|f| f.fct_s.is_some()).collect();
+    let span = done.iter().map(|f| f.start_s + f.fct_s.unwrap()).fold(0.0, f64::max)
+        - done.iter().map(|f| f.start_s).fold(f64::INFINITY, f64::min);
+    let total = if span > 0.0 { done.iter().map(|f| f.bytes as f64).sum::<f64>() * 8.0 / span / 1e6 } else { 0.0 };
     let link_sum = sc.link.rate_mbit * links.len() as f64;
     let mut rr = RepResult {
         rep,
