@@ -405,7 +405,11 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
     let done: Vec<&FlowResult> = flows_res.iter().filter(|f| f.fct_s.is_some()).collect();
     let span = done.iter().map(|f| f.start_s + f.fct_s.unwrap()).fold(0.0, f64::max)
         - done.iter().map(|f| f.start_s).fold(f64::INFINITY, f64::min);
-    let total = if span > 0.0 { done.iter().map(|f| f.bytes as f64).sum::<f64>() * 8.0 / span / 1e6 } else { 0.0 };
+    let total = if span > 0.0 {
+        done.iter().map(|f| f.bytes as f64).sum::<f64>() * 8.0 / span / 1e6
+    } else {
+        0.0
+    };
     let link_sum = sc.link.rate_mbit * links.len() as f64;
     let mut rr = RepResult {
         rep,
