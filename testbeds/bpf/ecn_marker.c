@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//
+// ECN marker for one bottleneck link direction (tc clsact egress, direct-action).
+//
+// It models the FIFO that the htb+bfifo qdisc behind it holds: a backlog in bytes that
+// drains at the link rate. A packet that arrives while the modelled backlog exceeds K bytes
+// is marked CE if it is ECN-capable (ECT(0) or ECT(1)), the DCTCP/XMP switch rule. The model
+// is open-loop between updates; user space closes the loop by writing the qdisc's real
+// backlog (read over rtnetlink) into STATE every few ms. Optionally drops packets at a given
+// probability (loss injection).
+//
+// Map names carry a per-link suffix (MAP_SUFFIX, set with -D at compile time) so that every
+// bottleneck gets its own pinned maps.
+
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#ifndef MAP_SUFFIX
+#define MAP_SUFFIX 0
+#endif
+#define CAT2(a, b) a##b
+#define CAT(a, b) CAT2(a, b)
+#define CFG_MAP CAT(mqc, MAP_SUFFIX)
+#define STATE_MAP CAT(mqs, MAP_SUFFIX)
+
+// Configuration, written once by user space.
+enum {
+    CFG_RATE_BPS = 0,    // drain rate in bytes per second
+    CFG_K_BYTES = 1,     // mark when the backlog exceeds this (bytes)
+    CFG_LOSS_U32 = 2,    // drop when prandom_u32 < this (0: no loss)
+    CFG_LEN = 4,
+};
+
+// State, shared between the program and the resync loop.
+enum {
+    ST_BACKLOG = 0,      // modelled backlog in bytes at ST_LAST_NS
+    ST_LAST_NS = 1,      // CLOCK_MONOTONIC time of the last update
+    ST_MARKS = 2,        // CE marks set
+    ST_PACKETS = 3,      // packets seen
+    ST_ECT = 4,          // ECN-capable packets seen
+    ST_ALREADY_CE = 5,   // packets that arrived already CE-marked
+    ST_LOSS_DROPS = 6,   // packets dropped by loss injection
+    ST_OVER_K = 7,       // packets (any ECN) that arrived above K
+    ST_LEN = 8,
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, CFG_LEN);
+    __type(key, __u32);
+    __type(value, __u64);
+    __uint(pinning, LIBBPF_PIN_BY_NAME);
+} CFG_MAP SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, ST_LEN);
+    __type(key, __u32);
+    __type(value, __u64);
+    __uint(pinning, LIBBPF_PIN_BY_NAME);
+} STATE_MAP SEC(".maps");
+
+static __always_inline __u64 *st(__u32 k) { return bpf_map_lookup_elem(&STATE_MAP, &k); }
+static __always_inline __u64 cfg(__u32 k)
+{
+    __u64 *v = bpf_map_lookup_elem(&CFG_MAP, &k);
+    return v ? *v : 0;
+}
+static __always_inline void bump(__u32 k)
+{
+    __u64 *v = st(k);
+    if (v)
+        __sync_fetch_and_add(v, 1);
+}
+
+// Returns 1 if CE was set, 0 if not ECT, -1 on error. Fixes the IPv4 header checksum.
+static __always_inline int set_ce(struct __sk_buff *skb, __u16 proto)
+{
+    if (proto == bpf_htons(ETH_P_IP)) {
+        __u8 tos;
+        if (bpf_skb_load_bytes(skb, ETH_HLEN + 1, &tos, 1) < 0)
+            return -1;
+        __u8 ecn = tos & 3;
+        if (ecn == 0)
+            return 0;
+        if (ecn == 3) {
+            bump(ST_ALREADY_CE);
+            return 2;
+        }
+        bump(ST_ECT);
+        __u8 ntos = tos | 3;
+        // The checksum covers 16-bit words; TOS is the low byte of the first word.
+        __u8 vihl;
+        if (bpf_skb_load_bytes(skb, ETH_HLEN, &vihl, 1) < 0)
+            return -1;
+        __u16 oldw = bpf_htons((__u16)((__u16)vihl << 8 | tos));
+        __u16 neww = bpf_htons((__u16)((__u16)vihl << 8 | ntos));
+        if (bpf_l3_csum_replace(skb, ETH_HLEN + offsetof(struct iphdr, check), oldw, neww, 2) < 0)
+            return -1;
+        if (bpf_skb_store_bytes(skb, ETH_HLEN + 1, &ntos, 1, 0) < 0)
+            return -1;
+        return 1;
+    }
+    if (proto == bpf_htons(ETH_P_IPV6)) {
+        // Traffic class straddles the first two bytes: ECN bits are bits 4-5 of byte 1.
+        __u8 b1;
+        if (bpf_skb_load_bytes(skb, ETH_HLEN + 1, &b1, 1) < 0)
+            return -1;
+        __u8 ecn = (b1 >> 4) & 3;
+        if (ecn == 0)
+            return 0;
+        if (ecn == 3) {
+            bump(ST_ALREADY_CE);
+            return 2;
+        }
+        bump(ST_ECT);
+        b1 |= 0x30;
+        if (bpf_skb_store_bytes(skb, ETH_HLEN + 1, &b1, 1, 0) < 0)
+            return -1;
+        return 1;
+    }
+    return 0;
+}
+
+SEC("tc")
+int ecn_marker(struct __sk_buff *skb)
+{
+    __u16 proto = skb->protocol;
+    if (proto != bpf_htons(ETH_P_IP) && proto != bpf_htons(ETH_P_IPV6))
+        return TC_ACT_OK;
+
+    __u64 *backlog = st(ST_BACKLOG);
+    __u64 *last = st(ST_LAST_NS);
+    if (!backlog || !last)
+        return TC_ACT_OK;
+    bump(ST_PACKETS);
+
+    __u32 loss = (__u32)cfg(CFG_LOSS_U32);
+    if (loss && bpf_get_prandom_u32() < loss) {
+        bump(ST_LOSS_DROPS);
+        return TC_ACT_SHOT;
+    }
+
+    __u64 now = bpf_ktime_get_ns();
+    __u64 rate = cfg(CFG_RATE_BPS);
+    __u64 k = cfg(CFG_K_BYTES);
+    __u64 b = *backlog;
+    __u64 t = *last;
+    if (now > t && rate) {
+        __u64 drained = (now - t) * rate / 1000000000ULL;
+        b = drained >= b ? 0 : b - drained;
+    }
+    if (b > k) {
+        bump(ST_OVER_K);
+        if (set_ce(skb, proto) == 1)
+            bump(ST_MARKS);
+    } else {
+        // Count ECT packets below K too, so ST_ECT is every ECN-capable packet.
+        __u8 byte1;
+        if (bpf_skb_load_bytes(skb, ETH_HLEN + 1, &byte1, 1) == 0) {
+            __u8 ecn = proto == bpf_htons(ETH_P_IP) ? (byte1 & 3) : ((byte1 >> 4) & 3);
+            if (ecn == 1 || ecn == 2)
+                bump(ST_ECT);
+        }
+    }
+    // Races with the resync writer are benign: the next resync corrects the model.
+    *backlog = b + skb->len;
+    *last = now;
+    return TC_ACT_OK;
+}
+
+char _license[] SEC("license") = "GPL";

@@ -1,0 +1,132 @@
+//! Link-shaping backends, detected at run time.
+//!
+//! - `red`: on kernels with `red` (and `netem` for delay/loss): htb rate R -> red with
+//!   min = max = K, probability 1, `ecn` (the DCTCP switch), netem in front for delay and loss.
+//! - `ebpf`: htb rate R -> bfifo, with the eBPF marker (`bpf/ecn_marker.c`) on clsact egress
+//!   modelling the FIFO and marking above K (closed-loop, see `sampler`), and dropping for loss.
+//!   Delay needs netem (or an EDT-capable `fq`): without them a scenario asking for delay fails.
+//!
+//! Which one ran is recorded in every result. Nothing degrades silently.
+
+use crate::netns::run;
+use crate::spec::LinkSpec;
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Capabilities {
+    pub red: bool,
+    pub netem: bool,
+    pub fq: bool,
+    pub htb: bool,
+    pub bfifo: bool,
+    pub clsact_bpf: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Backend {
+    /// htb + red(ecn) [+ netem]
+    Red,
+    /// htb + bfifo + eBPF marker
+    Ebpf,
+}
+
+/// Probes the kernel's qdiscs in a scratch namespace.
+pub fn detect(run_id: u32) -> Result<Capabilities> {
+    let ns = crate::netns::ns_name(run_id, "probe");
+    run("ip", &["netns", "add", &ns])?;
+    let guard = crate::cleanup::NsGuard(ns.clone());
+    run("ip", &["-n", &ns, "link", "add", "p0", "type", "veth", "peer", "name", "p1"])?;
+    let try_q = |args: &str| -> bool {
+        let mut a: Vec<&str> = vec!["-n", &ns, "qdisc", "add", "dev", "p0"];
+        a.extend(args.split_whitespace());
+        let ok = run("tc", &a).is_ok();
+        let _ = run("tc", &["-n", &ns, "qdisc", "del", "dev", "p0", "root"]);
+        ok
+    };
+    let caps = Capabilities {
+        red: try_q("root red limit 300000 min 30000 max 30001 avpkt 1500 burst 21 probability 1.0 ecn bandwidth 100mbit"),
+        netem: try_q("root netem delay 1ms"),
+        fq: try_q("root fq"),
+        htb: try_q("root handle 1: htb default 1"),
+        bfifo: try_q("root bfifo limit 100000"),
+        clsact_bpf: {
+            let ok = run("tc", &["-n", &ns, "qdisc", "add", "dev", "p0", "clsact"]).is_ok();
+            let _ = run("tc", &["-n", &ns, "qdisc", "del", "dev", "p0", "clsact"]);
+            ok
+        },
+    };
+    drop(guard);
+    Ok(caps)
+}
+
+/// Chooses the backend for a link spec, or says why none can run it.
+pub fn choose(caps: &Capabilities, link: &LinkSpec) -> Result<Backend> {
+    if !caps.htb {
+        bail!("the kernel has no htb qdisc: no rate limiting available");
+    }
+    if caps.red && (link.delay_ms == 0.0 && link.loss == 0.0 || caps.netem) {
+        return Ok(Backend::Red);
+    }
+    if !caps.bfifo || !caps.clsact_bpf {
+        bail!("the kernel has neither red nor (bfifo + clsact) for ECN marking");
+    }
+    if link.delay_ms > 0.0 {
+        bail!(
+            "delay_ms = {} requested, but this kernel has no netem qdisc (and no fq for \
+             EDT-based delay): link delay is unavailable here; set delay_ms = 0",
+            link.delay_ms
+        );
+    }
+    Ok(Backend::Ebpf)
+}
+
+fn tc(ns: &str, args: &str) -> Result<()> {
+    let mut a: Vec<&str> = vec!["-n", ns];
+    a.extend(args.split_whitespace());
+    run("tc", &a).map(|_| ())
+}
+
+pub const FRAME: u64 = 1514;
+
+/// Installs rate + FIFO (+ red marking / netem) on the egress of `dev` in `ns`. Returns the
+/// handle ("10:") of the qdisc that holds the bottleneck queue. The eBPF marker, if any, is
+/// attached separately (`marker`).
+pub fn shape(ns: &str, dev: &str, link: &LinkSpec, backend: Backend) -> Result<u32> {
+    let rate = format!("{}kbit", (link.rate_mbit * 1000.0).round() as u64);
+    let mut parent = "root".to_string();
+    if backend == Backend::Red && (link.delay_ms > 0.0 || link.loss > 0.0) {
+        let mut netem = format!("dev {dev} root handle 1: netem limit 100000");
+        if link.delay_ms > 0.0 {
+            netem += &format!(" delay {}us", (link.delay_ms * 1000.0).round() as u64);
+        }
+        if link.loss > 0.0 {
+            netem += &format!(" loss {}%", link.loss * 100.0);
+        }
+        tc(ns, &format!("qdisc add {netem}"))?;
+        parent = "parent 1:1".into();
+    }
+    let htb_handle = if parent == "root" { 2 } else { 3 };
+    tc(ns, &format!("qdisc add dev {dev} {parent} handle {htb_handle}: htb default 1"))?;
+    tc(ns, &format!("class add dev {dev} parent {htb_handle}: classid {htb_handle}:1 htb rate {rate} ceil {rate} quantum {FRAME}"))?;
+    let leaf = format!("dev {dev} parent {htb_handle}:1 handle 10:");
+    match backend {
+        Backend::Ebpf => tc(ns, &format!("qdisc add {leaf} bfifo limit {}", link.buffer_bytes))?,
+        Backend::Red if link.ecn => {
+            let k = link.k_packets as u64 * FRAME;
+            let burst = link.k_packets + 1;
+            tc(
+                ns,
+                &format!(
+                    "qdisc add {leaf} red limit {} min {k} max {} avpkt {FRAME} burst {burst} \
+                     probability 1.0 ecn bandwidth {rate}",
+                    link.buffer_bytes,
+                    k + 1
+                ),
+            )?
+        }
+        Backend::Red => tc(ns, &format!("qdisc add {leaf} bfifo limit {}", link.buffer_bytes))?,
+    }
+    Ok(0x0010_0000) // "10:" (tc handles are hex)
+}

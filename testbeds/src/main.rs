@@ -1,0 +1,126 @@
+//! `mpquic-testbed`: network-namespace testbeds for mpquic (see testbeds/README.md).
+
+mod backend;
+mod cleanup;
+mod flows;
+mod marker;
+mod netns;
+mod plots;
+mod results;
+mod runner;
+mod sampler;
+mod spec;
+mod topology;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(name = "mpquic-testbed", about = "Network-namespace testbeds for mpquic")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Build the scenario's topology, run its flows, write result.json and SVG plots.
+    Run {
+        scenario: PathBuf,
+        /// Output directory (default: testbed-results/<scenario name>)
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Override the scenario's repetitions.
+        #[arg(long)]
+        repetitions: Option<u32>,
+    },
+    /// Remove namespaces and scratch files left by runs whose process is gone (--all: every run's).
+    Cleanup {
+        #[arg(long)]
+        all: bool,
+    },
+    /// Print which link backend this kernel supports.
+    Detect,
+    #[command(name = "__sink", hide = true)]
+    Sink {
+        #[arg(long)]
+        listen: String,
+        #[arg(long)]
+        proto: String,
+        #[arg(long, default_value_t = 20)]
+        interval_ms: u64,
+    },
+    #[command(name = "__send", hide = true)]
+    Send {
+        #[arg(long)]
+        server: String,
+        #[arg(long)]
+        proto: String,
+        #[arg(long, default_value = "cubic")]
+        cc: String,
+        #[arg(long, default_value_t = 0)]
+        bytes: u64,
+        #[arg(long, default_value_t = 0.0)]
+        for_s: f64,
+    },
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Run { scenario, out, repetitions } => {
+            let mut sc = spec::Scenario::load(&scenario)?;
+            if let Some(r) = repetitions {
+                sc.repetitions = r;
+            }
+            let out = out.unwrap_or_else(|| PathBuf::from("testbed-results").join(&sc.name));
+            let run_id = std::process::id();
+            ctrlc::set_handler(move || {
+                eprintln!("interrupted: tearing down");
+                cleanup::cleanup_run(run_id);
+                std::process::exit(130);
+            })?;
+            let res = runner::run_scenario(&sc, &out);
+            cleanup::cleanup_run(run_id);
+            let res = res?;
+            println!("{}", serde_json::to_string(&summary(&res))?);
+            eprintln!("wrote {}", out.join("result.json").display());
+        }
+        Cmd::Cleanup { all } => {
+            let removed = cleanup::cleanup_stale(all);
+            println!("removed {} item(s): {:?}", removed.len(), removed);
+        }
+        Cmd::Detect => {
+            runner::require_root()?;
+            let caps = backend::detect(std::process::id())?;
+            println!("{}", serde_json::to_string_pretty(&caps)?);
+        }
+        Cmd::Sink { listen, proto, interval_ms } => {
+            flows::sink_main(runner::parse_addr(&listen)?, proto == "mptcp", interval_ms)?
+        }
+        Cmd::Send { server, proto, cc, bytes, for_s } => {
+            flows::send_main(runner::parse_addr(&server)?, proto == "mptcp", &cc, bytes, for_s)?
+        }
+    }
+    Ok(())
+}
+
+/// A one-line digest of a run for the terminal.
+fn summary(r: &results::RunResult) -> serde_json::Value {
+    serde_json::json!({
+        "scenario": r.scenario.name,
+        "backend": r.backend,
+        "median_goodput_fraction": r.median_goodput_fraction,
+        "median_queue_pkts_median": r.median_queue_pkts_median,
+        "median_queue_pkts_p99": r.median_queue_pkts_p99,
+        "reps": r.repetitions.iter().map(|x| serde_json::json!({
+            "goodput_mbps": x.total_goodput_mbps,
+            "fraction": x.goodput_fraction_of_link_sum,
+            "queue": x.links.iter().map(|l| (l.queue_pkts_busy.median, l.queue_pkts_busy.p99)).collect::<Vec<_>>(),
+            "model_minus_real_median": x.links.iter().map(|l| l.model_minus_real_pkts.map(|m| m.median)).collect::<Vec<_>>(),
+            "ce": x.ce,
+            "errors": x.flows.iter().filter_map(|f| f.error.clone()).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    })
+}

@@ -1,0 +1,96 @@
+//! SVG plots of a repetition: per-flow throughput, queue over time, FCT CDF.
+
+use crate::results::{FlowResult, RepResult};
+use crate::sampler::Series;
+use anyhow::{anyhow, Result};
+use plotters::prelude::*;
+use std::path::Path;
+
+const COLORS: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+];
+
+fn lines(
+    path: &Path,
+    title: &str,
+    xl: &str,
+    yl: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> Result<()> {
+    let root = SVGBackend::new(path, (900, 480)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
+    let xmax = series.iter().flat_map(|s| s.1.iter().map(|p| p.0)).fold(0.0f64, f64::max).max(1e-3);
+    let ymax =
+        series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(0.0f64, f64::max).max(1e-3) * 1.1;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..xmax, 0.0..ymax)
+        .map_err(|e| anyhow!("{e}"))?;
+    chart.configure_mesh().x_desc(xl).y_desc(yl).draw().map_err(|e| anyhow!("{e}"))?;
+    for (i, (name, pts)) in series.iter().enumerate() {
+        let c = COLORS[i % COLORS.len()];
+        chart
+            .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(1)))
+            .map_err(|e| anyhow!("{e}"))?
+            .label(name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| anyhow!("{e}"))?;
+    root.present().map_err(|e| anyhow!("{e}"))?;
+    Ok(())
+}
+
+pub fn throughput(path: &Path, flows: &[FlowResult]) -> Result<()> {
+    let s: Vec<_> = flows
+        .iter()
+        .filter(|f| !f.throughput.is_empty())
+        .map(|f| (format!("{} {} {}", f.id, f.kind_name(), f.cc), f.throughput.clone()))
+        .collect();
+    lines(path, "Per-flow throughput (receiver)", "time (s)", "Mbit/s", &s)
+}
+
+pub fn queue(path: &Path, rep: &RepResult, series: &[Series]) -> Result<()> {
+    let s: Vec<_> = series
+        .iter()
+        .map(|se| {
+            let l = rep.links.iter().find(|l| l.link_id == se.link_id);
+            let name = l.map(|l| format!("{} -> {}", l.from, l.to)).unwrap_or_default();
+            (name, se.t.iter().zip(&se.qlen).map(|(t, q)| (*t, *q as f64)).collect())
+        })
+        .collect();
+    lines(path, "Bottleneck queue", "time (s)", "packets", &s)
+}
+
+pub fn fct_cdf(path: &Path, flows: &[FlowResult]) -> Result<()> {
+    let mut f: Vec<f64> = flows.iter().filter_map(|f| f.fct_s).map(|x| x * 1000.0).collect();
+    f.sort_by(|a, b| a.total_cmp(b));
+    let n = f.len().max(1) as f64;
+    let pts: Vec<(f64, f64)> =
+        f.iter().enumerate().map(|(i, x)| (*x, (i + 1) as f64 / n)).collect();
+    lines(path, "Flow completion time CDF", "FCT (ms)", "fraction of flows", &[("FCT".into(), pts)])
+}
+
+impl FlowResult {
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
+            crate::spec::FlowKind::Mpquic => "mpquic",
+            crate::spec::FlowKind::KernelTcp => "tcp",
+            crate::spec::FlowKind::KernelMptcp => "mptcp",
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! The result of a run: per repetition, per flow and per bottleneck, plus the parameters and
+//! the backend that ran. Written as one JSON file.
+
+use crate::backend::{Backend, Capabilities};
+use crate::sampler::MarkerCounts;
+use crate::spec::{FlowKind, Scenario};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Summary {
+    pub n: usize,
+    pub mean: f64,
+    pub min: f64,
+    pub p5: f64,
+    pub median: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+impl Summary {
+    pub fn of(values: &[f64]) -> Summary {
+        if values.is_empty() {
+            return Summary::default();
+        }
+        let mut v = values.to_vec();
+        v.sort_by(|a, b| a.total_cmp(b));
+        let q = |p: f64| v[((p * (v.len() - 1) as f64).round() as usize).min(v.len() - 1)];
+        Summary {
+            n: v.len(),
+            mean: v.iter().sum::<f64>() / v.len() as f64,
+            min: v[0],
+            p5: q(0.05),
+            median: q(0.5),
+            p95: q(0.95),
+            p99: q(0.99),
+            max: v[v.len() - 1],
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowResult {
+    pub id: String,
+    pub kind: FlowKind,
+    pub from: String,
+    pub to: String,
+    pub cc: String,
+    pub paths: Vec<(String, String)>,
+    pub start_s: f64,
+    pub completed: bool,
+    pub bytes: u64,
+    pub fct_s: Option<f64>,
+    pub goodput_mbps: Option<f64>,
+    /// Receiver-side throughput over time: (seconds since the run started, Mbit/s).
+    pub throughput: Vec<(f64, f64)>,
+    /// The mpquic client's own JSON report, verbatim.
+    pub mpquic: Option<serde_json::Value>,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkResult {
+    pub link_id: usize,
+    pub from: String,
+    pub to: String,
+    pub samples: usize,
+    /// Queue (packets) over samples where the link was sending.
+    pub queue_pkts_busy: Summary,
+    pub queue_bytes_busy: Summary,
+    pub qdisc_drops: u64,
+    pub sent_bytes: u64,
+    pub busy_throughput_mbit: f64,
+    pub marker: Option<MarkerCounts>,
+    /// Marker model minus the real backlog at each resync, in packets of 1514 bytes.
+    pub model_minus_real_pkts: Option<Summary>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CeEstimation {
+    /// Marks set by the bottleneck markers (sum over links).
+    pub marks: u64,
+    /// Marked packets the FIFO behind the marker dropped cannot arrive; this bounds that.
+    pub qdisc_drops: u64,
+    /// CE-marked packets counted where they arrive (receiver IpExt.InCEPkts, sum over hosts).
+    pub receiver_ce: u64,
+    /// CE counts the mpquic senders report (sum of ce_marked over paths), if any.
+    pub sender_ce: Option<u64>,
+    /// (receiver_ce - marks) / marks
+    pub receiver_error: Option<f64>,
+    /// (sender_ce - marks) / marks
+    pub sender_error: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RepResult {
+    pub rep: u32,
+    pub duration_s: f64,
+    pub flows: Vec<FlowResult>,
+    pub links: Vec<LinkResult>,
+    /// Bytes of all completed flows over the span from the first start to the last completion.
+    pub total_goodput_mbps: f64,
+    pub link_sum_mbit: f64,
+    pub goodput_fraction_of_link_sum: f64,
+    pub ce: Option<CeEstimation>,
+    pub receiver_counters: BTreeMap<String, BTreeMap<String, u64>>,
+    pub sampler_late_fraction: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    pub scenario: Scenario,
+    pub backend: Backend,
+    pub backend_detail: String,
+    pub capabilities: Capabilities,
+    pub kernel: String,
+    pub repetitions: Vec<RepResult>,
+    /// Medians over repetitions.
+    pub median_goodput_fraction: f64,
+    pub median_queue_pkts_median: f64,
+    pub median_queue_pkts_p99: f64,
+}
+
+pub fn median(v: &[f64]) -> f64 {
+    Summary::of(v).median
+}

@@ -1,0 +1,584 @@
+//! Runs a scenario: builds the topology, shapes the bottlenecks, attaches markers, starts the
+//! sampler, sinks and flows, collects everything, tears down, writes the result and plots.
+
+use crate::backend::{self, Backend, FRAME};
+use crate::cleanup;
+use crate::flows::{self, Proc, SendRecord, SinkRecord};
+use crate::marker::{self, Marker, MarkerConfig};
+use crate::netns::{self, run};
+use crate::plots;
+use crate::results::*;
+use crate::sampler::{self, Probe, Series};
+use crate::spec::{FlowKind, Scenario};
+use crate::topology::{self, Net};
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const TCP_PORT: u16 = 5201;
+const MPTCP_PORT: u16 = 5202;
+const QUIC_PORT: u16 = 4433;
+
+pub fn require_root() -> Result<()> {
+    if !nix::unistd::Uid::effective().is_root() {
+        bail!("the testbed needs root (network namespaces, tc, bpf)");
+    }
+    Ok(())
+}
+
+/// Runs every repetition; writes `<out>/result.json` and SVG plots. Returns the result.
+pub fn run_scenario(sc: &Scenario, out: &Path) -> Result<RunResult> {
+    require_root()?;
+    for tool in ["ip", "tc", "sysctl"] {
+        if marker::which(tool).is_none() {
+            bail!(
+                "`{tool}` not found: install the Debian package `{}`",
+                if tool == "sysctl" { "procps" } else { "iproute2" }
+            );
+        }
+    }
+    let removed = cleanup::cleanup_stale(false);
+    if !removed.is_empty() {
+        eprintln!("removed leftovers of crashed runs: {removed:?}");
+    }
+    let run_id = std::process::id();
+    let caps = backend::detect(run_id)?;
+    let be = backend::choose(&caps, &sc.link)?;
+    let detail = match be {
+        Backend::Red => "htb rate + red(min=max=K, probability 1, ecn) [+ netem]".to_string(),
+        Backend::Ebpf => {
+            marker::check_tools()?;
+            "htb rate + bfifo, eBPF ECN marker on clsact egress, closed loop via rtnetlink"
+                .to_string()
+        }
+    };
+    if sc.flows.iter().any(|f| f.kind == FlowKind::Mpquic) {
+        flows::mpquic_bin()?;
+    }
+    std::fs::create_dir_all(out)?;
+    let mut reps = Vec::new();
+    for rep in 0..sc.repetitions {
+        let r = run_rep(sc, rep, run_id, be, out);
+        cleanup::cleanup_run(run_id);
+        reps.push(r?);
+    }
+    let fr: Vec<f64> = reps.iter().map(|r| r.goodput_fraction_of_link_sum).collect();
+    let qm: Vec<f64> =
+        reps.iter().flat_map(|r| r.links.iter().map(|l| l.queue_pkts_busy.median)).collect();
+    let qp: Vec<f64> =
+        reps.iter().flat_map(|r| r.links.iter().map(|l| l.queue_pkts_busy.p99)).collect();
+    let result = RunResult {
+        scenario: sc.clone(),
+        backend: be,
+        backend_detail: detail,
+        capabilities: caps,
+        kernel: run("uname", &["-r"]).unwrap_or_default().trim().to_string(),
+        median_goodput_fraction: median(&fr),
+        median_queue_pkts_median: median(&qm),
+        median_queue_pkts_p99: median(&qp),
+        repetitions: reps,
+    };
+    std::fs::write(out.join("result.json"), serde_json::to_string_pretty(&result)?)?;
+    Ok(result)
+}
+
+struct Bottleneck {
+    link_id: usize,
+    from: String,
+    to: String,
+}
+
+fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Result<RepResult> {
+    let net = topology::build(&sc.topology);
+    let dir = cleanup::run_dir(run_id);
+    std::fs::create_dir_all(&dir)?;
+    let nss = netns::setup(&net, run_id, sc.link.sender_offload)?;
+    let bpffs = dir.join(format!("bpffs{rep}"));
+    let use_marker = be == Backend::Ebpf && (sc.link.ecn || sc.link.loss > 0.0);
+    if use_marker {
+        marker::mount_bpffs(&bpffs)?;
+    }
+
+    // Bottlenecks.
+    let mut probes = Vec::new();
+    let mut bns = Vec::new();
+    for l in net.links.iter().filter(|l| l.bottleneck_a_to_b) {
+        let ns = nss.ns(l.a.node).to_string();
+        let handle = backend::shape(&ns, &l.a.dev, &sc.link, be)?;
+        let m = if use_marker {
+            let k = if sc.link.ecn { sc.link.k_packets as u64 * FRAME } else { u64::MAX };
+            let rate = (sc.link.rate_mbit * 1e6 / 8.0) as u64;
+            Some(Marker::attach(
+                &dir,
+                &bpffs,
+                l.id,
+                &ns,
+                &l.a.dev,
+                MarkerConfig { rate_bytes_per_s: rate, k_bytes: k, loss: sc.link.loss },
+            )?)
+        } else {
+            None
+        };
+        let ifindex = netns::ifindex(&ns, &l.a.dev)? as i32;
+        probes.push(Probe { link_id: l.id, ns, ifindex, handle, marker: m });
+        bns.push(Bottleneck {
+            link_id: l.id,
+            from: net.nodes[l.a.node].name.clone(),
+            to: net.nodes[l.b.node].name.clone(),
+        });
+    }
+
+    // Receivers: sinks and servers, MPTCP endpoints.
+    let me = std::env::current_exe()?.display().to_string();
+    let mut sinks: Vec<(usize, FlowKind, Proc)> = Vec::new();
+    let any_mptcp = sc.flows.iter().any(|f| f.kind == FlowKind::KernelMptcp);
+    if any_mptcp {
+        for (n, node) in net.nodes.iter().enumerate() {
+            if node.router {
+                continue;
+            }
+            let ns = nss.ns(n);
+            run(
+                "ip",
+                &["-n", ns, "mptcp", "limits", "set", "subflows", "8", "add_addr_accepted", "8"],
+            )?;
+        }
+    }
+    let mut dests: Vec<(usize, FlowKind)> = Vec::new();
+    for f in &sc.flows {
+        let to = net.node(&f.to).with_context(|| format!("unknown host {}", f.to))?;
+        net.node(&f.from).with_context(|| format!("unknown host {}", f.from))?;
+        if net.nodes[to].router {
+            bail!("flow destination {} is a router", f.to);
+        }
+        if !dests.contains(&(to, f.kind)) {
+            dests.push((to, f.kind));
+        }
+    }
+    let mut signalled = Vec::new();
+    for &(to, kind) in &dests {
+        let ns = nss.ns(to).to_string();
+        let p = match kind {
+            FlowKind::KernelTcp | FlowKind::KernelMptcp => {
+                let (port, proto) = if kind == FlowKind::KernelTcp {
+                    (TCP_PORT, "tcp")
+                } else {
+                    (MPTCP_PORT, "mptcp")
+                };
+                if kind == FlowKind::KernelMptcp && !signalled.contains(&to) {
+                    // Announce every address but the first: the client opens a subflow to each,
+                    // and routing sends it over that address's path.
+                    for (_, e) in net.ends_of(to) {
+                        for a in &e.addrs {
+                            if a != &first_addr(&net, to) {
+                                let a = a.to_string();
+                                run(
+                                    "ip",
+                                    &[
+                                        "-n", &ns, "mptcp", "endpoint", "add", &a, "dev", &e.dev,
+                                        "signal",
+                                    ],
+                                )?;
+                            }
+                        }
+                    }
+                    signalled.push(to);
+                }
+                let args = vec![
+                    "__sink".into(),
+                    "--listen".into(),
+                    format!("0.0.0.0:{port}"),
+                    "--proto".into(),
+                    proto.into(),
+                    "--interval-ms".into(),
+                    "20".into(),
+                ];
+                let p = Proc::spawn(&ns, &me, &args)?;
+                if !p.wait_line(Duration::from_secs(5), |l| l.contains("listening")) {
+                    let (_, err) = p.stop();
+                    bail!("the {proto} sink did not start: {err}");
+                }
+                p
+            }
+            FlowKind::Mpquic => {
+                let mut args = vec!["serve".to_string()];
+                for (_, e) in net.ends_of(to) {
+                    for a in &e.addrs {
+                        args.push("--listen".into());
+                        args.push(format!("{a}:{QUIC_PORT}"));
+                    }
+                }
+                args.extend(["--insecure".into(), "--sink".into(), "--json".into()]);
+                let mut p = Proc::spawn(&ns, &flows::mpquic_bin()?, &args)?;
+                std::thread::sleep(Duration::from_millis(300));
+                if p.try_done()?.is_some() {
+                    let (_, err) = p.stop();
+                    bail!("mpquic serve exited at start: {err}");
+                }
+                p
+            }
+        };
+        sinks.push((to, kind, p));
+    }
+    let recv_hosts: Vec<usize> = {
+        let mut v: Vec<usize> = dests.iter().map(|d| d.0).collect();
+        v.dedup();
+        v
+    };
+    let before: Vec<_> =
+        recv_hosts.iter().map(|&h| flows::netstat(nss.ns(h))).collect::<Result<_>>()?;
+
+    // Sampler.
+    let stop = Arc::new(AtomicBool::new(false));
+    let interval = Duration::from_secs_f64(sc.sample_interval_ms / 1000.0);
+    let st = stop.clone();
+    let sampler = std::thread::spawn(move || sampler::run(probes, interval, st));
+    std::thread::sleep(Duration::from_millis(50));
+
+    // Flows.
+    let t0 = Instant::now();
+    let deadline = Duration::from_secs_f64(sc.duration_s);
+    let mut handles = Vec::new();
+    for (fi, f) in sc.flows.iter().enumerate() {
+        for inst in 0..f.count {
+            let from = net.node(&f.from).unwrap();
+            let to = net.node(&f.to).unwrap();
+            let pairs = net.path_pairs(from, to);
+            if pairs.is_empty() {
+                bail!("no path from {} to {}", f.from, f.to);
+            }
+            let start = f.start_s + inst as f64 * f.stagger_ms / 1000.0;
+            let id = format!("f{fi}.{inst}");
+            let ns = nss.ns(from).to_string();
+            let (program, args, used): (String, Vec<String>, Vec<(String, String)>) = match f.kind {
+                FlowKind::KernelTcp | FlowKind::KernelMptcp => {
+                    let idx =
+                        if f.kind == FlowKind::KernelTcp && f.paths > 0 { f.paths - 1 } else { 0 };
+                    let (l, r) =
+                        *pairs.get(idx).with_context(|| format!("{id}: no path {}", f.paths))?;
+                    let mptcp = f.kind == FlowKind::KernelMptcp;
+                    let port = if mptcp { MPTCP_PORT } else { TCP_PORT };
+                    let args = vec![
+                        "__send".into(),
+                        "--server".into(),
+                        format!("{r}:{port}"),
+                        "--proto".into(),
+                        if mptcp { "mptcp" } else { "tcp" }.into(),
+                        "--cc".into(),
+                        f.cc.clone(),
+                        "--bytes".into(),
+                        f.bytes.to_string(),
+                        "--for-s".into(),
+                        f.for_s.to_string(),
+                    ];
+                    let used = if mptcp {
+                        pairs.iter().map(|(l, r)| (l.to_string(), r.to_string())).collect()
+                    } else {
+                        vec![(l.to_string(), r.to_string())]
+                    };
+                    (me.clone(), args, used)
+                }
+                FlowKind::Mpquic => {
+                    if f.bytes == 0 {
+                        bail!("{id}: mpquic flows need `bytes` (the CLI sends a generated file)");
+                    }
+                    let n = if f.paths == 0 { pairs.len() } else { f.paths.min(pairs.len()) };
+                    let mut args = vec![
+                        "send".into(),
+                        "--generate".into(),
+                        f.bytes.to_string(),
+                        "--server".into(),
+                        format!("{}:{QUIC_PORT}", pairs[0].1),
+                    ];
+                    for (l, r) in &pairs[..n] {
+                        args.push("--path".into());
+                        args.push(format!("{l}={r}:{QUIC_PORT}"));
+                    }
+                    args.extend(["--cc".into(), f.cc.clone()]);
+                    for p in &f.cc_params {
+                        args.extend(["--cc-param".into(), p.clone()]);
+                    }
+                    args.extend(["--insecure".into(), "--json".into()]);
+                    if !sc.link.sender_offload {
+                        args.push("--no-gso".into());
+                    }
+                    let used =
+                        pairs[..n].iter().map(|(l, r)| (l.to_string(), r.to_string())).collect();
+                    (flows::mpquic_bin()?, args, used)
+                }
+            };
+            let f = f.clone();
+            handles.push(std::thread::spawn(move || -> FlowOutcome {
+                let wait = Duration::from_secs_f64(start).saturating_sub(t0.elapsed());
+                std::thread::sleep(wait);
+                let started = t0.elapsed().as_secs_f64();
+                let res = Proc::spawn(&ns, &program, &args)
+                    .and_then(|p| p.finish(deadline.saturating_sub(t0.elapsed())));
+                FlowOutcome { id, spec: f, paths: used, started, res }
+            }));
+        }
+    }
+    let outcomes: Vec<FlowOutcome> =
+        handles.into_iter().map(|h| h.join().expect("flow thread")).collect();
+    std::thread::sleep(Duration::from_millis(50));
+    stop.store(true, Ordering::Relaxed);
+    let (series, late) = sampler.join().expect("sampler thread")?;
+    let after: Vec<_> =
+        recv_hosts.iter().map(|&h| flows::netstat(nss.ns(h))).collect::<Result<_>>()?;
+    let mut sink_records: Vec<SinkRecord> = Vec::new();
+    let mut sink_errors = Vec::new();
+    for (_, kind, p) in sinks {
+        let (lines, err) = p.stop();
+        if kind != FlowKind::Mpquic {
+            sink_records
+                .extend(lines.iter().filter_map(|l| serde_json::from_str::<SinkRecord>(l).ok()));
+        }
+        if !err.trim().is_empty() {
+            sink_errors.push(err);
+        }
+    }
+    drop(nss);
+    if use_marker {
+        let _ = nix::mount::umount2(&bpffs, nix::mount::MntFlags::MNT_DETACH);
+    }
+
+    // Results.
+    let start_ns = marker::mono_ns() - t0.elapsed().as_nanos() as u64;
+    let flows_res: Vec<FlowResult> =
+        outcomes.into_iter().map(|o| flow_result(o, &sink_records, start_ns)).collect();
+    let links: Vec<LinkResult> =
+        series.iter().zip(&bns).map(|(s, b)| link_result(s, b, &sc.link)).collect();
+    let mut counters = BTreeMap::new();
+    let mut receiver_ce = 0;
+    for ((h, b), a) in recv_hosts.iter().zip(&before).zip(&after) {
+        let mut d = BTreeMap::new();
+        for k in [
+            "IpExt.InCEPkts",
+            "IpExt.InECT0Pkts",
+            "IpExt.InECT1Pkts",
+            "IpExt.InNoECTPkts",
+            "TcpExt.TCPTimeouts",
+        ] {
+            d.insert(k.to_string(), a.get(k).unwrap_or(&0) - b.get(k).unwrap_or(&0));
+        }
+        receiver_ce += d["IpExt.InCEPkts"];
+        counters.insert(net.nodes[*h].name.clone(), d);
+    }
+    let ce = if use_marker && sc.link.ecn {
+        let marks: u64 = links.iter().filter_map(|l| l.marker.as_ref()).map(|m| m.marks).sum();
+        let drops = links.iter().map(|l| l.qdisc_drops).sum();
+        let sender_ce: Option<u64> = {
+            let v: Vec<u64> = flows_res
+                .iter()
+                .filter_map(|f| f.mpquic.as_ref())
+                .filter_map(|j| {
+                    j.get("paths")?
+                        .as_array()
+                        .map(|ps| ps.iter().filter_map(|p| p.get("ce_marked")?.as_u64()).sum())
+                })
+                .collect();
+            if v.is_empty() {
+                None
+            } else {
+                Some(v.iter().sum())
+            }
+        };
+        let err =
+            |x: u64| if marks > 0 { Some((x as f64 - marks as f64) / marks as f64) } else { None };
+        Some(CeEstimation {
+            marks,
+            qdisc_drops: drops,
+            receiver_ce,
+            sender_ce,
+            receiver_error: err(receiver_ce),
+            sender_error: sender_ce.and_then(err),
+        })
+    } else {
+        None
+    };
+    // Aggregate goodput: every completed flow's bytes over the span from the first start to
+    // the last completion (flows need not overlap the whole run).
+    let done: Vec<&FlowResult> = flows_res.iter().filter(|f| f.fct_s.is_some()).collect();
+    let span = done.iter().map(|f| f.start_s + f.fct_s.unwrap()).fold(0.0, f64::max)
+        - done.iter().map(|f| f.start_s).fold(f64::INFINITY, f64::min);
+    let total = if span > 0.0 {
+        done.iter().map(|f| f.bytes as f64).sum::<f64>() * 8.0 / span / 1e6
+    } else {
+        0.0
+    };
+    let link_sum = sc.link.rate_mbit * links.len() as f64;
+    let mut rr = RepResult {
+        rep,
+        duration_s: t0.elapsed().as_secs_f64(),
+        total_goodput_mbps: total,
+        link_sum_mbit: link_sum,
+        goodput_fraction_of_link_sum: total / link_sum,
+        flows: flows_res,
+        links,
+        ce,
+        receiver_counters: counters,
+        sampler_late_fraction: late,
+    };
+    if !sink_errors.is_empty() {
+        for f in rr.flows.iter_mut().filter(|f| !f.completed) {
+            let e = f.error.take().unwrap_or_default();
+            f.error = Some(format!("{e}; receiver: {}", sink_errors.join(" | ")));
+        }
+    }
+    write_plots(out, &rr, &series)?;
+    Ok(rr)
+}
+
+fn first_addr(net: &Net, node: usize) -> std::net::Ipv4Addr {
+    net.ends_of(node)[0].1.addrs[0]
+}
+
+struct FlowOutcome {
+    id: String,
+    spec: crate::spec::FlowSpec,
+    paths: Vec<(String, String)>,
+    started: f64,
+    res: Result<(Vec<String>, String, bool)>,
+}
+
+fn flow_result(o: FlowOutcome, sinks: &[SinkRecord], start_ns: u64) -> FlowResult {
+    let mut fr = FlowResult {
+        id: o.id,
+        kind: o.spec.kind,
+        from: o.spec.from.clone(),
+        to: o.spec.to.clone(),
+        cc: o.spec.cc.clone(),
+        paths: o.paths,
+        start_s: o.started,
+        completed: false,
+        bytes: 0,
+        fct_s: None,
+        goodput_mbps: None,
+        throughput: Vec::new(),
+        mpquic: None,
+        error: None,
+    };
+    let (lines, err, ok) = match o.res {
+        Ok(x) => x,
+        Err(e) => {
+            fr.error = Some(format!("{e:#}"));
+            return fr;
+        }
+    };
+    if !ok {
+        fr.error = Some(format!("did not finish before the deadline or failed: {}", err.trim()));
+    }
+    match o.spec.kind {
+        FlowKind::KernelTcp | FlowKind::KernelMptcp => {
+            if let Some(r) =
+                lines.iter().rev().find_map(|l| serde_json::from_str::<SendRecord>(l).ok())
+            {
+                fr.completed = ok;
+                fr.bytes = r.bytes;
+                fr.fct_s = Some(r.fct_s);
+                fr.goodput_mbps = Some(r.goodput_mbps);
+                if let Some(s) = sinks.iter().find(|s| s.peer == r.local) {
+                    fr.throughput = rate_series(&s.samples, start_ns, 0.1);
+                }
+            }
+        }
+        FlowKind::Mpquic => {
+            if let Some(v) = lines
+                .iter()
+                .rev()
+                .find_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok())
+            {
+                fr.completed = ok;
+                fr.bytes = v.get("bytes").and_then(|x| x.as_u64()).unwrap_or(0);
+                fr.fct_s = v.get("fct_s").and_then(|x| x.as_f64());
+                fr.goodput_mbps = v.get("goodput_mbps").and_then(|x| x.as_f64());
+                fr.mpquic = Some(v);
+            } else if fr.error.is_none() {
+                fr.error = Some(format!("no JSON report on stdout; stderr: {}", err.trim()));
+            }
+        }
+    }
+    fr
+}
+
+/// Cumulative (ns, bytes) samples to (s since start, Mbit/s) in bins of `bin_s`.
+fn rate_series(samples: &[(u64, u64)], start_ns: u64, bin_s: f64) -> Vec<(f64, f64)> {
+    let mut out = Vec::new();
+    let Some(&(t_first, _)) = samples.first() else { return out };
+    let bin = (bin_s * 1e9) as u64;
+    let mut edge = t_first + bin;
+    let mut last_bytes = 0u64;
+    let mut last_t = t_first;
+    for &(t, b) in samples {
+        if t >= edge {
+            let dt = (t - last_t) as f64 / 1e9;
+            if dt > 0.0 {
+                out.push((
+                    (t.saturating_sub(start_ns)) as f64 / 1e9,
+                    (b - last_bytes) as f64 * 8.0 / dt / 1e6,
+                ));
+            }
+            last_bytes = b;
+            last_t = t;
+            edge = t + bin;
+        }
+    }
+    out
+}
+
+fn link_result(s: &Series, b: &Bottleneck, link: &crate::spec::LinkSpec) -> LinkResult {
+    // Busy samples: the link sent bytes since the previous sample.
+    let mut qp = Vec::new();
+    let mut qb = Vec::new();
+    let mut busy_t = 0.0;
+    let mut busy_bytes = 0u64;
+    for i in 1..s.t.len() {
+        if s.bytes[i] > s.bytes[i - 1] {
+            qp.push(s.qlen[i] as f64);
+            qb.push(s.backlog[i] as f64);
+            busy_t += s.t[i] - s.t[i - 1];
+            busy_bytes += s.bytes[i] - s.bytes[i - 1];
+        }
+    }
+    let mm = if s.model_minus_real.is_empty() {
+        None
+    } else {
+        let v: Vec<f64> = s.model_minus_real.iter().map(|x| *x as f64 / FRAME as f64).collect();
+        Some(Summary::of(&v))
+    };
+    let _ = link;
+    LinkResult {
+        link_id: b.link_id,
+        from: b.from.clone(),
+        to: b.to.clone(),
+        samples: s.t.len(),
+        queue_pkts_busy: Summary::of(&qp),
+        queue_bytes_busy: Summary::of(&qb),
+        qdisc_drops: s.drops.last().copied().unwrap_or(0) as u64,
+        sent_bytes: s.bytes.last().copied().unwrap_or(0) - s.bytes.first().copied().unwrap_or(0),
+        busy_throughput_mbit: if busy_t > 0.0 {
+            busy_bytes as f64 * 8.0 / busy_t / 1e6
+        } else {
+            0.0
+        },
+        marker: s.final_marker.clone(),
+        model_minus_real_pkts: mm,
+    }
+}
+
+fn write_plots(out: &Path, rr: &RepResult, series: &[Series]) -> Result<()> {
+    let p = |n: &str| -> PathBuf { out.join(format!("rep{}-{n}.svg", rr.rep)) };
+    plots::throughput(&p("throughput"), &rr.flows)?;
+    plots::queue(&p("queue"), rr, series)?;
+    plots::fct_cdf(&p("fct-cdf"), &rr.flows)?;
+    Ok(())
+}
+
+/// The hidden subcommands' address parsing.
+pub fn parse_addr(s: &str) -> Result<SocketAddr> {
+    s.parse().with_context(|| format!("bad address {s}"))
+}

@@ -1,0 +1,198 @@
+//! Scenario files (TOML): the topology, its link parameters, and the flows to run.
+//!
+//! ```toml
+//! name = "two-path-mptcp"
+//! duration_s = 5.0            # hard limit per repetition
+//! sample_interval_ms = 1      # queue sampling and marker resync period
+//! repetitions = 3
+//!
+//! [topology]
+//! kind = "multi-path"         # "multi-path" | "many-to-one"
+//! paths = 2                   # multi-path: disjoint paths (one router each)
+//! addrs_per_link = 1          # multi-path: addresses per host interface (link-sharing paths)
+//! cross_hosts = false         # multi-path: one cross-traffic host per path
+//! senders = 8                 # many-to-one: sender hosts
+//!
+//! [link]                      # every bottleneck direction
+//! rate_mbit = 100.0
+//! k_packets = 20              # ECN marking threshold (instantaneous queue)
+//! buffer_bytes = 150000       # FIFO size
+//! delay_ms = 0.0              # one-way extra delay (needs netem, or fq for the eBPF backend)
+//! loss = 0.0                  # random loss probability
+//! ecn = true                  # false: plain drop-tail
+//! sender_offload = false      # segmentation offload on senders (GSO/TSO batches cross as one skb)
+//!
+//! [[flows]]
+//! kind = "kernel-mptcp"       # "mpquic" | "kernel-tcp" | "kernel-mptcp"
+//! from = "s"                  # host name (see the topology kinds)
+//! to = "d"
+//! cc = "cubic"                # kernel TCP congestion control, or mpquic controller name
+//! bytes = 50000000            # bytes to send (0: send for `for_s` seconds)
+//! for_s = 0.0
+//! start_s = 0.0
+//! count = 1                   # identical flows started `stagger_ms` apart
+//! stagger_ms = 0.0
+//! paths = 0                   # mpquic: paths to use (0: every address pair); kernel-tcp: path index
+//! cc_params = []              # mpquic: ["key=value", ...]
+//! ```
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    #[serde(default = "default_duration")]
+    pub duration_s: f64,
+    #[serde(default = "default_sample")]
+    pub sample_interval_ms: f64,
+    #[serde(default = "default_reps")]
+    pub repetitions: u32,
+    pub topology: TopologySpec,
+    pub link: LinkSpec,
+    pub flows: Vec<FlowSpec>,
+}
+
+fn default_duration() -> f64 {
+    10.0
+}
+fn default_sample() -> f64 {
+    1.0
+}
+fn default_reps() -> u32 {
+    1
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum TopologySpec {
+    /// Sender `s` and receiver `d` joined by `paths` disjoint routed paths (routers `r1..rk`);
+    /// each host interface carries `addrs_per_link` addresses; optional cross hosts `c1..ck`
+    /// attached to the routers send to `d` through the same bottlenecks.
+    MultiPath {
+        #[serde(default = "two")]
+        paths: usize,
+        #[serde(default = "one")]
+        addrs_per_link: usize,
+        #[serde(default)]
+        cross_hosts: bool,
+    },
+    /// Senders `s1..sn` -> router `r` -> receiver `d`, one bottleneck (r -> d).
+    ManyToOne {
+        senders: usize,
+        #[serde(default = "one")]
+        addrs_per_host: usize,
+    },
+}
+
+fn one() -> usize {
+    1
+}
+fn two() -> usize {
+    2
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    pub rate_mbit: f64,
+    pub k_packets: u32,
+    pub buffer_bytes: u64,
+    #[serde(default)]
+    pub delay_ms: f64,
+    #[serde(default)]
+    pub loss: f64,
+    #[serde(default = "yes")]
+    pub ecn: bool,
+    #[serde(default)]
+    pub sender_offload: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FlowKind {
+    Mpquic,
+    KernelTcp,
+    KernelMptcp,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSpec {
+    pub kind: FlowKind,
+    pub from: String,
+    pub to: String,
+    #[serde(default = "cubic")]
+    pub cc: String,
+    #[serde(default)]
+    pub bytes: u64,
+    #[serde(default)]
+    pub for_s: f64,
+    #[serde(default)]
+    pub start_s: f64,
+    #[serde(default = "one_u32")]
+    pub count: u32,
+    #[serde(default)]
+    pub stagger_ms: f64,
+    #[serde(default)]
+    pub paths: usize,
+    #[serde(default)]
+    pub cc_params: Vec<String>,
+}
+
+fn cubic() -> String {
+    "cubic".into()
+}
+fn one_u32() -> u32 {
+    1
+}
+
+impl Scenario {
+    pub fn load(path: &Path) -> Result<Scenario> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let s: Scenario =
+            toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        s.validate()?;
+        Ok(s)
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        if self.link.rate_mbit <= 0.0 || self.link.buffer_bytes < 3000 {
+            bail!("link: rate_mbit must be > 0 and buffer_bytes >= 3000");
+        }
+        if !(0.0..1.0).contains(&self.link.loss) {
+            bail!("link.loss must be in [0, 1)");
+        }
+        if self.sample_interval_ms <= 0.0 || self.duration_s <= 0.0 {
+            bail!("sample_interval_ms and duration_s must be > 0");
+        }
+        match self.topology {
+            TopologySpec::MultiPath { paths, addrs_per_link, .. } => {
+                if !(1..=8).contains(&paths) || !(1..=8).contains(&addrs_per_link) {
+                    bail!("multi-path: paths and addrs_per_link must be in 1..=8");
+                }
+            }
+            TopologySpec::ManyToOne { senders, addrs_per_host } => {
+                if !(1..=16).contains(&senders) || !(1..=8).contains(&addrs_per_host) {
+                    bail!("many-to-one: senders must be in 1..=16, addrs_per_host in 1..=8");
+                }
+            }
+        }
+        if self.flows.is_empty() {
+            bail!("no flows");
+        }
+        for f in &self.flows {
+            if f.bytes == 0 && f.for_s <= 0.0 {
+                bail!("flow {} -> {}: set bytes or for_s", f.from, f.to);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,309 @@
+//! Expands a topology kind into nodes, point-to-point links with addresses, routes, and the
+//! bottleneck directions. Pure data: nothing here touches the system.
+
+use crate::spec::TopologySpec;
+use serde::Serialize;
+use std::collections::{BTreeMap, VecDeque};
+use std::net::Ipv4Addr;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Node {
+    pub name: String,
+    pub router: bool,
+}
+
+/// One end of a link: its node, device name (inside the node's namespace) and addresses.
+#[derive(Debug, Clone, Serialize)]
+pub struct End {
+    pub node: usize,
+    pub dev: String,
+    pub addrs: Vec<Ipv4Addr>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Link {
+    pub id: usize,
+    pub a: End,
+    pub b: End,
+    /// The subnet is 10.<id+1>.0.0/24.
+    pub subnet: Ipv4Addr,
+    /// Whether the a -> b direction (egress of `a.dev`) is a shaped, marked bottleneck.
+    pub bottleneck_a_to_b: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Route {
+    pub node: usize,
+    pub dst: Ipv4Addr, // a /24
+    pub via: Ipv4Addr,
+    pub dev: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Net {
+    pub nodes: Vec<Node>,
+    pub links: Vec<Link>,
+    pub routes: Vec<Route>,
+}
+
+impl Net {
+    pub fn node(&self, name: &str) -> Option<usize> {
+        self.nodes.iter().position(|n| n.name == name)
+    }
+
+    /// The node's interfaces: (link, is_a_end).
+    pub fn ends_of(&self, node: usize) -> Vec<(&Link, &End)> {
+        let mut v = Vec::new();
+        for l in &self.links {
+            if l.a.node == node {
+                v.push((l, &l.a));
+            }
+            if l.b.node == node {
+                v.push((l, &l.b));
+            }
+        }
+        v
+    }
+
+    /// Paths between two hosts: (local, remote) address pairs on links that lead to the same
+    /// router, i.e. the pairs the routing actually carries over one path. Link-sharing paths
+    /// (several addresses per interface) come out as several pairs over one link.
+    pub fn path_pairs(&self, from: usize, to: usize) -> Vec<(Ipv4Addr, Ipv4Addr)> {
+        let mut pairs = Vec::new();
+        for (fl, fe) in self.ends_of(from) {
+            let fr = other_end(fl, from).node;
+            for (tl, te) in self.ends_of(to) {
+                let tr = other_end(tl, to).node;
+                let routed = self.nodes[fr].router
+                    && self.nodes[tr].router
+                    && (fr == tr || self.next_hop(fr, tl.id).is_some());
+                if routed {
+                    for (i, la) in fe.addrs.iter().enumerate() {
+                        let ra = te.addrs[i.min(te.addrs.len() - 1)];
+                        pairs.push((*la, ra));
+                    }
+                }
+            }
+        }
+        pairs
+    }
+
+    /// The first hop from router `from` toward link `target` (BFS over routers only).
+    fn next_hop(&self, from: usize, target: usize) -> Option<(Ipv4Addr, String)> {
+        bfs_next_hop(self, from, target)
+    }
+}
+
+fn other_end(l: &Link, node: usize) -> &End {
+    if l.a.node == node {
+        &l.b
+    } else {
+        &l.a
+    }
+}
+
+fn bfs_next_hop(net: &Net, from: usize, target: usize) -> Option<(Ipv4Addr, String)> {
+    let tl = &net.links[target];
+    if tl.a.node == from || tl.b.node == from {
+        return None; // directly connected
+    }
+    // BFS over router nodes; remember the first hop.
+    let mut seen = vec![false; net.nodes.len()];
+    let mut q: VecDeque<(usize, Option<(Ipv4Addr, String)>)> = VecDeque::new();
+    seen[from] = true;
+    q.push_back((from, None));
+    while let Some((n, first)) = q.pop_front() {
+        for (l, e) in net.ends_of(n) {
+            let o = other_end(l, n);
+            if seen[o.node] || !net.nodes[o.node].router {
+                continue;
+            }
+            seen[o.node] = true;
+            let hop = first.clone().or_else(|| Some((o.addrs[0], e.dev.clone())));
+            if tl.a.node == o.node || tl.b.node == o.node {
+                return hop;
+            }
+            q.push_back((o.node, hop));
+        }
+    }
+    None
+}
+
+fn subnet(id: usize) -> Ipv4Addr {
+    Ipv4Addr::new(10, (id + 1) as u8, 0, 0)
+}
+
+struct Builder {
+    nodes: Vec<Node>,
+    links: Vec<Link>,
+}
+
+impl Builder {
+    fn node(&mut self, name: &str, router: bool) -> usize {
+        self.nodes.push(Node { name: name.into(), router });
+        self.nodes.len() - 1
+    }
+
+    /// Link a—b; `a_addrs`/`b_addrs` addresses on each end (host ends may carry several).
+    fn link(&mut self, a: usize, b: usize, a_addrs: usize, b_addrs: usize, bottleneck: bool) {
+        let id = self.links.len();
+        let dev_count = |n: usize, links: &[Link]| {
+            links.iter().filter(|l| l.a.node == n || l.b.node == n).count()
+        };
+        let adev = format!("e{}", dev_count(a, &self.links));
+        let bdev = format!("e{}", dev_count(b, &self.links));
+        let s = subnet(id).octets();
+        let addr = |host: u8| Ipv4Addr::new(s[0], s[1], s[2], host);
+        let a_list = (0..a_addrs).map(|i| addr(1 + 10 * i as u8)).collect();
+        let b_list = (0..b_addrs).map(|i| addr(2 + 10 * i as u8)).collect();
+        self.links.push(Link {
+            id,
+            a: End { node: a, dev: adev, addrs: a_list },
+            b: End { node: b, dev: bdev, addrs: b_list },
+            subnet: subnet(id),
+            bottleneck_a_to_b: bottleneck,
+        });
+    }
+
+    fn finish(self) -> Net {
+        let mut net = Net { nodes: self.nodes, links: self.links, routes: Vec::new() };
+        // Routers: a route to every subnet that is not directly connected.
+        let mut routes = Vec::new();
+        for n in 0..net.nodes.len() {
+            if !net.nodes[n].router {
+                continue;
+            }
+            for l in 0..net.links.len() {
+                if let Some((via, dev)) = bfs_next_hop(&net, n, l) {
+                    routes.push(Route { node: n, dst: net.links[l].subnet, via, dev });
+                }
+            }
+        }
+        // Hosts: per destination subnet, the interface whose router reaches it in fewest hops.
+        for n in 0..net.nodes.len() {
+            if net.nodes[n].router {
+                continue;
+            }
+            let mut best: BTreeMap<usize, (usize, Ipv4Addr, String)> = BTreeMap::new();
+            for (l, e) in net.ends_of(n) {
+                let r = other_end(l, n);
+                if !net.nodes[r.node].router {
+                    continue;
+                }
+                for t in 0..net.links.len() {
+                    if net.links[t].a.node == n || net.links[t].b.node == n {
+                        continue;
+                    }
+                    let dist = if net.links[t].a.node == r.node || net.links[t].b.node == r.node {
+                        Some(0)
+                    } else {
+                        hops(&net, r.node, t)
+                    };
+                    if let Some(d) = dist {
+                        let cand = (d, r.addrs[0], e.dev.clone());
+                        if best.get(&t).is_none_or(|b| d < b.0) {
+                            best.insert(t, cand);
+                        }
+                    }
+                }
+            }
+            for (t, (_, via, dev)) in best {
+                routes.push(Route { node: n, dst: net.links[t].subnet, via, dev });
+            }
+        }
+        net.routes = routes;
+        net
+    }
+}
+
+fn hops(net: &Net, from: usize, target: usize) -> Option<usize> {
+    let mut dist = vec![usize::MAX; net.nodes.len()];
+    let mut q = VecDeque::new();
+    dist[from] = 0;
+    q.push_back(from);
+    while let Some(n) = q.pop_front() {
+        let l = &net.links[target];
+        if l.a.node == n || l.b.node == n {
+            return Some(dist[n]);
+        }
+        for (lk, _) in net.ends_of(n) {
+            let o = other_end(lk, n).node;
+            if dist[o] == usize::MAX && net.nodes[o].router {
+                dist[o] = dist[n] + 1;
+                q.push_back(o);
+            }
+        }
+    }
+    None
+}
+
+pub fn build(spec: &TopologySpec) -> Net {
+    let mut b = Builder { nodes: Vec::new(), links: Vec::new() };
+    match *spec {
+        TopologySpec::MultiPath { paths, addrs_per_link, cross_hosts } => {
+            let s = b.node("s", false);
+            let d = b.node("d", false);
+            for i in 1..=paths {
+                let r = b.node(&format!("r{i}"), true);
+                b.link(s, r, addrs_per_link, 1, false);
+                b.link(r, d, 1, addrs_per_link, true);
+                if cross_hosts {
+                    let c = b.node(&format!("c{i}"), false);
+                    b.link(c, r, 1, 1, false);
+                }
+            }
+        }
+        TopologySpec::ManyToOne { senders, addrs_per_host } => {
+            let d = b.node("d", false);
+            let r = b.node("r", true);
+            b.link(r, d, 1, addrs_per_host, true);
+            for i in 1..=senders {
+                let s = b.node(&format!("s{i}"), false);
+                b.link(s, r, addrs_per_host, 1, false);
+            }
+        }
+    }
+    b.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_path_has_two_disjoint_pairs_and_two_bottlenecks() {
+        let net =
+            build(&TopologySpec::MultiPath { paths: 2, addrs_per_link: 1, cross_hosts: true });
+        let s = net.node("s").unwrap();
+        let d = net.node("d").unwrap();
+        let pairs = net.path_pairs(s, d);
+        assert_eq!(pairs.len(), 2);
+        assert_ne!(pairs[0].0, pairs[1].0);
+        assert_ne!(pairs[0].1, pairs[1].1);
+        assert_eq!(net.links.iter().filter(|l| l.bottleneck_a_to_b).count(), 2);
+        // The cross host reaches d's address on its own path only.
+        let c1 = net.node("c1").unwrap();
+        assert_eq!(net.path_pairs(c1, d).len(), 1);
+        assert_eq!(net.path_pairs(c1, d)[0].1, pairs[0].1);
+    }
+
+    #[test]
+    fn link_sharing_gives_several_pairs_per_link() {
+        let net =
+            build(&TopologySpec::MultiPath { paths: 2, addrs_per_link: 3, cross_hosts: false });
+        let pairs = net.path_pairs(net.node("s").unwrap(), net.node("d").unwrap());
+        assert_eq!(pairs.len(), 6);
+    }
+
+    #[test]
+    fn many_to_one_routes_every_sender_through_one_bottleneck() {
+        let net = build(&TopologySpec::ManyToOne { senders: 4, addrs_per_host: 2 });
+        let d = net.node("d").unwrap();
+        for i in 1..=4 {
+            let s = net.node(&format!("s{i}")).unwrap();
+            assert_eq!(net.path_pairs(s, d).len(), 2);
+            assert!(net.routes.iter().any(|r| r.node == s && r.dst == net.links[0].subnet));
+        }
+        assert_eq!(net.links.iter().filter(|l| l.bottleneck_a_to_b).count(), 1);
+    }
+}

@@ -1,0 +1,130 @@
+//! Shared helpers of the testbed integration tests: skip reasons, running the binary,
+//! writing scenarios, reading results.
+
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+/// The tests share the machine's two cores: one testbed run at a time.
+pub static SERIAL: Mutex<()> = Mutex::new(());
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_mpquic-testbed")
+}
+
+fn on_path(tool: &str) -> bool {
+    std::env::var("PATH").unwrap_or_default().split(':').any(|d| Path::new(d).join(tool).is_file())
+}
+
+/// Why the netns tests cannot run here, if they cannot.
+pub fn skip_reason() -> Option<String> {
+    if !nix_is_root() {
+        return Some("not root: network namespaces and tc need root".into());
+    }
+    for (tool, pkg) in
+        [("ip", "iproute2"), ("tc", "iproute2"), ("clang", "clang"), ("sysctl", "procps")]
+    {
+        if !on_path(tool) {
+            return Some(format!(
+                "`{tool}` missing (Debian package {pkg}; see testbeds/install-deps.sh)"
+            ));
+        }
+    }
+    if !Path::new("/usr/include/bpf/bpf_helpers.h").exists() {
+        return Some("libbpf headers missing (Debian package libbpf-dev)".into());
+    }
+    None
+}
+
+fn nix_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(2) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+/// Prints the reason and returns true if the test must be skipped.
+pub fn skip(test: &str) -> bool {
+    match skip_reason() {
+        Some(r) => {
+            println!("SKIPPED {test}: {r}");
+            true
+        }
+        None => false,
+    }
+}
+
+pub fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("mqtb-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Runs `mpquic-testbed run` on a scenario text; returns result.json.
+pub fn run_scenario(name: &str, toml: &str) -> Value {
+    let dir = tmpdir(name);
+    let sc = dir.join("scenario.toml");
+    std::fs::write(&sc, toml).unwrap();
+    let out = dir.join("out");
+    let o = Command::new(bin()).arg("run").arg(&sc).arg("--out").arg(&out).output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "run {name} failed: {stderr}");
+    println!("{name}: {}", String::from_utf8_lossy(&o.stdout));
+    for p in ["result.json", "rep0-throughput.svg", "rep0-queue.svg", "rep0-fct-cdf.svg"] {
+        assert!(out.join(p).is_file(), "{name}: {p} not written");
+    }
+    serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap()
+}
+
+pub fn f(v: &Value, path: &[&str]) -> f64 {
+    let mut x = v;
+    for p in path {
+        x = match p.parse::<usize>() {
+            Ok(i) => &x[i],
+            Err(_) => &x[*p],
+        };
+    }
+    x.as_f64().unwrap_or_else(|| panic!("{path:?} not a number in {x}"))
+}
+
+/// Our namespaces (any run), as `ip netns list` shows them.
+pub fn our_namespaces() -> Vec<String> {
+    let o = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with("mqtb-"))
+        .map(String::from)
+        .collect()
+}
+
+/// Processes running our hidden sender/sink subcommands.
+pub fn our_processes() -> Vec<String> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(c) = std::fs::read(e.path().join("cmdline")) {
+            let c = String::from_utf8_lossy(&c).replace('\0', " ");
+            if c.contains("mpquic-testbed") && (c.contains("__sink") || c.contains("__send")) {
+                v.push(c);
+            }
+        }
+    }
+    v
+}
+
+pub fn our_mounts() -> Vec<String> {
+    std::fs::read_to_string("/proc/mounts")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("/run/mqtb"))
+        .map(String::from)
+        .collect()
+}

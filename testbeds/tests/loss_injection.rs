@@ -1,0 +1,45 @@
+//! Loss injection on the marker backend: the requested drop rate is what the link drops,
+//! counted by the program, and a kernel TCP flow still completes.
+
+mod common;
+use common::*;
+
+#[test]
+fn marker_drops_at_the_requested_rate() {
+    if skip("marker_drops_at_the_requested_rate") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let r = run_scenario(
+        "loss",
+        r#"
+name = "loss"
+duration_s = 20.0
+[topology]
+kind = "multi-path"
+paths = 1
+[link]
+rate_mbit = 50.0
+k_packets = 20
+buffer_bytes = 150000
+loss = 0.02
+[[flows]]
+kind = "kernel-tcp"
+from = "s"
+to = "d"
+bytes = 10000000
+"#,
+    );
+    let rep = &r["repetitions"][0];
+    assert_eq!(rep["flows"][0]["completed"], true, "{}", rep["flows"][0]["error"]);
+    if r["backend"] != "ebpf" {
+        println!(
+            "backend {} injects loss with netem; the marker counters do not apply",
+            r["backend"]
+        );
+        return;
+    }
+    let m = &rep["links"][0]["marker"];
+    let rate = f(m, &["loss_drops"]) / f(m, &["packets"]);
+    assert!((0.01..0.03).contains(&rate), "drop rate {rate} for loss = 0.02");
+}

@@ -1,0 +1,101 @@
+//! Teardown leaves no namespace, mount or process behind: after a normal run, after Ctrl-C
+//! (SIGINT) in the middle of a run, and after a crash (SIGKILL) followed by `cleanup`.
+
+mod common;
+use common::*;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const SCENARIO: &str = r#"
+name = "teardown"
+duration_s = 8.0
+repetitions = 1
+[topology]
+kind = "multi-path"
+paths = 2
+cross_hosts = true
+[link]
+rate_mbit = 50.0
+k_packets = 20
+buffer_bytes = 100000
+[[flows]]
+kind = "kernel-tcp"
+from = "c1"
+to = "d"
+for_s = 6.0
+[[flows]]
+kind = "kernel-mptcp"
+from = "s"
+to = "d"
+for_s = 6.0
+"#;
+
+fn assert_clean(when: &str) {
+    assert!(our_namespaces().is_empty(), "{when}: namespaces left: {:?}", our_namespaces());
+    assert!(our_processes().is_empty(), "{when}: processes left: {:?}", our_processes());
+    assert!(our_mounts().is_empty(), "{when}: mounts left: {:?}", our_mounts());
+}
+
+fn start(dir: &std::path::Path) -> std::process::Child {
+    let sc = dir.join("s.toml");
+    std::fs::write(&sc, SCENARIO).unwrap();
+    Command::new(bin())
+        .arg("run")
+        .arg(&sc)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until the run has its namespaces and its flows are running.
+fn wait_running() {
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(20) {
+        if our_namespaces().len() >= 5 && our_processes().len() >= 3 {
+            std::thread::sleep(Duration::from_millis(500));
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("the run never got its flows going");
+}
+
+#[test]
+fn teardown_leaves_nothing_behind() {
+    if skip("teardown_leaves_nothing_behind") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmpdir("teardown");
+
+    // A complete run.
+    let mut c = start(&dir);
+    wait_running();
+    assert!(c.wait().unwrap().success());
+    assert_clean("after a normal run");
+
+    // Ctrl-C in the middle.
+    let mut c = start(&dir);
+    wait_running();
+    nix_kill(c.id(), "-INT");
+    let st = c.wait().unwrap();
+    assert!(!st.success(), "an interrupted run should not report success");
+    assert_clean("after SIGINT");
+
+    // A crash leaves things behind; `cleanup` removes them, and so would the next run.
+    let mut c = start(&dir);
+    wait_running();
+    nix_kill(c.id(), "-KILL");
+    c.wait().unwrap();
+    assert!(!our_namespaces().is_empty(), "SIGKILL should have left namespaces (test premise)");
+    let o = Command::new(bin()).arg("cleanup").output().unwrap();
+    assert!(o.status.success());
+    assert_clean("after a crash and `cleanup`");
+}
+
+fn nix_kill(pid: u32, sig: &str) {
+    assert!(Command::new("kill").arg(sig).arg(pid.to_string()).status().unwrap().success());
+}
