@@ -38,13 +38,23 @@ const MSG_SERVER_HELLO: u8 = 2;
 const MSG_SERVER_FINISHED: u8 = 3;
 const MSG_CLIENT_FINISHED: u8 = 4;
 
-/// Packet protection that leaves the payload as it is and appends a zero tag.
-struct NullPacketKey;
+/// Packet protection that leaves the payload as it is and appends a tag naming the key
+/// generation (initial = 1, handshake = 2, 1-RTT = 3, then one more per key update).
+///
+/// The generation check matters: with real keys, a packet protected with another key phase
+/// fails to decrypt and is dropped; the stack's key-update logic relies on that (a packet that
+/// decrypted under the wrong keys would be taken as an invalid key update and close the
+/// connection).
+struct NullPacketKey {
+    generation: u64,
+}
 
 impl PacketKey for NullPacketKey {
     fn encrypt(&self, _path_id: PathId, _packet: u64, buf: &mut [u8], _header_len: usize) {
         let len = buf.len();
-        buf[len - TAG_LEN..].fill(0);
+        let tag = &mut buf[len - TAG_LEN..];
+        tag[..8].copy_from_slice(&self.generation.to_le_bytes());
+        tag[8..].fill(0);
     }
 
     fn decrypt(
@@ -55,7 +65,11 @@ impl PacketKey for NullPacketKey {
         payload: &mut BytesMut,
     ) -> Result<(), CryptoError> {
         let len = payload.len();
-        if len < TAG_LEN || payload[len - TAG_LEN..].iter().any(|&b| b != 0) {
+        if len < TAG_LEN {
+            return Err(CryptoError);
+        }
+        let tag = &payload[len - TAG_LEN..];
+        if tag[..8] != self.generation.to_le_bytes() || tag[8..].iter().any(|&b| b != 0) {
             return Err(CryptoError);
         }
         payload.truncate(len - TAG_LEN);
@@ -88,10 +102,21 @@ impl HeaderKey for NullHeaderKey {
     }
 }
 
-fn null_keys() -> Keys {
+const GEN_INITIAL: u64 = 1;
+const GEN_HANDSHAKE: u64 = 2;
+const GEN_ONE_RTT: u64 = 3;
+
+fn packet_keys(generation: u64) -> KeyPair<Box<dyn PacketKey>> {
+    KeyPair {
+        local: Box::new(NullPacketKey { generation }),
+        remote: Box::new(NullPacketKey { generation }),
+    }
+}
+
+fn null_keys(generation: u64) -> Keys {
     Keys {
         header: KeyPair { local: Box::new(NullHeaderKey), remote: Box::new(NullHeaderKey) },
-        packet: KeyPair { local: Box::new(NullPacketKey), remote: Box::new(NullPacketKey) },
+        packet: packet_keys(generation),
     }
 }
 
@@ -125,6 +150,8 @@ struct NullSession {
     peer_params: Option<Vec<u8>>,
     got_handshake_data: bool,
     inbox: Vec<u8>,
+    /// Generation of the last 1-RTT keys handed out.
+    one_rtt_generation: u64,
 }
 
 impl NullSession {
@@ -138,6 +165,7 @@ impl NullSession {
             peer_params: None,
             got_handshake_data: false,
             inbox: Vec::new(),
+            one_rtt_generation: GEN_ONE_RTT,
         }
     }
 
@@ -162,7 +190,7 @@ fn violation(msg: &'static str) -> TransportError {
 
 impl crypto::Session for NullSession {
     fn initial_keys(&self, _dst_cid: ConnectionId, _side: Side) -> Keys {
-        null_keys()
+        null_keys(GEN_INITIAL)
     }
 
     fn handshake_data(&self) -> Option<Box<dyn Any>> {
@@ -235,29 +263,30 @@ impl crypto::Session for NullSession {
             }
             (Side::Client, Stage::HandshakeKeys) => {
                 self.stage = Stage::WaitFinished;
-                Some(null_keys())
+                Some(null_keys(GEN_HANDSHAKE))
             }
             (Side::Client, Stage::WriteFinished) => {
                 message(MSG_CLIENT_FINISHED, &[], buf);
                 self.stage = Stage::Done;
-                Some(null_keys())
+                Some(null_keys(GEN_ONE_RTT))
             }
             (Side::Server, Stage::Hello) => {
                 message(MSG_SERVER_HELLO, &[], buf);
                 self.stage = Stage::HandshakeKeys;
-                Some(null_keys())
+                Some(null_keys(GEN_HANDSHAKE))
             }
             (Side::Server, Stage::HandshakeKeys) => {
                 message(MSG_SERVER_FINISHED, &self.local_params, buf);
                 self.stage = Stage::WaitFinished;
-                Some(null_keys())
+                Some(null_keys(GEN_ONE_RTT))
             }
             _ => None,
         }
     }
 
     fn next_1rtt_keys(&mut self) -> Option<KeyPair<Box<dyn PacketKey>>> {
-        Some(KeyPair { local: Box::new(NullPacketKey), remote: Box::new(NullPacketKey) })
+        self.one_rtt_generation += 1;
+        Some(packet_keys(self.one_rtt_generation))
     }
 
     fn is_valid_retry(&self, _orig_dst_cid: ConnectionId, _header: &[u8], payload: &[u8]) -> bool {
@@ -300,7 +329,7 @@ impl crypto::ServerConfig for NullServerConfig {
         _version: u32,
         _dst_cid: ConnectionId,
     ) -> Result<Keys, UnsupportedVersion> {
-        Ok(null_keys())
+        Ok(null_keys(GEN_INITIAL))
     }
 
     fn retry_tag(&self, _version: u32, _orig_dst_cid: ConnectionId, _packet: &[u8]) -> [u8; 16] {

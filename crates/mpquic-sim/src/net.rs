@@ -91,6 +91,8 @@ pub struct LinkStats {
     pub queue_hist: Histogram<u64>,
     /// (time, queue length) samples, for plots.
     pub queue_series: Vec<(Ps, u32)>,
+    /// Wire bytes whose serialization started in each bucket of the goodput interval.
+    pub bytes_series: Vec<u64>,
 }
 
 impl Default for LinkStats {
@@ -104,6 +106,7 @@ impl Default for LinkStats {
             dropped_random: 0,
             queue_hist: Histogram::new_with_max(1 << 20, 3).expect("valid histogram bounds"),
             queue_series: Vec::new(),
+            bytes_series: Vec::new(),
         }
     }
 }

@@ -244,6 +244,10 @@ pub enum Topology {
         /// Addresses of the receiver.
         #[serde(default = "one")]
         receiver_addrs: usize,
+        /// Overrides for the access links `s<i> <-> sw` (e.g. a faster rate, so that even one
+        /// sender queues at the switch rather than in its own host).
+        #[serde(default)]
+        access: LinkConfig,
         /// Overrides for the bottleneck `sw <-> r`.
         #[serde(default)]
         bottleneck: LinkConfig,
@@ -267,6 +271,10 @@ pub enum Topology {
         /// Cross-traffic hosts per switch.
         #[serde(default = "one")]
         cross_hosts: usize,
+        /// Overrides for the sending hosts' links (`src` and the cross-traffic hosts), e.g. a
+        /// faster rate so that queues form at the switches.
+        #[serde(default)]
+        access: LinkConfig,
     },
     /// A k-ary fat-tree: k pods of k/2 edge (`e<pod>_<i>`) and k/2 aggregation (`a<pod>_<i>`)
     /// switches, (k/2)^2 cores (`c<i>`), k^3/4 hosts `h0..`. Host downlinks are monitored.
@@ -592,13 +600,14 @@ impl Topology {
             Topology::Custom { hosts, switches, links } => {
                 Expanded { hosts: hosts.clone(), switches: switches.clone(), links: links.clone() }
             }
-            Topology::ManyToOne { senders, sender_addrs, receiver_addrs, bottleneck } => {
+            Topology::ManyToOne { senders, sender_addrs, receiver_addrs, access, bottleneck } => {
                 let mut hosts: Vec<HostSpec> = (0..*senders)
                     .map(|i| HostSpec { name: format!("s{i}"), addrs: *sender_addrs })
                     .collect();
                 hosts.push(HostSpec { name: "r".into(), addrs: *receiver_addrs });
-                let mut links: Vec<LinkSpec> =
-                    (0..*senders).map(|i| link(&format!("s{i}"), "sw", d(), false)).collect();
+                let mut links: Vec<LinkSpec> = (0..*senders)
+                    .map(|i| link(&format!("s{i}"), "sw", access.clone(), false))
+                    .collect();
                 let mut b = link("sw", "r", bottleneck.clone(), true);
                 b.host_queue = Some(false);
                 links.push(b);
@@ -619,14 +628,14 @@ impl Topology {
                 links.push(b);
                 Expanded { hosts, switches: vec!["sl".into(), "sr".into()], links }
             }
-            Topology::TwoPath { cross_hosts } => {
+            Topology::TwoPath { cross_hosts, access } => {
                 let mut hosts = vec![
                     HostSpec { name: "src".into(), addrs: 2 },
                     HostSpec { name: "dst".into(), addrs: 2 },
                 ];
                 let mut links = vec![
-                    link("src", "a", d(), false),
-                    link("src", "b", d(), false),
+                    link("src", "a", access.clone(), false),
+                    link("src", "b", access.clone(), false),
                     link("dst", "a", d(), false),
                     link("dst", "b", d(), false),
                 ];
@@ -637,7 +646,7 @@ impl Topology {
                     for i in 0..*cross_hosts {
                         let name = format!("x{sw}{i}");
                         hosts.push(HostSpec { name: name.clone(), addrs: 1 });
-                        links.push(link(&name, sw, d(), false));
+                        links.push(link(&name, sw, access.clone(), false));
                     }
                 }
                 Expanded { hosts, switches: vec!["a".into(), "b".into()], links }

@@ -520,6 +520,34 @@ impl Sim {
         Ok(())
     }
 
+    /// Final statistics of the client's paths of flow `f`.
+    pub fn client_path_stats(&mut self, f: usize) -> Vec<crate::report::PathReport> {
+        let flow = &self.flows[f];
+        let Some((_, conn)) = &mut self.endpoints[flow.client_ep].conn else { return vec![] };
+        let mut out = vec![];
+        for path in conn.paths() {
+            let Some(stats) = conn.path_stats(path) else { continue };
+            let Ok(tuple) = conn.network_path(path) else { continue };
+            let n = path_number(path);
+            let local = tuple
+                .local_ip()
+                .or_else(|| flow.path_addrs.first().map(|a| a.0))
+                .map_or_else(String::new, |ip| ip.to_string());
+            out.push(crate::report::PathReport {
+                path: n,
+                local,
+                remote: tuple.remote().to_string(),
+                sent_packets: stats.sent_packets,
+                sent_bytes: stats.sent_bytes,
+                lost_packets: stats.lost_packets,
+                congestion_events: stats.congestion_events,
+                cwnd: stats.cwnd,
+                rtt_us: stats.rtt.as_nanos() as f64 / 1000.0,
+            });
+        }
+        out
+    }
+
     fn host_ips(&self, node: NodeId) -> Vec<IpAddr> {
         match &self.nodes[node] {
             Node::Host { interfaces, .. } => interfaces.iter().map(|i| i.ip).collect(),
@@ -877,6 +905,11 @@ impl Sim {
         let ser = l.serialization(bytes);
         l.stats.sent_packets += 1;
         l.stats.sent_bytes += bytes as u64;
+        let bucket = (self.now / self.scenario.output.goodput_interval.0.max(1)) as usize;
+        if l.stats.bytes_series.len() <= bucket {
+            l.stats.bytes_series.resize(bucket + 1, 0);
+        }
+        l.stats.bytes_series[bucket] += bytes as u64;
         let arrive = self.now + ser + l.params.delay_ps;
         self.schedule(self.now + ser, Ev::TxDone(link));
         self.schedule(arrive, Ev::Arrive(link, packet));
