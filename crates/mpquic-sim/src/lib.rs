@@ -11,6 +11,7 @@
 pub mod cc;
 pub mod crypto;
 pub mod net;
+pub mod plot;
 pub mod report;
 pub mod rng;
 pub mod scenario;
