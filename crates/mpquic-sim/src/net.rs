@@ -77,9 +77,9 @@ pub struct LinkParams {
 pub struct LinkStats {
     /// Packets that entered the buffer.
     pub enqueued: u64,
-    /// Packets fully serialized.
+    /// Packets sent (accepted into the FIFO; each is serialized in turn).
     pub sent_packets: u64,
-    /// Bytes fully serialized (wire bytes).
+    /// Wire bytes sent.
     pub sent_bytes: u64,
     /// Packets marked CE.
     pub marked: u64,
@@ -91,7 +91,7 @@ pub struct LinkStats {
     pub queue_hist: Histogram<u64>,
     /// (time, queue length) samples, for plots.
     pub queue_series: Vec<(Ps, u32)>,
-    /// Wire bytes whose serialization started in each bucket of the goodput interval.
+    /// Wire bytes whose serialization starts in each bucket of the goodput interval.
     pub bytes_series: Vec<u64>,
 }
 
@@ -112,39 +112,46 @@ impl Default for LinkStats {
 }
 
 /// A unidirectional link with its FIFO.
+///
+/// The FIFO is served at a fixed rate, so each packet's departure is known when it is queued:
+/// the link keeps only the departure times of the packets it holds, and a packet's arrival at
+/// the far end is scheduled as soon as it is accepted. The queue length at any instant is the
+/// number of held packets that have not finished serialization.
 #[derive(Debug)]
 pub struct Link {
     /// Parameters.
     pub params: LinkParams,
-    /// Packets waiting, not counting the one being serialized.
-    pub queue: VecDeque<Packet>,
-    /// Whether a packet is being serialized.
-    pub busy: bool,
+    /// End of serialization of each packet in the buffer (including the one being sent).
+    departures: VecDeque<Ps>,
+    /// When the last accepted packet finishes serialization.
+    busy_until: Ps,
     /// Counters.
     pub stats: LinkStats,
+    /// Bucket width of `stats.bytes_series`.
+    bucket: Ps,
     rng: SimRng,
 }
 
-/// What happened to a packet offered to a link.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Enqueued {
-    /// The link was idle: serialization starts now.
-    StartNow,
-    /// The packet waits in the buffer.
-    Queued,
-    /// The packet was dropped.
-    Dropped,
-}
-
 impl Link {
-    /// A new idle link. `rng` drives its random loss.
-    pub fn new(params: LinkParams, rng: SimRng) -> Self {
-        Link { params, queue: VecDeque::new(), busy: false, stats: LinkStats::default(), rng }
+    /// A new idle link. `rng` drives its random loss; `bucket` is the width of the byte-count
+    /// time series.
+    pub fn new(params: LinkParams, rng: SimRng, bucket: Ps) -> Self {
+        Link {
+            params,
+            departures: VecDeque::new(),
+            busy_until: 0,
+            stats: LinkStats::default(),
+            bucket: bucket.max(1),
+            rng,
+        }
     }
 
-    /// Packets in the buffer, counting the one being serialized.
-    pub fn occupancy(&self) -> usize {
-        self.queue.len() + usize::from(self.busy)
+    /// Packets in the buffer at `now`, counting the one being serialized.
+    pub fn occupancy(&mut self, now: Ps) -> usize {
+        while self.departures.front().is_some_and(|&end| end <= now) {
+            self.departures.pop_front();
+        }
+        self.departures.len()
     }
 
     /// Serialization time of `bytes` wire bytes.
@@ -154,35 +161,42 @@ impl Link {
         num.div_ceil(u128::from(self.params.rate_bps)) as Ps
     }
 
-    /// Offer a packet: random loss, tail drop, ECN marking, then FIFO.
-    pub fn offer(&mut self, mut packet: Packet) -> (Enqueued, Option<Packet>) {
+    /// Offer a packet at `now`: random loss, tail drop, ECN marking, then FIFO. Returns the time
+    /// the packet reaches the far end, or `None` if it was dropped.
+    pub fn offer(&mut self, now: Ps, packet: &mut Packet) -> Option<Ps> {
         if self.params.loss > 0.0 && self.rng.next_f64() < self.params.loss {
             self.stats.dropped_random += 1;
-            return (Enqueued::Dropped, None);
+            return None;
         }
-        let occupancy = self.occupancy();
+        let occupancy = self.occupancy(now);
         if occupancy >= self.params.buffer_packets {
             self.stats.dropped_overflow += 1;
-            return (Enqueued::Dropped, None);
+            return None;
         }
         let ect = matches!(packet.ecn, Some(EcnCodepoint::Ect0 | EcnCodepoint::Ect1));
         if ect && self.params.ecn_k.is_some_and(|k| occupancy > k) {
             packet.ecn = Some(EcnCodepoint::Ce);
             self.stats.marked += 1;
         }
+        let bytes = packet.wire_bytes();
+        let start = self.busy_until.max(now);
+        let end = start + self.serialization(bytes);
+        self.busy_until = end;
+        self.departures.push_back(end);
         self.stats.enqueued += 1;
-        if self.busy {
-            self.queue.push_back(packet);
-            (Enqueued::Queued, None)
-        } else {
-            self.busy = true;
-            (Enqueued::StartNow, Some(packet))
+        self.stats.sent_packets += 1;
+        self.stats.sent_bytes += bytes as u64;
+        let bucket = (start / self.bucket) as usize;
+        if self.stats.bytes_series.len() <= bucket {
+            self.stats.bytes_series.resize(bucket + 1, 0);
         }
+        self.stats.bytes_series[bucket] += bytes as u64;
+        Some(end + self.params.delay_ps)
     }
 
     /// Record one queue-length sample.
     pub fn sample(&mut self, now: Ps, keep_series: bool) {
-        let q = self.occupancy() as u64;
+        let q = self.occupancy(now) as u64;
         self.stats.queue_hist.record(q).expect("queue length within histogram range");
         if keep_series {
             self.stats.queue_series.push((now, q as u32));
@@ -280,6 +294,7 @@ mod tests {
                 monitor: true,
             },
             SimRng::new(1, 1),
+            1_000_000_000,
         )
     }
 
@@ -298,27 +313,28 @@ mod tests {
     }
 
     #[test]
-    fn marks_above_k_and_drops_when_full() {
+    fn fifo_timing_marking_and_tail_drop() {
         let mut l = link(Some(2), 4);
-        let mut ce = vec![];
+        let mut out = vec![];
         for _ in 0..5 {
-            let (what, started) = l.offer(packet(Some(EcnCodepoint::Ect0)));
-            if let Some(p) = started {
-                ce.push(p.ecn);
-            }
-            if what == Enqueued::Dropped {
-                ce.push(None);
-            }
+            let mut p = packet(Some(EcnCodepoint::Ect0));
+            out.push((l.offer(0, &mut p), p.ecn));
         }
-        // Occupancy before each arrival: 0 (starts), 1, 2, 3 (> K: marked), 4 (full: dropped).
-        assert_eq!(l.stats.marked, 1);
-        assert_eq!(l.stats.dropped_overflow, 1);
-        assert_eq!(l.queue.back().unwrap().ecn, Some(EcnCodepoint::Ce));
-        assert_eq!(l.queue[0].ecn, Some(EcnCodepoint::Ect0));
+        // Back to back: arrivals one serialization apart, after the propagation delay.
+        assert_eq!(out[0].0, Some(1_142_400 + 2 * PS_PER_US));
+        assert_eq!(out[1].0, Some(2 * 1_142_400 + 2 * PS_PER_US));
+        // Occupancy before each arrival: 0, 1, 2, 3 (> K: marked), 4 (full: dropped).
+        assert_eq!(out[2].1, Some(EcnCodepoint::Ect0));
+        assert_eq!(out[3].1, Some(EcnCodepoint::Ce));
+        assert_eq!(out[4].0, None);
+        assert_eq!((l.stats.marked, l.stats.dropped_overflow), (1, 1));
+        // Once the first packet has left, there is room again.
+        assert_eq!(l.occupancy(1_142_400), 3);
         // Not-ECT packets are never marked.
         let mut l = link(Some(0), 10);
-        l.offer(packet(None));
-        l.offer(packet(None));
+        for _ in 0..3 {
+            l.offer(0, &mut packet(None));
+        }
         assert_eq!(l.stats.marked, 0);
     }
 

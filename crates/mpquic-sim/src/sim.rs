@@ -23,14 +23,15 @@ use noq_proto::{
 };
 
 use crate::crypto::{NullClientConfig, NullHmacKey, NullServerConfig, NullTokenKey};
-use crate::net::{
-    ecmp_hash, Enqueued, Interface, Link, LinkId, LinkParams, Node, NodeId, Packet, Ps,
-};
+use crate::net::{ecmp_hash, Interface, Link, LinkId, LinkParams, Node, NodeId, Packet, Ps};
 use crate::rng::SimRng;
 use crate::scenario::{expand_workloads, Expanded, FlowSpec, Scenario, ScenarioError};
 
 const ZEROS: [u8; 65536] = [0; 65536];
-const ONE: NonZeroUsize = NonZeroUsize::MIN;
+/// Datagrams one `poll_transmit` call may build (a GSO batch, split into separate packets
+/// before they reach the link: the wire sees the same back-to-back packets, the stack does less
+/// work per packet).
+const BATCH: NonZeroUsize = NonZeroUsize::new(8).unwrap();
 
 /// Which end of a flow an endpoint is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,11 +128,13 @@ struct Ep {
     role: Role,
     endpoint: Endpoint,
     conn: Option<(ConnectionHandle, Connection)>,
+    /// The connection's current deadline.
     timer: Option<Ps>,
+    /// The earliest timer event in the queue for this endpoint (later ones are stale).
+    timer_queued: Option<Ps>,
 }
 
 enum Ev {
-    TxDone(LinkId),
     Arrive(LinkId, Packet),
     Timer(usize, Ps),
     Connect(usize),
@@ -295,7 +298,8 @@ impl Sim {
                     loss: config.loss.unwrap_or(0.0),
                     monitor,
                 };
-                links.push(Link::new(params, SimRng::new(scenario.seed, 0x4c4b_0000 + id as u64)));
+                let rng = SimRng::new(scenario.seed, 0x4c4b_0000 + id as u64);
+                links.push(Link::new(params, rng, scenario.output.goodput_interval.0));
                 adjacency[from].push((to, id));
                 if is_host(from) {
                     host_links[from].push(id);
@@ -479,6 +483,7 @@ impl Sim {
             endpoint: make_endpoint(base_stream, None),
             conn: None,
             timer: None,
+            timer_queued: None,
         });
         let server_ep = self.endpoints.len();
         self.endpoints.push(Ep {
@@ -489,6 +494,7 @@ impl Sim {
             endpoint: make_endpoint(base_stream + 4, Some(Arc::new(server_config))),
             conn: None,
             timer: None,
+            timer_queued: None,
         });
         self.ep_by_addr.insert((client, client_port), client_ep);
         self.ep_by_addr.insert((server, server_port), server_ep);
@@ -567,7 +573,7 @@ impl Sim {
         c.initial_mtu(t.mtu);
         c.min_mtu(t.mtu);
         c.mtu_discovery_config(None);
-        c.enable_segmentation_offload(false);
+        c.enable_segmentation_offload(true);
         c.max_idle_timeout(None);
         c.initial_rtt(Duration::from_nanos(t.initial_rtt.0 / 1000));
         let window = VarInt::from_u64(t.window).map_err(|_| {
@@ -624,19 +630,31 @@ impl Sim {
 
     fn handle(&mut self, ev: Ev) {
         match ev {
-            Ev::TxDone(link) => self.tx_done(link),
             Ev::Arrive(link, packet) => {
                 let node = self.links[link].params.to;
                 self.receive(node, packet);
             }
             Ev::Timer(ep, at) => {
-                if self.endpoints[ep].timer == Some(at) {
-                    self.endpoints[ep].timer = None;
-                    let now = self.instant(self.now);
-                    if let Some((_, conn)) = &mut self.endpoints[ep].conn {
-                        conn.handle_timeout(now);
+                let now = self.instant(self.now);
+                let e = &mut self.endpoints[ep];
+                if e.timer_queued != Some(at) {
+                    return; // superseded by an earlier event
+                }
+                e.timer_queued = None;
+                match e.timer {
+                    Some(deadline) if deadline <= self.now => {
+                        e.timer = None;
+                        if let Some((_, conn)) = &mut e.conn {
+                            conn.handle_timeout(now);
+                        }
+                        self.service(ep);
                     }
-                    self.service(ep);
+                    Some(deadline) => {
+                        // The deadline moved later since this event was queued.
+                        e.timer_queued = Some(deadline);
+                        self.schedule(deadline, Ev::Timer(ep, deadline));
+                    }
+                    None => {}
                 }
             }
             Ev::Connect(f) => self.connect(f),
@@ -837,20 +855,23 @@ impl Sim {
             }
             loop {
                 self.buf.clear();
-                let Some(t) = conn.poll_transmit(now, ONE, &mut self.buf) else { break };
+                let Some(t) = conn.poll_transmit(now, BATCH, &mut self.buf) else { break };
                 let src_ip = t.src_ip.unwrap_or_else(|| match &self.nodes[ep.node] {
                     Node::Host { interfaces, .. } => interfaces[0].ip,
                     Node::Switch { .. } => unreachable!("endpoints live on hosts"),
                 });
-                self.outbox.push((
-                    ep.node,
-                    Packet {
-                        src: SocketAddr::new(src_ip, ep.port),
-                        dst: t.destination,
-                        ecn: t.ecn,
-                        data: BytesMut::from(&self.buf[..t.size]),
-                    },
-                ));
+                let segment = t.segment_size.unwrap_or(t.size);
+                for datagram in self.buf[..t.size].chunks(segment) {
+                    self.outbox.push((
+                        ep.node,
+                        Packet {
+                            src: SocketAddr::new(src_ip, ep.port),
+                            dst: t.destination,
+                            ecn: t.ecn,
+                            data: BytesMut::from(datagram),
+                        },
+                    ));
+                }
             }
             let mut more = false;
             while let Some(event) = conn.poll_endpoint_events() {
@@ -868,9 +889,12 @@ impl Sim {
             (ns * 1000).max(now_ps)
         });
         let done = flow.is_done();
-        if deadline != ep.timer {
-            ep.timer = deadline;
-            if let Some(at) = deadline {
+        ep.timer = deadline;
+        if let Some(at) = deadline {
+            // Queue an event only if none is queued at or before the deadline; a later deadline
+            // is picked up when the queued event fires.
+            if ep.timer_queued.is_none_or(|q| at < q) {
+                ep.timer_queued = Some(at);
                 self.schedule(at, Ev::Timer(ep_id, at));
             }
         }
@@ -893,32 +917,9 @@ impl Sim {
         self.enqueue(link, packet);
     }
 
-    fn enqueue(&mut self, link: LinkId, packet: Packet) {
-        if let (Enqueued::StartNow, Some(p)) = self.links[link].offer(packet) {
-            self.start_tx(link, p);
-        }
-    }
-
-    fn start_tx(&mut self, link: LinkId, packet: Packet) {
-        let l = &mut self.links[link];
-        let bytes = packet.wire_bytes();
-        let ser = l.serialization(bytes);
-        l.stats.sent_packets += 1;
-        l.stats.sent_bytes += bytes as u64;
-        let bucket = (self.now / self.scenario.output.goodput_interval.0.max(1)) as usize;
-        if l.stats.bytes_series.len() <= bucket {
-            l.stats.bytes_series.resize(bucket + 1, 0);
-        }
-        l.stats.bytes_series[bucket] += bytes as u64;
-        let arrive = self.now + ser + l.params.delay_ps;
-        self.schedule(self.now + ser, Ev::TxDone(link));
-        self.schedule(arrive, Ev::Arrive(link, packet));
-    }
-
-    fn tx_done(&mut self, link: LinkId) {
-        match self.links[link].queue.pop_front() {
-            Some(p) => self.start_tx(link, p),
-            None => self.links[link].busy = false,
+    fn enqueue(&mut self, link: LinkId, mut packet: Packet) {
+        if let Some(at) = self.links[link].offer(self.now, &mut packet) {
+            self.schedule(at, Ev::Arrive(link, packet));
         }
     }
 }
