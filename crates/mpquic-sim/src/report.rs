@@ -179,11 +179,17 @@ pub struct Report {
     pub undeliverable: u64,
 }
 
+/// Per path of one flow: (time us, window bytes, rtt us).
+pub type PathTraces = BTreeMap<u64, Vec<(f64, u64, f64)>>;
+
+/// Per group: flows, FCT histogram, and per job (first start, last completion, all complete).
+type GroupAcc = (usize, Histogram<u64>, BTreeMap<usize, (Ps, Ps, bool)>);
+
 /// Time series for plots and traces, kept apart from the summary.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Traces {
     /// Per flow, per path: (time us, window bytes, rtt us).
-    pub windows: BTreeMap<String, BTreeMap<u64, Vec<(f64, u64, f64)>>>,
+    pub windows: BTreeMap<String, PathTraces>,
     /// Per flow: goodput per bucket (time us at bucket start, bits per second).
     pub goodput: BTreeMap<String, Vec<(f64, f64)>>,
     /// Per monitored link: (time us, queue packets).
@@ -294,8 +300,7 @@ impl Report {
             });
         }
 
-        let mut groups: BTreeMap<String, (usize, Histogram<u64>, BTreeMap<usize, (Ps, Ps, bool)>)> =
-            BTreeMap::new();
+        let mut groups: BTreeMap<String, GroupAcc> = BTreeMap::new();
         for flow in &sim.flows {
             let (Some(group), Some(_)) = (&flow.spec.group, flow.spec.bytes) else { continue };
             let entry = groups.entry(group.clone()).or_insert_with(|| {
@@ -328,8 +333,8 @@ impl Report {
                     group,
                     flows: n,
                     completed: h.len() as usize,
-                    fct_us: (h.len() > 0).then(|| Percentiles::of(&h)),
-                    jct_us: (jh.len() > 0).then(|| Percentiles::of(&jh)),
+                    fct_us: (!h.is_empty()).then(|| Percentiles::of(&h)),
+                    jct_us: (!jh.is_empty()).then(|| Percentiles::of(&jh)),
                 }
             })
             .collect();
@@ -349,7 +354,7 @@ impl Report {
                 marked: l.stats.marked,
                 dropped_overflow: l.stats.dropped_overflow,
                 dropped_random: l.stats.dropped_random,
-                queue: (l.params.monitor && l.stats.queue_hist.len() > 0)
+                queue: (l.params.monitor && !l.stats.queue_hist.is_empty())
                     .then(|| Percentiles::of(&l.stats.queue_hist)),
             })
             .collect();

@@ -71,11 +71,11 @@ impl FromStr for Dur {
 impl fmt::Display for Dur {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ps = self.0;
-        if ps % 1_000_000_000_000 == 0 {
+        if ps.is_multiple_of(1_000_000_000_000) {
             write!(f, "{}s", ps / 1_000_000_000_000)
-        } else if ps % 1_000_000_000 == 0 {
+        } else if ps.is_multiple_of(1_000_000_000) {
             write!(f, "{}ms", ps / 1_000_000_000)
-        } else if ps % 1_000_000 == 0 {
+        } else if ps.is_multiple_of(1_000_000) {
             write!(f, "{}us", ps / 1_000_000)
         } else {
             write!(f, "{}ns", ps as f64 / 1000.0)
@@ -121,9 +121,9 @@ impl FromStr for Rate {
 
 impl fmt::Display for Rate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0 % 1_000_000_000 == 0 {
+        if self.0.is_multiple_of(1_000_000_000) {
             write!(f, "{}Gbps", self.0 / 1_000_000_000)
-        } else if self.0 % 1_000_000 == 0 {
+        } else if self.0.is_multiple_of(1_000_000) {
             write!(f, "{}Mbps", self.0 / 1_000_000)
         } else {
             write!(f, "{}bps", self.0)

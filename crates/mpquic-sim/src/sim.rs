@@ -27,7 +27,7 @@ use crate::net::{ecmp_hash, Interface, Link, LinkId, LinkParams, Node, NodeId, P
 use crate::rng::SimRng;
 use crate::scenario::{expand_workloads, Expanded, FlowSpec, Scenario, ScenarioError};
 
-const ZEROS: [u8; 65536] = [0; 65536];
+static ZEROS: [u8; 65536] = [0; 65536];
 /// Datagrams one `poll_transmit` call may build (a GSO batch, split into separate packets
 /// before they reach the link: the wire sees the same back-to-back packets, the stack does less
 /// work per packet).
@@ -670,7 +670,7 @@ impl Sim {
                 self.check_done();
             }
             Ev::SampleQueues => {
-                let keep = self.samples_taken % self.series_every == 0;
+                let keep = self.samples_taken.is_multiple_of(self.series_every);
                 self.samples_taken += 1;
                 for i in 0..self.monitored.len() {
                     let l = self.monitored[i];
