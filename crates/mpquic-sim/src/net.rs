@@ -1,0 +1,351 @@
+//! The network: packets, unidirectional links with a FIFO buffer and an ECN marker, switches
+//! with static or ECMP routing, and hosts with one or more addresses.
+//!
+//! Time is in picoseconds of virtual time ([`Ps`]), which keeps serialization at 10 Gbit/s exact
+//! (a 1428-byte packet takes 1 142 400 ps).
+
+use std::collections::VecDeque;
+use std::net::{IpAddr, SocketAddr};
+
+use bytes::BytesMut;
+use hdrhistogram::Histogram;
+use noq_proto::EcnCodepoint;
+use serde::Serialize;
+
+use crate::rng::SimRng;
+
+/// Virtual time in picoseconds.
+pub type Ps = u64;
+
+/// Picoseconds per microsecond.
+pub const PS_PER_US: Ps = 1_000_000;
+
+/// Bytes of IPv4 + UDP header added to each QUIC datagram on the wire.
+pub const WIRE_OVERHEAD: usize = 28;
+
+/// Index of a node (host or switch).
+pub type NodeId = usize;
+/// Index of a unidirectional link.
+pub type LinkId = usize;
+
+/// One UDP datagram in flight.
+#[derive(Debug)]
+pub struct Packet {
+    /// Source address and port.
+    pub src: SocketAddr,
+    /// Destination address and port.
+    pub dst: SocketAddr,
+    /// ECN codepoint in the IP header; links may turn ECT into CE.
+    pub ecn: Option<EcnCodepoint>,
+    /// The QUIC datagram.
+    pub data: BytesMut,
+}
+
+impl Packet {
+    /// Size on the wire, in bytes.
+    pub fn wire_bytes(&self) -> usize {
+        self.data.len() + WIRE_OVERHEAD
+    }
+}
+
+/// Static parameters of one unidirectional link.
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkParams {
+    /// Human-readable name, `from->to`.
+    pub name: String,
+    /// Sending node.
+    pub from: NodeId,
+    /// Receiving node.
+    pub to: NodeId,
+    /// Rate in bits per second.
+    pub rate_bps: u64,
+    /// Propagation delay.
+    pub delay_ps: Ps,
+    /// Buffer size in packets, counting the one being serialized.
+    pub buffer_packets: usize,
+    /// ECN marking threshold K in packets: an ECT packet arriving when more than K packets are
+    /// queued (counting the one being serialized) is marked CE. `None`: no marking.
+    pub ecn_k: Option<usize>,
+    /// Probability that a packet is lost on this link (independently, before queueing).
+    pub loss: f64,
+    /// Whether queue-length samples are recorded for this link.
+    pub monitor: bool,
+}
+
+/// Counters and samples of one link.
+#[derive(Debug, Clone)]
+pub struct LinkStats {
+    /// Packets that entered the buffer.
+    pub enqueued: u64,
+    /// Packets sent (accepted into the FIFO; each is serialized in turn).
+    pub sent_packets: u64,
+    /// Wire bytes sent.
+    pub sent_bytes: u64,
+    /// Packets marked CE.
+    pub marked: u64,
+    /// Packets dropped because the buffer was full.
+    pub dropped_overflow: u64,
+    /// Packets dropped by random loss.
+    pub dropped_random: u64,
+    /// Queue lengths (packets) seen by the periodic sampler.
+    pub queue_hist: Histogram<u64>,
+    /// (time, queue length) samples, for plots.
+    pub queue_series: Vec<(Ps, u32)>,
+    /// Wire bytes whose serialization starts in each bucket of the goodput interval.
+    pub bytes_series: Vec<u64>,
+}
+
+impl Default for LinkStats {
+    fn default() -> Self {
+        LinkStats {
+            enqueued: 0,
+            sent_packets: 0,
+            sent_bytes: 0,
+            marked: 0,
+            dropped_overflow: 0,
+            dropped_random: 0,
+            queue_hist: Histogram::new_with_max(1 << 20, 3).expect("valid histogram bounds"),
+            queue_series: Vec::new(),
+            bytes_series: Vec::new(),
+        }
+    }
+}
+
+/// A unidirectional link with its FIFO.
+///
+/// The FIFO is served at a fixed rate, so each packet's departure is known when it is queued:
+/// the link keeps only the departure times of the packets it holds, and a packet's arrival at
+/// the far end is scheduled as soon as it is accepted. The queue length at any instant is the
+/// number of held packets that have not finished serialization.
+#[derive(Debug)]
+pub struct Link {
+    /// Parameters.
+    pub params: LinkParams,
+    /// End of serialization of each packet in the buffer (including the one being sent).
+    departures: VecDeque<Ps>,
+    /// When the last accepted packet finishes serialization.
+    busy_until: Ps,
+    /// Counters.
+    pub stats: LinkStats,
+    /// Bucket width of `stats.bytes_series`.
+    bucket: Ps,
+    rng: SimRng,
+}
+
+impl Link {
+    /// A new idle link. `rng` drives its random loss; `bucket` is the width of the byte-count
+    /// time series.
+    pub fn new(params: LinkParams, rng: SimRng, bucket: Ps) -> Self {
+        Link {
+            params,
+            departures: VecDeque::new(),
+            busy_until: 0,
+            stats: LinkStats::default(),
+            bucket: bucket.max(1),
+            rng,
+        }
+    }
+
+    /// Packets in the buffer at `now`, counting the one being serialized.
+    pub fn occupancy(&mut self, now: Ps) -> usize {
+        while self.departures.front().is_some_and(|&end| end <= now) {
+            self.departures.pop_front();
+        }
+        self.departures.len()
+    }
+
+    /// Serialization time of `bytes` wire bytes.
+    pub fn serialization(&self, bytes: usize) -> Ps {
+        // ps = bytes * 8 * 1e12 / rate, rounded up.
+        let num = bytes as u128 * 8 * 1_000_000_000_000;
+        num.div_ceil(u128::from(self.params.rate_bps)) as Ps
+    }
+
+    /// Offer a packet at `now`: random loss, tail drop, ECN marking, then FIFO. Returns the time
+    /// the packet reaches the far end, or `None` if it was dropped.
+    pub fn offer(&mut self, now: Ps, packet: &mut Packet) -> Option<Ps> {
+        if self.params.loss > 0.0 && self.rng.next_f64() < self.params.loss {
+            self.stats.dropped_random += 1;
+            return None;
+        }
+        let occupancy = self.occupancy(now);
+        if occupancy >= self.params.buffer_packets {
+            self.stats.dropped_overflow += 1;
+            return None;
+        }
+        let ect = matches!(packet.ecn, Some(EcnCodepoint::Ect0 | EcnCodepoint::Ect1));
+        if ect && self.params.ecn_k.is_some_and(|k| occupancy > k) {
+            packet.ecn = Some(EcnCodepoint::Ce);
+            self.stats.marked += 1;
+        }
+        let bytes = packet.wire_bytes();
+        let start = self.busy_until.max(now);
+        let end = start + self.serialization(bytes);
+        self.busy_until = end;
+        self.departures.push_back(end);
+        self.stats.enqueued += 1;
+        self.stats.sent_packets += 1;
+        self.stats.sent_bytes += bytes as u64;
+        let bucket = (start / self.bucket) as usize;
+        if self.stats.bytes_series.len() <= bucket {
+            self.stats.bytes_series.resize(bucket + 1, 0);
+        }
+        self.stats.bytes_series[bucket] += bytes as u64;
+        Some(end + self.params.delay_ps)
+    }
+
+    /// Record one queue-length sample.
+    pub fn sample(&mut self, now: Ps, keep_series: bool) {
+        let q = self.occupancy(now) as u64;
+        self.stats.queue_hist.record(q).expect("queue length within histogram range");
+        if keep_series {
+            self.stats.queue_series.push((now, q as u32));
+        }
+    }
+}
+
+/// A host address and the link it sends on.
+#[derive(Debug, Clone)]
+pub struct Interface {
+    /// The address.
+    pub ip: IpAddr,
+    /// The outgoing link.
+    pub link: LinkId,
+}
+
+/// Switch routing: how a switch picks among equal-cost next hops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Routing {
+    /// Always the first of the equal-cost links (in link order).
+    Static,
+    /// Hash of (source address, source port, destination address, destination port).
+    #[default]
+    Ecmp,
+}
+
+/// A node of the network.
+#[derive(Debug)]
+pub enum Node {
+    /// An end host.
+    Host {
+        /// Name from the scenario.
+        name: String,
+        /// Its addresses, each with the link it sends on.
+        interfaces: Vec<Interface>,
+    },
+    /// A switch.
+    Switch {
+        /// Name from the scenario.
+        name: String,
+        /// For each destination address, the equal-cost outgoing links.
+        routes: std::collections::BTreeMap<IpAddr, Vec<LinkId>>,
+        /// Per-switch hash salt, so that ECMP decisions are not correlated across hops.
+        salt: u64,
+    },
+}
+
+impl Node {
+    /// The node's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Node::Host { name, .. } | Node::Switch { name, .. } => name,
+        }
+    }
+}
+
+/// Hash of a flow's 4-tuple for ECMP (FNV-1a over the fields, salted per switch).
+pub fn ecmp_hash(src: &SocketAddr, dst: &SocketAddr, salt: u64) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ salt;
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    for addr in [src, dst] {
+        match addr.ip() {
+            IpAddr::V4(ip) => eat(&ip.octets()),
+            IpAddr::V6(ip) => eat(&ip.octets()),
+        }
+        eat(&addr.port().to_be_bytes());
+    }
+    // Final avalanche, so that the low bits used by `%` depend on every input byte.
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^ (h >> 33)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link(k: Option<usize>, buffer: usize) -> Link {
+        Link::new(
+            LinkParams {
+                name: "a->b".into(),
+                from: 0,
+                to: 1,
+                rate_bps: 10_000_000_000,
+                delay_ps: 2 * PS_PER_US,
+                buffer_packets: buffer,
+                ecn_k: k,
+                loss: 0.0,
+                monitor: true,
+            },
+            SimRng::new(1, 1),
+            1_000_000_000,
+        )
+    }
+
+    fn packet(ecn: Option<EcnCodepoint>) -> Packet {
+        Packet {
+            src: "10.0.0.1:1".parse().unwrap(),
+            dst: "10.0.0.2:2".parse().unwrap(),
+            ecn,
+            data: BytesMut::zeroed(1400),
+        }
+    }
+
+    #[test]
+    fn serialization_is_exact_at_10g() {
+        assert_eq!(link(None, 10).serialization(1428), 1_142_400);
+    }
+
+    #[test]
+    fn fifo_timing_marking_and_tail_drop() {
+        let mut l = link(Some(2), 4);
+        let mut out = vec![];
+        for _ in 0..5 {
+            let mut p = packet(Some(EcnCodepoint::Ect0));
+            out.push((l.offer(0, &mut p), p.ecn));
+        }
+        // Back to back: arrivals one serialization apart, after the propagation delay.
+        assert_eq!(out[0].0, Some(1_142_400 + 2 * PS_PER_US));
+        assert_eq!(out[1].0, Some(2 * 1_142_400 + 2 * PS_PER_US));
+        // Occupancy before each arrival: 0, 1, 2, 3 (> K: marked), 4 (full: dropped).
+        assert_eq!(out[2].1, Some(EcnCodepoint::Ect0));
+        assert_eq!(out[3].1, Some(EcnCodepoint::Ce));
+        assert_eq!(out[4].0, None);
+        assert_eq!((l.stats.marked, l.stats.dropped_overflow), (1, 1));
+        // Once the first packet has left, there is room again.
+        assert_eq!(l.occupancy(1_142_400), 3);
+        // Not-ECT packets are never marked.
+        let mut l = link(Some(0), 10);
+        for _ in 0..3 {
+            l.offer(0, &mut packet(None));
+        }
+        assert_eq!(l.stats.marked, 0);
+    }
+
+    #[test]
+    fn ecmp_hash_spreads_ports() {
+        let dst: SocketAddr = "10.0.0.2:443".parse().unwrap();
+        let mut counts = [0; 4];
+        for port in 0..4000u16 {
+            let src = SocketAddr::new("10.0.0.1".parse().unwrap(), 10_000 + port);
+            counts[(ecmp_hash(&src, &dst, 9) % 4) as usize] += 1;
+        }
+        assert!(counts.iter().all(|&c| c > 850), "{counts:?}");
+    }
+}

@@ -1,0 +1,443 @@
+//! Results of a run: per-flow goodput and completion times, per-group FCT percentiles
+//! (hdrhistogram), per-link queue statistics and mark counts, per-path window traces.
+//!
+//! Everything here is computed from virtual time and the run's own counters, so the same
+//! scenario and seed serialize to byte-identical JSON. Wall-clock figures (speed) are kept out of
+//! the report on purpose; see [`Perf`].
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::net::Ps;
+use crate::scenario::Scenario;
+use crate::sim::{Flow, Sim};
+
+/// Percentiles of a distribution.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Percentiles {
+    /// Number of values.
+    pub count: u64,
+    /// Mean.
+    pub mean: f64,
+    /// Standard deviation.
+    pub stdev: f64,
+    /// Minimum.
+    pub min: u64,
+    /// Median.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// Maximum.
+    pub max: u64,
+}
+
+impl Percentiles {
+    /// Summarize a histogram.
+    pub fn of(h: &Histogram<u64>) -> Percentiles {
+        Percentiles {
+            count: h.len(),
+            mean: round3(h.mean()),
+            stdev: round3(h.stdev()),
+            min: h.min(),
+            p50: h.value_at_quantile(0.5),
+            p90: h.value_at_quantile(0.9),
+            p99: h.value_at_quantile(0.99),
+            max: h.max(),
+        }
+    }
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// One path of a flow's client, at the end of the run.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PathReport {
+    /// Path id.
+    pub path: u64,
+    /// Client address used.
+    pub local: String,
+    /// Server address used.
+    pub remote: String,
+    /// Packets the client sent on it.
+    pub sent_packets: u64,
+    /// Bytes the client sent on it.
+    pub sent_bytes: u64,
+    /// Packets declared lost.
+    pub lost_packets: u64,
+    /// Congestion events (loss or ECN) the controller saw.
+    pub congestion_events: u64,
+    /// Final congestion window.
+    pub cwnd: u64,
+    /// Final smoothed RTT, microseconds.
+    pub rtt_us: f64,
+}
+
+/// One flow's results.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FlowReport {
+    /// Name.
+    pub name: String,
+    /// Group.
+    pub group: Option<String>,
+    /// Client host.
+    pub from: String,
+    /// Server host.
+    pub to: String,
+    /// Controller.
+    pub controller: String,
+    /// Paths asked for.
+    pub paths: usize,
+    /// Start, seconds.
+    pub start_s: f64,
+    /// Request size (absent: bulk).
+    pub bytes: Option<u64>,
+    /// Response size.
+    pub response_bytes: u64,
+    /// Bytes delivered to the receiving applications.
+    pub delivered_bytes: u64,
+    /// Goodput over the flow's active time, bits per second.
+    pub goodput_bps: f64,
+    /// Goodput over the second half of the flow's active time, bits per second.
+    pub goodput_last_half_bps: f64,
+    /// Flow completion time, microseconds (sized flows that completed).
+    pub fct_us: Option<f64>,
+    /// Handshake completion, microseconds after the start of the run.
+    pub connected_us: Option<f64>,
+    /// Extra paths established, with the time (us).
+    pub paths_established: Vec<(u64, f64)>,
+    /// Paths abandoned.
+    pub paths_abandoned: u64,
+    /// The client's paths.
+    pub path_stats: Vec<PathReport>,
+    /// Connection error, if any.
+    pub error: Option<String>,
+}
+
+/// FCT statistics of a group of sized flows.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct GroupReport {
+    /// Group name.
+    pub group: String,
+    /// Flows in the group.
+    pub flows: usize,
+    /// Flows that completed.
+    pub completed: usize,
+    /// FCT in microseconds.
+    pub fct_us: Option<Percentiles>,
+    /// Job completion times in microseconds (jobs = rounds of incast, partition/aggregate jobs):
+    /// the last flow of the job minus the job's first start.
+    pub jct_us: Option<Percentiles>,
+}
+
+/// One link's counters.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LinkReport {
+    /// `from->to`.
+    pub name: String,
+    /// Rate, bits per second.
+    pub rate_bps: u64,
+    /// Packets sent.
+    pub sent_packets: u64,
+    /// Utilization over the run.
+    pub utilization: f64,
+    /// CE marks.
+    pub marked: u64,
+    /// Tail drops.
+    pub dropped_overflow: u64,
+    /// Random losses.
+    pub dropped_random: u64,
+    /// Queue length in packets from periodic samples (monitored links only).
+    pub queue: Option<Percentiles>,
+}
+
+/// A whole run.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Report {
+    /// The scenario as it ran (all defaults filled in).
+    pub scenario: Scenario,
+    /// Virtual time the run covered, seconds.
+    pub simulated_s: f64,
+    /// Flows.
+    pub flows: Vec<FlowReport>,
+    /// Per-group FCT statistics.
+    pub groups: Vec<GroupReport>,
+    /// Jain's fairness index over the bulk flows' last-half goodput.
+    pub jain_bulk: Option<f64>,
+    /// Links that carried traffic.
+    pub links: Vec<LinkReport>,
+    /// Events processed.
+    pub events: u64,
+    /// Datagrams sent by endpoints.
+    pub datagrams: u64,
+    /// Datagrams without route or endpoint.
+    pub undeliverable: u64,
+}
+
+/// Per path of one flow: (time us, window bytes, rtt us).
+pub type PathTraces = BTreeMap<u64, Vec<(f64, u64, f64)>>;
+
+/// Per group: flows, FCT histogram, and per job (first start, last completion, all complete).
+type GroupAcc = (usize, Histogram<u64>, BTreeMap<usize, (Ps, Ps, bool)>);
+
+/// Time series for plots and traces, kept apart from the summary.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Traces {
+    /// Per flow, per path: (time us, window bytes, rtt us).
+    pub windows: BTreeMap<String, PathTraces>,
+    /// Per flow: goodput per bucket (time us at bucket start, bits per second).
+    pub goodput: BTreeMap<String, Vec<(f64, f64)>>,
+    /// Per monitored link: (time us, queue packets).
+    pub queues: BTreeMap<String, Vec<(f64, u32)>>,
+}
+
+/// Wall-clock performance of a run (not part of the deterministic report).
+#[derive(Debug, Clone, Serialize)]
+pub struct Perf {
+    /// Virtual seconds simulated.
+    pub simulated_s: f64,
+    /// Wall-clock seconds.
+    pub wall_s: f64,
+    /// Simulated seconds per wall second.
+    pub speed: f64,
+    /// Events per wall second.
+    pub events_per_s: f64,
+}
+
+fn us(ps: Ps) -> f64 {
+    ps as f64 / 1e6
+}
+
+/// Jain's fairness index.
+pub fn jain(xs: &[f64]) -> Option<f64> {
+    if xs.is_empty() {
+        return None;
+    }
+    let sum: f64 = xs.iter().sum();
+    let sq: f64 = xs.iter().map(|x| x * x).sum();
+    if sq == 0.0 {
+        return None;
+    }
+    Some(sum * sum / (xs.len() as f64 * sq))
+}
+
+/// Active interval of a flow, picoseconds.
+fn active(flow: &Flow, end: Ps) -> (Ps, Ps) {
+    let start = flow.spec.start.0;
+    let stop = match flow.spec.bytes {
+        None => flow.spec.stop.map_or(end, |s| s.0.min(end)),
+        Some(_) => flow.fct().map_or(end, |f| start + f),
+    };
+    (start, stop.max(start))
+}
+
+fn goodput_between(flow: &Flow, bucket: Ps, from: Ps, to: Ps) -> f64 {
+    if to <= from {
+        return 0.0;
+    }
+    // Whole buckets inside [from, to).
+    let first = from.div_ceil(bucket) as usize;
+    let last = (to / bucket) as usize;
+    if last <= first {
+        let total: u64 = flow.progress.delivered.iter().sum();
+        return total as f64 * 8.0 / ((to - from) as f64 / 1e12);
+    }
+    let bytes: u64 = flow.progress.delivered.iter().skip(first).take(last - first).sum();
+    bytes as f64 * 8.0 / ((last - first) as f64 * bucket as f64 / 1e12)
+}
+
+impl Report {
+    /// Summarize a finished run.
+    pub fn new(sim: &mut Sim) -> Report {
+        let end = sim.end_time();
+        let bucket = sim.scenario.output.goodput_interval.0.max(1);
+        let mut flows = vec![];
+        let mut last_half_bulk = vec![];
+        for f in 0..sim.flows.len() {
+            let path_stats = sim.client_path_stats(f);
+            let flow = &sim.flows[f];
+            let (start, stop) = active(flow, end);
+            let delivered: u64 = flow.progress.delivered.iter().sum();
+            let goodput = if stop > start {
+                delivered as f64 * 8.0 / ((stop - start) as f64 / 1e12)
+            } else {
+                0.0
+            };
+            let mid = start + (stop - start) / 2;
+            let last_half = goodput_between(flow, bucket, mid, stop);
+            if flow.spec.bytes.is_none() {
+                last_half_bulk.push(last_half);
+            }
+            flows.push(FlowReport {
+                name: flow.name.clone(),
+                group: flow.spec.group.clone(),
+                from: flow.spec.from.clone(),
+                to: flow.spec.to.clone(),
+                controller: flow.controller.clone(),
+                paths: flow.spec.paths,
+                start_s: flow.spec.start.secs(),
+                bytes: flow.spec.bytes,
+                response_bytes: flow.spec.response_bytes,
+                delivered_bytes: delivered,
+                goodput_bps: goodput.round(),
+                goodput_last_half_bps: last_half.round(),
+                fct_us: flow.fct().map(us),
+                connected_us: flow.progress.connected_at.map(us),
+                paths_established: flow
+                    .progress
+                    .paths_established
+                    .iter()
+                    .map(|&(p, t)| (p, us(t)))
+                    .collect(),
+                paths_abandoned: flow.progress.paths_abandoned,
+                path_stats,
+                error: flow.progress.error.clone(),
+            });
+        }
+
+        let mut groups: BTreeMap<String, GroupAcc> = BTreeMap::new();
+        for flow in &sim.flows {
+            let (Some(group), Some(_)) = (&flow.spec.group, flow.spec.bytes) else { continue };
+            let entry = groups.entry(group.clone()).or_insert_with(|| {
+                (0, Histogram::new(3).expect("valid histogram"), BTreeMap::new())
+            });
+            entry.0 += 1;
+            let fct = flow.fct();
+            if let Some(fct) = fct {
+                entry.1.record((fct / 1_000_000).max(1)).expect("auto-resizing histogram");
+            }
+            if let Some(job) = flow.spec.job {
+                let e = entry.2.entry(job).or_insert((Ps::MAX, 0, true));
+                e.0 = e.0.min(flow.spec.start.0);
+                match fct {
+                    Some(fct) => e.1 = e.1.max(flow.spec.start.0 + fct),
+                    None => e.2 = false,
+                }
+            }
+        }
+        let groups = groups
+            .into_iter()
+            .map(|(group, (n, h, jobs))| {
+                let mut jh = Histogram::<u64>::new(3).expect("valid histogram");
+                for (start, done, complete) in jobs.values() {
+                    if *complete {
+                        jh.record(((done - start) / 1_000_000).max(1)).expect("auto-resizing");
+                    }
+                }
+                GroupReport {
+                    group,
+                    flows: n,
+                    completed: h.len() as usize,
+                    fct_us: (!h.is_empty()).then(|| Percentiles::of(&h)),
+                    jct_us: (!jh.is_empty()).then(|| Percentiles::of(&jh)),
+                }
+            })
+            .collect();
+
+        let links = sim
+            .links
+            .iter()
+            .filter(|l| l.stats.sent_packets > 0 || l.params.monitor)
+            .map(|l| LinkReport {
+                name: l.params.name.clone(),
+                rate_bps: l.params.rate_bps,
+                sent_packets: l.stats.sent_packets,
+                utilization: round3(
+                    l.stats.sent_bytes as f64 * 8.0
+                        / (l.params.rate_bps as f64 * end as f64 / 1e12),
+                ),
+                marked: l.stats.marked,
+                dropped_overflow: l.stats.dropped_overflow,
+                dropped_random: l.stats.dropped_random,
+                queue: (l.params.monitor && !l.stats.queue_hist.is_empty())
+                    .then(|| Percentiles::of(&l.stats.queue_hist)),
+            })
+            .collect();
+
+        Report {
+            scenario: sim.scenario.clone(),
+            simulated_s: end as f64 / 1e12,
+            flows,
+            groups,
+            jain_bulk: jain(&last_half_bulk).map(|j| (j * 1e6).round() / 1e6),
+            links,
+            events: sim.counters.events,
+            datagrams: sim.counters.datagrams,
+            undeliverable: sim.counters.undeliverable,
+        }
+    }
+
+    /// The report as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("reports serialize")
+    }
+
+    /// A flow by name.
+    pub fn flow(&self, name: &str) -> Option<&FlowReport> {
+        self.flows.iter().find(|f| f.name == name)
+    }
+
+    /// A link by name (`from->to`).
+    pub fn link(&self, name: &str) -> Option<&LinkReport> {
+        self.links.iter().find(|l| l.name == name)
+    }
+}
+
+impl Traces {
+    /// Collect the time series of a finished run.
+    pub fn new(sim: &Sim) -> Traces {
+        let bucket = sim.scenario.output.goodput_interval.0.max(1);
+        let mut windows = BTreeMap::new();
+        let mut goodput = BTreeMap::new();
+        for flow in &sim.flows {
+            if !flow.progress.traces.is_empty() {
+                let per_path = flow
+                    .progress
+                    .traces
+                    .iter()
+                    .map(|(&p, v)| {
+                        (p, v.iter().map(|&(t, w, r)| (us(t), w, r as f64 / 1000.0)).collect())
+                    })
+                    .collect();
+                windows.insert(flow.name.clone(), per_path);
+            }
+            let series = flow
+                .progress
+                .delivered
+                .iter()
+                .enumerate()
+                .map(|(i, &b)| (us(i as Ps * bucket), b as f64 * 8.0 / (bucket as f64 / 1e12)))
+                .collect();
+            goodput.insert(flow.name.clone(), series);
+        }
+        let queues = sim
+            .links
+            .iter()
+            .filter(|l| l.params.monitor)
+            .map(|l| {
+                (
+                    l.params.name.clone(),
+                    l.stats.queue_series.iter().map(|&(t, q)| (us(t), q)).collect(),
+                )
+            })
+            .collect();
+        Traces { windows, goodput, queues }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jain_index() {
+        assert_eq!(jain(&[1.0, 1.0, 1.0]), Some(1.0));
+        assert!((jain(&[1.0, 0.0]).unwrap() - 0.5).abs() < 1e-12);
+        assert_eq!(jain(&[]), None);
+    }
+}

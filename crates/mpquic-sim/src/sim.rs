@@ -1,0 +1,1048 @@
+//! The event loop: virtual time, links, switches, hosts and real `noq-proto` endpoints.
+//!
+//! Every QUIC endpoint is a sans-IO `noq_proto::Endpoint` bound to one (host, port). Datagrams
+//! it emits go into the host's egress link for the datagram's source address; switches forward
+//! by destination address (ECMP over equal-cost links); a datagram reaching its host is handed
+//! to the endpoint with its (possibly CE-marked) ECN codepoint. The stack's timers are
+//! scheduled as events. Time is only `base + virtual offset`; randomness only comes from the
+//! scenario seed.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::num::NonZeroUsize;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use bytes::BytesMut;
+use noq_proto::{
+    ClientConfig, Connection, ConnectionHandle, ConnectionId, ConnectionIdGenerator, DatagramEvent,
+    Dir, Endpoint, EndpointConfig, Event, FourTuple, PathEvent, PathStatus, ServerConfig, StreamId,
+    TimeSource, TransportConfig, ValidationTokenConfig, VarInt,
+};
+
+use crate::crypto::{NullClientConfig, NullHmacKey, NullServerConfig, NullTokenKey};
+use crate::net::{ecmp_hash, Interface, Link, LinkId, LinkParams, Node, NodeId, Packet, Ps};
+use crate::rng::SimRng;
+use crate::scenario::{expand_workloads, Expanded, FlowSpec, Scenario, ScenarioError};
+
+static ZEROS: [u8; 65536] = [0; 65536];
+/// Datagrams one `poll_transmit` call may build (a GSO batch, split into separate packets
+/// before they reach the link: the wire sees the same back-to-back packets, the stack does less
+/// work per packet).
+const BATCH: NonZeroUsize = NonZeroUsize::new(8).unwrap();
+
+/// Which end of a flow an endpoint is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Client,
+    Server,
+}
+
+/// A flow's progress.
+#[derive(Debug, Clone, Default)]
+pub struct FlowProgress {
+    /// Connection established (client view), virtual time.
+    pub connected_at: Option<Ps>,
+    /// Bytes the client has written into its stream.
+    pub request_written: u64,
+    /// Bytes of the request the server application has read.
+    pub request_read: u64,
+    /// When the server had the whole request.
+    pub request_done_at: Option<Ps>,
+    /// Bytes of the response written by the server.
+    pub response_written: u64,
+    /// Bytes of the response the client has read.
+    pub response_read: u64,
+    /// When the client had the whole response.
+    pub response_done_at: Option<Ps>,
+    /// Goodput buckets: bytes delivered to an application per `goodput_interval`.
+    pub delivered: Vec<u64>,
+    /// Paths the client opened beyond the first, and when each was established.
+    pub paths_established: Vec<(u64, Ps)>,
+    /// Paths abandoned.
+    pub paths_abandoned: u64,
+    /// Window traces of the client's paths: path id -> (time, window bytes, rtt ns).
+    pub traces: BTreeMap<u64, Vec<(Ps, u64, u64)>>,
+    /// Why the connection was lost, if it was.
+    pub error: Option<String>,
+}
+
+/// One flow with its resolved addresses.
+#[derive(Debug)]
+pub struct Flow {
+    /// The specification (after workload expansion).
+    pub spec: FlowSpec,
+    /// Result name.
+    pub name: String,
+    /// Controller name.
+    pub controller: String,
+    client_ep: usize,
+    #[allow(dead_code)]
+    server_ep: usize,
+    /// Per path: (client address, server socket address).
+    path_addrs: Vec<(IpAddr, SocketAddr)>,
+    stream: Option<StreamId>,
+    server_stream: Option<StreamId>,
+    paths_opened: usize,
+    request_finished: bool,
+    response_finished: bool,
+    started: bool,
+    stopped: bool,
+    /// Progress and measurements.
+    pub progress: FlowProgress,
+}
+
+impl Flow {
+    /// Whether the flow has nothing left to do.
+    pub fn is_done(&self) -> bool {
+        match self.spec.bytes {
+            None => self.stopped,
+            Some(_) => {
+                if self.spec.response_bytes > 0 {
+                    self.progress.response_done_at.is_some()
+                } else {
+                    self.progress.request_done_at.is_some()
+                }
+            }
+        }
+    }
+
+    /// Flow completion time in picoseconds, for sized flows that completed.
+    pub fn fct(&self) -> Option<Ps> {
+        self.spec.bytes?;
+        let done = if self.spec.response_bytes > 0 {
+            self.progress.response_done_at?
+        } else {
+            self.progress.request_done_at?
+        };
+        Some(done - self.spec.start.0)
+    }
+}
+
+struct Ep {
+    node: NodeId,
+    port: u16,
+    flow: usize,
+    role: Role,
+    endpoint: Endpoint,
+    conn: Option<(ConnectionHandle, Connection)>,
+    /// The connection's current deadline.
+    timer: Option<Ps>,
+    /// The earliest timer event in the queue for this endpoint (later ones are stale).
+    timer_queued: Option<Ps>,
+}
+
+enum Ev {
+    Arrive(LinkId, Packet),
+    Timer(usize, Ps),
+    Connect(usize),
+    Start(usize),
+    Stop(usize),
+    SampleQueues,
+    Trace,
+}
+
+struct Scheduled {
+    at: Ps,
+    seq: u64,
+    ev: Ev,
+}
+
+impl PartialEq for Scheduled {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+impl Eq for Scheduled {}
+impl PartialOrd for Scheduled {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Scheduled {
+    fn cmp(&self, other: &Self) -> Ordering {
+        // Min-heap on (time, insertion order): ties are broken by insertion, deterministically.
+        (other.at, other.seq).cmp(&(self.at, self.seq))
+    }
+}
+
+/// Deterministic connection ids: 8 bytes from a seeded generator.
+struct SeededCids {
+    rng: SimRng,
+}
+
+impl ConnectionIdGenerator for SeededCids {
+    fn generate_cid(&mut self) -> ConnectionId {
+        let mut b = [0; 8];
+        self.rng.fill(&mut b);
+        ConnectionId::new(&b)
+    }
+    fn cid_len(&self) -> usize {
+        8
+    }
+    fn cid_lifetime(&self) -> Option<Duration> {
+        None
+    }
+}
+
+/// A wall clock frozen at the Unix epoch: the stack asks for system time only for tokens.
+#[derive(Debug)]
+struct FrozenClock;
+
+impl TimeSource for FrozenClock {
+    fn now(&self) -> SystemTime {
+        SystemTime::UNIX_EPOCH
+    }
+}
+
+/// Counters of the run itself.
+#[derive(Debug, Clone, Default)]
+pub struct RunCounters {
+    /// Events processed.
+    pub events: u64,
+    /// Datagrams emitted by endpoints.
+    pub datagrams: u64,
+    /// Datagrams that found no route or no endpoint.
+    pub undeliverable: u64,
+}
+
+/// A simulation, built from a [`Scenario`].
+pub struct Sim {
+    /// The scenario it runs.
+    pub scenario: Scenario,
+    now: Ps,
+    base: Instant,
+    seq: u64,
+    events: BinaryHeap<Scheduled>,
+    /// Hosts and switches.
+    pub nodes: Vec<Node>,
+    /// Unidirectional links.
+    pub links: Vec<Link>,
+    /// Flows.
+    pub flows: Vec<Flow>,
+    endpoints: Vec<Ep>,
+    ep_by_addr: HashMap<(NodeId, u16), usize>,
+    host_of: HashMap<IpAddr, NodeId>,
+    buf: Vec<u8>,
+    outbox: Vec<(NodeId, Packet)>,
+    monitored: Vec<LinkId>,
+    series_every: u64,
+    samples_taken: u64,
+    /// Counters of the run.
+    pub counters: RunCounters,
+    finished_at: Option<Ps>,
+}
+
+fn host_ip(host: usize, addr: usize) -> IpAddr {
+    let h = host + 1;
+    IpAddr::V4(Ipv4Addr::new(10, addr as u8, (h >> 8) as u8, h as u8))
+}
+
+impl Sim {
+    /// Build the network, endpoints and flows of a scenario.
+    pub fn new(scenario: Scenario) -> Result<Sim, ScenarioError> {
+        let Expanded { hosts, switches, links: link_specs } = scenario.topology.expand()?;
+        let invalid = |m: String| ScenarioError::Invalid(m);
+        let mut nodes = vec![];
+        let mut index: HashMap<String, NodeId> = HashMap::new();
+        for h in &hosts {
+            if h.addrs == 0 || h.addrs > 255 {
+                return Err(invalid(format!("host {} needs 1..=255 addresses", h.name)));
+            }
+            if index.insert(h.name.clone(), nodes.len()).is_some() {
+                return Err(invalid(format!("duplicate node name {}", h.name)));
+            }
+            nodes.push(Node::Host { name: h.name.clone(), interfaces: vec![] });
+        }
+        for (i, s) in switches.iter().enumerate() {
+            if index.insert(s.clone(), nodes.len()).is_some() {
+                return Err(invalid(format!("duplicate node name {s}")));
+            }
+            let salt = SimRng::new(scenario.seed, 0x5357_0000 + i as u64).next_u64();
+            nodes.push(Node::Switch { name: s.clone(), routes: BTreeMap::new(), salt });
+        }
+        let is_host = |n: NodeId| n < hosts.len();
+
+        // Links, both directions.
+        let mut links: Vec<Link> = vec![];
+        let mut host_links: Vec<Vec<LinkId>> = vec![vec![]; hosts.len()];
+        let mut adjacency: Vec<Vec<(NodeId, LinkId)>> = vec![vec![]; nodes.len()];
+        for spec in &link_specs {
+            let a =
+                *index.get(&spec.a).ok_or_else(|| invalid(format!("unknown node {}", spec.a)))?;
+            let b =
+                *index.get(&spec.b).ok_or_else(|| invalid(format!("unknown node {}", spec.b)))?;
+            let config = spec.config.or(&scenario.link);
+            let (Some(rate), Some(delay), Some(buffer)) =
+                (config.rate, config.delay, config.buffer)
+            else {
+                return Err(invalid(format!(
+                    "link {}-{} lacks rate, delay or buffer",
+                    spec.a, spec.b
+                )));
+            };
+            for (from, to, monitor) in [(a, b, spec.monitor), (b, a, spec.monitor_reverse)] {
+                let host_queue = if from == a { spec.host_queue } else { None };
+                let host_queue = host_queue.unwrap_or(is_host(from));
+                let id = links.len();
+                let params = LinkParams {
+                    name: format!("{}->{}", nodes[from].name(), nodes[to].name()),
+                    from,
+                    to,
+                    rate_bps: rate.0,
+                    delay_ps: delay.0,
+                    buffer_packets: if host_queue { scenario.host_buffer } else { buffer },
+                    ecn_k: if host_queue { None } else { config.ecn_k.filter(|&k| k > 0) },
+                    loss: config.loss.unwrap_or(0.0),
+                    monitor,
+                };
+                let rng = SimRng::new(scenario.seed, 0x4c4b_0000 + id as u64);
+                links.push(Link::new(params, rng, scenario.output.goodput_interval.0));
+                adjacency[from].push((to, id));
+                if is_host(from) {
+                    host_links[from].push(id);
+                }
+            }
+        }
+
+        // Host addresses: address i sends on the host's link i % links.
+        let mut host_of = HashMap::new();
+        // For each address: the node it hangs off (the far end of its link).
+        let mut attached: Vec<(IpAddr, NodeId, LinkId)> = vec![];
+        for (h, spec) in hosts.iter().enumerate() {
+            if host_links[h].is_empty() {
+                return Err(invalid(format!("host {} has no link", spec.name)));
+            }
+            let mut interfaces = vec![];
+            for i in 0..spec.addrs {
+                let ip = host_ip(h, i);
+                let link = host_links[h][i % host_links[h].len()];
+                interfaces.push(Interface { ip, link });
+                host_of.insert(ip, h);
+                let neighbor = links[link].params.to;
+                // The link from the neighbor back to this host.
+                let back = adjacency[neighbor]
+                    .iter()
+                    .find(|&&(to, l)| to == h && links[l].params.from == neighbor)
+                    .map(|&(_, l)| l)
+                    .expect("links are bidirectional");
+                attached.push((ip, neighbor, back));
+            }
+            if let Node::Host { interfaces: ifs, .. } = &mut nodes[h] {
+                *ifs = interfaces;
+            }
+        }
+
+        // Routes: shortest paths over switches towards the switch an address hangs off.
+        for &(ip, edge, back) in &attached {
+            if is_host(edge) {
+                continue; // host-to-host wire: nothing to route
+            }
+            let mut dist = vec![usize::MAX; nodes.len()];
+            dist[edge] = 0;
+            let mut queue = VecDeque::from([edge]);
+            while let Some(n) = queue.pop_front() {
+                for &(m, _) in &adjacency[n] {
+                    if !is_host(m) && dist[m] == usize::MAX {
+                        dist[m] = dist[n] + 1;
+                        queue.push_back(m);
+                    }
+                }
+            }
+            for s in hosts.len()..nodes.len() {
+                let choices: Vec<LinkId> = if s == edge {
+                    vec![back]
+                } else if dist[s] == usize::MAX {
+                    continue;
+                } else {
+                    adjacency[s]
+                        .iter()
+                        .filter(|&&(m, _)| !is_host(m) && dist[m] + 1 == dist[s])
+                        .map(|&(_, l)| l)
+                        .collect()
+                };
+                if let Node::Switch { routes, .. } = &mut nodes[s] {
+                    let choices = match scenario.routing {
+                        crate::net::Routing::Static => choices.into_iter().take(1).collect(),
+                        crate::net::Routing::Ecmp => choices,
+                    };
+                    routes.insert(ip, choices);
+                }
+            }
+        }
+
+        let monitored: Vec<LinkId> =
+            links.iter().enumerate().filter(|(_, l)| l.params.monitor).map(|(i, _)| i).collect();
+        let q = scenario.output.queue_sample.0.max(1);
+        let total_samples = scenario.duration.0 / q;
+        let series_every =
+            (total_samples / scenario.output.queue_series_points.max(1) as u64).max(1);
+
+        let mut sim = Sim {
+            now: 0,
+            base: Instant::now(),
+            seq: 0,
+            events: BinaryHeap::new(),
+            nodes,
+            links,
+            flows: vec![],
+            endpoints: vec![],
+            ep_by_addr: HashMap::new(),
+            host_of,
+            buf: Vec::with_capacity(2048),
+            outbox: vec![],
+            monitored,
+            series_every,
+            samples_taken: 0,
+            counters: RunCounters::default(),
+            finished_at: None,
+            scenario,
+        };
+
+        let flows = expand_workloads(&sim.scenario, &hosts)?;
+        for (i, spec) in flows.into_iter().enumerate() {
+            sim.add_flow(i, spec, &index)?;
+        }
+        if !sim.monitored.is_empty() {
+            sim.schedule(0, Ev::SampleQueues);
+        }
+        sim.schedule(0, Ev::Trace);
+        Ok(sim)
+    }
+
+    fn add_flow(
+        &mut self,
+        i: usize,
+        spec: FlowSpec,
+        index: &HashMap<String, NodeId>,
+    ) -> Result<(), ScenarioError> {
+        let invalid = |m: String| ScenarioError::Invalid(m);
+        let node = |name: &str| -> Result<NodeId, ScenarioError> {
+            match index.get(name) {
+                Some(&n) if matches!(self.nodes[n], Node::Host { .. }) => Ok(n),
+                _ => Err(invalid(format!("flow endpoint `{name}` is not a host"))),
+            }
+        };
+        let client = node(&spec.from)?;
+        let server = node(&spec.to)?;
+        if client == server {
+            return Err(invalid(format!("flow from {} to itself", spec.from)));
+        }
+        if spec.paths == 0 {
+            return Err(invalid("a flow needs at least one path".into()));
+        }
+        if i >= 20_000 {
+            return Err(invalid("at most 20000 flows".into()));
+        }
+        let controller =
+            spec.controller.clone().unwrap_or_else(|| self.scenario.controller.clone());
+        let client_ips = self.host_ips(client);
+        let server_ips = self.host_ips(server);
+        let client_port = 10_000 + i as u16;
+        let server_port = 30_000 + i as u16;
+        let path_addrs = (0..spec.paths)
+            .map(|p| {
+                let c = client_ips[(spec.from_addr + p) % client_ips.len()];
+                let s = server_ips[(spec.to_addr + p) % server_ips.len()];
+                (c, SocketAddr::new(s, server_port))
+            })
+            .collect();
+
+        let seed = self.scenario.seed;
+        let transport = self.transport_config(&controller, spec.paths)?;
+        let make_endpoint = |stream: u64, server: Option<Arc<ServerConfig>>| {
+            let mut cfg =
+                EndpointConfig::new(NullHmacKey::new(SimRng::new(seed, stream).next_u64()));
+            let cid_seed = SimRng::new(seed, stream + 1).next_u64();
+            cfg.cid_generator(Arc::new(move || {
+                Box::new(SeededCids { rng: SimRng::new(cid_seed, 0) })
+                    as Box<dyn ConnectionIdGenerator>
+            }));
+            let mut rng_seed = [0; 32];
+            SimRng::new(seed, stream + 2).fill(&mut rng_seed);
+            cfg.rng_seed(Some(rng_seed));
+            Endpoint::new(Arc::new(cfg), server, false)
+        };
+        let mut server_config =
+            ServerConfig::new(Arc::new(NullServerConfig), Arc::new(NullTokenKey));
+        server_config.transport_config(transport.clone());
+        let mut tokens = ValidationTokenConfig::default();
+        tokens.sent(0);
+        server_config.validation_token_config(tokens);
+        server_config.time_source(Arc::new(FrozenClock));
+
+        let base_stream = 0x4550_0000 + 8 * i as u64;
+        let client_ep = self.endpoints.len();
+        self.endpoints.push(Ep {
+            node: client,
+            port: client_port,
+            flow: i,
+            role: Role::Client,
+            endpoint: make_endpoint(base_stream, None),
+            conn: None,
+            timer: None,
+            timer_queued: None,
+        });
+        let server_ep = self.endpoints.len();
+        self.endpoints.push(Ep {
+            node: server,
+            port: server_port,
+            flow: i,
+            role: Role::Server,
+            endpoint: make_endpoint(base_stream + 4, Some(Arc::new(server_config))),
+            conn: None,
+            timer: None,
+            timer_queued: None,
+        });
+        self.ep_by_addr.insert((client, client_port), client_ep);
+        self.ep_by_addr.insert((server, server_port), server_ep);
+
+        let connect_at = if spec.handshake_at_start { spec.start.0 } else { 0 };
+        self.schedule(connect_at, Ev::Connect(i));
+        self.schedule(spec.start.0, Ev::Start(i));
+        if spec.bytes.is_none() {
+            let stop = spec.stop.unwrap_or(self.scenario.duration).0;
+            self.schedule(stop, Ev::Stop(i));
+        }
+        let name = spec.name.clone().unwrap_or_else(|| format!("flow{i}"));
+        self.flows.push(Flow {
+            spec,
+            name,
+            controller,
+            client_ep,
+            server_ep,
+            path_addrs,
+            stream: None,
+            server_stream: None,
+            paths_opened: 1,
+            request_finished: false,
+            response_finished: false,
+            started: false,
+            stopped: false,
+            progress: FlowProgress::default(),
+        });
+        Ok(())
+    }
+
+    /// Final statistics of the client's paths of flow `f`.
+    pub fn client_path_stats(&mut self, f: usize) -> Vec<crate::report::PathReport> {
+        let flow = &self.flows[f];
+        let Some((_, conn)) = &mut self.endpoints[flow.client_ep].conn else { return vec![] };
+        let mut out = vec![];
+        for path in conn.paths() {
+            let Some(stats) = conn.path_stats(path) else { continue };
+            let Ok(tuple) = conn.network_path(path) else { continue };
+            let n = path_number(path);
+            let local = tuple
+                .local_ip()
+                .or_else(|| flow.path_addrs.first().map(|a| a.0))
+                .map_or_else(String::new, |ip| ip.to_string());
+            out.push(crate::report::PathReport {
+                path: n,
+                local,
+                remote: tuple.remote().to_string(),
+                sent_packets: stats.sent_packets,
+                sent_bytes: stats.sent_bytes,
+                lost_packets: stats.lost_packets,
+                congestion_events: stats.congestion_events,
+                cwnd: stats.cwnd,
+                rtt_us: stats.rtt.as_nanos() as f64 / 1000.0,
+            });
+        }
+        out
+    }
+
+    fn host_ips(&self, node: NodeId) -> Vec<IpAddr> {
+        match &self.nodes[node] {
+            Node::Host { interfaces, .. } => interfaces.iter().map(|i| i.ip).collect(),
+            Node::Switch { .. } => vec![],
+        }
+    }
+
+    fn transport_config(
+        &self,
+        controller: &str,
+        paths: usize,
+    ) -> Result<Arc<TransportConfig>, ScenarioError> {
+        let t = &self.scenario.transport;
+        let mut c = TransportConfig::default();
+        let factory = crate::cc::factory(controller).map_err(ScenarioError::Invalid)?;
+        c.congestion_controller_factory(factory);
+        c.initial_mtu(t.mtu);
+        c.min_mtu(t.mtu);
+        c.mtu_discovery_config(None);
+        c.enable_segmentation_offload(true);
+        c.max_idle_timeout(None);
+        c.initial_rtt(Duration::from_nanos(t.initial_rtt.0 / 1000));
+        let window = VarInt::from_u64(t.window).map_err(|_| {
+            ScenarioError::Invalid(format!("transport window {} too large", t.window))
+        })?;
+        c.receive_window(window);
+        c.stream_receive_window(window);
+        c.send_window(t.window);
+        c.allow_spin(false);
+        if paths > 1 {
+            c.max_concurrent_multipath_paths(paths as u32);
+        }
+        Ok(Arc::new(c))
+    }
+
+    /// Current virtual time.
+    pub fn now(&self) -> Ps {
+        self.now
+    }
+
+    fn instant(&self, t: Ps) -> Instant {
+        self.base + Duration::from_nanos(t / 1000)
+    }
+
+    fn schedule(&mut self, at: Ps, ev: Ev) {
+        self.seq += 1;
+        self.events.push(Scheduled { at, seq: self.seq, ev });
+    }
+
+    /// Run until the scenario's duration (or until every flow is done, if so configured).
+    pub fn run(&mut self) {
+        let end = self.scenario.duration.0;
+        while let Some(top) = self.events.peek() {
+            if top.at > end {
+                break;
+            }
+            let Scheduled { at, ev, .. } = self.events.pop().expect("peeked");
+            self.now = at;
+            self.counters.events += 1;
+            self.handle(ev);
+            if self.finished_at.is_some() {
+                break;
+            }
+        }
+        if self.finished_at.is_none() {
+            self.now = end;
+        }
+    }
+
+    /// Virtual time the run ended at.
+    pub fn end_time(&self) -> Ps {
+        self.finished_at.unwrap_or(self.scenario.duration.0)
+    }
+
+    fn handle(&mut self, ev: Ev) {
+        match ev {
+            Ev::Arrive(link, packet) => {
+                let node = self.links[link].params.to;
+                self.receive(node, packet);
+            }
+            Ev::Timer(ep, at) => {
+                let now = self.instant(self.now);
+                let e = &mut self.endpoints[ep];
+                if e.timer_queued != Some(at) {
+                    return; // superseded by an earlier event
+                }
+                e.timer_queued = None;
+                match e.timer {
+                    Some(deadline) if deadline <= self.now => {
+                        e.timer = None;
+                        if let Some((_, conn)) = &mut e.conn {
+                            conn.handle_timeout(now);
+                        }
+                        self.service(ep);
+                    }
+                    Some(deadline) => {
+                        // The deadline moved later since this event was queued.
+                        e.timer_queued = Some(deadline);
+                        self.schedule(deadline, Ev::Timer(ep, deadline));
+                    }
+                    None => {}
+                }
+            }
+            Ev::Connect(f) => self.connect(f),
+            Ev::Start(f) => {
+                self.flows[f].started = true;
+                let ep = self.flows[f].client_ep;
+                self.service(ep);
+            }
+            Ev::Stop(f) => {
+                self.flows[f].stopped = true;
+                let ep = self.flows[f].client_ep;
+                self.service(ep);
+                self.check_done();
+            }
+            Ev::SampleQueues => {
+                let keep = self.samples_taken.is_multiple_of(self.series_every);
+                self.samples_taken += 1;
+                for i in 0..self.monitored.len() {
+                    let l = self.monitored[i];
+                    self.links[l].sample(self.now, keep);
+                }
+                let next = self.now + self.scenario.output.queue_sample.0.max(1);
+                self.schedule(next, Ev::SampleQueues);
+            }
+            Ev::Trace => {
+                self.trace();
+                let next = self.now + self.scenario.output.trace_interval.0.max(1);
+                self.schedule(next, Ev::Trace);
+            }
+        }
+    }
+
+    fn trace(&mut self) {
+        let now = self.now;
+        for f in 0..self.flows.len() {
+            let flow = &mut self.flows[f];
+            if !flow.started || flow.is_done() {
+                continue;
+            }
+            let ep = &mut self.endpoints[flow.client_ep];
+            let Some((_, conn)) = &mut ep.conn else { continue };
+            for path in conn.paths() {
+                let Some(cc) = conn.congestion_state(path) else { continue };
+                let window = cc.window();
+                let rtt = conn.rtt(path).map_or(0, |d| d.as_nanos() as u64);
+                flow.progress.traces.entry(path_number(path)).or_default().push((now, window, rtt));
+            }
+        }
+    }
+
+    fn check_done(&mut self) {
+        if self.scenario.output.stop_when_done && self.flows.iter().all(|f| f.is_done()) {
+            self.finished_at = Some(self.now);
+        }
+    }
+
+    fn connect(&mut self, f: usize) {
+        let flow = &self.flows[f];
+        let ep_id = flow.client_ep;
+        let (local_ip, remote) = flow.path_addrs[0];
+        let transport = match self.transport_config(&flow.controller, flow.spec.paths) {
+            Ok(t) => t,
+            Err(e) => {
+                self.flows[f].progress.error = Some(e.to_string());
+                return;
+            }
+        };
+        let mut config = ClientConfig::new(Arc::new(NullClientConfig));
+        config.transport_config(transport);
+        let counter = Arc::new(AtomicU64::new(
+            SimRng::new(self.scenario.seed, 0x4943_0000 + f as u64).next_u64(),
+        ));
+        config.initial_dst_cid_provider(Arc::new(move || {
+            let x = counter.fetch_add(1, AtomicOrdering::Relaxed);
+            let mut b = [0; 8];
+            SimRng::new(x, 7).fill(&mut b);
+            ConnectionId::new(&b)
+        }));
+        let now = self.instant(self.now);
+        let ep = &mut self.endpoints[ep_id];
+        debug_assert_eq!(ep.role, Role::Client);
+        let _ = local_ip; // the first path's local address: the host's first interface
+        match ep.endpoint.connect(now, config, remote, "sim") {
+            Ok(conn) => {
+                ep.conn = Some(conn);
+                self.service(ep_id);
+            }
+            Err(e) => self.flows[f].progress.error = Some(format!("connect: {e}")),
+        }
+    }
+
+    /// A datagram reached `node`.
+    fn receive(&mut self, node: NodeId, packet: Packet) {
+        match &self.nodes[node] {
+            Node::Switch { routes, salt, .. } => {
+                let Some(choices) = routes.get(&packet.dst.ip()) else {
+                    self.counters.undeliverable += 1;
+                    return;
+                };
+                let link = if choices.len() == 1 {
+                    choices[0]
+                } else {
+                    let h = ecmp_hash(&packet.src, &packet.dst, *salt);
+                    choices[(h % choices.len() as u64) as usize]
+                };
+                self.enqueue(link, packet);
+            }
+            Node::Host { .. } => {
+                if self.host_of.get(&packet.dst.ip()) != Some(&node) {
+                    self.counters.undeliverable += 1;
+                    return;
+                }
+                let Some(&ep) = self.ep_by_addr.get(&(node, packet.dst.port())) else {
+                    self.counters.undeliverable += 1;
+                    return;
+                };
+                self.deliver(ep, packet);
+            }
+        }
+    }
+
+    fn deliver(&mut self, ep_id: usize, packet: Packet) {
+        let now = self.instant(self.now);
+        let ep = &mut self.endpoints[ep_id];
+        let path = FourTuple::new(packet.src, Some(packet.dst.ip()));
+        self.buf.clear();
+        let Some(event) = ep.endpoint.handle(now, path, packet.ecn, packet.data, &mut self.buf)
+        else {
+            return;
+        };
+        match event {
+            DatagramEvent::ConnectionEvent(ch, event) => {
+                if let Some((h, conn)) = &mut ep.conn {
+                    if *h == ch {
+                        conn.handle_event(event);
+                    }
+                }
+            }
+            DatagramEvent::NewConnection(incoming) => {
+                if ep.role == Role::Server && ep.conn.is_none() {
+                    let mut buf = Vec::new();
+                    match ep.endpoint.accept(incoming, now, &mut buf, None) {
+                        Ok(conn) => ep.conn = Some(conn),
+                        Err(e) => {
+                            self.flows[ep.flow].progress.error =
+                                Some(format!("accept: {}", e.cause));
+                        }
+                    }
+                } else {
+                    ep.endpoint.ignore(incoming);
+                }
+            }
+            DatagramEvent::Response(transmit) => {
+                let data = BytesMut::from(&self.buf[..transmit.size]);
+                let src_ip = transmit.src_ip.unwrap_or(packet.dst.ip());
+                let p = Packet {
+                    src: SocketAddr::new(src_ip, ep.port),
+                    dst: transmit.destination,
+                    ecn: transmit.ecn,
+                    data,
+                };
+                let node = ep.node;
+                self.send_from_host(node, p);
+            }
+        }
+        self.service(ep_id);
+    }
+
+    /// Run the application and the connection of one endpoint until it has nothing to send.
+    fn service(&mut self, ep_id: usize) {
+        let now_ps = self.now;
+        let now = self.instant(now_ps);
+        let ep = &mut self.endpoints[ep_id];
+        let Some((ch, conn)) = &mut ep.conn else { return };
+        let flow = &mut self.flows[ep.flow];
+        let gp_bucket = (now_ps / self.scenario.output.goodput_interval.0.max(1)) as usize;
+        loop {
+            while let Some(event) = conn.poll() {
+                match event {
+                    Event::Connected if ep.role == Role::Client => {
+                        flow.progress.connected_at = Some(now_ps);
+                    }
+                    Event::ConnectionLost { reason } => {
+                        flow.progress.error = Some(reason.to_string());
+                    }
+                    Event::Path(PathEvent::Established { id, .. }) if ep.role == Role::Client => {
+                        flow.progress.paths_established.push((path_number(id), now_ps));
+                    }
+                    Event::Path(PathEvent::Abandoned { .. }) if ep.role == Role::Client => {
+                        flow.progress.paths_abandoned += 1;
+                    }
+                    _ => {}
+                }
+            }
+            match ep.role {
+                Role::Client => client_app(flow, conn, now, now_ps, gp_bucket),
+                Role::Server => server_app(flow, conn, now_ps, gp_bucket),
+            }
+            loop {
+                self.buf.clear();
+                let Some(t) = conn.poll_transmit(now, BATCH, &mut self.buf) else { break };
+                let src_ip = t.src_ip.unwrap_or_else(|| match &self.nodes[ep.node] {
+                    Node::Host { interfaces, .. } => interfaces[0].ip,
+                    Node::Switch { .. } => unreachable!("endpoints live on hosts"),
+                });
+                let segment = t.segment_size.unwrap_or(t.size);
+                for datagram in self.buf[..t.size].chunks(segment) {
+                    self.outbox.push((
+                        ep.node,
+                        Packet {
+                            src: SocketAddr::new(src_ip, ep.port),
+                            dst: t.destination,
+                            ecn: t.ecn,
+                            data: BytesMut::from(datagram),
+                        },
+                    ));
+                }
+            }
+            let mut more = false;
+            while let Some(event) = conn.poll_endpoint_events() {
+                more = true;
+                if let Some(back) = ep.endpoint.handle_event(*ch, event) {
+                    conn.handle_event(back);
+                }
+            }
+            if !more {
+                break;
+            }
+        }
+        let deadline = conn.poll_timeout().map(|t| {
+            let ns = t.saturating_duration_since(self.base).as_nanos() as u64;
+            (ns * 1000).max(now_ps)
+        });
+        let done = flow.is_done();
+        ep.timer = deadline;
+        if let Some(at) = deadline {
+            // Queue an event only if none is queued at or before the deadline; a later deadline
+            // is picked up when the queued event fires.
+            if ep.timer_queued.is_none_or(|q| at < q) {
+                ep.timer_queued = Some(at);
+                self.schedule(at, Ev::Timer(ep_id, at));
+            }
+        }
+        let outbox = std::mem::take(&mut self.outbox);
+        self.counters.datagrams += outbox.len() as u64;
+        for (node, p) in outbox {
+            self.send_from_host(node, p);
+        }
+        if done {
+            self.check_done();
+        }
+    }
+
+    fn send_from_host(&mut self, node: NodeId, packet: Packet) {
+        let Node::Host { interfaces, .. } = &self.nodes[node] else { unreachable!() };
+        let Some(link) = interfaces.iter().find(|i| i.ip == packet.src.ip()).map(|i| i.link) else {
+            self.counters.undeliverable += 1;
+            return;
+        };
+        self.enqueue(link, packet);
+    }
+
+    fn enqueue(&mut self, link: LinkId, mut packet: Packet) {
+        if let Some(at) = self.links[link].offer(self.now, &mut packet) {
+            self.schedule(at, Ev::Arrive(link, packet));
+        }
+    }
+}
+
+/// The number of a path id (noq-proto exposes it only through `Display`).
+pub fn path_number(path: noq_proto::PathId) -> u64 {
+    path.to_string().parse().unwrap_or(u64::MAX)
+}
+
+fn record_delivery(flow: &mut Flow, bucket: usize, bytes: u64) {
+    if flow.progress.delivered.len() <= bucket {
+        flow.progress.delivered.resize(bucket + 1, 0);
+    }
+    flow.progress.delivered[bucket] += bytes;
+}
+
+/// Read what is readable on `stream`; returns (bytes, finished).
+fn drain(conn: &mut Connection, stream: StreamId) -> (u64, bool) {
+    let mut recv = conn.recv_stream(stream);
+    let Ok(mut chunks) = recv.read(true) else { return (0, false) };
+    let mut n = 0;
+    let mut fin = false;
+    loop {
+        match chunks.next(usize::MAX) {
+            Ok(Some(chunk)) => n += chunk.bytes.len() as u64,
+            Ok(None) => {
+                fin = true;
+                break;
+            }
+            Err(_) => break,
+        }
+    }
+    let _ = chunks.finalize();
+    (n, fin)
+}
+
+/// Write up to `limit` bytes (None: as much as the stream takes); returns bytes written.
+fn fill(conn: &mut Connection, stream: StreamId, limit: Option<u64>) -> u64 {
+    let mut total = 0;
+    loop {
+        let want = limit.map_or(ZEROS.len() as u64, |l| (l - total).min(ZEROS.len() as u64));
+        if want == 0 {
+            break;
+        }
+        match conn.send_stream(stream).write(&ZEROS[..want as usize]) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => total += n as u64,
+        }
+    }
+    total
+}
+
+fn client_app(flow: &mut Flow, conn: &mut Connection, now: Instant, now_ps: Ps, bucket: usize) {
+    if flow.progress.connected_at.is_none() {
+        return;
+    }
+    while flow.paths_opened < flow.spec.paths {
+        let (local, remote) = flow.path_addrs[flow.paths_opened];
+        match conn.open_path(FourTuple::new(remote, Some(local)), PathStatus::Available, now) {
+            Ok(_) => flow.paths_opened += 1,
+            Err(_) => break, // not allowed yet (CIDs or path ids pending): retried later
+        }
+    }
+    if !flow.started {
+        return;
+    }
+    if flow.stream.is_none() {
+        flow.stream = conn.streams().open(Dir::Bi);
+    }
+    let Some(stream) = flow.stream else { return };
+    if !flow.request_finished {
+        match flow.spec.bytes {
+            None if flow.stopped => {
+                let _ = conn.send_stream(stream).finish();
+                flow.request_finished = true;
+            }
+            None => flow.progress.request_written += fill(conn, stream, None),
+            Some(total) => {
+                let left = total - flow.progress.request_written;
+                flow.progress.request_written += fill(conn, stream, Some(left));
+                if flow.progress.request_written == total {
+                    let _ = conn.send_stream(stream).finish();
+                    flow.request_finished = true;
+                }
+            }
+        }
+    }
+    if flow.spec.response_bytes > 0 && flow.progress.response_done_at.is_none() {
+        let (n, fin) = drain(conn, stream);
+        if n > 0 {
+            flow.progress.response_read += n;
+            record_delivery(flow, bucket, n);
+        }
+        if fin || flow.progress.response_read >= flow.spec.response_bytes {
+            flow.progress.response_done_at = Some(now_ps);
+        }
+    }
+}
+
+fn server_app(flow: &mut Flow, conn: &mut Connection, now_ps: Ps, bucket: usize) {
+    if flow.server_stream.is_none() {
+        flow.server_stream = conn.streams().accept(Dir::Bi);
+    }
+    let Some(stream) = flow.server_stream else { return };
+    if flow.progress.request_done_at.is_none() {
+        let (n, fin) = drain(conn, stream);
+        if n > 0 {
+            flow.progress.request_read += n;
+            if !flow.stopped || flow.spec.bytes.is_some() {
+                record_delivery(flow, bucket, n);
+            }
+        }
+        if fin {
+            flow.progress.request_done_at = Some(now_ps);
+        }
+    }
+    if flow.progress.request_done_at.is_some() && !flow.response_finished {
+        let total = flow.spec.response_bytes;
+        let left = total - flow.progress.response_written;
+        flow.progress.response_written += fill(conn, stream, Some(left));
+        if flow.progress.response_written == total {
+            let _ = conn.send_stream(stream).finish();
+            flow.response_finished = true;
+        }
+    }
+}
