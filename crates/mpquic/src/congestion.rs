@@ -51,8 +51,12 @@ impl CoupledFactory {
 }
 
 impl ControllerFactory for CoupledFactory {
-    fn build(self: Arc<Self>, _now: Instant, current_mtu: u16) -> Box<dyn noq_cc::Controller> {
-        let slot = self.shared.lock().add_path(u64::from(current_mtu));
+    fn build(self: Arc<Self>, now: Instant, current_mtu: u16) -> Box<dyn noq_cc::Controller> {
+        let slot = {
+            let mut state = self.shared.lock();
+            state.tick(now);
+            state.add_path(u64::from(current_mtu))
+        };
         Box::new(PathHandle { shared: self.shared.clone(), slot })
     }
 }
@@ -70,6 +74,9 @@ struct State {
     pending_batch_end: Option<PathId>,
     notices: Vec<Notice>,
     sink: Option<NoticeSink>,
+    /// The latest time the stack has told us. Notices and inactive time are stamped with it, so
+    /// a simulator's virtual clock stays the only clock.
+    clock: Option<Instant>,
 }
 
 /// What the adapter itself tracks per path, beyond the controller's state.
@@ -98,6 +105,7 @@ impl SharedController {
                 pending_batch_end: None,
                 notices: Vec::new(),
                 sink: None,
+                clock: None,
             }),
         }
     }
@@ -127,7 +135,11 @@ impl SharedController {
     pub fn inactive_time(&self, slot: PathId) -> Duration {
         let state = self.lock();
         state.paths.get(slot.0 as usize).map_or(Duration::ZERO, |p| {
-            p.inactive_before + p.inactive_since.map_or(Duration::ZERO, |since| since.elapsed())
+            let open = match (p.inactive_since, state.clock) {
+                (Some(since), Some(now)) => now.saturating_duration_since(since),
+                _ => Duration::ZERO,
+            };
+            p.inactive_before + open
         })
     }
 
@@ -144,6 +156,11 @@ impl SharedController {
 }
 
 impl State {
+    /// Advance the adapter's clock to the stack's `now`.
+    fn tick(&mut self, now: Instant) {
+        self.clock = Some(self.clock.map_or(now, |clock| clock.max(now)));
+    }
+
     fn add_path(&mut self, mss: u64) -> PathId {
         let slot = PathId(self.paths.len() as u32);
         self.paths.push(SlotState {
@@ -173,7 +190,8 @@ impl State {
         self.controller.on_event(slot, event);
         self.controller.drain_notices(&mut self.notices);
         if !self.notices.is_empty() {
-            let now = Instant::now();
+            // Notices only follow events, and every event follows a stack callback with a time.
+            let now = self.clock.unwrap_or_else(Instant::now);
             self.track_activity(now);
             match &mut self.sink {
                 Some(sink) => self.notices.drain(..).for_each(|n| sink(now, &n)),
@@ -252,8 +270,9 @@ pub fn slot_of(controller: Box<dyn noq_cc::Controller>) -> Option<PathId> {
 }
 
 impl noq_cc::Controller for PathHandle {
-    fn on_packet_sent(&mut self, _now: Instant, bytes: u16, pn: u64) {
+    fn on_packet_sent(&mut self, now: Instant, bytes: u16, pn: u64) {
         let mut state = self.shared.lock();
+        state.tick(now);
         state.flush();
         let path = &mut state.paths[self.slot.0 as usize];
         path.in_flight += u64::from(bytes);
@@ -271,6 +290,7 @@ impl noq_cc::Controller for PathHandle {
         rtt: &noq_proto::RttEstimator,
     ) {
         let mut state = self.shared.lock();
+        state.tick(now);
         state.flush();
         // noq's estimator does not hold this frame's sample yet, and exposes no "latest": the
         // packet's own send-to-ack time is the sample (it includes the peer's ACK delay).
@@ -285,12 +305,13 @@ impl noq_cc::Controller for PathHandle {
 
     fn on_end_acks(
         &mut self,
-        _now: Instant,
+        now: Instant,
         in_flight: u64,
         _app_limited: bool,
         _largest_packet_num_acked: Option<u64>,
     ) {
         let mut state = self.shared.lock();
+        state.tick(now);
         state.flush();
         state.paths[self.slot.0 as usize].in_flight = in_flight;
         state.pending_batch_end = Some(self.slot);
@@ -298,7 +319,7 @@ impl noq_cc::Controller for PathHandle {
 
     fn on_congestion_event(
         &mut self,
-        _now: Instant,
+        now: Instant,
         _sent: Instant,
         is_persistent_congestion: bool,
         is_ecn: bool,
@@ -306,6 +327,7 @@ impl noq_cc::Controller for PathHandle {
         largest_lost_pn: u64,
     ) {
         let mut state = self.shared.lock();
+        state.tick(now);
         // Held-back batch ends of *other* paths go first; this path's waits for its own signals.
         if state.pending_batch_end.is_some_and(|slot| slot != self.slot) {
             state.flush();
@@ -322,8 +344,9 @@ impl noq_cc::Controller for PathHandle {
         state.feed(self.slot, event);
     }
 
-    fn on_packet_lost(&mut self, lost_bytes: u16, _pn: u64, _now: Instant) {
+    fn on_packet_lost(&mut self, lost_bytes: u16, _pn: u64, now: Instant) {
         let mut state = self.shared.lock();
+        state.tick(now);
         let path = &mut state.paths[self.slot.0 as usize];
         path.in_flight = path.in_flight.saturating_sub(lost_bytes.into());
     }
