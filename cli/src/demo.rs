@@ -8,7 +8,7 @@ use mpquic::{Client, Identity, PathSpec, Server, Trust};
 
 use crate::args::{ensure_local, DemoArgs};
 use crate::client::GeneratedData;
-use crate::output::{progress_bar, TransferResult};
+use crate::output::{process_cpu_seconds, progress_bar, TransferResult};
 use crate::serve::{serve_connection, Reporting, Store};
 use crate::transfer::{read_reply, send_body, Request};
 
@@ -55,6 +55,7 @@ pub async fn demo(args: DemoArgs) -> Result<TransferResult> {
         eprintln!("mpquic: warning: {failure}");
     }
     let started = Instant::now();
+    let cpu_before = process_cpu_seconds();
     let (mut send, mut recv) = conn.connection().open_bi().await?;
     Request::Put { name: "demo.bin".into(), size: args.size }.write(&mut send).await?;
     let bar = progress_bar(args.size, args.json);
@@ -62,8 +63,9 @@ pub async fn demo(args: DemoArgs) -> Result<TransferResult> {
     send.finish()?;
     read_reply(&mut recv).await?;
     bar.finish_and_clear();
-    let result =
+    let mut result =
         TransferResult::new("send", "demo.bin".into(), args.size, started.elapsed(), conn.report());
+    result.cpu_s = process_cpu_seconds().zip(cpu_before).map(|(after, before)| after - before);
     conn.connection().close(0u32.into(), b"done");
     Ok(result)
 }

@@ -21,6 +21,10 @@ pub struct TransferResult {
     pub goodput_mbps: f64,
     /// Whether the receiver verified the hash.
     pub verified: bool,
+    /// CPU seconds (user + system) this process spent during the transfer, both endpoints
+    /// included when they share the process (`mpquic demo`); `None` where not measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_s: Option<f64>,
     /// The connection's per-path statistics and controller state.
     #[serde(flatten)]
     pub connection: ConnectionReport,
@@ -42,6 +46,7 @@ impl TransferResult {
             fct_s,
             goodput_mbps: if fct_s > 0.0 { bytes as f64 * 8.0 / fct_s / 1e6 } else { 0.0 },
             verified: true,
+            cpu_s: None,
             connection,
         }
     }
@@ -79,6 +84,13 @@ impl TransferResult {
             if !extras.is_empty() {
                 let _ = writeln!(out, "controller: {}", extras.join(", "));
             }
+        }
+        if let Some(cpu) = self.cpu_s {
+            let per_gb = cpu / (self.bytes as f64 / 1e9);
+            let _ = writeln!(
+                out,
+                "CPU: {cpu:.2} s ({per_gb:.2} s per GB, sender and receiver together)"
+            );
         }
         let _ = writeln!(
             out,
@@ -172,4 +184,17 @@ mod tests {
         assert_eq!(human_bytes(1536), "1.5 KiB");
         assert_eq!(human_bytes(300 << 20), "300.0 MiB");
     }
+}
+
+/// CPU seconds (user + system) this process has used so far.
+pub fn process_cpu_seconds() -> Option<f64> {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct it is given; RUSAGE_SELF is always valid.
+    let ok = unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) } == 0;
+    ok.then(|| {
+        // SAFETY: getrusage succeeded, so the struct is initialized.
+        let usage = unsafe { usage.assume_init() };
+        let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        seconds(usage.ru_utime) + seconds(usage.ru_stime)
+    })
 }

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Loopback throughput and CPU cost of mpquic against noq's own Cubic, side by side in one run.
+
+Runs `mpquic demo --json` for each configuration, interleaved (so machine noise hits all of them
+alike), REPS times each, and prints medians: goodput (Mbit/s) and CPU seconds per GB (sender and
+receiver share the process, so this is the whole cost of moving a GB), plus the ratio to the
+Cubic baseline with the same path count.
+
+    cargo build --release -p mpquic-cli && benches/loopback.py [--size 200M] [--reps 5]
+"""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+
+CONFIGS = [
+    # (label, paths, extra arguments, baseline label)
+    ("noq cubic, 1 path", 1, ["--cc", "cubic"], None),
+    ("mpquic amp, 1 path", 1, ["--cc", "amp"], "noq cubic, 1 path"),
+    ("mpquic dcm exact ECN, 1 path", 1, ["--cc", "dcm", "--ecn", "exact"], "noq cubic, 1 path"),
+    ("noq cubic, 4 paths", 4, ["--cc", "cubic"], None),
+    ("mpquic amp, 4 paths", 4, ["--cc", "amp"], "noq cubic, 4 paths"),
+    ("mpquic dcm exact ECN, 4 paths", 4, ["--cc", "dcm", "--ecn", "exact"], "noq cubic, 4 paths"),
+]
+
+
+def run(binary, size, paths, extra):
+    out = subprocess.run(
+        [binary, "demo", "--json", "--size", size, "--paths", str(paths), *extra],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    result = json.loads(out)
+    return result["goodput_mbps"], result["cpu_s"] / (result["bytes"] / 1e9)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--binary", default="target/release/mpquic")
+    parser.add_argument("--size", default="200M")
+    parser.add_argument("--reps", type=int, default=5)
+    args = parser.parse_args()
+
+    samples = {label: [] for label, *_ in CONFIGS}
+    for rep in range(args.reps):
+        for label, paths, extra, _ in CONFIGS:
+            samples[label].append(run(args.binary, args.size, paths, extra))
+        print(f"repetition {rep + 1}/{args.reps} done", file=sys.stderr)
+
+    medians = {
+        label: (statistics.median(g for g, _ in s), statistics.median(c for _, c in s))
+        for label, s in samples.items()
+    }
+    print(f"{'configuration':32} {'goodput Mbit/s':>15} {'CPU s/GB':>9} {'x goodput':>10} {'x CPU/GB':>9}")
+    for label, _, _, baseline in CONFIGS:
+        goodput, cpu = medians[label]
+        if baseline:
+            base_goodput, base_cpu = medians[baseline]
+            ratios = f"{goodput / base_goodput:>10.2f} {cpu / base_cpu:>9.2f}"
+        else:
+            ratios = f"{'(base)':>10} {'':>9}"
+        spread = [round(g) for g, _ in samples[label]]
+        print(f"{label:32} {goodput:>15.0f} {cpu:>9.2f} {ratios}   goodput runs {spread}")
+
+
+if __name__ == "__main__":
+    main()
