@@ -174,18 +174,6 @@ pub fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
     bar
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bytes_read_as_people_write_them() {
-        assert_eq!(human_bytes(512), "512 B");
-        assert_eq!(human_bytes(1536), "1.5 KiB");
-        assert_eq!(human_bytes(300 << 20), "300.0 MiB");
-    }
-}
-
 /// CPU seconds (user + system) this process has used so far.
 pub fn process_cpu_seconds() -> Option<f64> {
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
@@ -197,4 +185,16 @@ pub fn process_cpu_seconds() -> Option<f64> {
         let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
         seconds(usage.ru_utime) + seconds(usage.ru_stime)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_read_as_people_write_them() {
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(300 << 20), "300.0 MiB");
+    }
 }
