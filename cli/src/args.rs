@@ -85,6 +85,10 @@ pub struct ConnectArgs {
     /// An explicit path LOCAL_IP=SERVER_IP:PORT (repeatable); replaces the --local x --server pairs.
     #[arg(long = "path", value_name = "LOCAL=SERVER", value_parser = parse_path)]
     pub paths: Vec<PathSpec>,
+    /// Paths per address pair: N > 1 opens several paths with the same addresses (link-sharing
+    /// subflows, as in MPTCP-D's experiments).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16), value_name = "N")]
+    pub paths_per_pair: u32,
     /// Name the server's certificate must carry (default: the first server's IP).
     #[arg(long)]
     pub server_name: Option<String>,
@@ -123,6 +127,8 @@ impl ConnectArgs {
         if specs.is_empty() {
             bail!("no path: the --local and --server addresses are of different IP families");
         }
+        let specs: Vec<PathSpec> =
+            specs.iter().flat_map(|&s| std::iter::repeat_n(s, self.paths_per_pair as usize)).collect();
         for local in specs.iter().filter_map(|s| s.local) {
             ensure_local(local)?;
         }

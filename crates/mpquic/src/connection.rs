@@ -15,6 +15,9 @@ use tracing::Instrument;
 use crate::congestion::{slot_of, SharedController};
 
 /// One path to open: a remote address and, optionally, the local address to send from.
+///
+/// Several paths may share one spec: they are distinct QUIC paths (own packet-number space,
+/// RTT estimator and controller state) over the same addresses, i.e. link-sharing subflows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PathSpec {
     /// Source address; `None` lets the routing table choose.
