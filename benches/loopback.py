@@ -21,6 +21,8 @@ CONFIGS = [
     ("mpquic dcm exact ECN, 1 path", 1, ["--cc", "dcm", "--ecn", "exact"], "noq cubic, 1 path"),
     ("noq cubic, 4 paths", 4, ["--cc", "cubic"], None),
     ("mpquic amp, 4 paths", 4, ["--cc", "amp"], "noq cubic, 4 paths"),
+    # The cost of exact CE counts (GSO off, an ACK for every packet) on the same controller:
+    ("mpquic amp exact ECN, 4 paths", 4, ["--cc", "amp", "--ecn", "exact"], "noq cubic, 4 paths"),
     ("mpquic dcm exact ECN, 4 paths", 4, ["--cc", "dcm", "--ecn", "exact"], "noq cubic, 4 paths"),
 ]
 
