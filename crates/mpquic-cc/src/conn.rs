@@ -177,7 +177,7 @@ impl<A: Algorithm> Controller for Conn<A> {
             Event::AckBatchEnded => {
                 if let Some(round) = core.paths[i].take_round_end() {
                     alg.on_round_end(core, i, &round);
-                    core.recompute_sums();
+                    core.round_ended();
                 }
                 alg.on_batch_end(core, i);
                 core.paths[i].acked_in_batch = false;

@@ -36,6 +36,23 @@
 //!   algorithm's hooks.
 //! - `alg`: one module per algorithm (`amp`, `xmp`, `dcm`, `mptcp_d`, `mmptcp`, `lia`, `dctcp`,
 //!   `reno`) plus the shared DCTCP alpha estimator (`alpha`).
+//!
+//! # Readings beyond `ALGORITHMS.md`
+//!
+//! Each module lists its own; the ones that apply to every algorithm:
+//!
+//! - ECN and loss share one once-per-round gate (RFC 9002's single recovery period): after a
+//!   reaction, neither CE nor the loss of a packet sent before it cuts again.
+//! - ACKs of packets sent before the last reaction do not grow the window (RFC 9002
+//!   section 7.3.2).
+//! - A round is closed at the end of the ACK frame that ends it, so the frame's CE report (which
+//!   follows its acknowledged packets) counts in the round it ends.
+//! - Persistent congestion (RFC 9002 section 7.6.2) sets the window to `cwnd_min` with the
+//!   threshold at half the old window.
+//! - Windows are `f64` bytes internally (no sub-byte increase is lost) and capped at 2^48 bytes;
+//!   `window()` rounds down. MSS is clamped to `1..=65536`; smoothed RTTs are floored at 1 ns.
+//! - Undrained notices stop accumulating at 65536; the excess is counted in
+//!   [`ConnectionSnapshot::notices_dropped`].
 
 #![warn(missing_docs)]
 

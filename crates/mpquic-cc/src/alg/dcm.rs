@@ -2,7 +2,7 @@
 //! path.
 //!
 //! - Increase per ACK: the LIA rule of RFC 6356 ([`lia_increase`], shared with LIA and MMPTCP).
-//! - Per round on each path: DCTCP's `alpha` (AMP paper eq. 2; [`alpha`](super::alpha), shared
+//! - Per round on each path: DCTCP's `alpha` (AMP paper eq. 2; [`alpha`], shared
 //!   with DCTCP), gain `g = 1/16`.
 //! - CE, once per round: `w = max(w * (1 - alpha / 2), cwnd_min)`. Loss halves.
 //!

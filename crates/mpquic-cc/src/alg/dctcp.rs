@@ -1,7 +1,7 @@
 //! DCTCP (RFC 8257), uncoupled on every path: the single-path reference of every paper here.
 //!
 //! Reno's increase ([`reno_step`]); per round, `alpha` from the marked fraction; on CE, once per
-//! round, `w = w * (1 - alpha / 2)` (RFC 8257 section 3.3; estimator in [`alpha`](super::alpha)).
+//! round, `w = w * (1 - alpha / 2)` (RFC 8257 section 3.3; estimator in [`alpha`]).
 //! Loss halves, as in RFC 8257 section 3.4.
 
 use super::alpha::{self, Alpha};

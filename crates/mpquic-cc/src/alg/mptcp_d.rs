@@ -1,7 +1,7 @@
-//! MPTCP-D (mptcp-d-paper.txt, section IV, equations 1-2, Algorithm 1): an energy-efficient
-//! multipath TCP for data centers. A psi-weighted coupled increase shifts traffic to the
-//! lowest-RTT path, and Extra Subflow Elimination (ESE) closes paths found to share a
-//! bottleneck link with another path of the connection.
+//! MPTCP-D (mptcp-d-paper.txt: section IV-B, equations 1-2; section IV-C, Algorithm 1):
+//! an energy-efficient multipath TCP for data centers. A psi-weighted coupled increase shifts
+//! traffic to the lowest-RTT path, and Extra Subflow Elimination (ESE) closes paths found to
+//! share a bottleneck link with another path of the connection.
 //!
 //! - Increase per ACK on path `r` (Algorithm 1, from eq. 1):
 //!   `w_r += MSS * acked * psi_r * (w_r / rtt_r^2) / (sum_k w_k / rtt_k)^2` with

@@ -1,5 +1,6 @@
-//! XMP (xmp-paper.txt section 3, Algorithm 1): BOS, an ECN reaction that cuts by a constant
-//! `1/beta`, and TraSh, a rate-based coupled increase applied once per round.
+//! XMP (xmp-paper.txt: section 2 for BOS and TraSh, section 3 and Algorithm 1 for the code):
+//! BOS, an ECN reaction that cuts by a constant `1/beta`, and TraSh, a rate-based coupled
+//! increase applied once per round.
 //!
 //! - Slow start: `w += acked` for each packet acknowledged by an ACK frame that raised no CE
 //!   (BOS rule 3: "increases cwnd by one if receiving an acknowledgement packet whose ECE and

@@ -6,8 +6,8 @@
 //! change of one path's window or RTT adjusts the sums by the difference. The maximum and the
 //! minimum are kept with the index that holds them and are only rescanned when that path's term
 //! moves the wrong way. Everything is recomputed exactly when the set of paths or their activity
-//! changes, and at every round end, so floating-point drift from the running differences cannot
-//! build up.
+//! changes, and about once per round of every path, so floating-point drift from the running
+//! differences cannot build up.
 //!
 //! Paths without an RTT sample yet stay out of the rate sums (they have no rate) but count in
 //! `W_total`. Inactive (suppressed or eliminated) paths count in neither.

@@ -44,6 +44,8 @@ pub(crate) struct Core<X> {
     pub sums: Sums,
     notices: Vec<Notice>,
     pub notices_dropped: u64,
+    /// Round ends since the sums were last recomputed from scratch.
+    round_ends: usize,
 }
 
 impl<X: Default> Core<X> {
@@ -54,6 +56,7 @@ impl<X: Default> Core<X> {
             sums: Sums::new(coupling),
             notices: Vec::new(),
             notices_dropped: 0,
+            round_ends: 0,
         }
     }
 
@@ -90,6 +93,17 @@ impl<X> Core<X> {
             self.set_srtt(i, srtt);
         }
         may_grow
+    }
+
+    /// Called at every round end: recompute the cached sums from scratch about once per round of
+    /// every path (after as many round ends as there are paths), which bounds floating-point
+    /// drift of the running sums at O(1) amortized cost per round end.
+    pub(crate) fn round_ended(&mut self) {
+        self.round_ends += 1;
+        if self.round_ends >= self.paths.len() {
+            self.round_ends = 0;
+            self.recompute_sums();
+        }
     }
 
     pub(crate) fn set_mss(&mut self, i: usize, mss: u64) {
