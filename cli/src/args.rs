@@ -127,8 +127,10 @@ impl ConnectArgs {
         if specs.is_empty() {
             bail!("no path: the --local and --server addresses are of different IP families");
         }
-        let specs: Vec<PathSpec> =
-            specs.iter().flat_map(|&s| std::iter::repeat_n(s, self.paths_per_pair as usize)).collect();
+        let specs: Vec<PathSpec> = specs
+            .iter()
+            .flat_map(|&s| std::iter::repeat_n(s, self.paths_per_pair as usize))
+            .collect();
         for local in specs.iter().filter_map(|s| s.local) {
             ensure_local(local)?;
         }

@@ -58,14 +58,18 @@ impl TransferResult {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "{} {} ({}) in {:.3} s: {:.1} Mbit/s goodput, BLAKE3 verified; controller {}, CE counts {}",
+            "{} {} ({}) in {:.3} s: {:.1} Mbit/s goodput, BLAKE3 verified; controller {}, CE counting: {}",
             self.direction,
             self.name,
             human_bytes(self.bytes),
             self.fct_s,
             self.goodput_mbps,
             c.controller,
-            if c.exact_ecn { "per packet (ACK every packet, no GSO)" } else { "estimated (one per ACK frame)" },
+            if c.exact_ecn {
+                "exact mode (GSO off, ACK every packet)"
+            } else {
+                "batched (one mark per ACK frame: a lower bound)"
+            },
         );
         if let Some(state) = &c.controller_state {
             let mut extras = Vec::new();

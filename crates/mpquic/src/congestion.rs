@@ -16,8 +16,11 @@
 //! callback of the connection arrives.
 //!
 //! The CE count itself is not passed by noq, only that an ACK frame raised it; each such event is
-//! reported to the controller as one marked packet with `exact: false`. With GSO off and the peer
-//! acknowledging every packet, one frame acknowledges one packet and the estimate is the count.
+//! reported to the controller as one marked packet. When the frame newly acknowledged exactly one
+//! packet, one is the count (`exact: true`; the peer's counters also count our rare ACK-only
+//! packets, which the sender of bulk data seldom sends); otherwise it is a lower bound
+//! (`exact: false`). With GSO off and the peer acknowledging every packet, frames acknowledge one
+//! packet each and the counts are exact.
 
 use std::any::Any;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -86,6 +89,8 @@ struct SlotState {
     in_flight: u64,
     smoothed_rtt: Option<Duration>,
     packets_sent: u64,
+    /// Packets the current ACK frame newly acknowledged.
+    acked_in_frame: u32,
     /// Latest RTT samples in microseconds.
     rtt_us: hdrhistogram::Histogram<u64>,
     /// Since when the controller keeps the path from new data, if it does.
@@ -168,6 +173,7 @@ impl State {
             in_flight: 0,
             smoothed_rtt: None,
             packets_sent: 0,
+            acked_in_frame: 0,
             // 1 us .. 100 s at 3 significant digits; the bounds are constants, so this cannot fail.
             rtt_us: hdrhistogram::Histogram::new_with_bounds(1, 100_000_000, 3)
                 .expect("valid histogram bounds"),
@@ -182,6 +188,7 @@ impl State {
     /// Deliver a held-back batch end before anything else happens on the connection.
     fn flush(&mut self) {
         if let Some(slot) = self.pending_batch_end.take() {
+            self.paths[slot.0 as usize].acked_in_frame = 0;
             self.feed(slot, Event::AckBatchEnded);
         }
     }
@@ -298,6 +305,7 @@ impl noq_cc::Controller for PathHandle {
         let sample = RttSample { latest, smoothed: rtt.get(), min: rtt.min().min(latest) };
         let path = &mut state.paths[self.slot.0 as usize];
         path.smoothed_rtt = Some(sample.smoothed);
+        path.acked_in_frame += 1;
         // Out-of-range samples (over 100 s) are clamped rather than lost.
         path.rtt_us.saturating_record(latest.as_micros().max(1) as u64);
         state.feed(self.slot, Event::PacketAcked { bytes, pn, rtt: sample });
@@ -333,7 +341,8 @@ impl noq_cc::Controller for PathHandle {
             state.flush();
         }
         let event = if is_ecn {
-            Event::CongestionExperienced { count: 1, exact: false }
+            let exact = state.paths[self.slot.0 as usize].acked_in_frame == 1;
+            Event::CongestionExperienced { count: 1, exact }
         } else {
             Event::PacketsLost {
                 bytes: lost_bytes,
