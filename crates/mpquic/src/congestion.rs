@@ -102,9 +102,13 @@ struct SlotState {
 
 impl SharedController {
     fn new(config: &ControllerConfig, scheduler: Scheduler) -> Self {
+        Self::with_controller(config.build(), scheduler)
+    }
+
+    fn with_controller(controller: Box<dyn Controller>, scheduler: Scheduler) -> Self {
         SharedController {
             state: Mutex::new(State {
-                controller: config.build(),
+                controller,
                 scheduler,
                 paths: Vec::new(),
                 pending_batch_end: None,
@@ -276,6 +280,34 @@ pub fn slot_of(controller: Box<dyn noq_cc::Controller>) -> Option<PathId> {
     any.downcast::<PathHandle>().ok().map(|handle| handle.slot)
 }
 
+impl PathHandle {
+    /// `on_ack`, with the two numbers it needs from noq's RTT estimator (which nothing outside
+    /// noq can construct, so tests call this).
+    fn acked(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        bytes: u64,
+        pn: u64,
+        smoothed: Duration,
+        min: Duration,
+    ) {
+        let mut state = self.shared.lock();
+        state.tick(now);
+        state.flush();
+        // noq's estimator does not hold this frame's sample yet, and exposes no "latest": the
+        // packet's own send-to-ack time is the sample (it includes the peer's ACK delay).
+        let latest = now.saturating_duration_since(sent);
+        let sample = RttSample { latest, smoothed, min: min.min(latest) };
+        let path = &mut state.paths[self.slot.0 as usize];
+        path.smoothed_rtt = Some(sample.smoothed);
+        path.acked_in_frame += 1;
+        // Out-of-range samples (over 100 s) are clamped rather than lost.
+        path.rtt_us.saturating_record(latest.as_micros().max(1) as u64);
+        state.feed(self.slot, Event::PacketAcked { bytes, pn, rtt: sample });
+    }
+}
+
 impl noq_cc::Controller for PathHandle {
     fn on_packet_sent(&mut self, now: Instant, bytes: u16, pn: u64) {
         let mut state = self.shared.lock();
@@ -296,19 +328,7 @@ impl noq_cc::Controller for PathHandle {
         _app_limited: bool,
         rtt: &noq_proto::RttEstimator,
     ) {
-        let mut state = self.shared.lock();
-        state.tick(now);
-        state.flush();
-        // noq's estimator does not hold this frame's sample yet, and exposes no "latest": the
-        // packet's own send-to-ack time is the sample (it includes the peer's ACK delay).
-        let latest = now.saturating_duration_since(sent);
-        let sample = RttSample { latest, smoothed: rtt.get(), min: rtt.min().min(latest) };
-        let path = &mut state.paths[self.slot.0 as usize];
-        path.smoothed_rtt = Some(sample.smoothed);
-        path.acked_in_frame += 1;
-        // Out-of-range samples (over 100 s) are clamped rather than lost.
-        path.rtt_us.saturating_record(latest.as_micros().max(1) as u64);
-        state.feed(self.slot, Event::PacketAcked { bytes, pn, rtt: sample });
+        self.acked(now, sent, bytes, pn, rtt.get(), rtt.min());
     }
 
     fn on_end_acks(
@@ -393,5 +413,171 @@ impl noq_cc::Controller for PathHandle {
 
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use mpquic_cc::{ConnectionSnapshot, Controller, Event, Notice, PathId};
+    use noq::congestion::{Controller as _, ControllerFactory};
+
+    use super::{slot_of, CoupledFactory, PathHandle, SharedController};
+    use crate::scheduler::Scheduler;
+
+    /// What the recorder saw, in order.
+    type Log = Arc<std::sync::Mutex<Vec<(PathId, Event)>>>;
+
+    /// Records what the adapter feeds it; a fixed window; `suppressed` paths may not send.
+    #[derive(Debug, Default)]
+    struct Recorder {
+        events: Log,
+        suppressed: Vec<PathId>,
+    }
+
+    impl Controller for Recorder {
+        fn name(&self) -> &'static str {
+            "recorder"
+        }
+        fn on_event(&mut self, path: PathId, event: Event) {
+            self.events.lock().unwrap().push((path, event));
+        }
+        fn window(&self, _path: PathId) -> u64 {
+            20_000
+        }
+        fn may_send(&self, path: PathId) -> bool {
+            !self.suppressed.contains(&path)
+        }
+        fn snapshot(&self) -> ConnectionSnapshot {
+            unimplemented!("not used by the adapter's hot path")
+        }
+        fn drain_notices(&mut self, _out: &mut Vec<Notice>) {}
+    }
+
+    fn handles(suppressed: Vec<PathId>, n: u32) -> (Vec<PathHandle>, Log) {
+        let events = Arc::default();
+        let recorder = Recorder { events: Arc::clone(&events), suppressed };
+        let shared =
+            Arc::new(SharedController::with_controller(Box::new(recorder), Scheduler::Stack));
+        let handles = (0..n)
+            .map(|_| {
+                let slot = shared.lock().add_path(1200);
+                PathHandle { shared: shared.clone(), slot }
+            })
+            .collect();
+        (handles, events)
+    }
+
+    fn kinds(events: &[(PathId, Event)]) -> Vec<&'static str> {
+        events
+            .iter()
+            .map(|(_, e)| match e {
+                Event::PathAdded { .. } => "added",
+                Event::PacketSent { .. } => "sent",
+                Event::PacketAcked { .. } => "acked",
+                Event::CongestionExperienced { exact: true, .. } => "ce-exact",
+                Event::CongestionExperienced { exact: false, .. } => "ce-estimate",
+                Event::PacketsLost { .. } => "lost",
+                Event::AckBatchEnded => "batch-end",
+                Event::PathRemoved => "removed",
+                Event::MssChanged { .. } => "mss",
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_frames_ce_and_losses_reach_the_controller_before_its_batch_end() {
+        let (mut paths, events) = handles(vec![], 1);
+        let t0 = Instant::now();
+        let p = &mut paths[0];
+        p.on_packet_sent(t0, 1200, 0);
+        p.on_packet_sent(t0, 1200, 1);
+        let t1 = t0 + Duration::from_millis(1);
+        let rtt = Duration::from_millis(1);
+        // noq's order: acks, end of acks, loss event, then ECN event.
+        p.acked(t1, t0, 1200, 0, rtt, rtt);
+        p.on_end_acks(t1, 1200, false, Some(0));
+        p.on_packet_lost(1200, 1, t1);
+        p.on_congestion_event(t1, t0, false, false, 1200, 1);
+        p.on_congestion_event(t1, t0, false, true, 0, 0);
+        // The held-back batch end goes out with the next callback of the connection.
+        let _ = p.window();
+        let seen = events.lock().unwrap().clone();
+        assert_eq!(
+            kinds(&seen),
+            ["added", "sent", "sent", "acked", "lost", "ce-exact", "batch-end"]
+        );
+    }
+
+    #[test]
+    fn ce_on_a_frame_that_acked_several_packets_is_an_estimate() {
+        let (mut paths, events) = handles(vec![], 1);
+        let t0 = Instant::now();
+        let p = &mut paths[0];
+        for pn in 0..3 {
+            p.on_packet_sent(t0, 1200, pn);
+        }
+        let t1 = t0 + Duration::from_millis(1);
+        let rtt = Duration::from_millis(1);
+        for pn in 0..3 {
+            p.acked(t1, t0, 1200, pn, rtt, rtt);
+        }
+        p.on_end_acks(t1, 0, false, Some(2));
+        p.on_congestion_event(t1, t0, false, true, 0, 2);
+        p.on_packet_sent(t1, 1200, 3);
+        let seen = events.lock().unwrap().clone();
+        assert_eq!(
+            kinds(&seen),
+            [
+                "added",
+                "sent",
+                "sent",
+                "sent",
+                "acked",
+                "acked",
+                "acked",
+                "ce-estimate",
+                "batch-end",
+                "sent"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_path_the_controller_keeps_from_data_is_blocked_at_its_bytes_in_flight() {
+        let (mut paths, _) = handles(vec![PathId(1)], 2);
+        let t0 = Instant::now();
+        paths[1].on_packet_sent(t0, 1200, 0);
+        assert_eq!(paths[0].window(), 20_000);
+        assert_eq!(paths[1].window(), 1200, "no room beyond what is in flight");
+        // The pacer still sees the real window.
+        assert_eq!(paths[1].metrics().congestion_window, 20_000);
+    }
+
+    #[test]
+    fn clones_share_the_slot_and_the_factory_numbers_paths_in_build_order() {
+        let factory = Arc::new(CoupledFactory::new(
+            &"amp"
+                .parse::<mpquic_cc::ControllerKind>()
+                .map(mpquic_cc::ControllerConfig::with_defaults)
+                .unwrap(),
+            Scheduler::Stack,
+        ));
+        let now = Instant::now();
+        let first = factory.clone().build(now, 1200);
+        let second = factory.clone().build(now, 1200);
+        assert_eq!(slot_of(first.clone_box()), Some(PathId(0)));
+        assert_eq!(slot_of(second.clone_box()), Some(PathId(1)));
+        assert_eq!(
+            slot_of(Box::new(noq::congestion::NewReno::new(
+                Arc::new(Default::default()),
+                now,
+                1200
+            ))),
+            None
+        );
+        assert_eq!(factory.shared().snapshot().paths.len(), 2);
     }
 }
