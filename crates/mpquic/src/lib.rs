@@ -31,6 +31,7 @@ pub mod congestion;
 mod connection;
 mod endpoint;
 mod options;
+#[cfg(feature = "qlog")]
 pub mod qlog;
 mod scheduler;
 pub mod tls;

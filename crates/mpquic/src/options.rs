@@ -11,7 +11,6 @@ use noq::{AckFrequencyConfig, TransportConfig, VarInt};
 use serde::Serialize;
 
 use crate::congestion::{CoupledFactory, SharedController};
-use crate::qlog::ConnectionQlog;
 use crate::scheduler::Scheduler;
 
 /// Which congestion control a connection runs.
@@ -207,6 +206,12 @@ impl Options {
             config.enable_segmentation_offload(false).ack_frequency_config(Some(ack_frequency));
         }
 
+        #[cfg(not(feature = "qlog"))]
+        if self.qlog_dir.is_some() {
+            let _ = label;
+            tracing::warn!("qlog requested, but mpquic was built without its `qlog` feature");
+        }
+        #[cfg(feature = "qlog")]
         if let Some(dir) = &self.qlog_dir {
             let configuration = serde_json::json!({
                 "congestion": self.congestion,
@@ -216,7 +221,7 @@ impl Options {
                 "exact_ecn": exact_ecn,
                 "max_paths": self.max_paths,
             });
-            config.qlog_factory(Arc::new(ConnectionQlog::new(
+            config.qlog_factory(Arc::new(crate::qlog::ConnectionQlog::new(
                 dir.clone(),
                 label,
                 controller.clone(),
