@@ -92,7 +92,7 @@ pub fn write_plots(traces: &Traces, dir: &Path, max_flows: usize) -> Result<Vec<
         .zip(&names)
         .map(|(pts, name)| Series {
             name,
-            points: pts.iter().map(|&(t, w, _)| (t / 1000.0, w as f64 / 1000.0)).collect(),
+            points: pts.iter().map(|p| (p.t_us / 1000.0, p.window as f64 / 1000.0)).collect(),
         })
         .collect();
     if windows.iter().any(|s| !s.points.is_empty()) {

@@ -65,9 +65,7 @@ fn newreno_flow_fills_a_10g_link() {
 }
 
 #[test]
-#[ignore = "needs DCTCP through the mpquic adapter (branch cc / main); run with --ignored once it lands"]
 fn dctcp_flow_fills_the_link_with_a_short_queue() {
-    assert!(cc::factory("dctcp").is_ok(), "DCTCP is not available in this build");
     let r = single_flow("dctcp");
     let link = r.link("sw->r").unwrap();
     assert!(r.flows[0].goodput_last_half_bps >= 0.95 * GBPS10);
@@ -100,9 +98,7 @@ fn two_newreno_flows_share_fairly() {
 }
 
 #[test]
-#[ignore = "needs DCTCP through the mpquic adapter (branch cc / main); run with --ignored once it lands"]
 fn two_dctcp_flows_converge_to_fair_shares() {
-    assert!(cc::factory("dctcp").is_ok(), "DCTCP is not available in this build");
     let r = two_flows("dctcp");
     assert!(r.jain_bulk.unwrap() >= 0.99);
 }
