@@ -52,7 +52,8 @@ impl Choice {
     pub fn parse(spec: &str) -> Result<Choice, String> {
         let (name, params) = spec.split_once(':').unwrap_or((spec, ""));
         let name = name.trim();
-        let params: Vec<&str> = params.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+        let params: Vec<&str> =
+            params.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
         let stack = |c: Choice| {
             if params.is_empty() {
                 Ok(c)
@@ -115,7 +116,8 @@ mod tests {
             assert!(factory(name).is_ok(), "{name}");
         }
         assert_eq!(Choice::parse("newreno").unwrap(), Choice::StackNewReno);
-        let Choice::Coupled(ControllerConfig::Amp(amp)) = Choice::parse("amp:beta=8, tau=4").unwrap()
+        let Choice::Coupled(ControllerConfig::Amp(amp)) =
+            Choice::parse("amp:beta=8, tau=4").unwrap()
         else {
             panic!("not amp")
         };

@@ -478,7 +478,8 @@ impl Traces {
         for flow in &sim.flows {
             let log = flow.notices.lock().unwrap_or_else(|p| p.into_inner());
             if !log.rounds.is_empty() {
-                notices.insert(flow.name.clone(), log.rounds.iter().map(NoticeRecord::of).collect());
+                notices
+                    .insert(flow.name.clone(), log.rounds.iter().map(NoticeRecord::of).collect());
             }
             drop(log);
             if !flow.progress.traces.is_empty() {

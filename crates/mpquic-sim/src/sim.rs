@@ -667,7 +667,10 @@ impl Sim {
 
     /// The mpquic-cc controllers of flow `f` at this moment: the client's, and the server's if
     /// the server sends a response. Per controller: end, snapshot, inactive time per slot.
-    pub fn controllers(&self, f: usize) -> Vec<(Side, mpquic_cc::ConnectionSnapshot, Vec<Duration>)> {
+    pub fn controllers(
+        &self,
+        f: usize,
+    ) -> Vec<(Side, mpquic_cc::ConnectionSnapshot, Vec<Duration>)> {
         let flow = &self.flows[f];
         let mut ends = vec![(Side::Client, flow.client_ep)];
         if flow.spec.response_bytes > 0 {
@@ -858,15 +861,24 @@ impl Sim {
                 let rtt_ns = conn.rtt(path).map_or(0, |d| d.as_nanos() as u64);
                 let point = match &snapshot {
                     Some(snapshot) => {
-                        let Some(p) = ep.slots.get(&n).and_then(|&slot| snapshot.path(slot))
-                        else {
+                        let Some(p) = ep.slots.get(&n).and_then(|&slot| snapshot.path(slot)) else {
                             continue;
                         };
-                        TracePoint { at: now, window: p.window, rtt_ns, alpha: p.alpha, active: p.active }
+                        TracePoint {
+                            at: now,
+                            window: p.window,
+                            rtt_ns,
+                            alpha: p.alpha,
+                            active: p.active,
+                        }
                     }
-                    None => {
-                        TracePoint { at: now, window: cc.window(), rtt_ns, alpha: None, active: true }
-                    }
+                    None => TracePoint {
+                        at: now,
+                        window: cc.window(),
+                        rtt_ns,
+                        alpha: None,
+                        active: true,
+                    },
                 };
                 flow.progress.traces.entry(n).or_default().push(point);
             }
