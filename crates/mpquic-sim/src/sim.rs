@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use mpquic::congestion::{slot_of, SharedController};
 use mpquic_cc::{Notice, PathId as Slot};
 use noq_proto::{
@@ -1175,7 +1175,9 @@ fn fill(conn: &mut Connection, stream: StreamId, limit: Option<u64>) -> u64 {
         if want == 0 {
             break;
         }
-        match conn.send_stream(stream).write(&ZEROS[..want as usize]) {
+        // A static chunk: the stack keeps a reference instead of copying the bytes.
+        let mut chunks = [Bytes::from_static(&ZEROS[..want as usize])];
+        match conn.send_stream(stream).write_chunks(&mut &mut chunks[..]) {
             Ok(0) | Err(_) => break,
             Ok(n) => total += n as u64,
         }
