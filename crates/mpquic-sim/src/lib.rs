@@ -15,6 +15,7 @@ pub mod plot;
 pub mod report;
 pub mod rng;
 pub mod scenario;
+pub mod shift;
 pub mod sim;
 
 pub use scenario::Scenario;

@@ -92,7 +92,7 @@ pub fn write_plots(traces: &Traces, dir: &Path, max_flows: usize) -> Result<Vec<
         .zip(&names)
         .map(|(pts, name)| Series {
             name,
-            points: pts.iter().map(|&(t, w, _)| (t / 1000.0, w as f64 / 1000.0)).collect(),
+            points: pts.iter().map(|p| (p.t_us / 1000.0, p.window as f64 / 1000.0)).collect(),
         })
         .collect();
     if windows.iter().any(|s| !s.points.is_empty()) {
@@ -100,4 +100,63 @@ pub fn write_plots(traces: &Traces, dir: &Path, max_flows: usize) -> Result<Vec<
         written.push("windows.svg".into());
     }
     Ok(written)
+}
+
+/// One panel of the E3 plot: a controller's run.
+pub struct ShiftPanel {
+    /// Title (controller and shifting times).
+    pub title: String,
+    /// (time ms, multipath rate on path 1, on path 2), Gbps.
+    pub rates: Vec<(f64, f64, f64)>,
+    /// Cross-traffic intervals, ms (shaded).
+    pub cross: Vec<(f64, f64)>,
+}
+
+/// E3: the multipath flow's rate per path over time, one panel per controller, cross-traffic
+/// phases shaded.
+pub fn write_shift_plot(path: &Path, panels: &[ShiftPanel]) -> Result<(), String> {
+    let e = |e: &dyn std::fmt::Display| e.to_string();
+    let height = 300 * panels.len().max(1) as u32;
+    let root = SVGBackend::new(path, (1000, height)).into_drawing_area();
+    root.fill(&WHITE).map_err(|x| e(&x))?;
+    let areas = root.split_evenly((panels.len().max(1), 1));
+    for (panel, area) in panels.iter().zip(areas.iter()) {
+        let x_max = panel.rates.last().map_or(1.0, |r| r.0).max(1e-9);
+        let y_max = panel.rates.iter().map(|r| r.1.max(r.2)).fold(10.0f64, f64::max) * 1.05;
+        let mut chart = ChartBuilder::on(area)
+            .caption(&panel.title, ("sans-serif", 18))
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(55)
+            .build_cartesian_2d(0.0..x_max, 0.0..y_max)
+            .map_err(|x| e(&x))?;
+        chart.configure_mesh().x_desc("time (ms)").y_desc("Gbps").draw().map_err(|x| e(&x))?;
+        for (i, &(from, to)) in panel.cross.iter().enumerate() {
+            let color = if i == 0 { RED.mix(0.08) } else { BLUE.mix(0.08) };
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(from, 0.0), (to, y_max)],
+                    color.filled(),
+                )))
+                .map_err(|x| e(&x))?;
+        }
+        for (name, pick, color) in
+            [("path 1 (cross traffic 1st)", 1usize, RED), ("path 2 (cross traffic 2nd)", 2, BLUE)]
+        {
+            let points: Vec<(f64, f64)> =
+                panel.rates.iter().map(|r| (r.0, if pick == 1 { r.1 } else { r.2 })).collect();
+            chart
+                .draw_series(LineSeries::new(points, color.stroke_width(1)))
+                .map_err(|x| e(&x))?
+                .label(name)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|x| e(&x))?;
+    }
+    root.present().map_err(|x| e(&x))
 }

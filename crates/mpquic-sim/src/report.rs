@@ -10,9 +10,11 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use mpquic_cc::{ConnectionSnapshot, Notice};
+
 use crate::net::Ps;
 use crate::scenario::Scenario;
-use crate::sim::{Flow, Sim};
+use crate::sim::{Flow, NoticeAt, Side, Sim};
 
 /// Percentiles of a distribution.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -78,6 +80,36 @@ pub struct PathReport {
     pub rtt_us: f64,
 }
 
+/// A controller notice with its virtual time.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct NoticeRecord {
+    /// Virtual time, microseconds.
+    pub t_us: f64,
+    /// Which end's controller.
+    pub side: Side,
+    /// The notice (`kind` and its fields).
+    #[serde(flatten)]
+    pub notice: Notice,
+}
+
+impl NoticeRecord {
+    fn of(n: &NoticeAt) -> NoticeRecord {
+        NoticeRecord { t_us: us(n.at), side: n.side, notice: n.notice.clone() }
+    }
+}
+
+/// One end's mpquic-cc controller at the end of the run (from the adapter).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ControllerReport {
+    /// Which end.
+    pub side: Side,
+    /// The adapter's snapshot: per path window, alpha, active, rounds, CE counts; connection-wide
+    /// suppressions, releases, eliminations.
+    pub snapshot: ConnectionSnapshot,
+    /// Per slot, in slot order: time the controller kept it from new data, microseconds.
+    pub inactive_us: Vec<f64>,
+}
+
 /// One flow's results.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct FlowReport {
@@ -115,6 +147,18 @@ pub struct FlowReport {
     pub paths_abandoned: u64,
     /// The client's paths.
     pub path_stats: Vec<PathReport>,
+    /// mpquic-cc controllers (through the mpquic adapter): the client's, and the server's if it
+    /// sends a response. Empty for the stack's own controllers.
+    pub controllers: Vec<ControllerReport>,
+    /// Controller notices per kind, both ends.
+    pub notice_counts: BTreeMap<&'static str, u64>,
+    /// Controller episodes (SSR suppress/release, ESE eliminations, slow-start exits, MMPTCP
+    /// phase switches), both ends, in time order. Alpha updates and window reductions are in
+    /// `traces.json`.
+    pub episodes: Vec<NoticeRecord>,
+    /// Per-round notices (alpha updates, window reductions) beyond `output.notice_limit`, not
+    /// kept in `traces.json`.
+    pub round_notices_dropped: u64,
     /// Connection error, if any.
     pub error: Option<String>,
 }
@@ -179,8 +223,24 @@ pub struct Report {
     pub undeliverable: u64,
 }
 
-/// Per path of one flow: (time us, window bytes, rtt us).
-pub type PathTraces = BTreeMap<u64, Vec<(f64, u64, f64)>>;
+/// One sample of a path's congestion state.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct WindowPoint {
+    /// Time, microseconds.
+    pub t_us: f64,
+    /// Congestion window, bytes (the controller's own, not the scheduler-gated one).
+    pub window: u64,
+    /// Smoothed RTT, microseconds.
+    pub rtt_us: f64,
+    /// DCTCP / DCM alpha.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alpha: Option<f64>,
+    /// Whether the path may carry new data (false while suppressed or eliminated).
+    pub active: bool,
+}
+
+/// Per path of one flow: samples.
+pub type PathTraces = BTreeMap<u64, Vec<WindowPoint>>;
 
 /// Per group: flows, FCT histogram, and per job (first start, last completion, all complete).
 type GroupAcc = (usize, Histogram<u64>, BTreeMap<usize, (Ps, Ps, bool)>);
@@ -188,8 +248,10 @@ type GroupAcc = (usize, Histogram<u64>, BTreeMap<usize, (Ps, Ps, bool)>);
 /// Time series for plots and traces, kept apart from the summary.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Traces {
-    /// Per flow, per path: (time us, window bytes, rtt us).
+    /// Per flow, per path: window, RTT, alpha, active.
     pub windows: BTreeMap<String, PathTraces>,
+    /// Per flow: per-round controller notices (alpha updates, window reductions), both ends.
+    pub notices: BTreeMap<String, Vec<NoticeRecord>>,
     /// Per flow: goodput per bucket (time us at bucket start, bits per second).
     pub goodput: BTreeMap<String, Vec<(f64, f64)>>,
     /// Per monitored link: (time us, queue packets).
@@ -260,7 +322,21 @@ impl Report {
         let mut last_half_bulk = vec![];
         for f in 0..sim.flows.len() {
             let path_stats = sim.client_path_stats(f);
+            let controllers = sim
+                .controllers(f)
+                .into_iter()
+                .map(|(side, snapshot, inactive)| ControllerReport {
+                    side,
+                    snapshot,
+                    inactive_us: inactive.iter().map(|d| d.as_nanos() as f64 / 1000.0).collect(),
+                })
+                .collect();
             let flow = &sim.flows[f];
+            let log = flow.notices.lock().unwrap_or_else(|p| p.into_inner());
+            let notice_counts = log.counts.clone();
+            let episodes = log.episodes.iter().map(NoticeRecord::of).collect();
+            let round_notices_dropped = log.rounds_dropped;
+            drop(log);
             let (start, stop) = active(flow, end);
             let delivered: u64 = flow.progress.delivered.iter().sum();
             let goodput = if stop > start {
@@ -296,6 +372,10 @@ impl Report {
                     .collect(),
                 paths_abandoned: flow.progress.paths_abandoned,
                 path_stats,
+                controllers,
+                notice_counts,
+                episodes,
+                round_notices_dropped,
                 error: flow.progress.error.clone(),
             });
         }
@@ -394,14 +474,31 @@ impl Traces {
         let bucket = sim.scenario.output.goodput_interval.0.max(1);
         let mut windows = BTreeMap::new();
         let mut goodput = BTreeMap::new();
+        let mut notices = BTreeMap::new();
         for flow in &sim.flows {
+            let log = flow.notices.lock().unwrap_or_else(|p| p.into_inner());
+            if !log.rounds.is_empty() {
+                notices
+                    .insert(flow.name.clone(), log.rounds.iter().map(NoticeRecord::of).collect());
+            }
+            drop(log);
             if !flow.progress.traces.is_empty() {
                 let per_path = flow
                     .progress
                     .traces
                     .iter()
                     .map(|(&p, v)| {
-                        (p, v.iter().map(|&(t, w, r)| (us(t), w, r as f64 / 1000.0)).collect())
+                        let points = v
+                            .iter()
+                            .map(|t| WindowPoint {
+                                t_us: us(t.at),
+                                window: t.window,
+                                rtt_us: t.rtt_ns as f64 / 1000.0,
+                                alpha: t.alpha,
+                                active: t.active,
+                            })
+                            .collect();
+                        (p, points)
                     })
                     .collect();
                 windows.insert(flow.name.clone(), per_path);
@@ -426,7 +523,7 @@ impl Traces {
                 )
             })
             .collect();
-        Traces { windows, goodput, queues }
+        Traces { windows, notices, goodput, queues }
     }
 }
 

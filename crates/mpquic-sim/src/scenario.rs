@@ -469,11 +469,23 @@ pub struct TransportSettings {
     pub initial_rtt: Dur,
     /// Connection and stream receive windows, and the send buffer, bytes.
     pub window: u64,
+    /// How exact CE counts are (the mpquic library's `EcnPrecision`): `auto` (exact, i.e. GSO
+    /// off and an ACK per packet, for DCM and DCTCP), `exact` or `batched`.
+    pub ecn: String,
+    /// The mpquic packet scheduler over the coupled controller: `stack`, `lowest-rtt`,
+    /// `round-robin` (mpquic-cc controllers only).
+    pub scheduler: String,
 }
 
 impl Default for TransportSettings {
     fn default() -> Self {
-        TransportSettings { mtu: 1400, initial_rtt: Dur::ms(1), window: 8 << 20 }
+        TransportSettings {
+            mtu: 1400,
+            initial_rtt: Dur::ms(1),
+            window: 8 << 20,
+            ecn: "auto".into(),
+            scheduler: "stack".into(),
+        }
     }
 }
 
@@ -491,6 +503,9 @@ pub struct OutputSettings {
     pub goodput_interval: Dur,
     /// End the run once every sized flow has completed and no bulk flow is running.
     pub stop_when_done: bool,
+    /// Per-round controller notices (alpha updates, window reductions) kept per flow for
+    /// `traces.json`; episodes (suppress/release/eliminate...) are always kept.
+    pub notice_limit: usize,
 }
 
 impl Default for OutputSettings {
@@ -501,6 +516,7 @@ impl Default for OutputSettings {
             trace_interval: Dur::us(100),
             goodput_interval: Dur::ms(1),
             stop_when_done: true,
+            notice_limit: 100_000,
         }
     }
 }
@@ -528,6 +544,12 @@ pub struct Scenario {
     /// Host egress queue size in packets (host links never mark).
     #[serde(default = "default_host_buffer")]
     pub host_buffer: usize,
+    /// Receive-processing jitter of hosts: each datagram reaches its endpoint after an extra
+    /// uniform random delay in `[0, host_jitter)`, in arrival order per host (default 0: none).
+    /// Real hosts have microseconds of it; without any, ACK-clocked flows travel as unbroken
+    /// per-flow packet trains and lock into phase patterns (see the DCTCP fairness test).
+    #[serde(default)]
+    pub host_jitter: Dur,
     /// QUIC settings.
     #[serde(default)]
     pub transport: TransportSettings,
@@ -568,6 +590,7 @@ impl Scenario {
             routing: Routing::Ecmp,
             link: LinkConfig::paper_default(),
             host_buffer: default_host_buffer(),
+            host_jitter: Dur(0),
             transport: TransportSettings::default(),
             topology,
             flows: vec![],

@@ -12,16 +12,19 @@ use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
+use mpquic::congestion::{slot_of, SharedController};
+use mpquic_cc::{Notice, PathId as Slot};
 use noq_proto::{
     ClientConfig, Connection, ConnectionHandle, ConnectionId, ConnectionIdGenerator, DatagramEvent,
     Dir, Endpoint, EndpointConfig, Event, FourTuple, PathEvent, PathStatus, ServerConfig, StreamId,
     TimeSource, TransportConfig, ValidationTokenConfig, VarInt,
 };
 
+use crate::cc::Choice;
 use crate::crypto::{NullClientConfig, NullHmacKey, NullServerConfig, NullTokenKey};
 use crate::net::{ecmp_hash, Interface, Link, LinkId, LinkParams, Node, NodeId, Packet, Ps};
 use crate::rng::SimRng;
@@ -63,10 +66,94 @@ pub struct FlowProgress {
     pub paths_established: Vec<(u64, Ps)>,
     /// Paths abandoned.
     pub paths_abandoned: u64,
-    /// Window traces of the client's paths: path id -> (time, window bytes, rtt ns).
-    pub traces: BTreeMap<u64, Vec<(Ps, u64, u64)>>,
+    /// Window traces of the client's paths: path id -> samples.
+    pub traces: BTreeMap<u64, Vec<TracePoint>>,
     /// Why the connection was lost, if it was.
     pub error: Option<String>,
+}
+
+/// One sample of a client path's congestion state.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TracePoint {
+    /// Virtual time.
+    pub at: Ps,
+    /// Congestion window, bytes: the controller's own (from the adapter's snapshot) for mpquic-cc
+    /// controllers, the stack's for its own.
+    pub window: u64,
+    /// The stack's smoothed RTT, nanoseconds.
+    pub rtt_ns: u64,
+    /// DCTCP / DCM alpha of the path.
+    pub alpha: Option<f64>,
+    /// Whether the controller lets the path carry new data (false while suppressed/eliminated).
+    pub active: bool,
+}
+
+/// Which end of a flow's connection a controller belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    /// The connecting end (sends the request, or the bulk data).
+    Client,
+    /// The accepting end (sends the response).
+    Server,
+}
+
+/// A controller notice with the virtual time the stack reported it at.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NoticeAt {
+    /// Virtual time.
+    pub at: Ps,
+    /// Which end's controller.
+    pub side: Side,
+    /// What happened.
+    pub notice: Notice,
+}
+
+/// Whether a notice is an episode (kept always) rather than a per-round event (kept up to
+/// `output.notice_limit` per flow).
+pub fn is_episode(notice: &Notice) -> bool {
+    !matches!(notice, Notice::AlphaUpdated { .. } | Notice::WindowReduced { .. })
+}
+
+/// The notices of one flow's controllers (both ends), as the adapter's sink delivered them.
+#[derive(Debug, Default)]
+pub struct NoticeLog {
+    /// Episodes: SSR suppress/release, ESE eliminations, slow-start exits, MMPTCP phase switch.
+    pub episodes: Vec<NoticeAt>,
+    /// Per-round notices: alpha updates and window reductions, up to `limit`.
+    pub rounds: Vec<NoticeAt>,
+    /// Per-round notices not kept because `limit` was reached.
+    pub rounds_dropped: u64,
+    /// Notices per kind (all of them, kept or not).
+    pub counts: BTreeMap<&'static str, u64>,
+    limit: usize,
+}
+
+impl NoticeLog {
+    fn push(&mut self, at: Ps, side: Side, notice: &Notice) {
+        *self.counts.entry(notice_kind(notice)).or_default() += 1;
+        let record = || NoticeAt { at, side, notice: notice.clone() };
+        if is_episode(notice) {
+            self.episodes.push(record());
+        } else if self.rounds.len() < self.limit {
+            self.rounds.push(record());
+        } else {
+            self.rounds_dropped += 1;
+        }
+    }
+}
+
+/// The serialized `kind` of a notice.
+pub fn notice_kind(notice: &Notice) -> &'static str {
+    match notice {
+        Notice::WindowReduced { .. } => "window_reduced",
+        Notice::SlowStartExited { .. } => "slow_start_exited",
+        Notice::AlphaUpdated { .. } => "alpha_updated",
+        Notice::Suppressed { .. } => "suppressed",
+        Notice::Released { .. } => "released",
+        Notice::Eliminated { .. } => "eliminated",
+        Notice::PhaseSwitched { .. } => "phase_switched",
+    }
 }
 
 /// One flow with its resolved addresses.
@@ -78,9 +165,11 @@ pub struct Flow {
     pub name: String,
     /// Controller name.
     pub controller: String,
+    choice: Choice,
     client_ep: usize,
-    #[allow(dead_code)]
     server_ep: usize,
+    /// Notices of the flow's controllers (client and server), with virtual timestamps.
+    pub notices: Arc<Mutex<NoticeLog>>,
     /// Per path: (client address, server socket address).
     path_addrs: Vec<(IpAddr, SocketAddr)>,
     stream: Option<StreamId>,
@@ -132,10 +221,15 @@ struct Ep {
     timer: Option<Ps>,
     /// The earliest timer event in the queue for this endpoint (later ones are stale).
     timer_queued: Option<Ps>,
+    /// The connection's coupled controller, for mpquic-cc controllers.
+    cc: Option<Arc<SharedController>>,
+    /// noq path number -> the controller slot behind it.
+    slots: BTreeMap<u64, Slot>,
 }
 
 enum Ev {
     Arrive(LinkId, Packet),
+    Deliver(usize, Packet),
     Timer(usize, Ps),
     Connect(usize),
     Start(usize),
@@ -233,6 +327,8 @@ pub struct Sim {
     /// Counters of the run.
     pub counters: RunCounters,
     finished_at: Option<Ps>,
+    /// Per host: jitter generator and the latest delivery time handed out (order is kept).
+    jitter: Vec<(SimRng, Ps)>,
 }
 
 fn host_ip(host: usize, addr: usize) -> IpAddr {
@@ -398,6 +494,9 @@ impl Sim {
             samples_taken: 0,
             counters: RunCounters::default(),
             finished_at: None,
+            jitter: (0..hosts.len())
+                .map(|h| (SimRng::new(scenario.seed, 0x4a49_0000 + h as u64), 0))
+                .collect(),
             scenario,
         };
 
@@ -438,6 +537,11 @@ impl Sim {
         }
         let controller =
             spec.controller.clone().unwrap_or_else(|| self.scenario.controller.clone());
+        let choice = Choice::parse(&controller).map_err(ScenarioError::Invalid)?;
+        let notices = Arc::new(Mutex::new(NoticeLog {
+            limit: self.scenario.output.notice_limit,
+            ..NoticeLog::default()
+        }));
         let client_ips = self.host_ips(client);
         let server_ips = self.host_ips(server);
         let client_port = 10_000 + i as u16;
@@ -451,7 +555,8 @@ impl Sim {
             .collect();
 
         let seed = self.scenario.seed;
-        let transport = self.transport_config(&controller, spec.paths)?;
+        let (transport, server_cc) =
+            self.transport_config(&choice, spec.paths, Side::Server, &notices)?;
         let make_endpoint = |stream: u64, server: Option<Arc<ServerConfig>>| {
             let mut cfg =
                 EndpointConfig::new(NullHmacKey::new(SimRng::new(seed, stream).next_u64()));
@@ -484,6 +589,8 @@ impl Sim {
             conn: None,
             timer: None,
             timer_queued: None,
+            cc: None,
+            slots: BTreeMap::new(),
         });
         let server_ep = self.endpoints.len();
         self.endpoints.push(Ep {
@@ -495,6 +602,8 @@ impl Sim {
             conn: None,
             timer: None,
             timer_queued: None,
+            cc: server_cc,
+            slots: BTreeMap::new(),
         });
         self.ep_by_addr.insert((client, client_port), client_ep);
         self.ep_by_addr.insert((server, server_port), server_ep);
@@ -511,8 +620,10 @@ impl Sim {
             spec,
             name,
             controller,
+            choice,
             client_ep,
             server_ep,
+            notices,
             path_addrs,
             stream: None,
             server_stream: None,
@@ -554,6 +665,28 @@ impl Sim {
         out
     }
 
+    /// The mpquic-cc controllers of flow `f` at this moment: the client's, and the server's if
+    /// the server sends a response. Per controller: end, snapshot, inactive time per slot.
+    pub fn controllers(
+        &self,
+        f: usize,
+    ) -> Vec<(Side, mpquic_cc::ConnectionSnapshot, Vec<Duration>)> {
+        let flow = &self.flows[f];
+        let mut ends = vec![(Side::Client, flow.client_ep)];
+        if flow.spec.response_bytes > 0 {
+            ends.push((Side::Server, flow.server_ep));
+        }
+        ends.into_iter()
+            .filter_map(|(side, ep)| {
+                let cc = self.endpoints[ep].cc.as_ref()?;
+                let snapshot = cc.snapshot();
+                let slots = snapshot.paths.iter().map(|p| p.path.0).max().map_or(0, |m| m + 1);
+                let inactive = (0..slots).map(|s| cc.inactive_time(Slot(s))).collect();
+                Some((side, snapshot, inactive))
+            })
+            .collect()
+    }
+
     fn host_ips(&self, node: NodeId) -> Vec<IpAddr> {
         match &self.nodes[node] {
             Node::Host { interfaces, .. } => interfaces.iter().map(|i| i.ip).collect(),
@@ -561,19 +694,43 @@ impl Sim {
         }
     }
 
+    /// A fresh transport (and so a fresh controller factory: one per connection) for one end of
+    /// a flow; the coupled controller's notices go to `log`.
     fn transport_config(
         &self,
-        controller: &str,
+        choice: &Choice,
         paths: usize,
-    ) -> Result<Arc<TransportConfig>, ScenarioError> {
+        side: Side,
+        log: &Arc<Mutex<NoticeLog>>,
+    ) -> Result<(Arc<TransportConfig>, Option<Arc<SharedController>>), ScenarioError> {
         let t = &self.scenario.transport;
+        let invalid = ScenarioError::Invalid;
+        let scheduler: mpquic::Scheduler =
+            t.scheduler.parse().map_err(|e: mpquic::UnknownScheduler| invalid(e.to_string()))?;
+        let precision: mpquic::EcnPrecision = t.ecn.parse().map_err(invalid)?;
         let mut c = TransportConfig::default();
-        let factory = crate::cc::factory(controller).map_err(ScenarioError::Invalid)?;
+        let (factory, shared) = choice.factory(scheduler);
+        if let Some(shared) = &shared {
+            let log = log.clone();
+            let base = self.base;
+            shared.set_notice_sink(Box::new(move |at: Instant, notice: &Notice| {
+                let ps = at.saturating_duration_since(base).as_nanos() as u64 * 1000;
+                log.lock().unwrap_or_else(|p| p.into_inner()).push(ps, side, notice);
+            }));
+        }
         c.congestion_controller_factory(factory);
         c.initial_mtu(t.mtu);
         c.min_mtu(t.mtu);
         c.mtu_discovery_config(None);
-        c.enable_segmentation_offload(true);
+        if choice.exact_ecn(precision) {
+            // As `mpquic::Options::transport` does: one packet per datagram and an ACK for every
+            // packet, so that every CE increase the controller hears of is one marked packet.
+            let mut ack_frequency = noq_proto::AckFrequencyConfig::default();
+            ack_frequency.ack_eliciting_threshold(VarInt::from_u32(0));
+            c.enable_segmentation_offload(false).ack_frequency_config(Some(ack_frequency));
+        } else {
+            c.enable_segmentation_offload(true);
+        }
         c.max_idle_timeout(None);
         c.initial_rtt(Duration::from_nanos(t.initial_rtt.0 / 1000));
         let window = VarInt::from_u64(t.window).map_err(|_| {
@@ -586,7 +743,7 @@ impl Sim {
         if paths > 1 {
             c.max_concurrent_multipath_paths(paths as u32);
         }
-        Ok(Arc::new(c))
+        Ok((Arc::new(c), shared))
     }
 
     /// Current virtual time.
@@ -634,6 +791,7 @@ impl Sim {
                 let node = self.links[link].params.to;
                 self.receive(node, packet);
             }
+            Ev::Deliver(ep, packet) => self.deliver(ep, packet),
             Ev::Timer(ep, at) => {
                 let now = self.instant(self.now);
                 let e = &mut self.endpoints[ep];
@@ -696,11 +854,33 @@ impl Sim {
             }
             let ep = &mut self.endpoints[flow.client_ep];
             let Some((_, conn)) = &mut ep.conn else { continue };
+            let snapshot = ep.cc.as_ref().map(|cc| cc.snapshot());
             for path in conn.paths() {
                 let Some(cc) = conn.congestion_state(path) else { continue };
-                let window = cc.window();
-                let rtt = conn.rtt(path).map_or(0, |d| d.as_nanos() as u64);
-                flow.progress.traces.entry(path_number(path)).or_default().push((now, window, rtt));
+                let n = path_number(path);
+                let rtt_ns = conn.rtt(path).map_or(0, |d| d.as_nanos() as u64);
+                let point = match &snapshot {
+                    Some(snapshot) => {
+                        let Some(p) = ep.slots.get(&n).and_then(|&slot| snapshot.path(slot)) else {
+                            continue;
+                        };
+                        TracePoint {
+                            at: now,
+                            window: p.window,
+                            rtt_ns,
+                            alpha: p.alpha,
+                            active: p.active,
+                        }
+                    }
+                    None => TracePoint {
+                        at: now,
+                        window: cc.window(),
+                        rtt_ns,
+                        alpha: None,
+                        active: true,
+                    },
+                };
+                flow.progress.traces.entry(n).or_default().push(point);
             }
         }
     }
@@ -715,13 +895,15 @@ impl Sim {
         let flow = &self.flows[f];
         let ep_id = flow.client_ep;
         let (local_ip, remote) = flow.path_addrs[0];
-        let transport = match self.transport_config(&flow.controller, flow.spec.paths) {
-            Ok(t) => t,
-            Err(e) => {
-                self.flows[f].progress.error = Some(e.to_string());
-                return;
-            }
-        };
+        let (transport, client_cc) =
+            match self.transport_config(&flow.choice, flow.spec.paths, Side::Client, &flow.notices)
+            {
+                Ok(t) => t,
+                Err(e) => {
+                    self.flows[f].progress.error = Some(e.to_string());
+                    return;
+                }
+            };
         let mut config = ClientConfig::new(Arc::new(NullClientConfig));
         config.transport_config(transport);
         let counter = Arc::new(AtomicU64::new(
@@ -740,6 +922,7 @@ impl Sim {
         match ep.endpoint.connect(now, config, remote, "sim") {
             Ok(conn) => {
                 ep.conn = Some(conn);
+                ep.cc = client_cc;
                 self.service(ep_id);
             }
             Err(e) => self.flows[f].progress.error = Some(format!("connect: {e}")),
@@ -771,7 +954,15 @@ impl Sim {
                     self.counters.undeliverable += 1;
                     return;
                 };
-                self.deliver(ep, packet);
+                let jitter = self.scenario.host_jitter.0;
+                if jitter == 0 {
+                    self.deliver(ep, packet);
+                } else {
+                    let (rng, last) = &mut self.jitter[node];
+                    let at = (self.now + rng.next_u64() % jitter).max(*last);
+                    *last = at;
+                    self.schedule(at, Ev::Deliver(ep, packet));
+                }
             }
         }
     }
@@ -834,17 +1025,30 @@ impl Sim {
         loop {
             while let Some(event) = conn.poll() {
                 match event {
-                    Event::Connected if ep.role == Role::Client => {
-                        flow.progress.connected_at = Some(now_ps);
+                    Event::Connected => {
+                        register_slot(&mut ep.slots, conn, noq_proto::PathId::ZERO);
+                        if ep.role == Role::Client {
+                            flow.progress.connected_at = Some(now_ps);
+                        }
                     }
                     Event::ConnectionLost { reason } => {
                         flow.progress.error = Some(reason.to_string());
                     }
-                    Event::Path(PathEvent::Established { id, .. }) if ep.role == Role::Client => {
-                        flow.progress.paths_established.push((path_number(id), now_ps));
+                    Event::Path(PathEvent::Established { id, .. }) => {
+                        register_slot(&mut ep.slots, conn, id);
+                        if ep.role == Role::Client {
+                            flow.progress.paths_established.push((path_number(id), now_ps));
+                        }
                     }
-                    Event::Path(PathEvent::Abandoned { .. }) if ep.role == Role::Client => {
-                        flow.progress.paths_abandoned += 1;
+                    Event::Path(PathEvent::Abandoned { id, .. }) => {
+                        // As the mpquic library does: the controller forgets the path and
+                        // couples over the others.
+                        if let (Some(cc), Some(slot)) = (&ep.cc, ep.slots.get(&path_number(id))) {
+                            cc.remove_path(*slot);
+                        }
+                        if ep.role == Role::Client {
+                            flow.progress.paths_abandoned += 1;
+                        }
                     }
                     _ => {}
                 }
@@ -924,6 +1128,13 @@ impl Sim {
     }
 }
 
+/// Remember which controller slot a path's controller is (mpquic-cc controllers only).
+fn register_slot(slots: &mut BTreeMap<u64, Slot>, conn: &Connection, path: noq_proto::PathId) {
+    if let Some(slot) = conn.congestion_state(path).and_then(|cc| slot_of(cc.clone_box())) {
+        slots.insert(path_number(path), slot);
+    }
+}
+
 /// The number of a path id (noq-proto exposes it only through `Display`).
 pub fn path_number(path: noq_proto::PathId) -> u64 {
     path.to_string().parse().unwrap_or(u64::MAX)
@@ -964,7 +1175,9 @@ fn fill(conn: &mut Connection, stream: StreamId, limit: Option<u64>) -> u64 {
         if want == 0 {
             break;
         }
-        match conn.send_stream(stream).write(&ZEROS[..want as usize]) {
+        // A static chunk: the stack keeps a reference instead of copying the bytes.
+        let mut chunks = [Bytes::from_static(&ZEROS[..want as usize])];
+        match conn.send_stream(stream).write_chunks(&mut &mut chunks[..]) {
             Ok(0) | Err(_) => break,
             Ok(n) => total += n as u64,
         }

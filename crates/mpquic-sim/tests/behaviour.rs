@@ -4,7 +4,7 @@
 
 use mpquic_sim::report::{Report, Traces};
 use mpquic_sim::scenario::{Dur, FlowSpec, LinkConfig, Rate, Scenario, Topology};
-use mpquic_sim::{cc, Sim};
+use mpquic_sim::Sim;
 
 const GBPS10: f64 = 10e9;
 
@@ -64,19 +64,41 @@ fn newreno_flow_fills_a_10g_link() {
     assert_eq!(flow.path_stats[0].lost_packets, 0);
 }
 
+/// One DCTCP flow (mpquic-cc through the mpquic adapter) on 10 Gbps.
+///
+/// Goodput is counted at the QUIC payload level (stream bytes the receiving application read),
+/// against the 10 Gbps wire rate. Each 1400-byte UDP payload (the papers' MSS) costs 1428
+/// bytes on the wire (IPv4 + UDP) and carries about 1365 stream bytes (short header with an
+/// 8-byte CID, packet number, 16-byte tag, STREAM frame header), so the ceiling is about 95.6%:
+/// 95% is reachable only if the link never idles, which is what the test checks.
 #[test]
-#[ignore = "needs DCTCP through the mpquic adapter (branch cc / main); run with --ignored once it lands"]
 fn dctcp_flow_fills_the_link_with_a_short_queue() {
-    assert!(cc::factory("dctcp").is_ok(), "DCTCP is not available in this build");
     let r = single_flow("dctcp");
+    let flow = &r.flows[0];
     let link = r.link("sw->r").unwrap();
-    assert!(r.flows[0].goodput_last_half_bps >= 0.95 * GBPS10);
+    assert!(
+        flow.goodput_last_half_bps >= 0.95 * GBPS10,
+        "goodput {:.4} Gbps",
+        flow.goodput_last_half_bps / 1e9
+    );
     let q = link.queue.as_ref().unwrap();
     assert!(q.p50 <= 10 + 2, "queue median {}", q.p50);
+    assert_eq!(link.dropped_overflow, 0);
+    // The controller is the adapter's DCTCP, and with GSO off and an ACK per packet it heard of
+    // every mark the switch made (the ACK-only reverse direction is never marked).
+    let snapshot = &flow.controllers[0].snapshot;
+    assert_eq!(snapshot.algorithm, "dctcp");
+    let path = &snapshot.paths[0];
+    assert!(path.ce_exact || path.ce_marked > 0);
+    let alpha = path.alpha.expect("DCTCP has an alpha");
+    assert!(alpha > 0.0 && alpha < 1.0, "alpha {alpha}");
+    assert_eq!(path.ce_marked, link.marked, "marks heard vs marks made");
+    assert!(flow.notice_counts["alpha_updated"] > 100, "{:?}", flow.notice_counts);
 }
 
 fn two_flows(controller: &str) -> Report {
     let mut s = many_to_one(2, Dur::ms(20));
+    s.host_jitter = Dur::us(1);
     for (i, start) in [(0, Dur(0)), (1, Dur::ms(2))] {
         let mut f = FlowSpec::bulk(&format!("s{i}"), "r");
         f.controller = Some(controller.into());
@@ -99,12 +121,26 @@ fn two_newreno_flows_share_fairly() {
     assert!(total >= 0.93 * GBPS10, "total {total}");
 }
 
+/// Two DCTCP flows, the second starting 2 ms later, share 10 Gbps fairly over the last half.
+///
+/// With 2 us links the base RTT is about 8 us (7 packets in flight at 10 Gbps), so the two
+/// windows together are about 20 packets. Without any timing noise, ACK-clocked flows from
+/// 40 Gbps hosts move as unbroken per-flow packet trains, and the marking episodes (queue above
+/// K) keep hitting the same train: the flows lock into a stable 2.3 : 1 split (Jain 0.85,
+/// whatever the second flow's start time). Hosts here get 1 us of receive jitter (less than one
+/// packet time at 10 Gbps), which real hosts have and more; that interleaves the trains and the
+/// flows converge (Jain 0.998 in 20 ms). The scenario's default stays jitter-free.
 #[test]
-#[ignore = "needs DCTCP through the mpquic adapter (branch cc / main); run with --ignored once it lands"]
 fn two_dctcp_flows_converge_to_fair_shares() {
-    assert!(cc::factory("dctcp").is_ok(), "DCTCP is not available in this build");
     let r = two_flows("dctcp");
-    assert!(r.jain_bulk.unwrap() >= 0.99);
+    let jain = r.jain_bulk.unwrap();
+    assert!(
+        jain >= 0.99,
+        "Jain {jain}: {:?}",
+        r.flows.iter().map(|f| f.goodput_last_half_bps).collect::<Vec<_>>()
+    );
+    let total: f64 = r.flows.iter().map(|f| f.goodput_last_half_bps).sum();
+    assert!(total >= 0.93 * GBPS10, "total {total}");
 }
 
 /// Bytes per bucket on a link, summed over bucket range [from, to).
@@ -113,20 +149,22 @@ fn link_bytes(sim: &Sim, name: &str, from: usize, to: usize) -> u64 {
     l.stats.bytes_series.iter().skip(from).take(to - from).sum()
 }
 
-#[test]
-fn multipath_flow_uses_both_paths_and_shifts_away_from_cross_traffic() {
+fn multipath_shift(controller: &str, cross_controller: &str) {
     let mut s = Scenario::new(
         "two-path",
         Dur::ms(24),
         Topology::TwoPath { cross_hosts: 1, access: fast_access() },
     );
     s.output.goodput_interval = Dur::ms(1);
+    s.host_jitter = Dur::us(1);
     let mut mp = FlowSpec::bulk("src", "dst");
     mp.name = Some("mp".into());
     mp.paths = 2;
+    mp.controller = Some(controller.into());
     s.flows.push(mp);
     // Cross traffic on path 1's bottleneck (switch a, dst's address 0) from 8 ms to 16 ms.
     let mut x = FlowSpec::bulk("xa0", "dst");
+    x.controller = Some(cross_controller.into());
     x.name = Some("cross".into());
     x.start = Dur::ms(8);
     x.stop = Some(Dur::ms(16));
@@ -151,16 +189,41 @@ fn multipath_flow_uses_both_paths_and_shifts_away_from_cross_traffic() {
     assert!(b1 as f64 / 6.0 >= 0.9 * b0 as f64 / 6.0, "{b0} {b1}");
     let traces = Traces::new(&sim);
     assert_eq!(traces.windows["mp"].len(), 2);
+    assert!(traces.windows["mp"].values().all(|points| points.len() > 100));
+    if controller != "newreno" {
+        // The coupled controller drove both paths of the connection.
+        let snapshot = &mp.controllers[0].snapshot;
+        assert_eq!(snapshot.algorithm, controller);
+        assert_eq!(snapshot.paths.len(), 2);
+        assert!(snapshot.paths.iter().all(|p| p.sent_packets > 1000), "{snapshot:?}");
+    }
 }
 
-fn determinism_scenario(seed: u64) -> Scenario {
+#[test]
+fn multipath_flow_uses_both_paths_and_shifts_away_from_cross_traffic() {
+    multipath_shift("newreno", "newreno");
+}
+
+#[test]
+fn coupled_amp_flow_shifts_away_from_dctcp_cross_traffic() {
+    multipath_shift("amp", "dctcp");
+}
+
+#[test]
+fn coupled_xmp_flow_shifts_away_from_dctcp_cross_traffic() {
+    multipath_shift("xmp", "dctcp");
+}
+
+fn determinism_scenario(seed: u64, controller: &str) -> Scenario {
     let mut s = Scenario::new(
         "determinism",
         Dur::ms(4),
         Topology::TwoPath { cross_hosts: 1, access: Default::default() },
     );
     s.seed = seed;
-    // Random loss on every link exercises the seeded generators too.
+    s.controller = controller.into();
+    s.host_jitter = Dur(500_000); // 500 ns
+                                  // Random loss on every link exercises the seeded generators too.
     s.link.loss = Some(0.001);
     let mut mp = FlowSpec::bulk("src", "dst");
     mp.paths = 2;
@@ -173,19 +236,68 @@ fn determinism_scenario(seed: u64) -> Scenario {
     s
 }
 
-fn results(seed: u64) -> (String, String) {
-    let (r, sim) = run(determinism_scenario(seed));
+fn results(seed: u64, controller: &str) -> (String, String) {
+    let (r, sim) = run(determinism_scenario(seed, controller));
     let traces = Traces::new(&sim);
     (r.to_json(), serde_json::to_string(&traces).unwrap())
 }
 
-#[test]
-fn same_scenario_and_seed_give_byte_identical_results() {
-    let (a, ta) = results(7);
-    let (b, tb) = results(7);
+fn deterministic(controller: &str) {
+    let (a, ta) = results(7, controller);
+    let (b, tb) = results(7, controller);
     assert_eq!(a, b);
     assert_eq!(ta, tb);
     // And the seed matters (random losses differ).
-    let (c, _) = results(8);
+    let (c, _) = results(8, controller);
     assert_ne!(a, c);
+}
+
+#[test]
+fn same_scenario_and_seed_give_byte_identical_results() {
+    deterministic("newreno");
+}
+
+#[test]
+fn coupled_amp_runs_are_byte_identical_too() {
+    deterministic("amp");
+    // The report does carry the coupled controller's state and timestamped notices.
+    let (r, _) = run(determinism_scenario(7, "amp"));
+    assert_eq!(r.flows[0].controllers[0].snapshot.algorithm, "amp");
+    assert!(!r.flows[0].episodes.is_empty(), "no episodes recorded");
+}
+
+/// E3's first phase in miniature (8 ms instead of 1 s): AMP moves the multipath flow's traffic
+/// off path 1 within a few ms of DCTCP cross traffic arriving there, by the definition of
+/// `shift.rs`; and the same measure finds no "move" in a window without cross traffic. (The
+/// second phase, moving back onto path 1, is slower for AMP and is measured by `mpquic-sim e3`.)
+#[test]
+fn amp_shifts_traffic_by_the_e3_definition() {
+    use mpquic_sim::shift::{phase_shift, Criterion};
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/e3-traffic-shifting.toml"
+    ))
+    .unwrap();
+    let mut s = Scenario::from_toml(&text).unwrap();
+    let ms = |x: u64| Dur::ms(x);
+    for f in &mut s.flows {
+        match f.name.as_deref() {
+            Some("cross-a") => (f.start, f.stop) = (ms(8), Some(ms(16))),
+            Some("cross-b") => (f.start, f.stop) = (ms(16), Some(ms(16))),
+            _ => {}
+        }
+    }
+    s.duration = ms(16);
+    let (_, sim) = run(s);
+    let links = ["src->a", "src->b"];
+    let criterion = Criterion { threshold: 0.5, hold: ms(1).0 };
+    let p = |x: u64| ms(x).0;
+    let first = phase_shift(&sim, links, 0, (0, p(8), p(16)), criterion);
+    let t = first.shift_ms.unwrap_or_else(|| panic!("not moved: {first:?}"));
+    assert!(t > 0.0 && t < 6.0, "{first:?}");
+    assert!(first.during_share < 0.5 * first.pre_share, "{first:?}");
+    assert!(first.pre_share > 0.3, "{first:?}");
+    // No cross traffic during (4, 8) ms: nothing to move away from.
+    let quiet = phase_shift(&sim, links, 0, (0, p(4), p(8)), criterion);
+    assert_eq!(quiet.shift_ms, None, "{quiet:?}");
 }

@@ -1,12 +1,15 @@
 //! `mpquic-sim run scenario.toml --out DIR`: run a scenario, write `results.json`,
 //! `traces.json`, `perf.json` and SVG plots.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Parser, Subcommand};
+use mpquic_sim::plot::{write_shift_plot, ShiftPanel};
 use mpquic_sim::report::{Perf, Report, Traces};
+use mpquic_sim::scenario::Dur;
+use mpquic_sim::shift::{path_rates, phase_shift, Criterion, PhaseShift};
 use mpquic_sim::{Scenario, Sim};
 
 #[derive(Parser)]
@@ -38,6 +41,28 @@ enum Command {
         #[arg(long)]
         no_plots: bool,
     },
+    /// E3, traffic shifting: run a two-path scenario (flows `mp`, `cross-a`, `cross-b`) once per
+    /// controller of `mp`; write `e3.json` (shifting times, definition) and `e3.svg`.
+    E3 {
+        /// The scenario (TOML), e.g. scenarios/e3-traffic-shifting.toml.
+        scenario: PathBuf,
+        /// Output directory.
+        #[arg(long, default_value = "e3-out")]
+        out: PathBuf,
+        /// Controllers of the multipath flow, comma-separated.
+        #[arg(long, default_value = "amp,xmp,dcm")]
+        controllers: String,
+        /// Scale time: cross traffic on path 1 during (P, 2P), on path 2 during (2P, 3P), run
+        /// to 4P (the scenario's own times otherwise).
+        #[arg(long)]
+        phase: Option<String>,
+        /// "Moved": the crossed path's share below this fraction of its pre-cross value...
+        #[arg(long, default_value_t = 0.5)]
+        threshold: f64,
+        /// ...for at least this long.
+        #[arg(long, default_value = "1ms")]
+        hold: String,
+    },
     /// Parse a scenario and print it with every default filled in.
     Check {
         /// The scenario (TOML).
@@ -57,6 +82,22 @@ fn run(cli: Cli) -> Result<(), String> {
             Sim::new(s.clone()).map_err(|e| e.to_string())?;
             println!("{}", toml::to_string(&s).map_err(|e| e.to_string())?);
             Ok(())
+        }
+        Command::E3 { scenario, out, controllers, phase, threshold, hold } => {
+            let mut s = load(&scenario)?;
+            if let Some(p) = phase {
+                let p: Dur = p.parse()?;
+                for f in &mut s.flows {
+                    match f.name.as_deref() {
+                        Some("cross-a") => (f.start, f.stop) = (p, Some(Dur(2 * p.0))),
+                        Some("cross-b") => (f.start, f.stop) = (Dur(2 * p.0), Some(Dur(3 * p.0))),
+                        _ => {}
+                    }
+                }
+                s.duration = Dur(4 * p.0);
+            }
+            let hold: Dur = hold.parse()?;
+            e3(s, &out, &controllers, Criterion { threshold, hold: hold.0 })
         }
         Command::Run { scenario, out, seed, duration, no_plots } => {
             let mut s = load(&scenario)?;
@@ -91,6 +132,104 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+fn e3(s: Scenario, out: &Path, controllers: &str, criterion: Criterion) -> Result<(), String> {
+    let cross = |name: &str| {
+        s.flows
+            .iter()
+            .find(|f| f.name.as_deref() == Some(name))
+            .map(|f| (f.start.0, f.stop.map_or(s.duration.0, |t| t.0)))
+            .ok_or_else(|| format!("the scenario needs a flow named {name}"))
+    };
+    let (a, b) = (cross("cross-a")?, cross("cross-b")?);
+    if !s.flows.iter().any(|f| f.name.as_deref() == Some("mp")) {
+        return Err("the scenario needs a flow named mp".into());
+    }
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let links = ["src->a", "src->b"];
+    let mut runs = vec![];
+    let mut panels = vec![];
+    for controller in controllers.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+        let mut sc = s.clone();
+        for f in &mut sc.flows {
+            if f.name.as_deref() == Some("mp") {
+                f.controller = Some(controller.to_string());
+            }
+        }
+        let mut sim = Sim::new(sc).map_err(|e| e.to_string())?;
+        let wall = Instant::now();
+        sim.run();
+        let wall_s = wall.elapsed().as_secs_f64();
+        let report = Report::new(&mut sim);
+        if let Some(f) = report.flows.iter().find(|f| f.error.is_some()) {
+            return Err(format!("{controller}: flow {} failed: {:?}", f.name, f.error));
+        }
+        let phases = [
+            phase_shift(&sim, links, 0, (0, a.0, a.1), criterion),
+            phase_shift(&sim, links, 1, (a.0, b.0, b.1), criterion),
+        ];
+        let fmt = |p: &PhaseShift| p.shift_ms.map_or("not moved".into(), |t| format!("{t:.1} ms"));
+        println!(
+            "{controller:>8}: path 1 {} (share {:.3} -> {:.3}), path 2 {} (share {:.3} -> {:.3}); {:.2} s simulated in {:.1} s wall",
+            fmt(&phases[0]),
+            phases[0].pre_share,
+            phases[0].during_share,
+            fmt(&phases[1]),
+            phases[1].pre_share,
+            phases[1].during_share,
+            report.simulated_s,
+            wall_s
+        );
+        std::fs::write(out.join(format!("results-{controller}.json")), report.to_json())
+            .map_err(|e| e.to_string())?;
+        let bucket_ms = sim.scenario.output.goodput_interval.0 as f64 / 1e9;
+        let every = ((s.duration.0 as f64 / 1e9 / bucket_ms) / 2000.0).ceil() as usize;
+        panels.push(ShiftPanel {
+            title: format!(
+                "{controller}: moved off path 1 in {}, off path 2 in {}",
+                fmt(&phases[0]),
+                fmt(&phases[1])
+            ),
+            rates: path_rates(&sim, links, every),
+            cross: vec![(a.0 as f64 / 1e9, a.1 as f64 / 1e9), (b.0 as f64 / 1e9, b.1 as f64 / 1e9)],
+        });
+        runs.push(serde_json::json!({
+            "controller": controller,
+            "phases": phases,
+            "mp_goodput_bps": report.flow("mp").map(|f| f.goodput_bps),
+            "episodes": report.flow("mp").map(|f| f.episodes.len()),
+            "simulated_s": report.simulated_s,
+            "wall_s": wall_s,
+        }));
+    }
+    let definition = format!(
+        "share(t) = the crossed path's fraction of the multipath flow's wire bytes (access links \
+         src->a, src->b) in bucket t of {} us; pre = its mean share over the last half of the time \
+         between the previous phase change and the cross flow's start. The flow has moved its \
+         traffic at the end of the first bucket that begins a run of at least {} us in which every \
+         bucket has share < {} * pre. Shifting time = that instant - the cross flow's start.",
+        s.output.goodput_interval.0 as f64 / 1e6,
+        criterion.hold as f64 / 1e6,
+        criterion.threshold
+    );
+    let doc = serde_json::json!({
+        "experiment": "E3 traffic shifting",
+        "scenario": s,
+        "definition": definition,
+        "threshold": criterion.threshold,
+        "hold_us": criterion.hold as f64 / 1e6,
+        "runs": runs,
+    });
+    std::fs::write(
+        out.join("e3.json"),
+        serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
+    write_shift_plot(&out.join("e3.svg"), &panels)?;
+    println!("definition: {definition}");
+    println!("wrote {}/e3.json, {}/e3.svg", out.display(), out.display());
+    Ok(())
 }
 
 fn summarize(r: &Report, perf: &Perf, plots: &[String]) {
