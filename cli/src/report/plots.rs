@@ -98,9 +98,13 @@ impl Panel {
         match self {
             Panel::Cwnd => over_paths(&|p| p.cwnd.max()) / 1024.0,
             Panel::InFlight => over_paths(&|p| p.bytes_in_flight.max()) / 1024.0,
-            Panel::Rtt => {
-                over_paths(&|p| p.srtt.max().into_iter().chain(p.min_rtt.max()).reduce(f64::max))
-            }
+            // The first sample of each RTT series is the stack's initial estimate (333 ms before
+            // any ACK); it is drawn clipped so that it does not flatten the measured RTTs.
+            Panel::Rtt => over_paths(&|p| {
+                let rest =
+                    |s: &Series| s.buckets().skip(1).map(|(_, b)| b.last).collect::<Vec<_>>();
+                rest(&p.srtt).into_iter().chain(rest(&p.min_rtt)).reduce(f64::max)
+            }),
             Panel::Rate => {
                 over_paths(&|p| rate_points(&p.sent, 8.0 / 1e6).map(|x| x.1).reduce(f64::max))
             }
@@ -157,7 +161,7 @@ pub fn render(panel: Panel, conn: &Connection, x_max: f64, y_max: f64) -> Result
         }
         mesh.draw().map_err(plot_err)?;
         backdrop(&mut chart, conn, y_max, x_max)?;
-        draw(panel, &mut chart, conn, x_max)?;
+        draw(panel, &mut chart, conn, x_max, y_max)?;
         root.present().map_err(plot_err)?;
     }
     Ok(svg)
@@ -193,7 +197,9 @@ pub fn intervals(conn: &Connection, x_end: f64) -> Vec<(u64, f64, f64, bool)> {
 
 /// Light bands where any path is suppressed or eliminated; phase switches as vertical lines.
 fn backdrop(chart: &mut Chart<'_, '_>, conn: &Connection, y_max: f64, x_max: f64) -> Result<()> {
-    let bands = intervals(conn, conn.end_time.min(x_max));
+    let mut bands = intervals(conn, conn.end_time.min(x_max));
+    // Paths suppressed together share one band.
+    bands.dedup_by(|a, b| (a.1, a.2, a.3) == (b.1, b.2, b.3));
     chart
         .draw_series(bands.iter().map(|&(_, from, to, elim)| {
             let c = if elim { ELIMINATED } else { SUPPRESSED };
@@ -237,7 +243,13 @@ fn value_lines(
     Ok(())
 }
 
-fn draw(panel: Panel, chart: &mut Chart<'_, '_>, conn: &Connection, x_max: f64) -> Result<()> {
+fn draw(
+    panel: Panel,
+    chart: &mut Chart<'_, '_>,
+    conn: &Connection,
+    x_max: f64,
+    y_top: f64,
+) -> Result<()> {
     match panel {
         Panel::Cwnd => value_lines(chart, conn, |p| &p.cwnd, 1.0 / 1024.0),
         Panel::InFlight => value_lines(chart, conn, |p| &p.bytes_in_flight, 1.0 / 1024.0),
@@ -247,11 +259,12 @@ fn draw(panel: Panel, chart: &mut Chart<'_, '_>, conn: &Connection, x_max: f64) 
                 let c = path_color(id);
                 chart
                     .draw_series(LineSeries::new(
-                        p.srtt.buckets().map(|(_, b)| (b.t_last, b.last)),
+                        p.srtt.buckets().map(|(_, b)| (b.t_last, b.last.min(y_top))),
                         c.stroke_width(1),
                     ))
                     .map_err(plot_err)?;
-                let pts: Vec<_> = p.min_rtt.buckets().map(|(_, b)| (b.t_last, b.last)).collect();
+                let pts: Vec<_> =
+                    p.min_rtt.buckets().map(|(_, b)| (b.t_last, b.last.min(y_top))).collect();
                 chart
                     .draw_series(DashedLineSeries::new(pts, 4, 3, c.stroke_width(1)))
                     .map_err(plot_err)?;
