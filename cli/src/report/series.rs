@@ -164,7 +164,7 @@ mod tests {
     fn a_late_sample_before_the_newest_does_not_replace_last() {
         let mut s = Series::new(4);
         s.push(1.0, 5.0);
-        s.push(0.5, 9.0);
+        s.push(0.9, 9.0);
         let (_, b) = s.buckets().next().unwrap();
         assert_eq!((b.last, b.max, b.count), (5.0, 9.0, 2));
     }
