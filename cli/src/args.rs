@@ -31,6 +31,8 @@ pub enum Command {
     Demo(DemoArgs),
     /// Write a self-signed certificate and key (for labs; give the certificate to clients as --ca).
     Cert(CertArgs),
+    /// Plot qlog traces (one or more runs side by side) into an HTML report with SVG plots.
+    Report(crate::report::ReportArgs),
 }
 
 /// How the connection behaves: controller, scheduler, ECN precision, qlog.

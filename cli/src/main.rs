@@ -4,6 +4,7 @@ mod args;
 mod client;
 mod demo;
 mod output;
+mod report;
 mod serve;
 mod transfer;
 
@@ -44,6 +45,7 @@ fn main() -> ExitCode {
                 demo::demo(args).await.map(|r| print_result(&r, json))
             }
             Command::Cert(args) => write_cert(&args),
+            Command::Report(args) => report::report(args),
         }
     });
     // Pending tasks (and their half-written temporary files) are dropped with the runtime.

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Regenerates this report: four mpquic flows (4 paths each) into one ECN-marking 100 Mbit/s
+# bottleneck on the netns testbed, once with AMP and once with XMP, traced with qlog, then
+# `mpquic report` and a headless-Chromium screenshot. Needs root (network namespaces), chromium,
+# and a testbed runner that accepts per-flow `ecn` (branch `testbed`, ef19b60 or later): set
+# TESTBED to its binary if this checkout's is older.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+here=docs/report-amp-vs-xmp
+cargo build --release -p mpquic-cli
+TESTBED=${TESTBED:-}
+if [ -z "$TESTBED" ]; then
+  cargo build --release -p mpquic-testbed
+  TESTBED=target/release/mpquic-testbed
+fi
+work=$(mktemp -d)
+for cc in amp xmp; do
+  mkdir -p "$work/$cc-qlog"
+  MPQUIC_REAL="$PWD/target/release/mpquic" QLOG_DIR="$work/$cc-qlog" \
+    MPQUIC_BIN="$PWD/$here/with-qlog.sh" "$TESTBED" run "$here/m2o-$cc.toml" --out "$work/$cc"
+done
+rm -rf "$here/plots"
+target/release/mpquic report "amp=$work/amp-qlog" "xmp=$work/xmp-qlog" -o "$here" \
+  --title "AMP vs XMP: 4 flows x 4 paths into one ECN-marking 100 Mbit/s bottleneck" \
+  --note "netns testbed (eBPF ECN marker, K = 10 packets, 150 KB buffer), scenarios m2o-amp.toml and m2o-xmp.toml; every path of every flow shares the bottleneck; senders' qlog traces (exact CE counts)."
+profile=$(mktemp -d)
+chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+  --disable-background-networking --disable-component-update --disable-sync \
+  --user-data-dir="$profile" --window-size=1400,3000 \
+  --screenshot="$PWD/$here/screenshot.png" "file://$PWD/$here/index.html"
+rm -rf "$work" "$profile" "$here/data.json"
