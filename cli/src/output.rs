@@ -98,7 +98,7 @@ impl TransferResult {
         }
         let _ = writeln!(
             out,
-            "{:>4}  {:<32} {:>10} {:>6} {:>22} {:>13} {:>6} {:>9} {:>9}",
+            "{:>4}  {:<32} {:>10} {:>6} {:>22} {:>18} {:>6} {:>9} {:>9}",
             "path",
             "local -> remote",
             "sent",
@@ -121,14 +121,17 @@ impl TransferResult {
             };
             let _ = writeln!(
                 out,
-                "{:>4}  {:<32} {:>10} {:>5.1}% {:>22} {:>13} {:>6} {:>9} {:>8.0}ms{}",
+                "{:>4}  {:<32} {:>10} {:>5.1}% {:>22} {:>18} {:>6} {:>9} {:>8.0}ms{}",
                 p.id,
                 route,
                 human_bytes(p.bytes_sent),
                 p.share * 100.0,
                 rtt,
-                match (p.ce_events, p.ce_marked) {
-                    (Some(events), Some(marked)) => format!("{events}/{marked}"),
+                match (p.ce_events, p.ce_marked, p.ce_marked_max) {
+                    (Some(events), Some(marked), Some(max)) if max > marked => {
+                        format!("{events}/{marked}..{max}")
+                    }
+                    (Some(events), Some(marked), _) => format!("{events}/{marked}"),
                     _ => "-".into(),
                 },
                 p.lost_packets,

@@ -429,9 +429,7 @@ fn traces_we_write_follow_the_qlog_schema() {
             let name = r["name"].as_str().unwrap();
             if let Some(kind) = name.strip_prefix("mpquic:") {
                 ours += 1;
-                if kind != "configured" {
-                    assert_eq!(r["data"]["kind"], kind, "line {}: {r}", i + 1);
-                }
+                assert_eq!(r["data"]["kind"], kind, "line {}: {r}", i + 1);
             }
         }
         assert!(ours >= 2, "{}: mpquic events present", file.display());

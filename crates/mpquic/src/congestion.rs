@@ -91,6 +91,9 @@ struct SlotState {
     packets_sent: u64,
     /// Packets the current ACK frame newly acknowledged.
     acked_in_frame: u32,
+    /// Upper bound of the CE-marked packets: every packet of a frame that raised the CE count
+    /// (the controller is fed the lower bound, one per frame).
+    ce_marked_max: u64,
     /// Latest RTT samples in microseconds.
     rtt_us: hdrhistogram::Histogram<u64>,
     /// Since when the controller keeps the path from new data, if it does.
@@ -140,6 +143,12 @@ impl SharedController {
         self.lock().paths.get(slot.0 as usize).map(|p| p.rtt_us.clone())
     }
 
+    /// The most CE-marked packets the ACK frames of a slot can account for (see [`SlotState`]):
+    /// with the controller's own count (the least), it brackets the truth.
+    pub fn ce_marked_max(&self, slot: PathId) -> u64 {
+        self.lock().paths.get(slot.0 as usize).map_or(0, |p| p.ce_marked_max)
+    }
+
     /// How long the controller has kept a slot from new data (suppressed or eliminated).
     pub fn inactive_time(&self, slot: PathId) -> Duration {
         let state = self.lock();
@@ -178,6 +187,7 @@ impl State {
             smoothed_rtt: None,
             packets_sent: 0,
             acked_in_frame: 0,
+            ce_marked_max: 0,
             // 1 us .. 100 s at 3 significant digits; the bounds are constants, so this cannot fail.
             rtt_us: hdrhistogram::Histogram::new_with_bounds(1, 100_000_000, 3)
                 .expect("valid histogram bounds"),
@@ -297,13 +307,19 @@ impl PathHandle {
         state.flush();
         // noq's estimator does not hold this frame's sample yet, and exposes no "latest": the
         // packet's own send-to-ack time is the sample (it includes the peer's ACK delay).
-        let latest = now.saturating_duration_since(sent);
+        // noq stamps `now` once per batch of received datagrams, so a packet sent while that
+        // batch was being processed can look acknowledged before it was sent: such a sample says
+        // nothing and must not become the path's minimum.
+        let measured = now.checked_duration_since(sent).filter(|d| !d.is_zero());
+        let latest = measured.unwrap_or(min);
         let sample = RttSample { latest, smoothed, min: min.min(latest) };
         let path = &mut state.paths[self.slot.0 as usize];
         path.smoothed_rtt = Some(sample.smoothed);
         path.acked_in_frame += 1;
-        // Out-of-range samples (over 100 s) are clamped rather than lost.
-        path.rtt_us.saturating_record(latest.as_micros().max(1) as u64);
+        if let Some(measured) = measured {
+            // Out-of-range samples (over 100 s) are clamped rather than lost.
+            path.rtt_us.saturating_record(measured.as_micros().max(1) as u64);
+        }
         state.feed(self.slot, Event::PacketAcked { bytes, pn, rtt: sample });
     }
 }
@@ -361,7 +377,9 @@ impl noq_cc::Controller for PathHandle {
             state.flush();
         }
         let event = if is_ecn {
-            let exact = state.paths[self.slot.0 as usize].acked_in_frame == 1;
+            let path = &mut state.paths[self.slot.0 as usize];
+            let exact = path.acked_in_frame == 1;
+            path.ce_marked_max += u64::from(path.acked_in_frame.max(1));
             Event::CongestionExperienced { count: 1, exact }
         } else {
             Event::PacketsLost {

@@ -264,7 +264,19 @@ impl MultipathConnection {
                     .slot
                     .and_then(|slot| self.controller.as_ref().map(|c| c.inactive_time(slot)))
                     .unwrap_or_default();
-                PathReport::new(id, record, stats.as_ref(), cc.as_ref(), rtt.as_ref(), suppressed)
+                let ce_marked_max = record
+                    .slot
+                    .and_then(|slot| self.controller.as_ref().map(|c| c.ce_marked_max(slot)))
+                    .unwrap_or_default();
+                PathReport::new(
+                    id,
+                    record,
+                    stats.as_ref(),
+                    cc.as_ref(),
+                    rtt.as_ref(),
+                    suppressed,
+                    ce_marked_max,
+                )
             })
             .collect();
         let total: u64 = paths.iter().map(|p| p.bytes_sent).sum();
@@ -332,8 +344,12 @@ pub struct PathReport {
     /// ACK frames that raised the CE count (`None` under the stack's own Cubic, which does not
     /// tell CE from loss).
     pub ce_events: Option<u64>,
-    /// CE-marked packets (exact or estimated, see `ce_exact`).
+    /// CE-marked packets the controller counted: one per ACK frame that raised the peer's CE
+    /// count, which is exact when every such frame acknowledged one packet (`ce_exact`) and a
+    /// lower bound otherwise.
     pub ce_marked: Option<u64>,
+    /// Upper bound of the CE-marked packets: all packets of the frames that raised the count.
+    pub ce_marked_max: Option<u64>,
     /// Whether `ce_marked` is exact.
     pub ce_exact: bool,
     /// Whether the controller lets the path carry new data now.
@@ -350,6 +366,7 @@ impl PathReport {
         cc: Option<&mpquic_cc::PathSnapshot>,
         rtt_us: Option<&hdrhistogram::Histogram<u64>>,
         inactive: Duration,
+        ce_marked_max: u64,
     ) -> Self {
         let ms = |us: u64| us as f64 / 1000.0;
         PathReport {
@@ -368,6 +385,7 @@ impl PathReport {
             cwnd: cc.map_or_else(|| stats.map_or(0, |s| s.cwnd), |c| c.window),
             ce_events: cc.map(|c| c.ce_events),
             ce_marked: cc.map(|c| c.ce_marked),
+            ce_marked_max: cc.map(|_| ce_marked_max),
             ce_exact: cc.is_some_and(|c| c.ce_exact),
             active: cc.is_none_or(|c| c.active) && !record.closed,
             inactive_ms: inactive.as_secs_f64() * 1000.0,

@@ -47,7 +47,16 @@ impl Trace {
     }
 
     /// Append the custom event `mpquic:<name>` at time `at`.
-    fn write_event(&mut self, at: Instant, name: &str, data: serde_json::Value) -> io::Result<()> {
+    /// Every `mpquic:*` event's data names its kind, as the notices' do.
+    fn write_event(
+        &mut self,
+        at: Instant,
+        name: &str,
+        mut data: serde_json::Value,
+    ) -> io::Result<()> {
+        if let Some(fields) = data.as_object_mut() {
+            fields.entry("kind").or_insert_with(|| name.into());
+        }
         let record = serde_json::json!({
             "time": at.saturating_duration_since(self.start).as_secs_f64() * 1000.0,
             "name": format!("mpquic:{name}"),
