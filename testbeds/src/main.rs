@@ -114,12 +114,20 @@ fn summary(r: &results::RunResult) -> serde_json::Value {
         "median_goodput_fraction": r.median_goodput_fraction,
         "median_queue_pkts_median": r.median_queue_pkts_median,
         "median_queue_pkts_p99": r.median_queue_pkts_p99,
+        "median_ce_sender_error": r.median_ce_sender_error,
+        "median_ce_receiver_error": r.median_ce_receiver_error,
         "reps": r.repetitions.iter().map(|x| serde_json::json!({
             "goodput_mbps": x.total_goodput_mbps,
             "fraction": x.goodput_fraction_of_link_sum,
             "queue": x.links.iter().map(|l| (l.queue_pkts_busy.median, l.queue_pkts_busy.p99)).collect::<Vec<_>>(),
             "model_minus_real_median": x.links.iter().map(|l| l.model_minus_real_pkts.map(|m| m.median)).collect::<Vec<_>>(),
             "ce": x.ce,
+            "mpquic": x.flows.iter().filter_map(|f| f.mpquic.as_ref()).map(|m| serde_json::json!({
+                "goodput_mbps": m["goodput_mbps"],
+                "exact_ecn": m["exact_ecn"],
+                "paths": m["paths"].as_array().map(|ps| ps.iter().map(|p| serde_json::json!([p["remote"], p["bytes_sent"], p["cwnd"], p["ce_events"], p["ce_marked"], p["lost_packets"]])).collect::<Vec<_>>()),
+                "suppressions": m["controller_state"]["suppressions"],
+            })).collect::<Vec<_>>(),
             "errors": x.flows.iter().filter_map(|f| f.error.clone()).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     })

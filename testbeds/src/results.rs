@@ -79,8 +79,10 @@ pub struct LinkResult {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct CeEstimation {
-    /// Marks set by the bottleneck markers (sum over links).
+    /// Marks set by the bottleneck markers (sum over links), one per skb.
     pub marks: u64,
+    /// Packets those marks cover: a marked GSO skb (sender offload) is several CE packets.
+    pub marked_segs: u64,
     /// Marked packets the FIFO behind the marker dropped cannot arrive; this bounds that.
     pub qdisc_drops: u64,
     /// CE-marked packets counted where they arrive (receiver IpExt.InCEPkts, sum over hosts).
@@ -90,6 +92,25 @@ pub struct CeEstimation {
     /// (receiver_ce - marks) / marks
     pub receiver_error: Option<f64>,
     /// (sender_ce - marks) / marks
+    pub sender_error: Option<f64>,
+    /// Per bottleneck: marks against the CE the mpquic senders report on that link's paths.
+    pub per_link: Vec<LinkCe>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkCe {
+    pub link_id: usize,
+    pub marks: u64,
+    pub marked_segs: u64,
+    /// Sum of `ce_marked` over the mpquic paths whose server address is on this link.
+    pub sender_ce_marked: Option<u64>,
+    /// Sum of `ce_events` (ACK frames that raised the CE count) over the same paths.
+    pub sender_ce_events: Option<u64>,
+    /// Whether every one of those paths reported exact counts.
+    pub sender_ce_exact: bool,
+    /// Whether non-mpquic flows also crossed this link (their marks are not in the senders').
+    pub other_flows: bool,
+    /// (sender_ce_marked - marks) / marks
     pub sender_error: Option<f64>,
 }
 
@@ -106,6 +127,8 @@ pub struct RepResult {
     pub ce: Option<CeEstimation>,
     pub receiver_counters: BTreeMap<String, BTreeMap<String, u64>>,
     pub sampler_late_fraction: f64,
+    /// The mpquic servers' JSON lines (one per received transfer), verbatim.
+    pub mpquic_server_reports: Vec<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -120,8 +143,18 @@ pub struct RunResult {
     pub median_goodput_fraction: f64,
     pub median_queue_pkts_median: f64,
     pub median_queue_pkts_p99: f64,
+    /// Median over repetitions of the mpquic senders' CE error against the marks.
+    pub median_ce_sender_error: Option<f64>,
+    /// Median over repetitions of the receivers' CE error (InCEPkts) against the marks.
+    pub median_ce_receiver_error: Option<f64>,
 }
 
 pub fn median(v: &[f64]) -> f64 {
     Summary::of(v).median
+}
+
+/// The median of the values that are there, if all are.
+pub fn median_opt(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let v: Option<Vec<f64>> = v.collect();
+    v.filter(|v| !v.is_empty()).map(|v| median(&v))
 }

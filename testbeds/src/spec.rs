@@ -34,6 +34,8 @@
 //! stagger_ms = 0.0
 //! paths = 0                   # mpquic: paths to use (0: every address pair); kernel-tcp: path index
 //! cc_params = []              # mpquic: ["key=value", ...]
+//! ecn = "exact"               # mpquic: --ecn exact (GSO off, ACK every packet) | batched | auto
+//! scheduler = "stack"         # mpquic: --scheduler stack | lowest-rtt | round-robin
 //! ```
 
 use anyhow::{bail, Context, Result};
@@ -144,6 +146,19 @@ pub struct FlowSpec {
     pub paths: usize,
     #[serde(default)]
     pub cc_params: Vec<String>,
+    /// mpquic: the CLI's `--ecn` (CE-count precision).
+    #[serde(default = "exact")]
+    pub ecn: String,
+    /// mpquic: the CLI's `--scheduler`.
+    #[serde(default = "stack")]
+    pub scheduler: String,
+}
+
+fn exact() -> String {
+    "exact".into()
+}
+fn stack() -> String {
+    "stack".into()
 }
 
 fn cubic() -> String {
@@ -191,6 +206,22 @@ impl Scenario {
         for f in &self.flows {
             if f.bytes == 0 && f.for_s <= 0.0 {
                 bail!("flow {} -> {}: set bytes or for_s", f.from, f.to);
+            }
+            if f.kind == FlowKind::Mpquic {
+                if f.bytes == 0 {
+                    bail!("flow {} -> {}: mpquic flows need `bytes` (the CLI sends a generated file of that size)", f.from, f.to);
+                }
+                if !["exact", "batched", "auto"].contains(&f.ecn.as_str()) {
+                    bail!(
+                        "flow {} -> {}: ecn must be exact, batched or auto, not {:?}",
+                        f.from,
+                        f.to,
+                        f.ecn
+                    );
+                }
+                if !["stack", "lowest-rtt", "round-robin"].contains(&f.scheduler.as_str()) {
+                    bail!("flow {} -> {}: scheduler must be stack, lowest-rtt or round-robin, not {:?}", f.from, f.to, f.scheduler);
+                }
             }
         }
         Ok(())
