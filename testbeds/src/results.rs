@@ -89,9 +89,9 @@ pub struct CeEstimation {
     pub receiver_ce: u64,
     /// CE counts the mpquic senders report (sum of ce_marked over paths), if any.
     pub sender_ce: Option<u64>,
-    /// (receiver_ce - marks) / marks
+    /// (receiver_ce - marked_segs) / marked_segs: whether every CE packet arrived.
     pub receiver_error: Option<f64>,
-    /// (sender_ce - marks) / marks
+    /// (sender_ce - marked_segs) / marked_segs: the senders' CE-count estimation error.
     pub sender_error: Option<f64>,
     /// Per bottleneck: marks against the CE the mpquic senders report on that link's paths.
     pub per_link: Vec<LinkCe>,
@@ -110,7 +110,7 @@ pub struct LinkCe {
     pub sender_ce_exact: bool,
     /// Whether non-mpquic flows also crossed this link (their marks are not in the senders').
     pub other_flows: bool,
-    /// (sender_ce_marked - marks) / marks
+    /// (sender_ce_marked - marked_segs) / marked_segs
     pub sender_error: Option<f64>,
 }
 

@@ -407,7 +407,9 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
         let any_mpquic = flows_res.iter().any(|f| f.mpquic.is_some());
         let sender_ce: Option<u64> =
             any_mpquic.then(|| per_link.iter().filter_map(|l| l.sender_ce_marked).sum());
-        let err = |x: u64| ratio_error(x, marks);
+        // The reference is the number of CE packets the marks produced: a marked GSO skb
+        // (sender offload) becomes gso_segs CE packets; without offload that equals `marks`.
+        let err = |x: u64| ratio_error(x, marked_segs);
         Some(CeEstimation {
             marks,
             marked_segs,
@@ -501,15 +503,16 @@ fn link_ce(l: &LinkResult, b: &Bottleneck, flows: &[FlowResult]) -> LinkCe {
     }
     let m = l.marker.as_ref();
     let marks = m.map_or(0, |m| m.marks);
+    let marked_segs = m.map_or(0, |m| m.marked_segs);
     LinkCe {
         link_id: b.link_id,
         marks,
-        marked_segs: m.map_or(0, |m| m.marked_segs),
+        marked_segs,
         sender_ce_marked: marked,
         sender_ce_events: events,
         sender_ce_exact: !exact.is_empty() && exact.iter().all(|x| *x),
         other_flows,
-        sender_error: marked.and_then(|x| ratio_error(x, marks)),
+        sender_error: marked.and_then(|x| ratio_error(x, marked_segs)),
     }
 }
 

@@ -73,12 +73,16 @@ bytes = 20000000
         let (marks, sent) = (f(l, &["marks"]), f(l, &["sender_ce_marked"]));
         assert!(marks > 0.0, "no marks on link {}: {l}", l["link_id"]);
         assert_eq!(l["other_flows"], false);
-        // Exact mode: one ACK per packet, so one CE event per marked packet, except where the
-        // receiver acknowledges a burst read in one go. Never more than the marks.
+        assert_eq!(f(l, &["marked_segs"]), marks, "no offload, yet a mark covered several packets");
+        // Exact mode: the peer ACKs every packet and the adapter counts one CE packet per ACK
+        // frame that raised the CE count. A frame still covers several packets when the
+        // receiver reads a burst before acknowledging (more so on a loaded machine: -5% idle,
+        // down to about -35% with the 2 cores oversubscribed), so the estimate can only be low.
+        // Batched mode (ACK every other packet or more) is not held to this bound.
         assert!(sent <= marks, "the sender counted more CE than were marked: {l}");
         let err = f(l, &["sender_error"]);
         assert!(
-            err.abs() < 0.3,
+            err > -0.6,
             "sender CE estimate off by {:.0}% on link {}: {l}",
             err * 100.0,
             l["link_id"]
@@ -88,4 +92,49 @@ bytes = 20000000
     assert_eq!(f(ce, &["receiver_ce"]), f(ce, &["marks"]), "{ce}");
     let total_err = f(ce, &["sender_error"]);
     println!("CE: marks {} sender {} error {:.3}", ce["marks"], ce["sender_ce"], total_err);
+}
+
+/// Sender segmentation offload on, `--ecn batched` (GSO on in the stack): GSO batches cross the
+/// marker as one skb, so one mark becomes several CE packets at the receiver. The marker counts
+/// the packets its marks cover, and they are exactly what the receiver counts.
+#[test]
+fn offload_batches_cross_the_marker_as_one_skb() {
+    if skip("offload_batches_cross_the_marker_as_one_skb") {
+        return;
+    }
+    require_mpquic("offload_batches_cross_the_marker_as_one_skb");
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let sc = format!(
+        r#"
+name = "mpquic-offload"
+duration_s = 20.0
+[topology]
+kind = "multi-path"
+paths = 2
+[link]
+rate_mbit = 50.0
+k_packets = {K}
+buffer_bytes = 150000
+sender_offload = true
+[[flows]]
+kind = "mpquic"
+from = "s"
+to = "d"
+cc = "amp"
+ecn = "batched"
+bytes = 20000000
+"#
+    );
+    let r = run_scenario("mpquic-offload", &sc);
+    let rep = &r["repetitions"][0];
+    let m = mpquic_report(&rep["flows"][0]);
+    assert_eq!(m["exact_ecn"], false, "--ecn batched did not take: {m}");
+    let ce = &rep["ce"];
+    assert!(ce.is_object(), "no CE estimation in the result (backend {})", r["backend"]);
+    let (marks, segs, recv) = (f(ce, &["marks"]), f(ce, &["marked_segs"]), f(ce, &["receiver_ce"]));
+    assert!(marks > 0.0, "nothing marked: {ce}");
+    assert!(segs > marks, "no marked skb carried several packets, was GSO used? {ce}");
+    assert_eq!(f(ce, &["qdisc_drops"]), 0.0, "{ce}");
+    assert_eq!(recv, segs, "the receiver's CE count differs from the packets marked: {ce}");
+    assert!(ce["sender_error"].is_number());
 }
