@@ -69,6 +69,9 @@ pub struct LinkResult {
     /// Queue (packets) over samples where the link was sending.
     pub queue_pkts_busy: Summary,
     pub queue_bytes_busy: Summary,
+    /// The byte backlog in 1514-byte frames: with sender offload the qdisc's packet count is
+    /// in skbs (a GSO batch is one), so this is the comparable queue length.
+    pub queue_frames_busy: Summary,
     pub qdisc_drops: u64,
     pub sent_bytes: u64,
     pub busy_throughput_mbit: f64,

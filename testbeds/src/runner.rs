@@ -655,6 +655,7 @@ fn link_result(s: &Series, b: &Bottleneck, link: &crate::spec::LinkSpec) -> Link
         samples: s.t.len(),
         queue_pkts_busy: Summary::of(&qp),
         queue_bytes_busy: Summary::of(&qb),
+        queue_frames_busy: Summary::of(&qb.iter().map(|b| b / FRAME as f64).collect::<Vec<_>>()),
         qdisc_drops: s.drops.last().copied().unwrap_or(0) as u64,
         sent_bytes: s.bytes.last().copied().unwrap_or(0) - s.bytes.first().copied().unwrap_or(0),
         busy_throughput_mbit: if busy_t > 0.0 {
