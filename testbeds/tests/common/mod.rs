@@ -151,7 +151,7 @@ pub fn require_mpquic(test: &str) -> String {
 }
 
 /// The mpquic client's report of a flow, checked to be there.
-pub fn mpquic_report<'a>(flow: &'a Value) -> &'a Value {
+pub fn mpquic_report(flow: &Value) -> &Value {
     assert_eq!(flow["completed"], true, "flow {} failed: {}", flow["id"], flow["error"]);
     let m = &flow["mpquic"];
     assert!(m.is_object(), "flow {} has no mpquic report: {flow}", flow["id"]);
