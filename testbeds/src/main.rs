@@ -42,6 +42,12 @@ enum Cmd {
     },
     /// Print which link backend this kernel supports.
     Detect,
+    /// One Markdown table row per scenario: goodput and queue (medians over repetitions), CE
+    /// error. Results of the same scenario (e.g. interleaved single-repetition runs) merge.
+    Table {
+        /// result.json files or the directories holding them.
+        results: Vec<PathBuf>,
+    },
     #[command(name = "__sink", hide = true)]
     Sink {
         #[arg(long)]
@@ -95,6 +101,22 @@ fn main() -> Result<()> {
             runner::require_root()?;
             let caps = backend::detect(std::process::id())?;
             println!("{}", serde_json::to_string_pretty(&caps)?);
+        }
+        Cmd::Table { results } => {
+            let mut all = Vec::new();
+            for p in results {
+                let p = if p.is_dir() { p.join("result.json") } else { p };
+                let text = std::fs::read_to_string(&p)
+                    .map_err(|e| anyhow::anyhow!("reading {}: {e}", p.display()))?;
+                all.push(
+                    serde_json::from_str::<serde_json::Value>(&text)
+                        .map_err(|e| anyhow::anyhow!("parsing {}: {e}", p.display()))?,
+                );
+            }
+            println!("{}", results::TABLE_HEADER);
+            for v in results::merge_by_scenario(all) {
+                println!("{}", results::table_row(&v));
+            }
         }
         Cmd::Sink { listen, proto, interval_ms } => {
             flows::sink_main(runner::parse_addr(&listen)?, proto == "mptcp", interval_ms)?

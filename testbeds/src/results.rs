@@ -130,6 +130,8 @@ pub struct RepResult {
     pub ce: Option<CeEstimation>,
     pub receiver_counters: BTreeMap<String, BTreeMap<String, u64>>,
     pub sampler_late_fraction: f64,
+    /// The host's 1-minute load average before the flows started and after they ended.
+    pub host_loadavg_1min: [f64; 2],
     /// The mpquic servers' JSON lines (one per received transfer), verbatim.
     pub mpquic_server_reports: Vec<serde_json::Value>,
 }
@@ -160,4 +162,88 @@ pub fn median(v: &[f64]) -> f64 {
 pub fn median_opt(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {
     let v: Option<Vec<f64>> = v.collect();
     v.filter(|v| !v.is_empty()).map(|v| median(&v))
+}
+
+pub const TABLE_HEADER: &str = "| scenario | flow | ecn | offload | K | goodput % of link sum (reps) | median | queue median / p99 (frames) | sender CE error (reps) | median | receiver CE / marks | host load (reps) |\n|---|---|---|---|---|---|---|---|---|---|---|---|";
+
+/// A Markdown row for one result.json: per-repetition goodput and CE error with their medians,
+/// the median over repetitions and links of the queue's median and p99 in 1514-byte frames.
+pub fn table_row(v: &serde_json::Value) -> String {
+    let reps = v["repetitions"].as_array().cloned().unwrap_or_default();
+    let loads: Vec<f64> = reps.iter().filter_map(|r| r["host_loadavg_1min"][0].as_f64()).collect();
+    let num = |x: &serde_json::Value| x.as_f64();
+    let fr: Vec<f64> = reps
+        .iter()
+        .filter_map(|r| num(&r["goodput_fraction_of_link_sum"]))
+        .map(|x| x * 100.0)
+        .collect();
+    let links = || reps.iter().flat_map(|r| r["links"].as_array().cloned().unwrap_or_default());
+    let qm: Vec<f64> = links().filter_map(|l| num(&l["queue_frames_busy"]["median"])).collect();
+    let qp: Vec<f64> = links().filter_map(|l| num(&l["queue_frames_busy"]["p99"])).collect();
+    let se: Vec<f64> = reps.iter().filter_map(|r| num(&r["ce"]["sender_error"])).collect();
+    let rm: Vec<f64> = reps
+        .iter()
+        .filter_map(|r| Some(num(&r["ce"]["receiver_ce"])? / num(&r["ce"]["marks"])?))
+        .collect();
+    let flow = &v["scenario"]["flows"][0];
+    let kind = flow["kind"].as_str().unwrap_or("?");
+    let name = if kind == "mpquic" {
+        format!("mpquic {}", flow["cc"].as_str().unwrap_or("?"))
+    } else {
+        format!("{kind} {}", flow["cc"].as_str().unwrap_or("?"))
+    };
+    let list = |v: &[f64], prec: usize| {
+        v.iter().map(|x| format!("{x:.prec$}")).collect::<Vec<_>>().join(", ")
+    };
+    let med = |v: &[f64], prec: usize| {
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            format!("{:.prec$}", median(v))
+        }
+    };
+    format!(
+        "| {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {} | {} | {} |",
+        v["scenario"]["name"].as_str().unwrap_or("?"),
+        name,
+        if kind == "mpquic" { flow["ecn"].as_str().unwrap_or("?") } else { "-" },
+        if v["scenario"]["link"]["sender_offload"] == true { "on" } else { "off" },
+        v["scenario"]["link"]["k_packets"],
+        list(&fr, 1),
+        med(&fr, 1),
+        med(&qm, 1),
+        med(&qp, 1),
+        if se.is_empty() {
+            "-".into()
+        } else {
+            list(&se.iter().map(|x| x * 100.0).collect::<Vec<_>>(), 1) + " %"
+        },
+        if se.is_empty() {
+            "-".into()
+        } else {
+            med(&se.iter().map(|x| x * 100.0).collect::<Vec<_>>(), 1) + " %"
+        },
+        med(&rm, 2),
+        list(&loads, 1),
+    )
+}
+
+/// Results of one scenario run in several invocations (e.g. repetitions interleaved with other
+/// scenarios' so that a shared machine's load drift hits all alike) merged into one: the first
+/// result with every result's repetitions.
+pub fn merge_by_scenario(results: Vec<serde_json::Value>) -> Vec<serde_json::Value> {
+    let mut out: Vec<serde_json::Value> = Vec::new();
+    for r in results {
+        let name = r["scenario"]["name"].clone();
+        match out.iter_mut().find(|o| o["scenario"]["name"] == name) {
+            Some(o) => {
+                let more = r["repetitions"].as_array().cloned().unwrap_or_default();
+                if let Some(reps) = o["repetitions"].as_array_mut() {
+                    reps.extend(more);
+                }
+            }
+            None => out.push(r),
+        }
+    }
+    out
 }

@@ -247,6 +247,7 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
     std::thread::sleep(Duration::from_millis(50));
 
     // Flows.
+    let load_before = loadavg();
     let t0 = Instant::now();
     let deadline = Duration::from_secs_f64(sc.duration_s);
     let mut handles = Vec::new();
@@ -445,6 +446,7 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
         ce,
         receiver_counters: counters,
         sampler_late_fraction: late,
+        host_loadavg_1min: [load_before, loadavg()],
         mpquic_server_reports: server_reports,
     };
     if !sink_errors.is_empty() {
@@ -455,6 +457,15 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
     }
     write_plots(out, &rr, &series)?;
     Ok(rr)
+}
+
+/// The host's 1-minute load average (the machine may be shared: a measurement on a loaded
+/// host is CPU-bound, and the result should say so).
+fn loadavg() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::NAN)
 }
 
 /// (x - reference) / reference, if there is a reference.
