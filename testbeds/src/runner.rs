@@ -92,6 +92,7 @@ struct Bottleneck {
     link_id: usize,
     from: String,
     to: String,
+    to_node: usize,
     /// The addresses this direction delivers to (the receiving end's).
     to_addrs: Vec<std::net::Ipv4Addr>,
 }
@@ -110,30 +111,31 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
     // Bottlenecks.
     let mut probes = Vec::new();
     let mut bns = Vec::new();
-    for l in net.links.iter().filter(|l| l.bottleneck_a_to_b) {
-        let ns = nss.ns(l.a.node).to_string();
-        let handle = backend::shape(&ns, &l.a.dev, &sc.link, be)?;
+    for d in net.bottlenecks() {
+        let ns = nss.ns(d.from.node).to_string();
+        let handle = backend::shape(&ns, &d.from.dev, &sc.link, be)?;
         let m = if use_marker {
             let k = if sc.link.ecn { sc.link.k_packets as u64 * FRAME } else { u64::MAX };
             let rate = (sc.link.rate_mbit * 1e6 / 8.0) as u64;
             Some(Marker::attach(
                 &dir,
                 &bpffs,
-                l.id,
+                d.id,
                 &ns,
-                &l.a.dev,
+                &d.from.dev,
                 MarkerConfig { rate_bytes_per_s: rate, k_bytes: k, loss: sc.link.loss },
             )?)
         } else {
             None
         };
-        let ifindex = netns::ifindex(&ns, &l.a.dev)? as i32;
-        probes.push(Probe { link_id: l.id, ns, ifindex, handle, marker: m });
+        let ifindex = netns::ifindex(&ns, &d.from.dev)? as i32;
+        probes.push(Probe { link_id: d.id, ns, ifindex, handle, marker: m });
         bns.push(Bottleneck {
-            link_id: l.id,
-            from: net.nodes[l.a.node].name.clone(),
-            to: net.nodes[l.b.node].name.clone(),
-            to_addrs: l.b.addrs.clone(),
+            link_id: d.id,
+            from: net.nodes[d.from.node].name.clone(),
+            to: net.nodes[d.to.node].name.clone(),
+            to_node: d.to.node,
+            to_addrs: d.to.addrs.clone(),
         });
     }
 
@@ -434,7 +436,9 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
     } else {
         0.0
     };
-    let link_sum = sc.link.rate_mbit * links.len() as f64;
+    // The capacity into the flows' receivers: the bottleneck directions that end at one.
+    let into_receivers = bns.iter().filter(|b| recv_hosts.contains(&b.to_node)).count();
+    let link_sum = sc.link.rate_mbit * into_receivers as f64;
     let mut rr = RepResult {
         rep,
         duration_s: t0.elapsed().as_secs_f64(),

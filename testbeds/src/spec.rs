@@ -7,7 +7,7 @@
 //! repetitions = 3
 //!
 //! [topology]
-//! kind = "multi-path"         # "multi-path" | "many-to-one"
+//! kind = "multi-path"         # "multi-path" | "many-to-one" | "fat-tree"
 //! paths = 2                   # multi-path: disjoint paths (one router each)
 //! addrs_per_link = 1          # multi-path: addresses per host interface (link-sharing paths)
 //! cross_hosts = false         # multi-path: one cross-traffic host per path
@@ -81,6 +81,15 @@ pub enum TopologySpec {
         #[serde(default)]
         cross_hosts: bool,
     },
+    /// A k = 4 fat-tree: hosts `h1..h16`, edge `e1..e8`, aggregation `a1..a8`, core `c1..c4`,
+    /// ECMP routes (L4 hash, `fib_multipath_hash_policy = 1`); every switch egress is a
+    /// bottleneck (edge -> host, and both directions of every switch-to-switch link).
+    FatTree {
+        #[serde(default = "four")]
+        k: usize,
+        #[serde(default = "one")]
+        addrs_per_host: usize,
+    },
     /// Senders `s1..sn` -> router `r` -> receiver `d`, one bottleneck (r -> d).
     ManyToOne {
         senders: usize,
@@ -94,6 +103,9 @@ fn one() -> usize {
 }
 fn two() -> usize {
     2
+}
+fn four() -> usize {
+    4
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -192,6 +204,14 @@ impl Scenario {
             TopologySpec::MultiPath { paths, addrs_per_link, .. } => {
                 if !(1..=8).contains(&paths) || !(1..=8).contains(&addrs_per_link) {
                     bail!("multi-path: paths and addrs_per_link must be in 1..=8");
+                }
+            }
+            TopologySpec::FatTree { k, addrs_per_host } => {
+                if k != 4 {
+                    bail!("fat-tree: only k = 4 (36 namespaces, 80 marked link directions) fits this testbed");
+                }
+                if !(1..=4).contains(&addrs_per_host) {
+                    bail!("fat-tree: addrs_per_host must be in 1..=4");
                 }
             }
             TopologySpec::ManyToOne { senders, addrs_per_host } => {
