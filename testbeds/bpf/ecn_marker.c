@@ -46,7 +46,9 @@ enum {
     ST_ALREADY_CE = 5,   // packets that arrived already CE-marked
     ST_LOSS_DROPS = 6,   // packets dropped by loss injection
     ST_OVER_K = 7,       // packets (any ECN) that arrived above K
-    ST_LEN = 8,
+    ST_MARKED_SEGS = 8,  // packets the marks cover: a GSO skb is gso_segs packets, all CE
+    ST_SKB_SEGS = 9,     // packets seen, counting a GSO skb as its gso_segs
+    ST_LEN = 10,
 };
 
 struct {
@@ -71,12 +73,13 @@ static __always_inline __u64 cfg(__u32 k)
     __u64 *v = bpf_map_lookup_elem(&CFG_MAP, &k);
     return v ? *v : 0;
 }
-static __always_inline void bump(__u32 k)
+static __always_inline void bump_by(__u32 k, __u64 n)
 {
     __u64 *v = st(k);
     if (v)
-        __sync_fetch_and_add(v, 1);
+        __sync_fetch_and_add(v, n);
 }
+static __always_inline void bump(__u32 k) { bump_by(k, 1); }
 
 // Returns 1 if CE was set, 0 if not ECT, -1 on error. Fixes the IPv4 header checksum.
 static __always_inline int set_ce(struct __sk_buff *skb, __u16 proto)
@@ -139,6 +142,9 @@ int ecn_marker(struct __sk_buff *skb)
     if (!backlog || !last)
         return TC_ACT_OK;
     bump(ST_PACKETS);
+    // A GSO skb (sender offload on) crosses as one skb; its segments all inherit the header.
+    __u64 segs = skb->gso_segs > 1 ? skb->gso_segs : 1;
+    bump_by(ST_SKB_SEGS, segs);
 
     __u32 loss = (__u32)cfg(CFG_LOSS_U32);
     if (loss && bpf_get_prandom_u32() < loss) {
@@ -157,8 +163,10 @@ int ecn_marker(struct __sk_buff *skb)
     }
     if (b > k) {
         bump(ST_OVER_K);
-        if (set_ce(skb, proto) == 1)
+        if (set_ce(skb, proto) == 1) {
             bump(ST_MARKS);
+            bump_by(ST_MARKED_SEGS, segs);
+        }
     } else {
         // Count ECT packets below K too, so ST_ECT is every ECN-capable packet.
         __u8 byte1;

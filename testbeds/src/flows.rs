@@ -149,8 +149,9 @@ pub fn send_main(server: SocketAddr, mptcp: bool, cc: &str, bytes: u64, for_s: f
 pub struct Proc {
     child: Child,
     lines: Arc<Mutex<Vec<String>>>,
+    err_lines: Arc<Mutex<Vec<String>>>,
     reader: Option<JoinHandle<()>>,
-    err_reader: Option<JoinHandle<String>>,
+    err_reader: Option<JoinHandle<()>>,
 }
 
 impl Proc {
@@ -172,16 +173,38 @@ impl Proc {
             }
         });
         let err = child.stderr.take().ok_or_else(|| anyhow!("no stderr"))?;
+        let err_lines = Arc::new(Mutex::new(Vec::new()));
+        let e2 = err_lines.clone();
         let err_reader = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = BufReader::new(err).read_to_string(&mut s);
-            s
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                e2.lock().unwrap().push(line);
+            }
         });
-        Ok(Proc { child, lines, reader: Some(reader), err_reader: Some(err_reader) })
+        Ok(Proc { child, lines, err_lines, reader: Some(reader), err_reader: Some(err_reader) })
     }
 
     pub fn lines(&self) -> Vec<String> {
         self.lines.lock().unwrap().clone()
+    }
+
+    /// Stderr so far, one string.
+    pub fn stderr(&self) -> String {
+        self.err_lines.lock().unwrap().join("\n")
+    }
+
+    /// Waits until a stderr line satisfies `f`, the process exits, or the timeout.
+    pub fn wait_err_line(&mut self, timeout: Duration, f: impl Fn(&str) -> bool) -> bool {
+        let t = Instant::now();
+        while t.elapsed() < timeout {
+            if self.err_lines.lock().unwrap().iter().any(|l| f(l)) {
+                return true;
+            }
+            if self.child.try_wait().ok().flatten().is_some() {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        false
     }
 
     /// Waits until a stdout line satisfies `f`, or the timeout.
@@ -218,8 +241,10 @@ impl Proc {
         if let Some(r) = self.reader.take() {
             let _ = r.join();
         }
-        let err = self.err_reader.take().and_then(|r| r.join().ok()).unwrap_or_default();
-        (self.lines(), err)
+        if let Some(r) = self.err_reader.take() {
+            let _ = r.join();
+        }
+        (self.lines(), self.stderr())
     }
 
     /// Waits for exit (up to `timeout`), then stops.

@@ -42,6 +42,12 @@ enum Cmd {
     },
     /// Print which link backend this kernel supports.
     Detect,
+    /// One Markdown table row per scenario: goodput and queue (medians over repetitions), CE
+    /// error. Results of the same scenario (e.g. interleaved single-repetition runs) merge.
+    Table {
+        /// result.json files or the directories holding them.
+        results: Vec<PathBuf>,
+    },
     #[command(name = "__sink", hide = true)]
     Sink {
         #[arg(long)]
@@ -96,6 +102,22 @@ fn main() -> Result<()> {
             let caps = backend::detect(std::process::id())?;
             println!("{}", serde_json::to_string_pretty(&caps)?);
         }
+        Cmd::Table { results } => {
+            let mut all = Vec::new();
+            for p in results {
+                let p = if p.is_dir() { p.join("result.json") } else { p };
+                let text = std::fs::read_to_string(&p)
+                    .map_err(|e| anyhow::anyhow!("reading {}: {e}", p.display()))?;
+                all.push(
+                    serde_json::from_str::<serde_json::Value>(&text)
+                        .map_err(|e| anyhow::anyhow!("parsing {}: {e}", p.display()))?,
+                );
+            }
+            println!("{}", results::TABLE_HEADER);
+            for v in results::merge_by_scenario(all) {
+                println!("{}", results::table_row(&v));
+            }
+        }
         Cmd::Sink { listen, proto, interval_ms } => {
             flows::sink_main(runner::parse_addr(&listen)?, proto == "mptcp", interval_ms)?
         }
@@ -114,12 +136,20 @@ fn summary(r: &results::RunResult) -> serde_json::Value {
         "median_goodput_fraction": r.median_goodput_fraction,
         "median_queue_pkts_median": r.median_queue_pkts_median,
         "median_queue_pkts_p99": r.median_queue_pkts_p99,
+        "median_ce_sender_error": r.median_ce_sender_error,
+        "median_ce_receiver_error": r.median_ce_receiver_error,
         "reps": r.repetitions.iter().map(|x| serde_json::json!({
             "goodput_mbps": x.total_goodput_mbps,
             "fraction": x.goodput_fraction_of_link_sum,
             "queue": x.links.iter().map(|l| (l.queue_pkts_busy.median, l.queue_pkts_busy.p99)).collect::<Vec<_>>(),
             "model_minus_real_median": x.links.iter().map(|l| l.model_minus_real_pkts.map(|m| m.median)).collect::<Vec<_>>(),
             "ce": x.ce,
+            "mpquic": x.flows.iter().filter_map(|f| f.mpquic.as_ref()).map(|m| serde_json::json!({
+                "goodput_mbps": m["goodput_mbps"],
+                "exact_ecn": m["exact_ecn"],
+                "paths": m["paths"].as_array().map(|ps| ps.iter().map(|p| serde_json::json!([p["remote"], p["bytes_sent"], p["cwnd"], p["ce_events"], p["ce_marked"], p["lost_packets"]])).collect::<Vec<_>>()),
+                "suppressions": m["controller_state"]["suppressions"],
+            })).collect::<Vec<_>>(),
             "errors": x.flows.iter().filter_map(|f| f.error.clone()).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     })

@@ -20,6 +20,8 @@ pub const ST_ECT: u32 = 4;
 pub const ST_ALREADY_CE: u32 = 5;
 pub const ST_LOSS_DROPS: u32 = 6;
 pub const ST_OVER_K: u32 = 7;
+pub const ST_MARKED_SEGS: u32 = 8;
+pub const ST_SKB_SEGS: u32 = 9;
 
 /// Checks that the tools the marker needs are installed; the error names the Debian package.
 pub fn check_tools() -> Result<()> {

@@ -60,6 +60,18 @@ pub fn setup(net: &Net, run_id: u32, sender_offload: bool) -> Result<Namespaces>
         run("ip", &["-n", &name, "link", "set", "lo", "up"])?;
         if n.router {
             sysctl(&name, "net.ipv4.ip_forward", "1")?;
+            // ECMP (fat-tree) hashes on the 5-tuple, so a host's flows and paths spread, with
+            // its own seed per router. Policy 3 (custom fields: addresses, protocol, ports),
+            // not 1: policy 1 reuses the hash a TCP socket stamped on the skb, which veth
+            // keeps, so every hop would repeat the first hop's choice (hash polarization: the
+            // flows an edge sends to its first aggregation switch all take that switch's first
+            // core, too). Seeds need kernel >= 6.11.
+            sysctl(&name, "net.ipv4.fib_multipath_hash_policy", "3")?;
+            sysctl(&name, "net.ipv4.fib_multipath_hash_fields", "0x0037")?;
+            let seed = (0x9e37_79b9u32.wrapping_mul(nss.names.len() as u32 + 1)).to_string();
+            if sysctl(&name, "net.ipv4.fib_multipath_hash_seed", &seed).is_err() {
+                eprintln!("note: net.ipv4.fib_multipath_hash_seed unavailable (kernel < 6.11): ECMP hops share one hash seed");
+            }
         } else {
             sysctl(&name, "net.ipv4.tcp_ecn", "1")?;
             sysctl(&name, "net.mptcp.enabled", "1")?;
@@ -91,7 +103,19 @@ pub fn setup(net: &Net, run_id: u32, sender_offload: bool) -> Result<Namespaces>
     for r in &net.routes {
         let ns = nss.ns(r.node);
         let dst = format!("{}/24", r.dst);
-        run("ip", &["-n", ns, "route", "add", &dst, "via", &r.via.to_string(), "dev", &r.dev])?;
+        if r.more.is_empty() {
+            run("ip", &["-n", ns, "route", "add", &dst, "via", &r.via.to_string(), "dev", &r.dev])?;
+        } else {
+            // ECMP: one multipath route over every equal-cost next hop.
+            let mut args: Vec<String> =
+                ["-n", ns, "route", "add", &dst].iter().map(|s| s.to_string()).collect();
+            for (via, dev) in std::iter::once((r.via, r.dev.clone())).chain(r.more.iter().cloned())
+            {
+                args.extend(["nexthop".into(), "via".into(), via.to_string(), "dev".into(), dev]);
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            run("ip", &args)?;
+        }
     }
     // Hosts with several interfaces: source-address policy routing, so that a packet from an
     // address leaves through that address's interface (one path per address).

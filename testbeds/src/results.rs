@@ -69,6 +69,9 @@ pub struct LinkResult {
     /// Queue (packets) over samples where the link was sending.
     pub queue_pkts_busy: Summary,
     pub queue_bytes_busy: Summary,
+    /// The byte backlog in 1514-byte frames: with sender offload the qdisc's packet count is
+    /// in skbs (a GSO batch is one), so this is the comparable queue length.
+    pub queue_frames_busy: Summary,
     pub qdisc_drops: u64,
     pub sent_bytes: u64,
     pub busy_throughput_mbit: f64,
@@ -79,17 +82,38 @@ pub struct LinkResult {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct CeEstimation {
-    /// Marks set by the bottleneck markers (sum over links).
+    /// Marks set by the bottleneck markers (sum over links), one per skb.
     pub marks: u64,
+    /// Packets those marks cover: a marked GSO skb (sender offload) is several CE packets.
+    pub marked_segs: u64,
     /// Marked packets the FIFO behind the marker dropped cannot arrive; this bounds that.
     pub qdisc_drops: u64,
     /// CE-marked packets counted where they arrive (receiver IpExt.InCEPkts, sum over hosts).
     pub receiver_ce: u64,
     /// CE counts the mpquic senders report (sum of ce_marked over paths), if any.
     pub sender_ce: Option<u64>,
-    /// (receiver_ce - marks) / marks
+    /// (receiver_ce - marked_segs) / marked_segs: whether every CE packet arrived.
     pub receiver_error: Option<f64>,
-    /// (sender_ce - marks) / marks
+    /// (sender_ce - marked_segs) / marked_segs: the senders' CE-count estimation error.
+    pub sender_error: Option<f64>,
+    /// Per bottleneck: marks against the CE the mpquic senders report on that link's paths.
+    pub per_link: Vec<LinkCe>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkCe {
+    pub link_id: usize,
+    pub marks: u64,
+    pub marked_segs: u64,
+    /// Sum of `ce_marked` over the mpquic paths whose server address is on this link.
+    pub sender_ce_marked: Option<u64>,
+    /// Sum of `ce_events` (ACK frames that raised the CE count) over the same paths.
+    pub sender_ce_events: Option<u64>,
+    /// Whether every one of those paths reported exact counts.
+    pub sender_ce_exact: bool,
+    /// Whether non-mpquic flows also crossed this link (their marks are not in the senders').
+    pub other_flows: bool,
+    /// (sender_ce_marked - marked_segs) / marked_segs
     pub sender_error: Option<f64>,
 }
 
@@ -106,6 +130,10 @@ pub struct RepResult {
     pub ce: Option<CeEstimation>,
     pub receiver_counters: BTreeMap<String, BTreeMap<String, u64>>,
     pub sampler_late_fraction: f64,
+    /// The host's 1-minute load average before the flows started and after they ended.
+    pub host_loadavg_1min: [f64; 2],
+    /// The mpquic servers' JSON lines (one per received transfer), verbatim.
+    pub mpquic_server_reports: Vec<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -120,8 +148,102 @@ pub struct RunResult {
     pub median_goodput_fraction: f64,
     pub median_queue_pkts_median: f64,
     pub median_queue_pkts_p99: f64,
+    /// Median over repetitions of the mpquic senders' CE error against the marks.
+    pub median_ce_sender_error: Option<f64>,
+    /// Median over repetitions of the receivers' CE error (InCEPkts) against the marks.
+    pub median_ce_receiver_error: Option<f64>,
 }
 
 pub fn median(v: &[f64]) -> f64 {
     Summary::of(v).median
+}
+
+/// The median of the values that are there, if all are.
+pub fn median_opt(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let v: Option<Vec<f64>> = v.collect();
+    v.filter(|v| !v.is_empty()).map(|v| median(&v))
+}
+
+pub const TABLE_HEADER: &str = "| scenario | flow | ecn | offload | K | goodput % of link sum (reps) | median | queue median / p99 (frames) | sender CE error (reps) | median | receiver CE / marks | host load (reps) |\n|---|---|---|---|---|---|---|---|---|---|---|---|";
+
+/// A Markdown row for one result.json: per-repetition goodput and CE error with their medians,
+/// the median over repetitions and links of the queue's median and p99 in 1514-byte frames.
+pub fn table_row(v: &serde_json::Value) -> String {
+    let reps = v["repetitions"].as_array().cloned().unwrap_or_default();
+    let loads: Vec<f64> = reps.iter().filter_map(|r| r["host_loadavg_1min"][0].as_f64()).collect();
+    let num = |x: &serde_json::Value| x.as_f64();
+    let fr: Vec<f64> = reps
+        .iter()
+        .filter_map(|r| num(&r["goodput_fraction_of_link_sum"]))
+        .map(|x| x * 100.0)
+        .collect();
+    let links = || reps.iter().flat_map(|r| r["links"].as_array().cloned().unwrap_or_default());
+    let qm: Vec<f64> = links().filter_map(|l| num(&l["queue_frames_busy"]["median"])).collect();
+    let qp: Vec<f64> = links().filter_map(|l| num(&l["queue_frames_busy"]["p99"])).collect();
+    let se: Vec<f64> = reps.iter().filter_map(|r| num(&r["ce"]["sender_error"])).collect();
+    let rm: Vec<f64> = reps
+        .iter()
+        .filter_map(|r| Some(num(&r["ce"]["receiver_ce"])? / num(&r["ce"]["marks"])?))
+        .collect();
+    let flow = &v["scenario"]["flows"][0];
+    let kind = flow["kind"].as_str().unwrap_or("?");
+    let name = if kind == "mpquic" {
+        format!("mpquic {}", flow["cc"].as_str().unwrap_or("?"))
+    } else {
+        format!("{kind} {}", flow["cc"].as_str().unwrap_or("?"))
+    };
+    let list = |v: &[f64], prec: usize| {
+        v.iter().map(|x| format!("{x:.prec$}")).collect::<Vec<_>>().join(", ")
+    };
+    let med = |v: &[f64], prec: usize| {
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            format!("{:.prec$}", median(v))
+        }
+    };
+    format!(
+        "| {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {} | {} | {} |",
+        v["scenario"]["name"].as_str().unwrap_or("?"),
+        name,
+        if kind == "mpquic" { flow["ecn"].as_str().unwrap_or("?") } else { "-" },
+        if v["scenario"]["link"]["sender_offload"] == true { "on" } else { "off" },
+        v["scenario"]["link"]["k_packets"],
+        list(&fr, 1),
+        med(&fr, 1),
+        med(&qm, 1),
+        med(&qp, 1),
+        if se.is_empty() {
+            "-".into()
+        } else {
+            list(&se.iter().map(|x| x * 100.0).collect::<Vec<_>>(), 1) + " %"
+        },
+        if se.is_empty() {
+            "-".into()
+        } else {
+            med(&se.iter().map(|x| x * 100.0).collect::<Vec<_>>(), 1) + " %"
+        },
+        med(&rm, 2),
+        list(&loads, 1),
+    )
+}
+
+/// Results of one scenario run in several invocations (e.g. repetitions interleaved with other
+/// scenarios' so that a shared machine's load drift hits all alike) merged into one: the first
+/// result with every result's repetitions.
+pub fn merge_by_scenario(results: Vec<serde_json::Value>) -> Vec<serde_json::Value> {
+    let mut out: Vec<serde_json::Value> = Vec::new();
+    for r in results {
+        let name = r["scenario"]["name"].clone();
+        match out.iter_mut().find(|o| o["scenario"]["name"] == name) {
+            Some(o) => {
+                let more = r["repetitions"].as_array().cloned().unwrap_or_default();
+                if let Some(reps) = o["repetitions"].as_array_mut() {
+                    reps.extend(more);
+                }
+            }
+            None => out.push(r),
+        }
+    }
+    out
 }

@@ -80,6 +80,8 @@ pub fn run_scenario(sc: &Scenario, out: &Path) -> Result<RunResult> {
         median_goodput_fraction: median(&fr),
         median_queue_pkts_median: median(&qm),
         median_queue_pkts_p99: median(&qp),
+        median_ce_sender_error: median_opt(reps.iter().map(|r| r.ce.as_ref()?.sender_error)),
+        median_ce_receiver_error: median_opt(reps.iter().map(|r| r.ce.as_ref()?.receiver_error)),
         repetitions: reps,
     };
     std::fs::write(out.join("result.json"), serde_json::to_string_pretty(&result)?)?;
@@ -90,6 +92,9 @@ struct Bottleneck {
     link_id: usize,
     from: String,
     to: String,
+    to_node: usize,
+    /// The addresses this direction delivers to (the receiving end's).
+    to_addrs: Vec<std::net::Ipv4Addr>,
 }
 
 fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Result<RepResult> {
@@ -106,29 +111,31 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
     // Bottlenecks.
     let mut probes = Vec::new();
     let mut bns = Vec::new();
-    for l in net.links.iter().filter(|l| l.bottleneck_a_to_b) {
-        let ns = nss.ns(l.a.node).to_string();
-        let handle = backend::shape(&ns, &l.a.dev, &sc.link, be)?;
+    for d in net.bottlenecks() {
+        let ns = nss.ns(d.from.node).to_string();
+        let handle = backend::shape(&ns, &d.from.dev, &sc.link, be)?;
         let m = if use_marker {
             let k = if sc.link.ecn { sc.link.k_packets as u64 * FRAME } else { u64::MAX };
             let rate = (sc.link.rate_mbit * 1e6 / 8.0) as u64;
             Some(Marker::attach(
                 &dir,
                 &bpffs,
-                l.id,
+                d.id,
                 &ns,
-                &l.a.dev,
+                &d.from.dev,
                 MarkerConfig { rate_bytes_per_s: rate, k_bytes: k, loss: sc.link.loss },
             )?)
         } else {
             None
         };
-        let ifindex = netns::ifindex(&ns, &l.a.dev)? as i32;
-        probes.push(Probe { link_id: l.id, ns, ifindex, handle, marker: m });
+        let ifindex = netns::ifindex(&ns, &d.from.dev)? as i32;
+        probes.push(Probe { link_id: d.id, ns, ifindex, handle, marker: m });
         bns.push(Bottleneck {
-            link_id: l.id,
-            from: net.nodes[l.a.node].name.clone(),
-            to: net.nodes[l.b.node].name.clone(),
+            link_id: d.id,
+            from: net.nodes[d.from.node].name.clone(),
+            to: net.nodes[d.to.node].name.clone(),
+            to_node: d.to.node,
+            to_addrs: d.to.addrs.clone(),
         });
     }
 
@@ -214,10 +221,12 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
                 }
                 args.extend(["--insecure".into(), "--sink".into(), "--json".into()]);
                 let mut p = Proc::spawn(&ns, &flows::mpquic_bin()?, &args)?;
-                std::thread::sleep(Duration::from_millis(300));
-                if p.try_done()?.is_some() {
+                // The CLI announces `mpquic: serving on ...` on stderr once its socket is bound.
+                if !p
+                    .wait_err_line(Duration::from_secs(10), |l| l.starts_with("mpquic: serving on"))
+                {
                     let (_, err) = p.stop();
-                    bail!("mpquic serve exited at start: {err}");
+                    bail!("mpquic serve did not start ({}): {}", args.join(" "), err.trim());
                 }
                 p
             }
@@ -240,6 +249,7 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
     std::thread::sleep(Duration::from_millis(50));
 
     // Flows.
+    let load_before = loadavg();
     let t0 = Instant::now();
     let deadline = Duration::from_secs_f64(sc.duration_s);
     let mut handles = Vec::new();
@@ -283,16 +293,23 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
                     (me.clone(), args, used)
                 }
                 FlowKind::Mpquic => {
-                    if f.bytes == 0 {
-                        bail!("{id}: mpquic flows need `bytes` (the CLI sends a generated file)");
-                    }
                     let n = if f.paths == 0 { pairs.len() } else { f.paths.min(pairs.len()) };
+                    // noq cannot bind path 0's source: the routing table picks it. The first
+                    // pair must be the one routing gives, or path 0 would run elsewhere.
+                    let (l0, r0) = pairs[0];
+                    let src = route_src(&ns, r0)?;
+                    if src != l0 {
+                        bail!(
+                            "{id}: the route from {} to {r0} leaves from {src}, not from the first path's address {l0}: path 0 would not take its intended path",
+                            f.from
+                        );
+                    }
                     let mut args = vec![
                         "send".into(),
                         "--generate".into(),
                         f.bytes.to_string(),
                         "--server".into(),
-                        format!("{}:{QUIC_PORT}", pairs[0].1),
+                        format!("{r0}:{QUIC_PORT}"),
                     ];
                     for (l, r) in &pairs[..n] {
                         args.push("--path".into());
@@ -302,10 +319,14 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
                     for p in &f.cc_params {
                         args.extend(["--cc-param".into(), p.clone()]);
                     }
-                    args.extend(["--insecure".into(), "--json".into()]);
-                    if !sc.link.sender_offload {
-                        args.push("--no-gso".into());
-                    }
+                    args.extend([
+                        "--ecn".into(),
+                        f.ecn.clone(),
+                        "--scheduler".into(),
+                        f.scheduler.clone(),
+                        "--insecure".into(),
+                        "--json".into(),
+                    ]);
                     let used =
                         pairs[..n].iter().map(|(l, r)| (l.to_string(), r.to_string())).collect();
                     (flows::mpquic_bin()?, args, used)
@@ -330,15 +351,26 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
     let after: Vec<_> =
         recv_hosts.iter().map(|&h| flows::netstat(nss.ns(h))).collect::<Result<_>>()?;
     let mut sink_records: Vec<SinkRecord> = Vec::new();
+    let mut server_reports: Vec<serde_json::Value> = Vec::new();
     let mut sink_errors = Vec::new();
     for (_, kind, p) in sinks {
         let (lines, err) = p.stop();
         if kind != FlowKind::Mpquic {
             sink_records
                 .extend(lines.iter().filter_map(|l| serde_json::from_str::<SinkRecord>(l).ok()));
+        } else {
+            server_reports.extend(
+                lines.iter().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()),
+            );
         }
-        if !err.trim().is_empty() {
-            sink_errors.push(err);
+        // The CLI's warnings (--insecure) and its start-up line are not errors.
+        let err: Vec<&str> = err
+            .lines()
+            .filter(|l| !l.starts_with("mpquic: WARNING") && !l.starts_with("mpquic: serving on"))
+            .filter(|l| !l.starts_with("mpquic: shutting down") && !l.trim().is_empty())
+            .collect();
+        if !err.is_empty() {
+            sink_errors.push(err.join(" / "));
         }
     }
     drop(nss);
@@ -370,32 +402,26 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
     }
     let ce = if use_marker && sc.link.ecn {
         let marks: u64 = links.iter().filter_map(|l| l.marker.as_ref()).map(|m| m.marks).sum();
+        let marked_segs: u64 =
+            links.iter().filter_map(|l| l.marker.as_ref()).map(|m| m.marked_segs).sum();
         let drops = links.iter().map(|l| l.qdisc_drops).sum();
-        let sender_ce: Option<u64> = {
-            let v: Vec<u64> = flows_res
-                .iter()
-                .filter_map(|f| f.mpquic.as_ref())
-                .filter_map(|j| {
-                    j.get("paths")?
-                        .as_array()
-                        .map(|ps| ps.iter().filter_map(|p| p.get("ce_marked")?.as_u64()).sum())
-                })
-                .collect();
-            if v.is_empty() {
-                None
-            } else {
-                Some(v.iter().sum())
-            }
-        };
-        let err =
-            |x: u64| if marks > 0 { Some((x as f64 - marks as f64) / marks as f64) } else { None };
+        let per_link: Vec<LinkCe> =
+            links.iter().zip(&bns).map(|(l, b)| link_ce(l, b, &flows_res)).collect();
+        let any_mpquic = flows_res.iter().any(|f| f.mpquic.is_some());
+        let sender_ce: Option<u64> =
+            any_mpquic.then(|| per_link.iter().filter_map(|l| l.sender_ce_marked).sum());
+        // The reference is the number of CE packets the marks produced: a marked GSO skb
+        // (sender offload) becomes gso_segs CE packets; without offload that equals `marks`.
+        let err = |x: u64| ratio_error(x, marked_segs);
         Some(CeEstimation {
             marks,
+            marked_segs,
             qdisc_drops: drops,
             receiver_ce,
             sender_ce,
             receiver_error: err(receiver_ce),
             sender_error: sender_ce.and_then(err),
+            per_link,
         })
     } else {
         None
@@ -410,7 +436,9 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
     } else {
         0.0
     };
-    let link_sum = sc.link.rate_mbit * links.len() as f64;
+    // The capacity into the flows' receivers: the bottleneck directions that end at one.
+    let into_receivers = bns.iter().filter(|b| recv_hosts.contains(&b.to_node)).count();
+    let link_sum = sc.link.rate_mbit * into_receivers as f64;
     let mut rr = RepResult {
         rep,
         duration_s: t0.elapsed().as_secs_f64(),
@@ -422,6 +450,8 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
         ce,
         receiver_counters: counters,
         sampler_late_fraction: late,
+        host_loadavg_1min: [load_before, loadavg()],
+        mpquic_server_reports: server_reports,
     };
     if !sink_errors.is_empty() {
         for f in rr.flows.iter_mut().filter(|f| !f.completed) {
@@ -431,6 +461,88 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
     }
     write_plots(out, &rr, &series)?;
     Ok(rr)
+}
+
+/// The host's 1-minute load average (the machine may be shared: a measurement on a loaded
+/// host is CPU-bound, and the result should say so).
+fn loadavg() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// (x - reference) / reference, if there is a reference.
+fn ratio_error(x: u64, reference: u64) -> Option<f64> {
+    (reference > 0).then(|| (x as f64 - reference as f64) / reference as f64)
+}
+
+/// One link's CE estimation: its marker's marks against the CE the mpquic senders report on
+/// the paths whose server address is on this link.
+fn link_ce(l: &LinkResult, b: &Bottleneck, flows: &[FlowResult]) -> LinkCe {
+    let on_link = |remote: &str| {
+        remote
+            .parse::<SocketAddr>()
+            .is_ok_and(|a| b.to_addrs.iter().any(|x| std::net::IpAddr::V4(*x) == a.ip()))
+    };
+    let mut marked = None::<u64>;
+    let mut events = None::<u64>;
+    let mut exact = Vec::new();
+    let mut other_flows = false;
+    for f in flows {
+        match &f.mpquic {
+            Some(j) => {
+                let ps = j.get("paths").and_then(|p| p.as_array()).cloned().unwrap_or_default();
+                for p in ps
+                    .iter()
+                    .filter(|p| p.get("remote").and_then(|r| r.as_str()).is_some_and(on_link))
+                {
+                    if let Some(m) = p.get("ce_marked").and_then(|x| x.as_u64()) {
+                        *marked.get_or_insert(0) += m;
+                    }
+                    if let Some(e) = p.get("ce_events").and_then(|x| x.as_u64()) {
+                        *events.get_or_insert(0) += e;
+                    }
+                    exact.push(p.get("ce_exact").and_then(|x| x.as_bool()).unwrap_or(false));
+                }
+            }
+            None => {
+                if f.paths.iter().any(|(_, r)| {
+                    r.parse::<std::net::Ipv4Addr>().is_ok_and(|a| b.to_addrs.contains(&a))
+                        || on_link(r)
+                }) {
+                    other_flows = true;
+                }
+            }
+        }
+    }
+    let m = l.marker.as_ref();
+    let marks = m.map_or(0, |m| m.marks);
+    let marked_segs = m.map_or(0, |m| m.marked_segs);
+    LinkCe {
+        link_id: b.link_id,
+        marks,
+        marked_segs,
+        sender_ce_marked: marked,
+        sender_ce_events: events,
+        sender_ce_exact: !exact.is_empty() && exact.iter().all(|x| *x),
+        other_flows,
+        sender_error: marked.and_then(|x| ratio_error(x, marked_segs)),
+    }
+}
+
+/// The source address the routing table picks in `ns` toward `dst` (`ip route get`).
+fn route_src(ns: &str, dst: std::net::Ipv4Addr) -> Result<std::net::Ipv4Addr> {
+    let out = run("ip", &["-n", ns, "route", "get", &dst.to_string()])?;
+    let mut words = out.split_whitespace();
+    while let Some(w) = words.next() {
+        if w == "src" {
+            if let Some(a) = words.next() {
+                return a.parse().with_context(|| format!("parsing `ip route get {dst}`: {out}"));
+            }
+        }
+    }
+    bail!("`ip route get {dst}` in {ns} names no source address: {out}")
 }
 
 fn first_addr(net: &Net, node: usize) -> std::net::Ipv4Addr {
@@ -558,6 +670,7 @@ fn link_result(s: &Series, b: &Bottleneck, link: &crate::spec::LinkSpec) -> Link
         samples: s.t.len(),
         queue_pkts_busy: Summary::of(&qp),
         queue_bytes_busy: Summary::of(&qb),
+        queue_frames_busy: Summary::of(&qb.iter().map(|b| b / FRAME as f64).collect::<Vec<_>>()),
         qdisc_drops: s.drops.last().copied().unwrap_or(0) as u64,
         sent_bytes: s.bytes.last().copied().unwrap_or(0) - s.bytes.first().copied().unwrap_or(0),
         busy_throughput_mbit: if busy_t > 0.0 {

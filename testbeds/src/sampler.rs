@@ -146,6 +146,10 @@ pub struct MarkerCounts {
     pub already_ce: u64,
     pub loss_drops: u64,
     pub over_k: u64,
+    /// Packets the marks cover (a marked GSO skb counts as its segments).
+    pub marked_segs: u64,
+    /// Packets seen, a GSO skb counting as its segments (equals `packets` without offload).
+    pub segs: u64,
 }
 
 /// Samples every `interval` until `stop`; resynchronizes each marker with its qdisc.
@@ -217,6 +221,8 @@ pub fn run(
                 already_ce: m.get(marker::ST_ALREADY_CE),
                 loss_drops: m.get(marker::ST_LOSS_DROPS),
                 over_k: m.get(marker::ST_OVER_K),
+                marked_segs: m.get(marker::ST_MARKED_SEGS),
+                segs: m.get(marker::ST_SKB_SEGS),
             });
         }
     }

@@ -7,7 +7,7 @@
 //! repetitions = 3
 //!
 //! [topology]
-//! kind = "multi-path"         # "multi-path" | "many-to-one"
+//! kind = "multi-path"         # "multi-path" | "many-to-one" | "fat-tree"
 //! paths = 2                   # multi-path: disjoint paths (one router each)
 //! addrs_per_link = 1          # multi-path: addresses per host interface (link-sharing paths)
 //! cross_hosts = false         # multi-path: one cross-traffic host per path
@@ -34,6 +34,8 @@
 //! stagger_ms = 0.0
 //! paths = 0                   # mpquic: paths to use (0: every address pair); kernel-tcp: path index
 //! cc_params = []              # mpquic: ["key=value", ...]
+//! ecn = "exact"               # mpquic: --ecn exact (GSO off, ACK every packet) | batched | auto
+//! scheduler = "stack"         # mpquic: --scheduler stack | lowest-rtt | round-robin
 //! ```
 
 use anyhow::{bail, Context, Result};
@@ -79,6 +81,15 @@ pub enum TopologySpec {
         #[serde(default)]
         cross_hosts: bool,
     },
+    /// A k = 4 fat-tree: hosts `h1..h16`, edge `e1..e8`, aggregation `a1..a8`, core `c1..c4`,
+    /// ECMP routes (L4 hash, `fib_multipath_hash_policy = 1`); every switch egress is a
+    /// bottleneck (edge -> host, and both directions of every switch-to-switch link).
+    FatTree {
+        #[serde(default = "four")]
+        k: usize,
+        #[serde(default = "one")]
+        addrs_per_host: usize,
+    },
     /// Senders `s1..sn` -> router `r` -> receiver `d`, one bottleneck (r -> d).
     ManyToOne {
         senders: usize,
@@ -92,6 +103,9 @@ fn one() -> usize {
 }
 fn two() -> usize {
     2
+}
+fn four() -> usize {
+    4
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -144,6 +158,19 @@ pub struct FlowSpec {
     pub paths: usize,
     #[serde(default)]
     pub cc_params: Vec<String>,
+    /// mpquic: the CLI's `--ecn` (CE-count precision).
+    #[serde(default = "exact")]
+    pub ecn: String,
+    /// mpquic: the CLI's `--scheduler`.
+    #[serde(default = "stack")]
+    pub scheduler: String,
+}
+
+fn exact() -> String {
+    "exact".into()
+}
+fn stack() -> String {
+    "stack".into()
 }
 
 fn cubic() -> String {
@@ -179,6 +206,14 @@ impl Scenario {
                     bail!("multi-path: paths and addrs_per_link must be in 1..=8");
                 }
             }
+            TopologySpec::FatTree { k, addrs_per_host } => {
+                if k != 4 {
+                    bail!("fat-tree: only k = 4 (36 namespaces, 80 marked link directions) fits this testbed");
+                }
+                if !(1..=4).contains(&addrs_per_host) {
+                    bail!("fat-tree: addrs_per_host must be in 1..=4");
+                }
+            }
             TopologySpec::ManyToOne { senders, addrs_per_host } => {
                 if !(1..=16).contains(&senders) || !(1..=8).contains(&addrs_per_host) {
                     bail!("many-to-one: senders must be in 1..=16, addrs_per_host in 1..=8");
@@ -191,6 +226,22 @@ impl Scenario {
         for f in &self.flows {
             if f.bytes == 0 && f.for_s <= 0.0 {
                 bail!("flow {} -> {}: set bytes or for_s", f.from, f.to);
+            }
+            if f.kind == FlowKind::Mpquic {
+                if f.bytes == 0 {
+                    bail!("flow {} -> {}: mpquic flows need `bytes` (the CLI sends a generated file of that size)", f.from, f.to);
+                }
+                if !["exact", "batched", "auto"].contains(&f.ecn.as_str()) {
+                    bail!(
+                        "flow {} -> {}: ecn must be exact, batched or auto, not {:?}",
+                        f.from,
+                        f.to,
+                        f.ecn
+                    );
+                }
+                if !["stack", "lowest-rtt", "round-robin"].contains(&f.scheduler.as_str()) {
+                    bail!("flow {} -> {}: scheduler must be stack, lowest-rtt or round-robin, not {:?}", f.from, f.to, f.scheduler);
+                }
             }
         }
         Ok(())

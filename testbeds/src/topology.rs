@@ -29,6 +29,17 @@ pub struct Link {
     pub subnet: Ipv4Addr,
     /// Whether the a -> b direction (egress of `a.dev`) is a shaped, marked bottleneck.
     pub bottleneck_a_to_b: bool,
+    /// Whether the b -> a direction (egress of `b.dev`) is one too (switch-to-switch links).
+    pub bottleneck_b_to_a: bool,
+}
+
+/// One shaped, marked link direction: the egress of `from.dev`.
+#[derive(Debug, Clone, Copy)]
+pub struct Direction<'a> {
+    /// Unique per direction: the link id for a -> b, 1000 + the link id for b -> a.
+    pub id: usize,
+    pub from: &'a End,
+    pub to: &'a End,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -37,6 +48,8 @@ pub struct Route {
     pub dst: Ipv4Addr, // a /24
     pub via: Ipv4Addr,
     pub dev: String,
+    /// Further equal-cost next hops (ECMP): the route is then multipath over all of them.
+    pub more: Vec<(Ipv4Addr, String)>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -49,6 +62,20 @@ pub struct Net {
 impl Net {
     pub fn node(&self, name: &str) -> Option<usize> {
         self.nodes.iter().position(|n| n.name == name)
+    }
+
+    /// Every shaped, marked link direction.
+    pub fn bottlenecks(&self) -> Vec<Direction<'_>> {
+        let mut v = Vec::new();
+        for l in &self.links {
+            if l.bottleneck_a_to_b {
+                v.push(Direction { id: l.id, from: &l.a, to: &l.b });
+            }
+            if l.bottleneck_b_to_a {
+                v.push(Direction { id: 1000 + l.id, from: &l.b, to: &l.a });
+            }
+        }
+        v
     }
 
     /// The node's interfaces: (link, is_a_end).
@@ -146,6 +173,19 @@ impl Builder {
 
     /// Link a—b; `a_addrs`/`b_addrs` addresses on each end (host ends may carry several).
     fn link(&mut self, a: usize, b: usize, a_addrs: usize, b_addrs: usize, bottleneck: bool) {
+        self.link2(a, b, a_addrs, b_addrs, bottleneck, false);
+    }
+
+    /// Like `link`, with the b -> a direction shaped too if `back`.
+    fn link2(
+        &mut self,
+        a: usize,
+        b: usize,
+        a_addrs: usize,
+        b_addrs: usize,
+        bottleneck: bool,
+        back: bool,
+    ) {
         let id = self.links.len();
         let dev_count = |n: usize, links: &[Link]| {
             links.iter().filter(|l| l.a.node == n || l.b.node == n).count()
@@ -162,6 +202,7 @@ impl Builder {
             b: End { node: b, dev: bdev, addrs: b_list },
             subnet: subnet(id),
             bottleneck_a_to_b: bottleneck,
+            bottleneck_b_to_a: back,
         });
     }
 
@@ -175,7 +216,21 @@ impl Builder {
             }
             for l in 0..net.links.len() {
                 if let Some((via, dev)) = bfs_next_hop(&net, n, l) {
-                    routes.push(Route { node: n, dst: net.links[l].subnet, via, dev });
+                    // Equal-cost alternatives: router neighbours one hop closer to the link.
+                    let d = hops(&net, n, l);
+                    let mut more = Vec::new();
+                    for (lk, e) in net.ends_of(n) {
+                        let o = other_end(lk, n);
+                        if !net.nodes[o.node].router || o.addrs[0] == via {
+                            continue;
+                        }
+                        if let (Some(d), Some(od)) = (d, hops(&net, o.node, l)) {
+                            if od + 1 == d {
+                                more.push((o.addrs[0], e.dev.clone()));
+                            }
+                        }
+                    }
+                    routes.push(Route { node: n, dst: net.links[l].subnet, via, dev, more });
                 }
             }
         }
@@ -208,7 +263,13 @@ impl Builder {
                 }
             }
             for (t, (_, via, dev)) in best {
-                routes.push(Route { node: n, dst: net.links[t].subnet, via, dev });
+                routes.push(Route {
+                    node: n,
+                    dst: net.links[t].subnet,
+                    via,
+                    dev,
+                    more: Vec::new(),
+                });
             }
         }
         net.routes = routes;
@@ -253,6 +314,34 @@ pub fn build(spec: &TopologySpec) -> Net {
                 }
             }
         }
+        TopologySpec::FatTree { k, addrs_per_host } => {
+            // k pods of k/2 edge and k/2 aggregation switches, (k/2)^2 cores, k^3/4 hosts.
+            // Aggregation switch j of every pod connects to cores j*k/2 .. (j+1)*k/2 - 1.
+            let h = k / 2;
+            let cores: Vec<usize> =
+                (0..h * h).map(|i| b.node(&format!("c{}", i + 1), true)).collect();
+            let mut host = 0;
+            for p in 0..k {
+                let aggs: Vec<usize> =
+                    (0..h).map(|j| b.node(&format!("a{}", p * h + j + 1), true)).collect();
+                for (j, &a) in aggs.iter().enumerate() {
+                    for c in 0..h {
+                        b.link2(cores[j * h + c], a, 1, 1, true, true);
+                    }
+                }
+                for e in 0..h {
+                    let edge = b.node(&format!("e{}", p * h + e + 1), true);
+                    for &a in &aggs {
+                        b.link2(a, edge, 1, 1, true, true);
+                    }
+                    for _ in 0..h {
+                        host += 1;
+                        let hn = b.node(&format!("h{host}"), false);
+                        b.link(edge, hn, 1, addrs_per_host, true);
+                    }
+                }
+            }
+        }
         TopologySpec::ManyToOne { senders, addrs_per_host } => {
             let d = b.node("d", false);
             let r = b.node("r", true);
@@ -293,6 +382,40 @@ mod tests {
             build(&TopologySpec::MultiPath { paths: 2, addrs_per_link: 3, cross_hosts: false });
         let pairs = net.path_pairs(net.node("s").unwrap(), net.node("d").unwrap());
         assert_eq!(pairs.len(), 6);
+    }
+
+    #[test]
+    fn fat_tree_k4_has_ecmp_routes_and_every_switch_direction_shaped() {
+        let net = build(&TopologySpec::FatTree { k: 4, addrs_per_host: 1 });
+        assert_eq!(net.nodes.iter().filter(|n| !n.router).count(), 16);
+        assert_eq!(net.nodes.iter().filter(|n| n.router).count(), 20);
+        assert_eq!(net.links.len(), 48);
+        // 16 edge->host directions, 32 switch links in both directions.
+        assert_eq!(net.bottlenecks().len(), 16 + 64);
+        let (h1, h16) = (net.node("h1").unwrap(), net.node("h16").unwrap());
+        let host_link = |h: usize| net.links.iter().find(|l| l.b.node == h).unwrap();
+        let dst = host_link(h16).subnet;
+        // h1's edge reaches h16 (another pod) over both aggregation switches, an aggregation
+        // switch over both its cores; a core has one way down.
+        let e1 = net.node("e1").unwrap();
+        let route = |n: usize| net.routes.iter().find(|r| r.node == n && r.dst == dst).unwrap();
+        assert_eq!(route(e1).more.len(), 1, "edge: 2 next hops");
+        assert_eq!(route(net.node("a1").unwrap()).more.len(), 1, "agg: 2 next hops");
+        assert_eq!(route(net.node("c1").unwrap()).more.len(), 0, "core: 1 next hop");
+        // Within a pod, an edge reaches the other edge's hosts over both aggregation switches.
+        let dst2 = host_link(net.node("h3").unwrap()).subnet;
+        assert_eq!(
+            net.routes.iter().find(|r| r.node == e1 && r.dst == dst2).unwrap().more.len(),
+            1
+        );
+        assert_eq!(net.path_pairs(h1, h16).len(), 1);
+        // The other topologies stay single-path routed.
+        for spec in [
+            TopologySpec::MultiPath { paths: 2, addrs_per_link: 2, cross_hosts: true },
+            TopologySpec::ManyToOne { senders: 4, addrs_per_host: 2 },
+        ] {
+            assert!(build(&spec).routes.iter().all(|r| r.more.is_empty()));
+        }
     }
 
     #[test]

@@ -128,3 +128,33 @@ pub fn our_mounts() -> Vec<String> {
         .map(String::from)
         .collect()
 }
+
+/// The `mpquic` CLI binary the runner will use ($MPQUIC_BIN or target/{release,debug}/mpquic).
+/// `cargo test --workspace` (scripts/test) builds it; as root, a missing binary fails the
+/// mpquic tests instead of skipping them, since they are what checks the mpquic flow kind.
+pub fn require_mpquic(test: &str) -> String {
+    if let Ok(p) = std::env::var("MPQUIC_BIN") {
+        return p;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    ["release", "debug"]
+        .iter()
+        .map(|p| root.join("target").join(p).join("mpquic"))
+        .find(|p| p.is_file())
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| {
+            panic!(
+                "{test}: the mpquic CLI binary is not built: run `cargo build --release -p mpquic-cli` \
+                 (scripts/test builds it with the workspace) or set MPQUIC_BIN"
+            )
+        })
+}
+
+/// The mpquic client's report of a flow, checked to be there.
+pub fn mpquic_report(flow: &Value) -> &Value {
+    assert_eq!(flow["completed"], true, "flow {} failed: {}", flow["id"], flow["error"]);
+    let m = &flow["mpquic"];
+    assert!(m.is_object(), "flow {} has no mpquic report: {flow}", flow["id"]);
+    assert_eq!(m["verified"], true, "the receiver did not verify the data: {m}");
+    m
+}

@@ -1,0 +1,57 @@
+//! Fat-tree k = 4 with ECMP: 16 kernel TCP flows from pod 1 to pod 4 all cross the core, and
+//! the per-router hash seeds spread them over at least 3 of the 4 cores (one seed for every
+//! hop, or the socket's own hash reused at every hop, polarizes them onto exactly 2: the first
+//! aggregation switch's first core and the second's second). With 16 independent flows, fewer
+//! than 3 cores happens with probability ~1e-4. Marked queues stay bounded.
+
+mod common;
+use common::*;
+
+const K: u32 = 10;
+
+#[test]
+fn fat_tree_ecmp_spreads_flows_over_the_core() {
+    if skip("fat_tree_ecmp_spreads_flows_over_the_core") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let sc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/fat-tree-k4-tcp.toml"),
+    )
+    .unwrap();
+    assert!(sc.contains(&format!("k_packets = {K}")));
+    let r = run_scenario("fat-tree", &sc);
+    let rep = &r["repetitions"][0];
+    let flows = rep["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 16);
+    let mut sent = 0.0;
+    for fl in flows {
+        assert_eq!(fl["completed"], true, "flow {} failed: {}", fl["id"], fl["error"]);
+        sent += f(fl, &["bytes"]);
+    }
+    let links = rep["links"].as_array().unwrap();
+    assert_eq!(links.len(), 80, "every switch egress is a marked bottleneck");
+    // All of pod 1 -> pod 4 goes down from some core: the core downlinks carry all the bytes.
+    let mut per_core = std::collections::BTreeMap::new();
+    for l in links {
+        let from = l["from"].as_str().unwrap();
+        if from.starts_with('c') {
+            *per_core.entry(from.to_string()).or_insert(0.0) += f(l, &["sent_bytes"]);
+        }
+    }
+    let down: f64 = per_core.values().sum();
+    assert!(
+        down >= sent && down < sent * 1.2,
+        "core downlinks carried {down} bytes for {sent} bytes of flows: {per_core:?}"
+    );
+    let used = per_core.values().filter(|b| **b > 0.05 * sent).count();
+    assert!(used >= 3, "ECMP used only {used} of 4 cores (hash polarization?): {per_core:?}");
+    // Where the flows collide, the marker bounds the queue.
+    let mut marks = 0.0;
+    for l in links.iter().filter(|l| f(l, &["sent_bytes"]) > 1e6) {
+        let p99 = f(l, &["queue_frames_busy", "p99"]);
+        assert!(p99 <= 3.0 * K as f64, "queue p99 {p99} > 3K on {} -> {}", l["from"], l["to"]);
+        marks += f(l, &["marker", "marks"]);
+    }
+    assert!(marks > 0.0, "no link was marked although 16 flows share 4 cores");
+}
