@@ -44,9 +44,10 @@ pub struct TransportArgs {
     /// Controller parameter as key=value (repeatable), e.g. --cc-param beta=4.
     #[arg(long = "cc-param", value_name = "KEY=VALUE")]
     pub cc_params: Vec<String>,
-    /// Packet scheduler: stack (lowest path id first), lowest-rtt, round-robin.
-    #[arg(long, default_value = "stack")]
-    pub scheduler: Scheduler,
+    /// Packet scheduler: stack (lowest path id with room first), lowest-rtt, round-robin
+    /// [default: stack; for `demo`, round-robin, since loopback never fills path 0].
+    #[arg(long)]
+    pub scheduler: Option<Scheduler>,
     /// CE-count precision: auto (exact for dcm and dctcp), exact (GSO off, ACK every packet), batched.
     #[arg(long, default_value = "auto")]
     pub ecn: EcnPrecision,
@@ -66,7 +67,7 @@ impl TransportArgs {
         }
         Ok(Options {
             congestion,
-            scheduler: self.scheduler,
+            scheduler: self.scheduler.unwrap_or_default(),
             ecn: self.ecn,
             qlog_dir: self.qlog.clone(),
             idle_timeout: Duration::from_secs_f64(self.idle_timeout),

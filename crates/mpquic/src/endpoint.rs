@@ -57,6 +57,61 @@ pub enum Error {
     },
 }
 
+/// Socket buffers asked for. One UDP socket carries every path of every connection of an
+/// endpoint, and the kernel's default receive buffer (~208 KiB) overflows under incast long
+/// before a switch queue does.
+const SOCKET_BUFFER: usize = 8 << 20;
+
+/// Bind a UDP socket with large buffers: beyond `net.core.[rw]mem_max` where the process may
+/// (`SO_RCVBUFFORCE` needs CAP_NET_ADMIN, as in the testbeds), up to it otherwise.
+fn bind_socket(addr: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    if addr.is_ipv6() {
+        let _ = socket.set_only_v6(false);
+    }
+    socket.bind(&addr.into())?;
+    for (force, fallback) in
+        [(libc::SO_RCVBUFFORCE, libc::SO_RCVBUF), (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF)]
+    {
+        if set_buffer(&socket, force).is_err() {
+            if let Err(e) = set_buffer(&socket, fallback) {
+                tracing::debug!(%e, "cannot enlarge a socket buffer");
+            }
+        }
+    }
+    tracing::debug!(recv = ?socket.recv_buffer_size(), send = ?socket.send_buffer_size(), %addr, "socket bound");
+    Ok(socket.into())
+}
+
+fn set_buffer(socket: &socket2::Socket, option: libc::c_int) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let size = SOCKET_BUFFER as libc::c_int;
+    // SAFETY: a valid socket descriptor, a valid option, and a pointer to a c_int of the given length.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            option,
+            (&size as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// An endpoint on a socket from [`bind_socket`].
+fn endpoint(addr: SocketAddr, server: Option<ServerConfig>) -> Result<noq::Endpoint, Error> {
+    let bind_error = |source| Error::Bind { addr, source };
+    let socket = bind_socket(addr).map_err(bind_error)?;
+    noq::Endpoint::new(noq::EndpointConfig::default(), server, socket, Arc::new(noq::TokioRuntime))
+        .map_err(bind_error)
+}
+
 fn unspecified(like: IpAddr) -> IpAddr {
     match like {
         IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
@@ -77,8 +132,7 @@ impl Client {
     pub fn new(trust: &Trust, family: IpAddr) -> Result<Self, Error> {
         let crypto = trust.client_crypto()?;
         let bind = SocketAddr::new(unspecified(family), 0);
-        let endpoint =
-            noq::Endpoint::client(bind).map_err(|source| Error::Bind { addr: bind, source })?;
+        let endpoint = endpoint(bind, None)?;
         Ok(Client { endpoint, crypto, connections: AtomicU64::new(0) })
     }
 
@@ -160,8 +214,7 @@ impl Server {
         };
         let mut config = ServerConfig::with_crypto(crypto.clone());
         config.transport_config(options.transport("server-default").config);
-        let endpoint = noq::Endpoint::server(config, bind)
-            .map_err(|source| Error::Bind { addr: bind, source })?;
+        let endpoint = endpoint(bind, Some(config))?;
         Ok(Server {
             endpoint,
             crypto,
