@@ -290,3 +290,249 @@ pub fn e2(base: &Scenario, o: &ExpOptions) -> Result<(), String> {
         ],
     )
 }
+
+/// Set the controller (and, for multipath controllers, the path count) of the flows whose group
+/// is `group`; single-path baselines keep one path.
+fn set_group(s: &mut Scenario, group: &str, controller: &str, paths: usize) {
+    for f in &mut s.flows {
+        if f.group.as_deref() == Some(group) {
+            f.controller = Some(controller.to_string());
+            f.paths = paths_for(controller, paths);
+        }
+    }
+}
+
+/// E4, coexistence (XMP Fig. 6, Table 2): flows `f1`..`f4` on one link. The simulator cannot add
+/// paths to a running connection, so the paper's timeline (flow 1 adds paths at 0, 5, 15 s; flow
+/// 2 with 2 paths from 20 s) becomes four static phases, one run each: x = 1, 2, 3 is flow 1's
+/// path count with flow 2 off; x = 4 is flow 1 with 3 paths and flow 2 with 2 paths.
+pub fn e4(base: &Scenario, o: &ExpOptions) -> Result<(), String> {
+    let ctrls = controllers(o, &["xmp", "amp", "dcm", "lia", "cubic", "dctcp"]);
+    let mut variants = vec![];
+    for c in &ctrls {
+        for phase in 1..=4usize {
+            let mut s = base.clone();
+            let mut keep = vec![];
+            for f in s.flows.drain(..) {
+                let mut f = f;
+                match f.name.as_deref() {
+                    Some("f1") => f.paths = paths_for(c, phase.min(3)),
+                    Some("f2") if phase < 4 => continue,
+                    Some("f2") => f.paths = paths_for(c, 2),
+                    _ => {}
+                }
+                f.controller = Some(c.clone());
+                keep.push(f);
+            }
+            s.flows = keep;
+            variants.push(Variant { series: c.clone(), x: phase as f64, scenario: s });
+        }
+    }
+    let metrics = |r: &Report| -> Metrics {
+        let mut m = Metrics::new();
+        let flows: Vec<&FlowReport> = r.flows.iter().collect();
+        for f in &flows {
+            m.insert(format!("{}_gbps", f.name), f.goodput_last_half_bps / 1e9);
+        }
+        m.insert("jain".into(), jain_of(&flows));
+        if let Some(l) = link(r, "sw->r") {
+            m.insert("utilization".into(), l.utilization);
+            if let Some(q) = &l.queue {
+                m.insert("queue_p50".into(), q.p50 as f64);
+            }
+        }
+        m
+    };
+    eprintln!("E4: {} variants x {} seeds", variants.len(), o.seeds.len());
+    let (rows, summary) = sweep(&variants, &o.seeds, &metrics)?;
+    std::fs::create_dir_all(o.out).map_err(|e| e.to_string())?;
+    write_json(
+        &o.out.join("e4.json"),
+        json!({
+            "experiment": "E4 coexistence fairness (XMP Fig. 6, Table 2)",
+            "command": o.command,
+            "scenario": base,
+            "seeds": o.seeds,
+            "definition": "Static phases instead of the paper's timeline: x = 1, 2, 3: flow f1 \
+                with x paths, f3 and f4 single-path, f2 absent; x = 4: f1 with 3 paths, f2 with 2 \
+                paths. Every flow runs the series' controller (dctcp: all single-path). \
+                Rates = goodput over the second half of each run; jain over the flows present.",
+        }),
+        &rows,
+        &summary,
+    )?;
+    write_sweep_plot(
+        &o.out.join("e4.svg"),
+        "E4 coexistence: 4 flows on one 10 Gbps link; x = phase (f1 with 1, 2, 3 paths; 4: + f2 x2)",
+        "phase",
+        &summary,
+        &[
+            Panel { metric: "jain".into(), label: "Jain's index".into(), log: false },
+            Panel { metric: "f1_gbps".into(), label: "flow 1 (multipath) Gbps".into(), log: false },
+            Panel { metric: "f3_gbps".into(), label: "flow 3 (single path) Gbps".into(), log: false },
+        ],
+    )
+}
+
+/// E6, short flows vs many paths (MMPTCP Fig. 1): long flows (group `long`) and Poisson short
+/// flows (group `poisson*`) all run the series' controller with `paths` paths; x = paths.
+pub fn e6(base: &Scenario, o: &ExpOptions) -> Result<(), String> {
+    let ctrls = controllers(o, &["mmptcp", "lia", "amp", "cubic", "dctcp"]);
+    let mut variants = vec![];
+    for c in &ctrls {
+        for paths in [4usize, 8] {
+            if c == "dctcp" && paths != 8 {
+                continue;
+            }
+            let mut s = base.clone();
+            set_group(&mut s, "long", c, paths);
+            for w in &mut s.workloads {
+                if let Workload::Poisson { paths: p, controller, .. } = w {
+                    *p = paths_for(c, paths);
+                    *controller = Some(c.clone());
+                }
+            }
+            variants.push(Variant { series: c.clone(), x: paths as f64, scenario: s });
+        }
+    }
+    let metrics = |r: &Report| -> Metrics {
+        let mut m = Metrics::new();
+        let short: Vec<&FlowReport> = group_flows(r, "poisson").collect();
+        let fcts: Vec<f64> = short.iter().filter_map(|f| f.fct_us).map(|x| x / 1000.0).collect();
+        let (mean, std) = mean_std(&fcts);
+        m.insert("short_flows".into(), short.len() as f64);
+        m.insert("short_unfinished".into(), (short.len() - fcts.len()) as f64);
+        m.insert("short_fct_mean_ms".into(), mean);
+        m.insert("short_fct_std_ms".into(), std);
+        m.insert("short_fct_p50_ms".into(), quantile(&fcts, 0.5));
+        m.insert("short_fct_p99_ms".into(), quantile(&fcts, 0.99));
+        m.insert(
+            "short_pto".into(),
+            short.iter().map(|f| (f.pto_client + f.pto_server) as f64).sum(),
+        );
+        let long: Vec<&FlowReport> = group_flows(r, "long").collect();
+        m.insert(
+            "long_mean_gbps".into(),
+            mean_std(&long.iter().map(|f| f.goodput_bps / 1e9).collect::<Vec<_>>()).0,
+        );
+        m
+    };
+    eprintln!("E6: {} variants x {} seeds", variants.len(), o.seeds.len());
+    let (rows, summary) = sweep(&variants, &o.seeds, &metrics)?;
+    std::fs::create_dir_all(o.out).map_err(|e| e.to_string())?;
+    write_json(
+        &o.out.join("e6.json"),
+        json!({
+            "experiment": "E6 short flows vs many paths (MMPTCP Fig. 1)",
+            "command": o.command,
+            "scenario": base,
+            "seeds": o.seeds,
+            "definition": "All flows (long bulk flows of group long and the Poisson 70 KB short \
+                flows, handshake at arrival, counted in the FCT) run the series' controller with x \
+                paths (dctcp: 1). short_fct_* over the short flows that completed (ms).",
+        }),
+        &rows,
+        &summary,
+    )?;
+    write_sweep_plot(
+        &o.out.join("e6.svg"),
+        "E6: 70 KB Poisson short flows with long flows, fat-tree k=4, 10 Gbps",
+        "paths per flow",
+        &summary,
+        &[
+            Panel {
+                metric: "short_fct_mean_ms".into(),
+                label: "short FCT mean (ms)".into(),
+                log: true,
+            },
+            Panel {
+                metric: "short_fct_std_ms".into(),
+                label: "short FCT std (ms)".into(),
+                log: true,
+            },
+            Panel { metric: "long_mean_gbps".into(), label: "long flow Gbps".into(), log: false },
+        ],
+    )
+}
+
+/// E7, partition/aggregate with background (AMP Fig. 12): DCTCP jobs (workloads) plus long
+/// multipath background flows (group `bg`) with x = 4, 6, 8 paths; JCT p50/p90.
+pub fn e7(base: &Scenario, o: &ExpOptions) -> Result<(), String> {
+    let ctrls = controllers(o, &["amp", "xmp", "dcm", "dctcp", "lia", "cubic"]);
+    let mut variants = vec![];
+    for c in &ctrls {
+        for paths in [4usize, 6, 8] {
+            let mut s = base.clone();
+            set_group(&mut s, "bg", c, paths);
+            variants.push(Variant { series: c.clone(), x: paths as f64, scenario: s });
+        }
+    }
+    let metrics = |r: &Report| -> Metrics {
+        let mut m = Metrics::new();
+        // Jobs: (group, job number from the name `pa<w>-job<j>-<worker>`).
+        let mut jobs: std::collections::BTreeMap<(String, String), (f64, f64, bool)> =
+            Default::default();
+        for f in group_flows(r, "pa") {
+            let job = f.name.split('-').nth(1).unwrap_or("").to_string();
+            let e = jobs.entry((f.group.clone().unwrap_or_default(), job)).or_insert((
+                f64::MAX,
+                0.0,
+                true,
+            ));
+            let start = f.start_s * 1e3;
+            e.0 = e.0.min(start);
+            match f.fct_us {
+                Some(fct) => e.1 = e.1.max(start + fct / 1e3),
+                None => e.2 = false,
+            }
+        }
+        let jct: Vec<f64> = jobs.values().filter(|j| j.2).map(|j| j.1 - j.0).collect();
+        m.insert("jobs".into(), jobs.len() as f64);
+        m.insert("jobs_unfinished".into(), jobs.values().filter(|j| !j.2).count() as f64);
+        m.insert("jct_p50_ms".into(), quantile(&jct, 0.5));
+        m.insert("jct_p90_ms".into(), quantile(&jct, 0.9));
+        m.insert("jct_p99_ms".into(), quantile(&jct, 0.99));
+        m.insert("jct_mean_ms".into(), mean_std(&jct).0);
+        let pa: Vec<&FlowReport> = group_flows(r, "pa").collect();
+        m.insert("pa_pto".into(), pa.iter().map(|f| (f.pto_client + f.pto_server) as f64).sum());
+        let bg: Vec<&FlowReport> = group_flows(r, "bg").collect();
+        m.insert(
+            "bg_mean_gbps".into(),
+            mean_std(&bg.iter().map(|f| f.goodput_bps / 1e9).collect::<Vec<_>>()).0,
+        );
+        m.insert("bg_suppressions".into(), suppressions(&bg));
+        let qs: Vec<f64> =
+            r.links.iter().filter_map(|l| l.queue.as_ref()).map(|q| q.p90 as f64).collect();
+        m.insert("host_downlink_queue_p90_max".into(), quantile(&qs, 1.0));
+        m
+    };
+    eprintln!("E7: {} variants x {} seeds", variants.len(), o.seeds.len());
+    let (rows, summary) = sweep(&variants, &o.seeds, &metrics)?;
+    std::fs::create_dir_all(o.out).map_err(|e| e.to_string())?;
+    write_json(
+        &o.out.join("e7.json"),
+        json!({
+            "experiment": "E7 partition/aggregate with background (AMP Fig. 12)",
+            "command": o.command,
+            "scenario": base,
+            "seeds": o.seeds,
+            "definition": "Jobs: an aggregator sends 2 KB to 10 workers, each answers 64 KB, all \
+                DCTCP single-path; a job completes when every answer has arrived (JCT = last \
+                answer - job start). Background: the flows of group bg run the series' controller \
+                with x paths (dctcp: 1). jct_* over completed jobs (ms).",
+        }),
+        &rows,
+        &summary,
+    )?;
+    write_sweep_plot(
+        &o.out.join("e7.svg"),
+        "E7: DCTCP partition/aggregate jobs with multipath background, fat-tree k=4",
+        "paths per background flow",
+        &summary,
+        &[
+            Panel { metric: "jct_p50_ms".into(), label: "JCT p50 (ms)".into(), log: false },
+            Panel { metric: "jct_p90_ms".into(), label: "JCT p90 (ms)".into(), log: false },
+            Panel { metric: "bg_mean_gbps".into(), label: "background Gbps".into(), log: false },
+        ],
+    )
+}

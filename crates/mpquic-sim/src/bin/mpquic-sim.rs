@@ -140,6 +140,9 @@ fn run(cli: Cli) -> Result<(), String> {
             let r = match name.as_str() {
                 "e1" => mpquic_sim::experiments::e1(&s, &o),
                 "e2" => mpquic_sim::experiments::e2(&s, &o),
+                "e4" => mpquic_sim::experiments::e4(&s, &o),
+                "e6" => mpquic_sim::experiments::e6(&s, &o),
+                "e7" => mpquic_sim::experiments::e7(&s, &o),
                 _ => Err(format!("unknown experiment {name}")),
             };
             eprintln!("{name}: {:.0} s wall", wall.elapsed().as_secs_f64());
