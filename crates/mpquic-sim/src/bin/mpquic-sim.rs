@@ -62,6 +62,9 @@ enum Command {
         /// ...for at least this long.
         #[arg(long, default_value = "1ms")]
         hold: String,
+        /// Override the scenario's seed.
+        #[arg(long)]
+        seed: Option<u64>,
     },
     /// An experiment sweep (e1, e2, e4, e6, e7): variants of the scenario x controllers x seeds;
     /// writes `<exp>.json` (runs, median/min/max per variant) and SVG plots.
@@ -103,8 +106,11 @@ fn run(cli: Cli) -> Result<(), String> {
             println!("{}", toml::to_string(&s).map_err(|e| e.to_string())?);
             Ok(())
         }
-        Command::E3 { scenario, out, controllers, phase, threshold, hold } => {
+        Command::E3 { scenario, out, controllers, phase, threshold, hold, seed } => {
             let mut s = load(&scenario)?;
+            if let Some(seed) = seed {
+                s.seed = seed;
+            }
             if let Some(p) = phase {
                 let p: Dur = p.parse()?;
                 for f in &mut s.flows {
