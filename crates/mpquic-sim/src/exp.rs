@@ -163,6 +163,8 @@ pub fn write_sweep_plot(
     let xs: Vec<f64> = summary.iter().map(|r| r.x).collect();
     let (x_lo, x_hi) = xs.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
     let pad = ((x_hi - x_lo) * 0.08).max(0.5);
+    // Room on the left for the legend, so that it covers no point.
+    let legend_room = (x_hi - x_lo + 2.0 * pad) * 0.3;
     for (panel, area) in panels.iter().zip(areas.iter()) {
         let vals: Vec<&Spread> =
             summary.iter().filter_map(|r| r.metrics.get(&panel.metric)).collect();
@@ -232,7 +234,7 @@ pub fn write_sweep_plot(
             draw!(chart, |v: f64| v.max(lo));
         } else {
             let chart = builder
-                .build_cartesian_2d((x_lo - pad)..(x_hi + pad), 0.0..y_hi)
+                .build_cartesian_2d((x_lo - pad - legend_room)..(x_hi + pad), 0.0..y_hi)
                 .map_err(|x| e(&x))?;
             draw!(chart, |v: f64| v);
         }
