@@ -10,8 +10,11 @@
 
 pub mod cc;
 pub mod crypto;
+pub mod exp;
+pub mod experiments;
 pub mod net;
 pub mod plot;
+pub mod pto;
 pub mod report;
 pub mod rng;
 pub mod scenario;

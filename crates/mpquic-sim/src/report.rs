@@ -159,6 +159,12 @@ pub struct FlowReport {
     /// Per-round notices (alpha updates, window reductions) beyond `output.notice_limit`, not
     /// kept in `traces.json`.
     pub round_notices_dropped: u64,
+    /// Probe timeouts (PTO expiries) of the client's connection, all paths.
+    pub pto_client: u64,
+    /// Probe timeouts of the server's connection.
+    pub pto_server: u64,
+    /// Virtual time of the first PTO expiry of either end, microseconds.
+    pub first_pto_us: Option<f64>,
     /// Connection error, if any.
     pub error: Option<String>,
 }
@@ -322,6 +328,7 @@ impl Report {
         let mut last_half_bulk = vec![];
         for f in 0..sim.flows.len() {
             let path_stats = sim.client_path_stats(f);
+            let (pto_client, pto_server, pto_times) = sim.flow_ptos(f);
             let controllers = sim
                 .controllers(f)
                 .into_iter()
@@ -376,6 +383,9 @@ impl Report {
                 notice_counts,
                 episodes,
                 round_notices_dropped,
+                pto_client,
+                pto_server,
+                first_pto_us: pto_times.iter().min().map(|&t| us(t)),
                 error: flow.progress.error.clone(),
             });
         }

@@ -329,6 +329,8 @@ pub struct Sim {
     finished_at: Option<Ps>,
     /// Per host: jitter generator and the latest delivery time handed out (order is kept).
     jitter: Vec<(SimRng, Ps)>,
+    /// Probe-timeout expiries per endpoint (see [`crate::pto`]).
+    pub ptos: Arc<Mutex<crate::pto::PtoTally>>,
 }
 
 fn host_ip(host: usize, addr: usize) -> IpAddr {
@@ -497,6 +499,7 @@ impl Sim {
             jitter: (0..hosts.len())
                 .map(|h| (SimRng::new(scenario.seed, 0x4a49_0000 + h as u64), 0))
                 .collect(),
+            ptos: Arc::default(),
             scenario,
         };
 
@@ -637,6 +640,20 @@ impl Sim {
         Ok(())
     }
 
+    /// Probe-timeout expiries of flow `f`: (client, server), and the virtual times of all.
+    pub fn flow_ptos(&self, f: usize) -> (u64, u64, Vec<Ps>) {
+        let flow = &self.flows[f];
+        let t = self.ptos.lock().unwrap_or_else(|p| p.into_inner());
+        let n = |ep: usize| t.per_endpoint.get(ep).copied().unwrap_or(0);
+        let times = t
+            .events
+            .iter()
+            .filter(|(ep, _)| *ep == flow.client_ep || *ep == flow.server_ep)
+            .map(|&(_, at)| at)
+            .collect();
+        (n(flow.client_ep), n(flow.server_ep), times)
+    }
+
     /// Final statistics of the client's paths of flow `f`.
     pub fn client_path_stats(&mut self, f: usize) -> Vec<crate::report::PathReport> {
         let flow = &self.flows[f];
@@ -762,6 +779,11 @@ impl Sim {
 
     /// Run until the scenario's duration (or until every flow is done, if so configured).
     pub fn run(&mut self) {
+        let counter = crate::pto::PtoCounter(self.ptos.clone());
+        tracing::subscriber::with_default(counter, || self.run_events());
+    }
+
+    fn run_events(&mut self) {
         let end = self.scenario.duration.0;
         while let Some(top) = self.events.peek() {
             if top.at > end {
@@ -803,7 +825,10 @@ impl Sim {
                     Some(deadline) if deadline <= self.now => {
                         e.timer = None;
                         if let Some((_, conn)) = &mut e.conn {
+                            self.ptos.lock().unwrap_or_else(|p| p.into_inner()).current =
+                                Some((ep, self.now));
                             conn.handle_timeout(now);
+                            self.ptos.lock().unwrap_or_else(|p| p.into_inner()).current = None;
                         }
                         self.service(ep);
                     }

@@ -301,3 +301,27 @@ fn amp_shifts_traffic_by_the_e3_definition() {
     let quiet = phase_shift(&sim, links, 0, (0, p(4), p(8)), criterion);
     assert_eq!(quiet.shift_ms, None, "{quiet:?}");
 }
+
+/// PTO expiries are counted per flow: none on a clean link; some when the bottleneck loses
+/// packets at random, so that tails go missing and only a probe timeout recovers them.
+#[test]
+fn pto_expiries_are_counted() {
+    let sized = |loss: f64| {
+        let mut s = many_to_one(1, Dur::ms(200));
+        if let Topology::ManyToOne { bottleneck, .. } = &mut s.topology {
+            bottleneck.loss = Some(loss);
+        }
+        for i in 0..20u64 {
+            let mut f = FlowSpec::bulk("s0", "r");
+            f.bytes = Some(20_000);
+            f.start = Dur::ms(1 + 5 * i);
+            s.flows.push(f);
+        }
+        let (report, sim) = run(s);
+        let ptos: u64 = report.flows.iter().map(|f| f.pto_client + f.pto_server).sum();
+        assert_eq!(sim.ptos.lock().unwrap().unattributed, 0);
+        ptos
+    };
+    assert_eq!(sized(0.0), 0);
+    assert!(sized(0.2) > 0);
+}

@@ -62,6 +62,29 @@ enum Command {
         /// ...for at least this long.
         #[arg(long, default_value = "1ms")]
         hold: String,
+        /// Override the scenario's seed.
+        #[arg(long)]
+        seed: Option<u64>,
+    },
+    /// An experiment sweep (e1, e2, e4, e6, e7): variants of the scenario x controllers x seeds;
+    /// writes `<exp>.json` (runs, median/min/max per variant) and SVG plots.
+    Exp {
+        /// e1, e2, e4, e6 or e7.
+        name: String,
+        /// The base scenario (TOML), e.g. scenarios/e1-incast.toml.
+        scenario: PathBuf,
+        /// Output directory.
+        #[arg(long)]
+        out: PathBuf,
+        /// Seeds, comma-separated.
+        #[arg(long, default_value = "1,2,3")]
+        seeds: String,
+        /// Controllers, comma-separated (default: the experiment's list).
+        #[arg(long, default_value = "")]
+        controllers: String,
+        /// Override the scenario's duration.
+        #[arg(long)]
+        duration: Option<String>,
     },
     /// Parse a scenario and print it with every default filled in.
     Check {
@@ -83,8 +106,11 @@ fn run(cli: Cli) -> Result<(), String> {
             println!("{}", toml::to_string(&s).map_err(|e| e.to_string())?);
             Ok(())
         }
-        Command::E3 { scenario, out, controllers, phase, threshold, hold } => {
+        Command::E3 { scenario, out, controllers, phase, threshold, hold, seed } => {
             let mut s = load(&scenario)?;
+            if let Some(seed) = seed {
+                s.seed = seed;
+            }
             if let Some(p) = phase {
                 let p: Dur = p.parse()?;
                 for f in &mut s.flows {
@@ -98,6 +124,35 @@ fn run(cli: Cli) -> Result<(), String> {
             }
             let hold: Dur = hold.parse()?;
             e3(s, &out, &controllers, Criterion { threshold, hold: hold.0 })
+        }
+        Command::Exp { name, scenario, out, seeds, controllers, duration } => {
+            let mut s = load(&scenario)?;
+            if let Some(d) = duration {
+                s.duration = d.parse()?;
+            }
+            let seeds = seeds
+                .split(',')
+                .map(|x| x.trim().parse::<u64>().map_err(|e| format!("seed {x}: {e}")))
+                .collect::<Result<Vec<_>, _>>()?;
+            let controllers =
+                controllers.split(',').map(str::trim).filter(|c| !c.is_empty()).map(String::from);
+            let o = mpquic_sim::experiments::ExpOptions {
+                seeds,
+                controllers: controllers.collect(),
+                out: &out,
+                command: std::env::args().skip(1).collect::<Vec<_>>().join(" "),
+            };
+            let wall = Instant::now();
+            let r = match name.as_str() {
+                "e1" => mpquic_sim::experiments::e1(&s, &o),
+                "e2" => mpquic_sim::experiments::e2(&s, &o),
+                "e4" => mpquic_sim::experiments::e4(&s, &o),
+                "e6" => mpquic_sim::experiments::e6(&s, &o),
+                "e7" => mpquic_sim::experiments::e7(&s, &o),
+                _ => Err(format!("unknown experiment {name}")),
+            };
+            eprintln!("{name}: {:.0} s wall", wall.elapsed().as_secs_f64());
+            r
         }
         Command::Run { scenario, out, seed, duration, no_plots } => {
             let mut s = load(&scenario)?;

@@ -1,0 +1,294 @@
+//! Experiment sweeps (E1, E2, E4, E6, E7 of `design/EXPERIMENTS.md`): a base scenario, a list of
+//! variants (series x point), several seeds each; per run a few metrics taken from the
+//! [`Report`]; per variant the median, min and max over seeds; one JSON file and one SVG.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Instant;
+
+use plotters::prelude::*;
+use serde::Serialize;
+
+use crate::report::{jain, Report};
+use crate::scenario::Scenario;
+use crate::Sim;
+
+/// One point of a sweep: a series (usually the controller) at an x value.
+pub struct Variant {
+    /// Series, e.g. the controller.
+    pub series: String,
+    /// X value, e.g. k or the path count.
+    pub x: f64,
+    /// The scenario to run (its seed is replaced per repetition).
+    pub scenario: Scenario,
+}
+
+/// Metrics of one run.
+pub type Metrics = BTreeMap<String, f64>;
+
+/// One run's row in the output.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRow {
+    /// Series.
+    pub series: String,
+    /// X value.
+    pub x: f64,
+    /// Seed.
+    pub seed: u64,
+    /// Metrics.
+    pub metrics: Metrics,
+    /// Wall-clock seconds (not deterministic).
+    pub wall_s: f64,
+}
+
+/// Median, min, max of a metric over seeds.
+#[derive(Debug, Clone, Serialize)]
+pub struct Spread {
+    /// Median.
+    pub median: f64,
+    /// Minimum.
+    pub min: f64,
+    /// Maximum.
+    pub max: f64,
+    /// Runs.
+    pub n: usize,
+}
+
+/// Median (mean of the middle two for an even count), min and max.
+pub fn spread(xs: &[f64]) -> Option<Spread> {
+    let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
+    Some(Spread { median: r4(median), min: r4(v[0]), max: r4(v[n - 1]), n })
+}
+
+fn r4(x: f64) -> f64 {
+    if x.abs() >= 1.0 {
+        (x * 1e3).round() / 1e3
+    } else {
+        (x * 1e6).round() / 1e6
+    }
+}
+
+/// Per variant: metric -> spread.
+#[derive(Debug, Clone, Serialize)]
+pub struct SummaryRow {
+    /// Series.
+    pub series: String,
+    /// X value.
+    pub x: f64,
+    /// Metric -> median/min/max over seeds.
+    pub metrics: BTreeMap<String, Spread>,
+}
+
+/// Run every variant with every seed; `metrics` extracts a run's numbers.
+pub fn sweep(
+    variants: &[Variant],
+    seeds: &[u64],
+    metrics: &dyn Fn(&Report) -> Metrics,
+) -> Result<(Vec<RunRow>, Vec<SummaryRow>), String> {
+    let mut rows = vec![];
+    let mut summary = vec![];
+    for v in variants {
+        let mut mine = vec![];
+        for &seed in seeds {
+            let mut s = v.scenario.clone();
+            s.seed = seed;
+            let mut sim = Sim::new(s).map_err(|e| e.to_string())?;
+            let wall = Instant::now();
+            sim.run();
+            let wall_s = wall.elapsed().as_secs_f64();
+            let report = Report::new(&mut sim);
+            let m = metrics(&report);
+            let short: Vec<String> = m.iter().take(6).map(|(k, v)| format!("{k}={v:.3}")).collect();
+            eprintln!(
+                "  {:<10} x={:<5} seed {seed}: {} ({:.1} s wall)",
+                v.series,
+                v.x,
+                short.join(" "),
+                wall_s
+            );
+            mine.push(RunRow { series: v.series.clone(), x: v.x, seed, metrics: m, wall_s });
+        }
+        let mut keys: Vec<&String> = mine.iter().flat_map(|r| r.metrics.keys()).collect();
+        keys.sort();
+        keys.dedup();
+        let metrics = keys
+            .into_iter()
+            .filter_map(|k| {
+                let xs: Vec<f64> = mine.iter().filter_map(|r| r.metrics.get(k).copied()).collect();
+                spread(&xs).map(|s| (k.clone(), s))
+            })
+            .collect();
+        summary.push(SummaryRow { series: v.series.clone(), x: v.x, metrics });
+        rows.extend(mine);
+    }
+    Ok((rows, summary))
+}
+
+/// One panel of a sweep plot: a metric against x, one line per series, min-max whiskers.
+pub struct Panel {
+    /// Metric key.
+    pub metric: String,
+    /// Axis label.
+    pub label: String,
+    /// Log scale on y.
+    pub log: bool,
+}
+
+/// Write the sweep plot: panels stacked, x = the variants' x, y = median with min-max bars.
+pub fn write_sweep_plot(
+    path: &Path,
+    title: &str,
+    x_label: &str,
+    summary: &[SummaryRow],
+    panels: &[Panel],
+) -> Result<(), String> {
+    let e = |e: &dyn std::fmt::Display| e.to_string();
+    let height = 320 * panels.len().max(1) as u32 + 40;
+    let root = SVGBackend::new(path, (900, height)).into_drawing_area();
+    root.fill(&WHITE).map_err(|x| e(&x))?;
+    let root = root.titled(title, ("sans-serif", 20)).map_err(|x| e(&x))?;
+    let areas = root.split_evenly((panels.len().max(1), 1));
+    let mut series: Vec<&str> = vec![];
+    for r in summary {
+        if !series.contains(&r.series.as_str()) {
+            series.push(&r.series);
+        }
+    }
+    let xs: Vec<f64> = summary.iter().map(|r| r.x).collect();
+    let (x_lo, x_hi) = xs.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+    let pad = ((x_hi - x_lo) * 0.08).max(0.5);
+    // Room on the left for the legend, so that it covers no point.
+    let legend_room = (x_hi - x_lo + 2.0 * pad) * 0.3;
+    for (panel, area) in panels.iter().zip(areas.iter()) {
+        let vals: Vec<&Spread> =
+            summary.iter().filter_map(|r| r.metrics.get(&panel.metric)).collect();
+        let y_hi = vals.iter().map(|s| s.max).fold(0.0f64, f64::max).max(1e-6) * 1.1;
+        let y_lo_log = vals.iter().map(|s| s.min).filter(|&v| v > 0.0).fold(f64::MAX, f64::min);
+        let y_lo_log = if y_lo_log == f64::MAX { 1e-3 } else { y_lo_log * 0.8 };
+        let mut builder = ChartBuilder::on(area);
+        builder.margin(10).x_label_area_size(35).y_label_area_size(65);
+        macro_rules! draw {
+            ($chart:expr, $clamp:expr) => {{
+                let mut chart = $chart;
+                chart
+                    .configure_mesh()
+                    .x_desc(x_label)
+                    .y_desc(panel.label.as_str())
+                    .draw()
+                    .map_err(|x| e(&x))?;
+                for (i, name) in series.iter().enumerate() {
+                    let color = Palette99::pick(i).to_rgba();
+                    let pts: Vec<(f64, &Spread)> = summary
+                        .iter()
+                        .filter(|r| r.series == *name)
+                        .filter_map(|r| r.metrics.get(&panel.metric).map(|s| (r.x, s)))
+                        .collect();
+                    let dx = (i as f64 - series.len() as f64 / 2.0) * pad * 0.06;
+                    chart
+                        .draw_series(LineSeries::new(
+                            pts.iter().map(|(x, s)| (*x + dx, $clamp(s.median))),
+                            color.stroke_width(2),
+                        ))
+                        .map_err(|x| e(&x))?
+                        .label(*name)
+                        .legend(move |(x, y)| {
+                            PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+                        });
+                    chart
+                        .draw_series(pts.iter().map(|(x, s)| {
+                            PathElement::new(
+                                vec![(*x + dx, $clamp(s.min)), (*x + dx, $clamp(s.max))],
+                                color.stroke_width(1),
+                            )
+                        }))
+                        .map_err(|x| e(&x))?;
+                    chart
+                        .draw_series(pts.iter().map(|(x, s)| {
+                            Circle::new((*x + dx, $clamp(s.median)), 3, color.filled())
+                        }))
+                        .map_err(|x| e(&x))?;
+                }
+                chart
+                    .configure_series_labels()
+                    .position(SeriesLabelPosition::UpperLeft)
+                    .background_style(WHITE.mix(0.8))
+                    .border_style(BLACK)
+                    .draw()
+                    .map_err(|x| e(&x))?;
+            }};
+        }
+        if panel.log {
+            let lo = y_lo_log;
+            let chart = builder
+                .build_cartesian_2d(
+                    (x_lo - pad)..(x_hi + pad),
+                    (lo..y_hi.max(lo * 10.0)).log_scale(),
+                )
+                .map_err(|x| e(&x))?;
+            draw!(chart, |v: f64| v.max(lo));
+        } else {
+            let chart = builder
+                .build_cartesian_2d((x_lo - pad - legend_room)..(x_hi + pad), 0.0..y_hi)
+                .map_err(|x| e(&x))?;
+            draw!(chart, |v: f64| v);
+        }
+    }
+    root.present().map_err(|x| e(&x))
+}
+
+/// Write `<name>.json` with the definition, the runs and the summary.
+pub fn write_json(
+    path: &Path,
+    doc: serde_json::Value,
+    rows: &[RunRow],
+    summary: &[SummaryRow],
+) -> Result<(), String> {
+    let mut doc = doc;
+    // Wall times are not deterministic: keep them apart from the per-run metrics.
+    doc["runs"] = serde_json::to_value(rows).map_err(|e| e.to_string())?;
+    doc["summary"] = serde_json::to_value(summary).map_err(|e| e.to_string())?;
+    std::fs::write(path, serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?)
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Flows of a report whose group starts with `prefix`.
+pub fn group_flows<'a>(
+    r: &'a Report,
+    prefix: &'a str,
+) -> impl Iterator<Item = &'a crate::report::FlowReport> + 'a {
+    r.flows.iter().filter(move |f| f.group.as_deref().is_some_and(|g| g.starts_with(prefix)))
+}
+
+/// Mean and standard deviation.
+pub fn mean_std(xs: &[f64]) -> (f64, f64) {
+    if xs.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let n = xs.len() as f64;
+    let m = xs.iter().sum::<f64>() / n;
+    let v = xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / n;
+    (m, v.sqrt())
+}
+
+/// The `q`-quantile (nearest rank) of `xs`.
+pub fn quantile(xs: &[f64], q: f64) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let idx = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
+    v[idx]
+}
+
+/// Jain's index of the given flows' last-half goodput.
+pub fn jain_of(flows: &[&crate::report::FlowReport]) -> f64 {
+    let xs: Vec<f64> = flows.iter().map(|f| f.goodput_last_half_bps).collect();
+    jain(&xs).unwrap_or(f64::NAN)
+}
