@@ -37,6 +37,7 @@ for s in SCEN:
         continue
     g, fct, rtt50, rttmin, qmed, qp99, drops, lost, cpu, cpu_gb, elim = ([] for _ in range(11))
     tp = fp = pos = neg = 0
+    conn_elim = 0  # repetitions (connections) with at least one elimination
     for r in reps:
         f = r["flows"][0]
         if not f["completed"]:
@@ -61,6 +62,7 @@ for s in SCEN:
             lost.append(sum(p["lost_packets"] for p in m["paths"]))
             st = m.get("controller_state") or {}
             elim.append(st.get("eliminations", 0))
+            conn_elim += st.get("eliminations", 0) > 0
             a, b, c2, d = ese(f, None)
             tp, fp, pos, neg = tp + a, fp + b, pos + c2, neg + d
     rows[s] = {
@@ -77,7 +79,8 @@ for s in SCEN:
         "cpu_s_sender_plus_receiver": med(cpu),
         "cpu_s_per_gb": med(cpu_gb),
         "eliminations": med(elim),
-        "ese": {"tp": tp, "fp": fp, "positives": pos, "negatives": neg},
+        "ese": {"tp": tp, "fp": fp, "positives": pos, "negatives": neg,
+                "connections_with_elimination": conn_elim},
         "svgs": copy_svgs(reps[0], DEST, s) if reps else [],
     }
 
