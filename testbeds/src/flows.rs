@@ -344,9 +344,13 @@ pub fn mpquic_bin() -> Result<String> {
     bail!("the mpquic CLI binary was not found: build it (cargo build --release -p <cli package>) or set MPQUIC_BIN")
 }
 
-/// Reads counters from /proc/net/netstat (IpExt/TcpExt) inside a namespace.
+/// Reads counters from /proc/net/netstat (IpExt/TcpExt) and /proc/net/snmp (Ip, Udp, ...)
+/// inside a namespace.
 pub fn netstat(ns: &str) -> Result<std::collections::BTreeMap<String, u64>> {
-    let text = crate::netns::run("ip", &["netns", "exec", ns, "cat", "/proc/net/netstat"])?;
+    let text = crate::netns::run(
+        "ip",
+        &["netns", "exec", ns, "cat", "/proc/net/netstat", "/proc/net/snmp"],
+    )?;
     let lines: Vec<&str> = text.lines().collect();
     let mut m = std::collections::BTreeMap::new();
     for pair in lines.chunks(2) {

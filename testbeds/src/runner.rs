@@ -406,6 +406,9 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
             "IpExt.InECT1Pkts",
             "IpExt.InNoECTPkts",
             "TcpExt.TCPTimeouts",
+            // A receiving process that falls behind overflows its UDP socket (mpquic incast).
+            "Udp.InDatagrams",
+            "Udp.RcvbufErrors",
         ] {
             d.insert(k.to_string(), a.get(k).unwrap_or(&0) - b.get(k).unwrap_or(&0));
         }
