@@ -60,7 +60,20 @@ def analyse(rep):
 
 
 rows = {}
-for s in sorted(d for d in os.listdir(OUT) if d.startswith("E3-")):
+xrows = {}
+for s in sorted(d for d in os.listdir(OUT) if d.startswith("E3-dctcpx-")):
+    reps = runs(OUT, s)
+    c1, c2, mp, q1, q2 = [], [], [], [], []
+    for r in reps:
+        by = {f["from"]: f for f in r["flows"]}
+        c1.append(by["c1"]["goodput_mbps"]); c2.append(by["c2"]["goodput_mbps"])
+        mp.append(by["s"]["goodput_mbps"] if "s" in by else None)
+        ls = {l["from"]: l for l in r["links"] if l["to"] == "d"}
+        q1.append(ls["r1"]["queue_frames_busy"]["median"]); q2.append(ls["r2"]["queue_frames_busy"]["median"])
+    xrows[s] = {"reps": len(reps), "host_load_1min": loads(reps), "cross1_goodput_mbps": med(c1),
+                "cross2_goodput_mbps": med(c2), "multipath_goodput_mbps": med(mp),
+                "queue_link1_median": med(q1), "queue_link2_median": med(q2)}
+for s in sorted(d for d in os.listdir(OUT) if d.startswith("E3-shift-")):
     reps = runs(OUT, s)
     per = [analyse(r) for r in reps]
     row = {"reps": len(per), "host_load_1min": loads(reps), "goodput_mbps": med([r["flows"][0]["goodput_mbps"] for r in reps])}
@@ -70,10 +83,16 @@ for s in sorted(d for d in os.listdir(OUT) if d.startswith("E3-")):
     row["per_rep"] = per
     rows[s] = row
 os.makedirs(DEST, exist_ok=True)
-json.dump(rows, open(os.path.join(DEST, "summary.json"), "w"), indent=1)
+json.dump({"kernel_tcp_cross": rows, "dctcp_cross": xrows}, open(os.path.join(DEST, "summary.json"), "w"), indent=1)
 print("| scenario | reps | cross on | mp before (Mbit/s) | mp during | cross during | mp on other link during | time to 80% of the shift (ms, 10 ms bins) | load |")
 print("|---|---|---|---|---|---|---|---|---|")
 for s, r in rows.items():
     for c, name in (("cross1", "link 1"), ("cross2", "link 2")):
         print(f"| {s} | {r['reps']} | {name} | {fmt(r[c + '_mp_before_mbps'])} | {fmt(r[c + '_mp_during_mbps'])} | {fmt(r[c + '_cross_during_mbps'])} | "
               f"{fmt(r[c + '_mp_on_other_link_during_mbps'])} | {fmt(r[c + '_shift_ms_80pct'], 0)} | {r['host_load_1min']} |")
+print()
+print("| scenario (DCTCP cross, 3 MB) | reps | cross on link 1 Mbit/s | cross on link 2 Mbit/s | multipath flow Mbit/s | queue median link 1 / link 2 (frames) | load |")
+print("|---|---|---|---|---|---|---|")
+for s, r in xrows.items():
+    print(f"| {s} | {r['reps']} | {fmt(r['cross1_goodput_mbps'])} | {fmt(r['cross2_goodput_mbps'])} | {fmt(r['multipath_goodput_mbps'])} | "
+          f"{fmt(r['queue_link1_median'])} / {fmt(r['queue_link2_median'])} | {r['host_load_1min']} |")
