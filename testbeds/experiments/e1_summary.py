@@ -8,6 +8,8 @@ import sys
 from common import copy_svgs, fmt, loads, med, runs
 
 OUT, DEST = sys.argv[1], sys.argv[2]
+# Plots kept in the repository: k = 30 FCT CDFs, three queues (the others stay in OUT).
+KEEP_QUEUE = {"E1-incast-k30-amp", "E1-incast-k30-xmp", "E1-incast-k30-kernel-tcp"}
 rows = {}
 for s in sorted(d for d in os.listdir(OUT) if d.startswith("E1-")):
     reps = runs(OUT, s)
@@ -35,7 +37,7 @@ for s in sorted(d for d in os.listdir(OUT) if d.startswith("E1-")):
         "fct_mean_ms": med(mean), "fct_std_ms": med(std), "fct_p99_ms": med(p99), "fct_max_ms": med(mx),
         "flows_over_200ms": med(strag), "incomplete": med(incomplete),
         "mpquic_lost_packets": med(lost), "qdisc_drops": med(drops), "marks": med(marks),
-        "svgs": copy_svgs(reps[0], DEST, s, ("rep0-fct-cdf.svg", "rep0-queue.svg")),
+        "svgs": copy_svgs(reps[0], DEST, s, ("rep0-fct-cdf.svg",) + (("rep0-queue.svg",) if s in KEEP_QUEUE else ())) if "-k30-" in s else [],
     }
 os.makedirs(DEST, exist_ok=True)
 json.dump(rows, open(os.path.join(DEST, "summary.json"), "w"), indent=1)

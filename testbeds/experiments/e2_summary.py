@@ -14,6 +14,8 @@ def jain(xs):
     return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs)) if xs else None
 
 
+# Plots kept in the repository (the others stay in OUT).
+KEEP = {"E2-n4-m4-amp", "E2-n4-m4-xmp", "E2-n4-m4-dcm", "E2-n8-m1-amp", "E2-n8-m1-xmp"}
 rows = {}
 for s in sorted(d for d in os.listdir(OUT) if d.startswith("E2-")):
     reps = runs(OUT, s)
@@ -43,7 +45,7 @@ for s in sorted(d for d in os.listdir(OUT) if d.startswith("E2-")):
         "queue_frames_p5": med(q5), "queue_frames_median": med(q50), "queue_frames_p95": med(q95),
         "queue_frames_p99": med(q99), "lost_packets": med(lost), "amp_suppressions": med(supp),
         "incomplete": med(incomplete),
-        "svgs": copy_svgs(reps[0], DEST, s, ("rep0-fct-cdf.svg", "rep0-queue.svg")),
+        "svgs": copy_svgs(reps[0], DEST, s, ("rep0-queue.svg",) + (("rep0-fct-cdf.svg",) if "-m1-" in s else ())) if s in KEEP else [],
     }
 os.makedirs(DEST, exist_ok=True)
 json.dump(rows, open(os.path.join(DEST, "summary.json"), "w"), indent=1)

@@ -8,6 +8,8 @@ import sys
 from common import copy_svgs, fmt, loads, med, runs
 
 OUT, DEST = sys.argv[1], sys.argv[2]
+# Plots kept in the repository (the others stay in OUT).
+KEEP_SVG = {"E5-share-n1-mptcpd", "E5-share-n8-mptcpd", "E5-share-n8-mptcpd-noese", "E5-share-n8-lia", "E5-disjoint-p8-mptcpd"}
 SCEN = sorted(d for d in os.listdir(OUT) if d.startswith("E5-"))
 
 
@@ -81,7 +83,7 @@ for s in SCEN:
         "eliminations": med(elim),
         "ese": {"tp": tp, "fp": fp, "positives": pos, "negatives": neg,
                 "connections_with_elimination": conn_elim},
-        "svgs": copy_svgs(reps[0], DEST, s) if reps else [],
+        "svgs": copy_svgs(reps[0], DEST, s, ("rep0-queue.svg",)) if s in KEEP_SVG else [],
     }
 
 os.makedirs(DEST, exist_ok=True)
