@@ -12,5 +12,12 @@ for c in $CCS; do for seed in 1 2 3; do
   nice -n 19 target/release/mpquic-sim run crates/mpquic-sim/scenarios/crosscheck-two-path-$c.toml \
     --seed $seed --out "$OUT/sim/$c/seed$seed" > "$OUT/sim/$c/seed$seed.log" 2>&1
 done; done
+# Second shared scenario, E2's mix (8 DCTCP + 1 four-path flow, 8 MB each; netns numbers come
+# from testbed-results/E2, run by E2.sh).
+for c in xmp amp; do for seed in 1 2 3; do
+  mkdir -p "$OUT/sim-e2/$c"
+  nice -n 19 target/release/mpquic-sim run crates/mpquic-sim/scenarios/crosscheck-e2-n8-m1-$c.toml \
+    --seed $seed --out "$OUT/sim-e2/$c/seed$seed" > "$OUT/sim-e2/$c/seed$seed.log" 2>&1
+done; done
 mkdir -p testbeds/results/crosscheck
-python3 testbeds/experiments/crosscheck_summary.py "$OUT" testbeds/results/crosscheck | tee testbeds/results/crosscheck/table.md
+E2OUT=${E2OUT:-testbed-results/E2} python3 testbeds/experiments/crosscheck_summary.py "$OUT" testbeds/results/crosscheck | tee testbeds/results/crosscheck/table.md
