@@ -18,7 +18,7 @@ CCS = {
     "cubic": ("mpquic", "cubic", 4),
     "kernel-tcp": ("kernel-tcp", "cubic", 1),
 }
-for k in (10, 20, 30):
+for k in (10, 20, 30, 40):
     for name, (kind, cc, paths) in CCS.items():
         if k != 30 and name in ("lia", "cubic"):
             continue  # the extra baselines only at k = 30, to fit the time budget
