@@ -145,9 +145,26 @@ pub fn send_main(server: SocketAddr, mptcp: bool, cc: &str, bytes: u64, for_s: f
     Ok(())
 }
 
+/// CPU seconds (user + system) a process has used so far, from `/proc/<pid>/stat` (also
+/// readable while it is a zombie, before it is reaped). `ip netns exec` execs the program, so
+/// the pid is the program's own.
+pub fn proc_cpu_s(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // Fields after the command: state (3), ..., utime (14), stime (15).
+    let utime: f64 = f.get(11)?.parse().ok()?;
+    let stime: f64 = f.get(12)?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    (hz > 0.0).then(|| (utime + stime) / hz)
+}
+
 /// A process started inside a namespace, its stdout collected line by line.
 pub struct Proc {
     child: Child,
+    /// CPU seconds, read just before the process was reaped or signalled.
+    cpu_s: Option<f64>,
     lines: Arc<Mutex<Vec<String>>>,
     err_lines: Arc<Mutex<Vec<String>>>,
     reader: Option<JoinHandle<()>>,
@@ -180,7 +197,14 @@ impl Proc {
                 e2.lock().unwrap().push(line);
             }
         });
-        Ok(Proc { child, lines, err_lines, reader: Some(reader), err_reader: Some(err_reader) })
+        Ok(Proc {
+            child,
+            cpu_s: None,
+            lines,
+            err_lines,
+            reader: Some(reader),
+            err_reader: Some(err_reader),
+        })
     }
 
     pub fn lines(&self) -> Vec<String> {
@@ -220,12 +244,45 @@ impl Proc {
     }
 
     pub fn try_done(&mut self) -> Result<Option<bool>> {
+        self.note_cpu_if_exited();
         Ok(self.child.try_wait()?.map(|s| s.success()))
     }
 
+    /// If the child has exited (a zombie, not yet reaped), records its CPU time.
+    fn note_cpu_if_exited(&mut self) {
+        if self.cpu_s.is_some() {
+            return;
+        }
+        // SAFETY: a zeroed siginfo_t is a valid out-parameter; WNOWAIT leaves the child
+        // waitable, so std's Child still reaps it.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                self.child.id(),
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            )
+        };
+        // SAFETY: waitid filled `info` (si_pid 0 when the child has not exited).
+        if r == 0 && unsafe { info.si_pid() } != 0 {
+            self.cpu_s = proc_cpu_s(self.child.id());
+        }
+    }
+
     /// Ends the process (SIGTERM, then SIGKILL) and returns (stdout lines, stderr).
-    pub fn stop(mut self) -> (Vec<String>, String) {
+    pub fn stop(self) -> (Vec<String>, String) {
+        let (l, e, _) = self.stop_cpu();
+        (l, e)
+    }
+
+    /// As `stop`, and the process's CPU seconds (read before it is signalled or reaped).
+    pub fn stop_cpu(mut self) -> (Vec<String>, String, Option<f64>) {
         let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        self.note_cpu_if_exited();
+        if self.cpu_s.is_none() {
+            self.cpu_s = proc_cpu_s(self.child.id());
+        }
         if self.child.try_wait().ok().flatten().is_none() {
             let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
             let t = Instant::now();
@@ -244,11 +301,11 @@ impl Proc {
         if let Some(r) = self.err_reader.take() {
             let _ = r.join();
         }
-        (self.lines(), self.stderr())
+        (self.lines(), self.stderr(), self.cpu_s)
     }
 
-    /// Waits for exit (up to `timeout`), then stops.
-    pub fn finish(mut self, timeout: Duration) -> Result<(Vec<String>, String, bool)> {
+    /// Waits for exit (up to `timeout`), then stops: (stdout lines, stderr, success, CPU s).
+    pub fn finish(mut self, timeout: Duration) -> Result<(Vec<String>, String, bool, Option<f64>)> {
         let t = Instant::now();
         let mut ok = None;
         while t.elapsed() < timeout {
@@ -258,11 +315,8 @@ impl Proc {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-        let (l, e) = self.stop();
-        match ok {
-            Some(s) => Ok((l, e, s)),
-            None => Ok((l, e, false)),
-        }
+        let (l, e, cpu) = self.stop_cpu();
+        Ok((l, e, ok.unwrap_or(false), cpu))
     }
 }
 
@@ -290,9 +344,13 @@ pub fn mpquic_bin() -> Result<String> {
     bail!("the mpquic CLI binary was not found: build it (cargo build --release -p <cli package>) or set MPQUIC_BIN")
 }
 
-/// Reads counters from /proc/net/netstat (IpExt/TcpExt) inside a namespace.
+/// Reads counters from /proc/net/netstat (IpExt/TcpExt) and /proc/net/snmp (Ip, Udp, ...)
+/// inside a namespace.
 pub fn netstat(ns: &str) -> Result<std::collections::BTreeMap<String, u64>> {
-    let text = crate::netns::run("ip", &["netns", "exec", ns, "cat", "/proc/net/netstat"])?;
+    let text = crate::netns::run(
+        "ip",
+        &["netns", "exec", ns, "cat", "/proc/net/netstat", "/proc/net/snmp"],
+    )?;
     let lines: Vec<&str> = text.lines().collect();
     let mut m = std::collections::BTreeMap::new();
     for pair in lines.chunks(2) {

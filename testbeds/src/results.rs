@@ -57,6 +57,8 @@ pub struct FlowResult {
     pub throughput: Vec<(f64, f64)>,
     /// The mpquic client's own JSON report, verbatim.
     pub mpquic: Option<serde_json::Value>,
+    /// CPU seconds (user + system) of the sending process (`/proc/<pid>/stat` before reaping).
+    pub cpu_s: Option<f64>,
     pub error: Option<String>,
 }
 
@@ -134,6 +136,10 @@ pub struct RepResult {
     pub host_loadavg_1min: [f64; 2],
     /// The mpquic servers' JSON lines (one per received transfer), verbatim.
     pub mpquic_server_reports: Vec<serde_json::Value>,
+    /// CPU seconds (user + system) of each receiver process ("host:mpquic" or
+    /// "host:tcp-sink"), read just before it was stopped: with one flow per receiver, the
+    /// receiving side of the energy proxy.
+    pub receiver_cpu_s: BTreeMap<String, f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -202,7 +202,7 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
                     "--proto".into(),
                     proto.into(),
                     "--interval-ms".into(),
-                    "20".into(),
+                    "5".into(),
                 ];
                 let p = Proc::spawn(&ns, &me, &args)?;
                 if !p.wait_line(Duration::from_secs(5), |l| l.contains("listening")) {
@@ -315,6 +315,9 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
                         args.push("--path".into());
                         args.push(format!("{l}={r}:{QUIC_PORT}"));
                     }
+                    if f.paths_per_pair > 1 {
+                        args.extend(["--paths-per-pair".into(), f.paths_per_pair.to_string()]);
+                    }
                     args.extend(["--cc".into(), f.cc.clone()]);
                     for p in &f.cc_params {
                         args.extend(["--cc-param".into(), p.clone()]);
@@ -353,8 +356,17 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
     let mut sink_records: Vec<SinkRecord> = Vec::new();
     let mut server_reports: Vec<serde_json::Value> = Vec::new();
     let mut sink_errors = Vec::new();
-    for (_, kind, p) in sinks {
-        let (lines, err) = p.stop();
+    let mut receiver_cpu_s = BTreeMap::new();
+    for (to, kind, p) in sinks {
+        let (lines, err, cpu) = p.stop_cpu();
+        if let Some(c) = cpu {
+            let key = format!(
+                "{}:{}",
+                net.nodes[to].name,
+                if kind == FlowKind::Mpquic { "mpquic" } else { "tcp-sink" }
+            );
+            receiver_cpu_s.insert(key, c);
+        }
         if kind != FlowKind::Mpquic {
             sink_records
                 .extend(lines.iter().filter_map(|l| serde_json::from_str::<SinkRecord>(l).ok()));
@@ -394,6 +406,9 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
             "IpExt.InECT1Pkts",
             "IpExt.InNoECTPkts",
             "TcpExt.TCPTimeouts",
+            // A receiving process that falls behind overflows its UDP socket (mpquic incast).
+            "Udp.InDatagrams",
+            "Udp.RcvbufErrors",
         ] {
             d.insert(k.to_string(), a.get(k).unwrap_or(&0) - b.get(k).unwrap_or(&0));
         }
@@ -452,6 +467,7 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
         sampler_late_fraction: late,
         host_loadavg_1min: [load_before, loadavg()],
         mpquic_server_reports: server_reports,
+        receiver_cpu_s,
     };
     if !sink_errors.is_empty() {
         for f in rr.flows.iter_mut().filter(|f| !f.completed) {
@@ -554,7 +570,7 @@ struct FlowOutcome {
     spec: crate::spec::FlowSpec,
     paths: Vec<(String, String)>,
     started: f64,
-    res: Result<(Vec<String>, String, bool)>,
+    res: Result<(Vec<String>, String, bool, Option<f64>)>,
 }
 
 fn flow_result(o: FlowOutcome, sinks: &[SinkRecord], start_ns: u64) -> FlowResult {
@@ -572,15 +588,17 @@ fn flow_result(o: FlowOutcome, sinks: &[SinkRecord], start_ns: u64) -> FlowResul
         goodput_mbps: None,
         throughput: Vec::new(),
         mpquic: None,
+        cpu_s: None,
         error: None,
     };
-    let (lines, err, ok) = match o.res {
+    let (lines, err, ok, cpu) = match o.res {
         Ok(x) => x,
         Err(e) => {
             fr.error = Some(format!("{e:#}"));
             return fr;
         }
     };
+    fr.cpu_s = cpu;
     if !ok {
         fr.error = Some(format!("did not finish before the deadline or failed: {}", err.trim()));
     }
@@ -594,7 +612,7 @@ fn flow_result(o: FlowOutcome, sinks: &[SinkRecord], start_ns: u64) -> FlowResul
                 fr.fct_s = Some(r.fct_s);
                 fr.goodput_mbps = Some(r.goodput_mbps);
                 if let Some(s) = sinks.iter().find(|s| s.peer == r.local) {
-                    fr.throughput = rate_series(&s.samples, start_ns, 0.1);
+                    fr.throughput = rate_series(&s.samples, start_ns, 0.01);
                 }
             }
         }
@@ -688,6 +706,11 @@ fn write_plots(out: &Path, rr: &RepResult, series: &[Series]) -> Result<()> {
     plots::throughput(&p("throughput"), &rr.flows)?;
     plots::queue(&p("queue"), rr, series)?;
     plots::fct_cdf(&p("fct-cdf"), &rr.flows)?;
+    // The raw per-link samples (queue, bytes sent, marks), for analyses the summaries do not
+    // cover (queue distributions, traffic shifting over time).
+    let raw = out.join(format!("rep{}-series.json", rr.rep));
+    std::fs::write(&raw, serde_json::to_vec(series)?)
+        .with_context(|| format!("writing {}", raw.display()))?;
     Ok(())
 }
 

@@ -36,6 +36,7 @@
 //! cc_params = []              # mpquic: ["key=value", ...]
 //! ecn = "exact"               # mpquic: --ecn exact (GSO off, ACK every packet) | batched | auto
 //! scheduler = "stack"         # mpquic: --scheduler stack | lowest-rtt | round-robin
+//! paths_per_pair = 1          # mpquic: --paths-per-pair N (N paths over each address pair)
 //! ```
 
 use anyhow::{bail, Context, Result};
@@ -164,6 +165,9 @@ pub struct FlowSpec {
     /// mpquic: the CLI's `--scheduler`.
     #[serde(default = "stack")]
     pub scheduler: String,
+    /// mpquic: the CLI's `--paths-per-pair` (several paths over one address pair, 1..=16).
+    #[serde(default = "one_u32")]
+    pub paths_per_pair: u32,
 }
 
 fn exact() -> String {
@@ -238,6 +242,9 @@ impl Scenario {
                         f.to,
                         f.ecn
                     );
+                }
+                if !(1..=16).contains(&f.paths_per_pair) {
+                    bail!("flow {} -> {}: paths_per_pair must be in 1..=16", f.from, f.to);
                 }
                 if !["stack", "lowest-rtt", "round-robin"].contains(&f.scheduler.as_str()) {
                     bail!("flow {} -> {}: scheduler must be stack, lowest-rtt or round-robin, not {:?}", f.from, f.to, f.scheduler);

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Cross-check (docs/results/crosscheck.md): the netns scenarios measure-two-path-{amp,xmp,dcm,lia}
+# (3 interleaved rounds) and the simulator's crosscheck-two-path-* at the same scaled parameters
+# (seeds 1-3, niced: virtual time, so the host's load does not change its results).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-testbed-results/crosscheck}
+CCS="amp xmp dcm lia"
+testbeds/experiments/run-interleaved.sh "$OUT" "${ROUNDS:-3}" $(for c in $CCS; do echo measure-two-path-$c; done)
+for c in $CCS; do for seed in 1 2 3; do
+  mkdir -p "$OUT/sim/$c"
+  nice -n 19 target/release/mpquic-sim run crates/mpquic-sim/scenarios/crosscheck-two-path-$c.toml \
+    --seed $seed --out "$OUT/sim/$c/seed$seed" > "$OUT/sim/$c/seed$seed.log" 2>&1
+done; done
+# Second shared scenario, E2's mix (8 DCTCP + 1 four-path flow, 8 MB each; netns numbers come
+# from testbed-results/E2, run by E2.sh).
+for c in xmp amp; do for seed in 1 2 3; do
+  mkdir -p "$OUT/sim-e2/$c"
+  nice -n 19 target/release/mpquic-sim run crates/mpquic-sim/scenarios/crosscheck-e2-n8-m1-$c.toml \
+    --seed $seed --out "$OUT/sim-e2/$c/seed$seed" > "$OUT/sim-e2/$c/seed$seed.log" 2>&1
+done; done
+mkdir -p testbeds/results/crosscheck
+E2OUT=${E2OUT:-testbed-results/E2} python3 testbeds/experiments/crosscheck_summary.py "$OUT" testbeds/results/crosscheck | tee testbeds/results/crosscheck/table.md

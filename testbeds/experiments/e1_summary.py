@@ -1,0 +1,48 @@
+"""E1 summary: FCT mean/std/p99 per repetition (all rounds' flows), losses, drops, stragglers.
+usage: python3 e1_summary.py OUT DEST"""
+import json
+import os
+import statistics
+import sys
+
+from common import copy_svgs, fmt, loads, med, runs
+
+OUT, DEST = sys.argv[1], sys.argv[2]
+# Plots kept in the repository: k = 30 FCT CDFs, three queues (the others stay in OUT).
+KEEP_QUEUE = {"E1-incast-k30-amp", "E1-incast-k30-xmp", "E1-incast-k30-kernel-tcp"}
+rows = {}
+for s in sorted(d for d in os.listdir(OUT) if d.startswith("E1-")):
+    reps = runs(OUT, s)
+    if not reps:
+        continue
+    mean, std, p99, mx, lost, drops, incomplete, strag, marks = ([] for _ in range(9))
+    for r in reps:
+        f = [x for x in r["flows"]]
+        fct = sorted(x["fct_s"] * 1e3 for x in f if x["completed"] and x["fct_s"] is not None)
+        incomplete.append(sum(1 for x in f if not x["completed"]))
+        if not fct:
+            continue
+        mean.append(statistics.mean(fct))
+        std.append(statistics.pstdev(fct))
+        p99.append(fct[min(len(fct) - 1, int(0.99 * len(fct)))])
+        mx.append(fct[-1])
+        med_fct = statistics.median(fct)
+        strag.append(sum(1 for x in fct if x > 200))  # the papers' min RTO
+        lost.append(sum(sum(p["lost_packets"] for p in x["mpquic"]["paths"]) for x in f if x.get("mpquic")))
+        drops.append(sum(l["qdisc_drops"] for l in r["links"]))
+        marks.append(sum((l.get("marker") or {}).get("marks", 0) for l in r["links"]))
+    rows[s] = {
+        "reps": len(mean), "host_load_1min": loads(reps),
+        "flows_per_rep": len(reps[0]["flows"]),
+        "fct_mean_ms": med(mean), "fct_std_ms": med(std), "fct_p99_ms": med(p99), "fct_max_ms": med(mx),
+        "flows_over_200ms": med(strag), "incomplete": med(incomplete),
+        "mpquic_lost_packets": med(lost), "qdisc_drops": med(drops), "marks": med(marks),
+        "svgs": copy_svgs(reps[0], DEST, s, ("rep0-fct-cdf.svg",) + (("rep0-queue.svg",) if s in KEEP_QUEUE else ())) if "-k30-" in s else [],
+    }
+os.makedirs(DEST, exist_ok=True)
+json.dump(rows, open(os.path.join(DEST, "summary.json"), "w"), indent=1)
+print("| scenario | reps | flows/rep | FCT mean ms | FCT std ms | FCT p99 ms | flows > 200 ms | incomplete | lost pkts (mpquic) | qdisc drops | load |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
+for s, r in rows.items():
+    print(f"| {s} | {r['reps']} | {r['flows_per_rep']} | {fmt(r['fct_mean_ms'])} | {fmt(r['fct_std_ms'])} | {fmt(r['fct_p99_ms'])} | "
+          f"{fmt(r['flows_over_200ms'], 0)} | {fmt(r['incomplete'], 0)} | {fmt(r['mpquic_lost_packets'], 0)} | {fmt(r['qdisc_drops'], 0)} | {r['host_load_1min']} |")
