@@ -82,13 +82,21 @@ fn main() -> Result<()> {
             }
             let out = out.unwrap_or_else(|| PathBuf::from("testbed-results").join(&sc.name));
             let run_id = std::process::id();
+            // The handler's teardown kills the flows, which can let the run below finish while
+            // the handler still works: the flag keeps that from passing for a completed run.
+            static INTERRUPTED: std::sync::atomic::AtomicBool =
+                std::sync::atomic::AtomicBool::new(false);
             ctrlc::set_handler(move || {
+                INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
                 eprintln!("interrupted: tearing down");
                 cleanup::cleanup_run(run_id);
                 std::process::exit(130);
             })?;
             let res = runner::run_scenario(&sc, &out);
             cleanup::cleanup_run(run_id);
+            if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+                anyhow::bail!("interrupted");
+            }
             let res = res?;
             println!("{}", serde_json::to_string(&summary(&res))?);
             eprintln!("wrote {}", out.join("result.json").display());

@@ -74,7 +74,7 @@ impl Bed {
 
     fn ack(&mut self, k: usize, pn: u64) {
         let rtt = self.rtts[k];
-        self.event(k, Event::PacketAcked { bytes: MSS, pn, rtt });
+        self.event(k, Event::PacketAcked { bytes: MSS, pn, rtt, app_limited: false });
     }
 
     fn next_path(&mut self) -> usize {

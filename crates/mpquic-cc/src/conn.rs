@@ -152,8 +152,8 @@ impl<A: Algorithm> Controller for Conn<A> {
                 core.paths[i].on_sent(bytes, pn);
                 alg.on_sent(core, i, bytes);
             }
-            Event::PacketAcked { bytes, pn, rtt } => {
-                if core.on_acked(i, pn, &rtt) && core.paths[i].active {
+            Event::PacketAcked { bytes, pn, rtt, app_limited } => {
+                if core.on_acked(i, pn, &rtt, app_limited) && core.paths[i].active {
                     alg.on_ack(core, i, bytes);
                 }
             }

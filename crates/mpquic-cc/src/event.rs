@@ -70,6 +70,10 @@ pub enum Event {
         pn: u64,
         /// The path's RTT estimator at this moment.
         rtt: RttSample,
+        /// The sender had too little data to fill the window before this ACK. The window then
+        /// does not grow (RFC 9002 section 7.8): growth it does not use would later come out as a
+        /// burst.
+        app_limited: bool,
     },
     /// The ACK frame raised the peer's CE counter for this path.
     CongestionExperienced {

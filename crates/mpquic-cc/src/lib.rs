@@ -21,7 +21,7 @@
 //!     smoothed: Duration::from_micros(100),
 //!     min: Duration::from_micros(100),
 //! };
-//! cc.on_event(PathId(0), Event::PacketAcked { bytes: 1200, pn: 0, rtt });
+//! cc.on_event(PathId(0), Event::PacketAcked { bytes: 1200, pn: 0, rtt, app_limited: false });
 //! cc.on_event(PathId(0), Event::AckBatchEnded);
 //! assert_eq!(cc.window(PathId(0)), 13_200); // slow start: initial window + one packet
 //! assert!(cc.may_send(PathId(0)));

@@ -40,11 +40,12 @@ fn raw_event() -> impl Strategy<Value = Event> {
     let big = prop_oneof![0u64..3000, any::<u64>()];
     prop_oneof![
         (big.clone(), any::<u64>()).prop_map(|(bytes, pn)| Event::PacketSent { bytes, pn }),
-        (big.clone(), any::<u64>(), duration(), duration(), duration()).prop_map(
-            |(bytes, pn, latest, smoothed, min)| Event::PacketAcked {
+        (big.clone(), any::<u64>(), duration(), duration(), duration(), any::<bool>()).prop_map(
+            |(bytes, pn, latest, smoothed, min, app_limited)| Event::PacketAcked {
                 bytes,
                 pn,
-                rtt: RttSample { latest, smoothed, min }
+                rtt: RttSample { latest, smoothed, min },
+                app_limited,
             }
         ),
         (big.clone(), any::<bool>())

@@ -103,7 +103,7 @@ impl<C: Controller> Driver<C> {
         let n = n.min(f.in_flight.len());
         let acked: Vec<(u64, u64)> = f.in_flight.drain(..n).collect();
         for (pn, bytes) in acked {
-            self.raw(path, Event::PacketAcked { bytes, pn, rtt });
+            self.raw(path, Event::PacketAcked { bytes, pn, rtt, app_limited: false });
         }
         if ce > 0 {
             self.raw(path, Event::CongestionExperienced { count: ce, exact: true });
@@ -116,7 +116,7 @@ impl<C: Controller> Driver<C> {
         let f = self.flight(path);
         let rtt = f.rtt;
         let (pn, _) = f.in_flight.pop_front().expect("a packet in flight");
-        self.raw(path, Event::PacketAcked { bytes, pn, rtt });
+        self.raw(path, Event::PacketAcked { bytes, pn, rtt, app_limited: false });
         self.raw(path, Event::AckBatchEnded);
     }
 

@@ -291,16 +291,16 @@ pub fn slot_of(controller: Box<dyn noq_cc::Controller>) -> Option<PathId> {
 }
 
 impl PathHandle {
-    /// `on_ack`, with the two numbers it needs from noq's RTT estimator (which nothing outside
-    /// noq can construct, so tests call this).
+    /// `on_ack`, with the two numbers it needs from noq's RTT estimator, smoothed and minimum
+    /// RTT (nothing outside noq can construct an estimator, so tests call this).
     fn acked(
         &mut self,
         now: Instant,
         sent: Instant,
         bytes: u64,
         pn: u64,
-        smoothed: Duration,
-        min: Duration,
+        app_limited: bool,
+        (smoothed, min): (Duration, Duration),
     ) {
         let mut state = self.shared.lock();
         state.tick(now);
@@ -320,7 +320,7 @@ impl PathHandle {
             // Out-of-range samples (over 100 s) are clamped rather than lost.
             path.rtt_us.saturating_record(measured.as_micros().max(1) as u64);
         }
-        state.feed(self.slot, Event::PacketAcked { bytes, pn, rtt: sample });
+        state.feed(self.slot, Event::PacketAcked { bytes, pn, rtt: sample, app_limited });
     }
 }
 
@@ -341,10 +341,10 @@ impl noq_cc::Controller for PathHandle {
         sent: Instant,
         bytes: u64,
         pn: u64,
-        _app_limited: bool,
+        app_limited: bool,
         rtt: &noq_proto::RttEstimator,
     ) {
-        self.acked(now, sent, bytes, pn, rtt.get(), rtt.min());
+        self.acked(now, sent, bytes, pn, app_limited, (rtt.get(), rtt.min()));
     }
 
     fn on_end_acks(
@@ -515,7 +515,7 @@ mod tests {
         let t1 = t0 + Duration::from_millis(1);
         let rtt = Duration::from_millis(1);
         // noq's order: acks, end of acks, loss event, then ECN event.
-        p.acked(t1, t0, 1200, 0, rtt, rtt);
+        p.acked(t1, t0, 1200, 0, false, (rtt, rtt));
         p.on_end_acks(t1, 1200, false, Some(0));
         p.on_packet_lost(1200, 1, t1);
         p.on_congestion_event(t1, t0, false, false, 1200, 1);
@@ -540,7 +540,7 @@ mod tests {
         let t1 = t0 + Duration::from_millis(1);
         let rtt = Duration::from_millis(1);
         for pn in 0..3 {
-            p.acked(t1, t0, 1200, pn, rtt, rtt);
+            p.acked(t1, t0, 1200, pn, false, (rtt, rtt));
         }
         p.on_end_acks(t1, 0, false, Some(2));
         p.on_congestion_event(t1, t0, false, true, 0, 2);

@@ -305,7 +305,15 @@ mod tests {
         d.ack_with(0, 1, sample(100, 100));
         // A further ACK frame for a packet never sent (a bogus or reordered report) is not a
         // new candidate sample: one packet sent, one sample.
-        d.raw(0, crate::Event::PacketAcked { bytes: 1200, pn: 0, rtt: sample(140, 100) });
+        d.raw(
+            0,
+            crate::Event::PacketAcked {
+                bytes: 1200,
+                pn: 0,
+                rtt: sample(140, 100),
+                app_limited: false,
+            },
+        );
         d.raw(0, crate::Event::AckBatchEnded);
         assert_eq!(d.cc.core.paths[0].ext.samples, 1);
     }

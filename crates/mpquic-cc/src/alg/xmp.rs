@@ -88,7 +88,13 @@ impl Algorithm for Xmp {
 
     fn on_round_end(&mut self, core: &mut Core<XmpPath>, i: usize, round: &RoundStats) {
         let p = &core.paths[i];
-        if round.reacted || p.in_cwr() || p.in_slow_start() || !p.active || p.srtt == 0.0 {
+        if round.reacted
+            || round.app_limited
+            || p.in_cwr()
+            || p.in_slow_start()
+            || !p.active
+            || p.srtt == 0.0
+        {
             return;
         }
         let (total, min_rtt) = core.scan_rates();

@@ -83,11 +83,17 @@ impl<X> Core<X> {
         removed
     }
 
-    pub(crate) fn on_acked(&mut self, i: usize, pn: u64, rtt: &RttSample) -> bool {
+    pub(crate) fn on_acked(
+        &mut self,
+        i: usize,
+        pn: u64,
+        rtt: &RttSample,
+        app_limited: bool,
+    ) -> bool {
         let p = &mut self.paths[i];
         p.latest_rtt = rtt.latest;
         p.min_rtt = rtt.min;
-        let may_grow = p.on_acked(pn);
+        let may_grow = p.on_acked(pn, app_limited);
         let srtt = rtt.smoothed.as_secs_f64().max(path::MIN_SRTT);
         if srtt != p.srtt {
             self.set_srtt(i, srtt);
@@ -303,6 +309,32 @@ mod tests {
             d.raw(1, crate::Event::CongestionExperienced { count: 3, exact: true });
             d.raw(7, crate::Event::PacketsLost { bytes: 1, largest_pn: 0, persistent: true });
             assert_eq!(d.snapshot().paths.len(), 1, "{kind}");
+        }
+    }
+
+    #[test]
+    fn app_limited_acks_do_not_grow_the_window() {
+        let rtt = crate::RttSample {
+            latest: std::time::Duration::from_micros(100),
+            smoothed: std::time::Duration::from_micros(100),
+            min: std::time::Duration::from_micros(100),
+        };
+        for kind in ControllerKind::ALL {
+            for app_limited in [true, false] {
+                let mut d = Driver::new(ControllerConfig::with_defaults(kind));
+                d.add_path(0);
+                d.send(0, 4);
+                let before = d.window(0);
+                for pn in 0..4 {
+                    d.raw(0, crate::Event::PacketAcked { bytes: 1200, pn, rtt, app_limited });
+                }
+                d.raw(0, crate::Event::AckBatchEnded);
+                if app_limited {
+                    assert_eq!(d.window(0), before, "{kind}: grew while app-limited");
+                } else {
+                    assert!(d.window(0) > before, "{kind}: did not grow in slow start");
+                }
+            }
         }
     }
 

@@ -38,6 +38,8 @@ pub(crate) struct RoundStats {
     pub ce_events: u64,
     /// Whether the path reacted to congestion (ECN or loss) during the round.
     pub reacted: bool,
+    /// Whether any ACK of the round came while the sender was application-limited.
+    pub app_limited: bool,
 }
 
 /// Running totals for snapshots and experiments.
@@ -166,12 +168,13 @@ impl<X> PathState<X> {
         self.counters.sent_bytes = self.counters.sent_bytes.saturating_add(bytes);
     }
 
-    /// Book-keeping for one acknowledged packet. Returns whether the packet was sent after the
-    /// last reaction, i.e. whether its ACK may grow the window (RFC 9002 section 7.3.2: no
-    /// increase during recovery).
-    pub(crate) fn on_acked(&mut self, pn: u64) -> bool {
+    /// Book-keeping for one acknowledged packet. Returns whether its ACK may grow the window:
+    /// the packet was sent after the last reaction (RFC 9002 section 7.3.2: no increase during
+    /// recovery) and the sender was not application-limited (section 7.8).
+    pub(crate) fn on_acked(&mut self, pn: u64, app_limited: bool) -> bool {
         self.acked_in_batch = true;
         self.round.acked += 1;
+        self.round.app_limited |= app_limited;
         if self.sent_any && pn >= self.round_end {
             self.round_ending = true;
         }
@@ -179,7 +182,7 @@ impl<X> PathState<X> {
         if after_reaction {
             self.in_cwr = false;
         }
-        after_reaction
+        after_reaction && !app_limited
     }
 
     /// Book-keeping for a CE increase. Returns whether the path may react to it (once per
