@@ -24,12 +24,18 @@ CONFIGS = [
     # The cost of exact CE counts (GSO off, an ACK for every packet) on the same controller:
     ("mpquic amp exact ECN, 4 paths", 4, ["--cc", "amp", "--ecn", "exact"], "noq cubic, 4 paths"),
     ("mpquic dcm exact ECN, 4 paths", 4, ["--cc", "dcm", "--ecn", "exact"], "noq cubic, 4 paths"),
+    # Loopback never fills path 0, so under the stack's order the rows above send (almost) all on
+    # path 0, as noq's Cubic does; this row spreads packets evenly over the 4 paths instead:
+    ("mpquic amp, 4 paths round-robin", 4, ["--cc", "amp", "--scheduler", "round-robin"], "noq cubic, 4 paths"),
 ]
 
 
 def run(binary, size, paths, extra):
+    # The stack's own packet order unless a configuration says otherwise (noq's Cubic has no
+    # other), so that rows differ only in what they name.
+    scheduler = [] if "--scheduler" in extra else ["--scheduler", "stack"]
     out = subprocess.run(
-        [binary, "demo", "--json", "--size", size, "--paths", str(paths), *extra],
+        [binary, "demo", "--json", "--size", size, "--paths", str(paths), *scheduler, *extra],
         check=True, capture_output=True, text=True,
     ).stdout
     result = json.loads(out)
