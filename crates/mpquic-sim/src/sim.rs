@@ -698,7 +698,9 @@ impl Sim {
                 let cc = self.endpoints[ep].cc.as_ref()?;
                 let snapshot = cc.snapshot();
                 let slots = snapshot.paths.iter().map(|p| p.path.0).max().map_or(0, |m| m + 1);
-                let inactive = (0..slots).map(|s| cc.inactive_time(Slot(s))).collect();
+                let inactive = (0..slots)
+                    .map(|s| cc.slot_report(Slot(s)).map_or(Duration::ZERO, |r| r.inactive))
+                    .collect();
                 Some((side, snapshot, inactive))
             })
             .collect()

@@ -64,6 +64,19 @@ impl ControllerFactory for CoupledFactory {
     }
 }
 
+/// The adapter's own measurements of one slot.
+#[derive(Debug, Clone)]
+pub struct SlotReport {
+    /// RTT samples, microseconds (samples noq's batch clock made zero are left out).
+    pub rtt_us: hdrhistogram::Histogram<u64>,
+    /// How long the controller has kept the slot from new data (suppressed or eliminated).
+    pub inactive: Duration,
+    /// The most CE-marked packets the slot's ACK frames can account for: every packet of a
+    /// frame that raised the count. With the controller's own count (one per frame, the least),
+    /// it brackets the truth.
+    pub ce_marked_max: u64,
+}
+
 /// One connection's coupled controller and the per-path bookkeeping around it.
 pub struct SharedController {
     state: Mutex<State>,
@@ -138,26 +151,18 @@ impl SharedController {
         self.lock().controller.snapshot()
     }
 
-    /// The RTT sample distribution of a slot, in microseconds.
-    pub fn rtt_histogram(&self, slot: PathId) -> Option<hdrhistogram::Histogram<u64>> {
-        self.lock().paths.get(slot.0 as usize).map(|p| p.rtt_us.clone())
-    }
-
-    /// The most CE-marked packets the ACK frames of a slot can account for (see [`SlotState`]):
-    /// with the controller's own count (the least), it brackets the truth.
-    pub fn ce_marked_max(&self, slot: PathId) -> u64 {
-        self.lock().paths.get(slot.0 as usize).map_or(0, |p| p.ce_marked_max)
-    }
-
-    /// How long the controller has kept a slot from new data (suppressed or eliminated).
-    pub fn inactive_time(&self, slot: PathId) -> Duration {
+    /// What the adapter measured on a slot, beyond the controller's own snapshot.
+    pub fn slot_report(&self, slot: PathId) -> Option<SlotReport> {
         let state = self.lock();
-        state.paths.get(slot.0 as usize).map_or(Duration::ZERO, |p| {
-            let open = match (p.inactive_since, state.clock) {
-                (Some(since), Some(now)) => now.saturating_duration_since(since),
-                _ => Duration::ZERO,
-            };
-            p.inactive_before + open
+        let p = state.paths.get(slot.0 as usize)?;
+        let open = match (p.inactive_since, state.clock) {
+            (Some(since), Some(now)) => now.saturating_duration_since(since),
+            _ => Duration::ZERO,
+        };
+        Some(SlotReport {
+            rtt_us: p.rtt_us.clone(),
+            inactive: p.inactive_before + open,
+            ce_marked_max: p.ce_marked_max,
         })
     }
 

@@ -12,7 +12,7 @@ use serde::Serialize;
 use tokio_stream::StreamExt;
 use tracing::Instrument;
 
-use crate::congestion::{slot_of, SharedController};
+use crate::congestion::{slot_of, SharedController, SlotReport};
 
 /// One path to open: a remote address and, optionally, the local address to send from.
 ///
@@ -256,27 +256,9 @@ impl MultipathConnection {
             .map(|(&id, record)| {
                 let stats = record.closed_stats.or_else(|| self.conn.path_stats(id));
                 let cc = record.slot.and_then(|slot| snapshot.as_ref()?.path(slot).cloned());
-                let rtt = record
-                    .slot
-                    .and_then(|slot| self.controller.as_ref()?.rtt_histogram(slot))
-                    .filter(|h| !h.is_empty());
-                let suppressed = record
-                    .slot
-                    .and_then(|slot| self.controller.as_ref().map(|c| c.inactive_time(slot)))
-                    .unwrap_or_default();
-                let ce_marked_max = record
-                    .slot
-                    .and_then(|slot| self.controller.as_ref().map(|c| c.ce_marked_max(slot)))
-                    .unwrap_or_default();
-                PathReport::new(
-                    id,
-                    record,
-                    stats.as_ref(),
-                    cc.as_ref(),
-                    rtt.as_ref(),
-                    suppressed,
-                    ce_marked_max,
-                )
+                let measured =
+                    record.slot.and_then(|slot| self.controller.as_ref()?.slot_report(slot));
+                PathReport::new(id, record, stats.as_ref(), cc.as_ref(), measured.as_ref())
             })
             .collect();
         let total: u64 = paths.iter().map(|p| p.bytes_sent).sum();
@@ -364,11 +346,10 @@ impl PathReport {
         record: &PathRecord,
         stats: Option<&PathStats>,
         cc: Option<&mpquic_cc::PathSnapshot>,
-        rtt_us: Option<&hdrhistogram::Histogram<u64>>,
-        inactive: Duration,
-        ce_marked_max: u64,
+        measured: Option<&SlotReport>,
     ) -> Self {
         let ms = |us: u64| us as f64 / 1000.0;
+        let rtt_us = measured.map(|m| &m.rtt_us).filter(|h| !h.is_empty());
         PathReport {
             id: path_number(id),
             local: record.local,
@@ -385,10 +366,10 @@ impl PathReport {
             cwnd: cc.map_or_else(|| stats.map_or(0, |s| s.cwnd), |c| c.window),
             ce_events: cc.map(|c| c.ce_events),
             ce_marked: cc.map(|c| c.ce_marked),
-            ce_marked_max: cc.map(|_| ce_marked_max),
+            ce_marked_max: measured.filter(|_| cc.is_some()).map(|m| m.ce_marked_max),
             ce_exact: cc.is_some_and(|c| c.ce_exact),
             active: cc.is_none_or(|c| c.active) && !record.closed,
-            inactive_ms: inactive.as_secs_f64() * 1000.0,
+            inactive_ms: measured.map_or(0.0, |m| m.inactive.as_secs_f64() * 1000.0),
         }
     }
 }
