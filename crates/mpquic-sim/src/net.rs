@@ -156,9 +156,14 @@ impl Link {
 
     /// Serialization time of `bytes` wire bytes.
     pub fn serialization(&self, bytes: usize) -> Ps {
-        // ps = bytes * 8 * 1e12 / rate, rounded up.
-        let num = bytes as u128 * 8 * 1_000_000_000_000;
-        num.div_ceil(u128::from(self.params.rate_bps)) as Ps
+        // ps = bytes * 8 * 1e12 / rate, rounded up. The product fits 64 bits for any datagram
+        // (up to 2.3 MB); 128-bit division, a library call, is only the fallback.
+        const BITS_PS: u64 = 8 * 1_000_000_000_000;
+        match (bytes as u64).checked_mul(BITS_PS) {
+            Some(num) => num.div_ceil(self.params.rate_bps),
+            None => (bytes as u128 * u128::from(BITS_PS))
+                .div_ceil(u128::from(self.params.rate_bps)) as Ps,
+        }
     }
 
     /// Offer a packet at `now`: random loss, tail drop, ECN marking, then FIFO. Returns the time
@@ -310,6 +315,8 @@ mod tests {
     #[test]
     fn serialization_is_exact_at_10g() {
         assert_eq!(link(None, 10).serialization(1428), 1_142_400);
+        // Beyond 64-bit products the 128-bit fallback gives the same arithmetic.
+        assert_eq!(link(None, 10).serialization(1 << 22), (1u64 << 22) * 800);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! the report on purpose; see [`Perf`].
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -275,6 +276,19 @@ pub struct Perf {
     pub speed: f64,
     /// Events per wall second.
     pub events_per_s: f64,
+    /// CPU seconds the simulating thread used (what a shared machine's load does not inflate
+    /// as much as wall time), if the platform reports it.
+    pub cpu_s: Option<f64>,
+    /// Simulated seconds per CPU second.
+    pub speed_per_cpu_s: Option<f64>,
+}
+
+/// CPU time of the calling thread so far.
+pub fn thread_cpu_time() -> Option<Duration> {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec, which `t` is.
+    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } == 0;
+    ok.then(|| Duration::new(t.tv_sec as u64, t.tv_nsec as u32))
 }
 
 fn us(ps: Ps) -> f64 {

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 use mpquic_sim::plot::{write_shift_plot, ShiftPanel};
-use mpquic_sim::report::{Perf, Report, Traces};
+use mpquic_sim::report::{thread_cpu_time, Perf, Report, Traces};
 use mpquic_sim::scenario::Dur;
 use mpquic_sim::shift::{path_rates, phase_shift, Criterion, PhaseShift};
 use mpquic_sim::{Scenario, Sim};
@@ -165,8 +165,10 @@ fn run(cli: Cli) -> Result<(), String> {
             std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
             let mut sim = Sim::new(s).map_err(|e| e.to_string())?;
             let wall = Instant::now();
+            let cpu = thread_cpu_time();
             sim.run();
             let wall_s = wall.elapsed().as_secs_f64();
+            let cpu_s = cpu.zip(thread_cpu_time()).map(|(start, end)| (end - start).as_secs_f64());
             let report = Report::new(&mut sim);
             let traces = Traces::new(&sim);
             let perf = Perf {
@@ -174,6 +176,8 @@ fn run(cli: Cli) -> Result<(), String> {
                 wall_s,
                 speed: report.simulated_s / wall_s,
                 events_per_s: report.events as f64 / wall_s,
+                cpu_s,
+                speed_per_cpu_s: cpu_s.map(|cpu| report.simulated_s / cpu),
             };
             let write = |name: &str, text: String| {
                 std::fs::write(out.join(name), text).map_err(|e| format!("{name}: {e}"))
