@@ -23,6 +23,7 @@
 //! packet each and the counts are exact.
 
 use std::any::Any;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -55,12 +56,8 @@ impl CoupledFactory {
 
 impl ControllerFactory for CoupledFactory {
     fn build(self: Arc<Self>, now: Instant, current_mtu: u16) -> Box<dyn noq_cc::Controller> {
-        let slot = {
-            let mut state = self.shared.lock();
-            state.tick(now);
-            state.add_path(u64::from(current_mtu))
-        };
-        Box::new(PathHandle { shared: self.shared.clone(), slot })
+        self.shared.lock().tick(now);
+        Box::new(PathHandle::add_to(&self.shared, u64::from(current_mtu)))
     }
 }
 
@@ -98,6 +95,9 @@ struct State {
 /// What the adapter itself tracks per path, beyond the controller's state.
 struct SlotState {
     mss: u64,
+    /// The controller's window for the slot, refreshed after every event: noq asks for it (as
+    /// `metrics()`, for the pacer) several times per packet, and this answers without the lock.
+    window: Arc<AtomicU64>,
     /// Bytes in flight: noq's count at the last batch end, plus sends, minus losses since.
     in_flight: u64,
     smoothed_rtt: Option<Duration>,
@@ -188,6 +188,7 @@ impl State {
         let slot = PathId(self.paths.len() as u32);
         self.paths.push(SlotState {
             mss,
+            window: Arc::default(),
             in_flight: 0,
             smoothed_rtt: None,
             packets_sent: 0,
@@ -214,6 +215,10 @@ impl State {
 
     fn feed(&mut self, slot: PathId, event: Event) {
         self.controller.on_event(slot, event);
+        // Coupled controllers may move any path's window on one path's event.
+        for (i, path) in self.paths.iter().enumerate() {
+            path.window.store(self.controller.window(PathId(i as u32)), Ordering::Relaxed);
+        }
         self.controller.drain_notices(&mut self.notices);
         if !self.notices.is_empty() {
             // Notices only follow events, and every event follows a stack callback with a time.
@@ -281,6 +286,8 @@ impl State {
 pub struct PathHandle {
     shared: Arc<SharedController>,
     slot: PathId,
+    /// The slot's ungated window, kept current by the shared state (see `SlotState::window`).
+    window: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for PathHandle {
@@ -296,6 +303,14 @@ pub fn slot_of(controller: Box<dyn noq_cc::Controller>) -> Option<PathId> {
 }
 
 impl PathHandle {
+    /// A handle on a new slot of `shared`, for a path whose MSS is `mss`.
+    fn add_to(shared: &Arc<SharedController>, mss: u64) -> Self {
+        let mut state = shared.lock();
+        let slot = state.add_path(mss);
+        let window = state.paths[slot.0 as usize].window.clone();
+        PathHandle { shared: shared.clone(), slot, window }
+    }
+
     /// `on_ack`, with the two numbers it needs from noq's RTT estimator, smoothed and minimum
     /// RTT (nothing outside noq can construct an estimator, so tests call this).
     fn acked(
@@ -420,7 +435,7 @@ impl noq_cc::Controller for PathHandle {
         // The pacer derives its rate from this window: it must be the real one (never the gated
         // zero), so that a path released from suppression is not paced at nothing.
         let mut metrics = ControllerMetrics::default();
-        metrics.congestion_window = self.shared.lock().controller.window(self.slot).max(1);
+        metrics.congestion_window = self.window.load(Ordering::Relaxed).max(1);
         metrics
     }
 
@@ -431,7 +446,7 @@ impl noq_cc::Controller for PathHandle {
     }
 
     fn initial_window(&self) -> u64 {
-        self.shared.lock().controller.window(self.slot).max(1)
+        self.window.load(Ordering::Relaxed).max(1)
     }
 
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
@@ -444,7 +459,7 @@ mod tests {
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
-    use mpquic_cc::{ConnectionSnapshot, Controller, Event, Notice, PathId};
+    use mpquic_cc::{ConnectionSnapshot, Controller, ControllerConfig, Event, Notice, PathId};
     use noq::congestion::{Controller as _, ControllerFactory};
 
     use super::{slot_of, CoupledFactory, PathHandle, SharedController};
@@ -484,12 +499,7 @@ mod tests {
         let recorder = Recorder { events: Arc::clone(&events), suppressed };
         let shared =
             Arc::new(SharedController::with_controller(Box::new(recorder), Scheduler::Stack));
-        let handles = (0..n)
-            .map(|_| {
-                let slot = shared.lock().add_path(1200);
-                PathHandle { shared: shared.clone(), slot }
-            })
-            .collect();
+        let handles = (0..n).map(|_| PathHandle::add_to(&shared, 1200)).collect();
         (handles, events)
     }
 
@@ -577,6 +587,42 @@ mod tests {
         assert_eq!(paths[1].window(), 1200, "no room beyond what is in flight");
         // The pacer still sees the real window.
         assert_eq!(paths[1].metrics().congestion_window, 20_000);
+    }
+
+    #[test]
+    fn the_pacers_window_follows_every_event_on_any_path() {
+        // LIA couples the increase over paths; after each callback on path 0, what noq's pacer
+        // reads (lock-free) on either path must equal the controller's window.
+        let shared = Arc::new(SharedController::new(
+            &"lia".parse::<mpquic_cc::ControllerKind>().map(ControllerConfig::with_defaults).unwrap(),
+            Scheduler::Stack,
+        ));
+        let mut paths: Vec<_> = (0..2).map(|_| PathHandle::add_to(&shared, 1200)).collect();
+        let agree = |paths: &[PathHandle]| {
+            let snapshot = shared.snapshot();
+            for (handle, path) in paths.iter().zip(&snapshot.paths) {
+                assert_eq!(handle.metrics().congestion_window, path.window.max(1));
+            }
+        };
+        let t0 = Instant::now();
+        let rtt = Duration::from_millis(1);
+        agree(&paths);
+        for pn in 0..40 {
+            paths[0].on_packet_sent(t0, 1200, pn);
+            paths[1].on_packet_sent(t0, 1200, pn);
+        }
+        agree(&paths);
+        for round in 1..=3u32 {
+            let now = t0 + rtt * round;
+            for pn in 0..40 {
+                paths[0].acked(now, t0, 1200, pn, false, (rtt, rtt));
+                agree(&paths);
+            }
+            paths[0].on_end_acks(now, 0, false, Some(39));
+            paths[0].on_congestion_event(now, t0, false, true, 0, 39);
+            let _ = paths[1].window();
+            agree(&paths);
+        }
     }
 
     #[test]
