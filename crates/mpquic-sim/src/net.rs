@@ -161,8 +161,10 @@ impl Link {
         const BITS_PS: u64 = 8 * 1_000_000_000_000;
         match (bytes as u64).checked_mul(BITS_PS) {
             Some(num) => num.div_ceil(self.params.rate_bps),
-            None => (bytes as u128 * u128::from(BITS_PS))
-                .div_ceil(u128::from(self.params.rate_bps)) as Ps,
+            None => {
+                (bytes as u128 * u128::from(BITS_PS)).div_ceil(u128::from(self.params.rate_bps))
+                    as Ps
+            }
         }
     }
 

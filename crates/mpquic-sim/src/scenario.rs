@@ -475,6 +475,23 @@ pub struct TransportSettings {
     /// The mpquic packet scheduler over the coupled controller: `stack`, `lowest-rtt`,
     /// `round-robin` (mpquic-cc controllers only).
     pub scheduler: String,
+    /// Packet protection and handshake: the simulator's null suite (deterministic) or real
+    /// TLS 1.3 (to measure what crypto costs; not deterministic).
+    pub crypto: CryptoSuite,
+}
+
+/// How connections protect packets in the simulator.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum CryptoSuite {
+    /// `crate::crypto`'s clear-text handshake and 16-byte tags: packets keep their real size,
+    /// nothing is spent on ciphers, and runs are byte-for-byte repeatable.
+    #[default]
+    Null,
+    /// rustls (ring) TLS 1.3 with a self-signed certificate, AES-GCM and header protection, as
+    /// the library runs. Key material comes from the operating system's randomness, so runs
+    /// are not repeatable.
+    Tls,
 }
 
 impl Default for TransportSettings {
@@ -485,6 +502,7 @@ impl Default for TransportSettings {
             window: 8 << 20,
             ecn: "auto".into(),
             scheduler: "stack".into(),
+            crypto: CryptoSuite::Null,
         }
     }
 }

@@ -16,7 +16,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::{Bytes, BytesMut};
-use slab::Slab;
 use mpquic::congestion::{slot_of, SharedController};
 use mpquic_cc::{Notice, PathId as Slot};
 use noq_proto::{
@@ -24,14 +23,17 @@ use noq_proto::{
     Dir, Endpoint, EndpointConfig, Event, FourTuple, PathEvent, PathStatus, ServerConfig, StreamId,
     TimeSource, TransportConfig, ValidationTokenConfig, VarInt,
 };
+use slab::Slab;
 
 use crate::cc::Choice;
 use crate::crypto::{NullClientConfig, NullHmacKey, NullServerConfig, NullTokenKey};
 use crate::net::{ecmp_hash, Interface, Link, LinkId, LinkParams, Node, NodeId, Packet, Ps};
 use crate::rng::SimRng;
-use crate::scenario::{expand_workloads, Expanded, FlowSpec, Scenario, ScenarioError};
+use crate::scenario::{expand_workloads, CryptoSuite, Expanded, FlowSpec, Scenario, ScenarioError};
 
 static ZEROS: [u8; 65536] = [0; 65536];
+/// The name clients connect to (and a TLS server's certificate is issued for).
+const SERVER_NAME: &str = "sim";
 /// Datagrams one `poll_transmit` call may build (a GSO batch, split into separate packets
 /// before they reach the link: the wire sees the same back-to-back packets, the stack does less
 /// work per packet).
@@ -337,6 +339,31 @@ pub struct Sim {
     jitter: Vec<(SimRng, Ps)>,
     /// Probe-timeout expiries per endpoint (see [`crate::pto`]).
     pub ptos: Arc<Mutex<crate::pto::PtoTally>>,
+    /// Server and client handshake configuration, shared by every connection.
+    crypto: (Arc<dyn noq_proto::crypto::ServerConfig>, Arc<dyn noq_proto::crypto::ClientConfig>),
+}
+
+/// The handshake configuration for `suite`.
+fn crypto_configs(
+    suite: CryptoSuite,
+) -> Result<
+    (Arc<dyn noq_proto::crypto::ServerConfig>, Arc<dyn noq_proto::crypto::ClientConfig>),
+    ScenarioError,
+> {
+    Ok(match suite {
+        CryptoSuite::Null => (Arc::new(NullServerConfig), Arc::new(NullClientConfig)),
+        CryptoSuite::Tls => {
+            let tls_error = |e: mpquic::TlsError| ScenarioError::Invalid(format!("tls: {e}"));
+            // Clients connect to the name "sim" and verify the certificate, as the library does.
+            let identity =
+                mpquic::Identity::self_signed(&[SERVER_NAME.into()]).map_err(tls_error)?;
+            let trust = mpquic::Trust::Roots(identity.chain.clone());
+            (
+                identity.server_crypto().map_err(tls_error)?,
+                trust.client_crypto().map_err(tls_error)?,
+            )
+        }
+    })
 }
 
 fn host_ip(host: usize, addr: usize) -> IpAddr {
@@ -507,6 +534,7 @@ impl Sim {
                 .map(|h| (SimRng::new(scenario.seed, 0x4a49_0000 + h as u64), 0))
                 .collect(),
             ptos: Arc::default(),
+            crypto: crypto_configs(scenario.transport.crypto)?,
             scenario,
         };
 
@@ -580,8 +608,7 @@ impl Sim {
             cfg.rng_seed(Some(rng_seed));
             Endpoint::new(Arc::new(cfg), server, false)
         };
-        let mut server_config =
-            ServerConfig::new(Arc::new(NullServerConfig), Arc::new(NullTokenKey));
+        let mut server_config = ServerConfig::new(self.crypto.0.clone(), Arc::new(NullTokenKey));
         server_config.transport_config(transport.clone());
         let mut tokens = ValidationTokenConfig::default();
         tokens.sent(0);
@@ -942,7 +969,7 @@ impl Sim {
                     return;
                 }
             };
-        let mut config = ClientConfig::new(Arc::new(NullClientConfig));
+        let mut config = ClientConfig::new(self.crypto.1.clone());
         config.transport_config(transport);
         let counter = Arc::new(AtomicU64::new(
             SimRng::new(self.scenario.seed, 0x4943_0000 + f as u64).next_u64(),
@@ -957,7 +984,7 @@ impl Sim {
         let ep = &mut self.endpoints[ep_id];
         debug_assert_eq!(ep.role, Role::Client);
         let _ = local_ip; // the first path's local address: the host's first interface
-        match ep.endpoint.connect(now, config, remote, "sim") {
+        match ep.endpoint.connect(now, config, remote, SERVER_NAME) {
             Ok(conn) => {
                 ep.conn = Some(conn);
                 ep.cc = client_cc;

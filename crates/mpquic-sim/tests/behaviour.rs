@@ -325,3 +325,23 @@ fn pto_expiries_are_counted() {
     assert_eq!(sized(0.0), 0);
     assert!(sized(0.2) > 0);
 }
+
+#[test]
+fn real_tls_connections_complete_over_the_simulated_network() {
+    // The `tls` suite exists to measure what crypto costs; it must run the same workloads: a
+    // verified TLS 1.3 handshake, then a 2-path coupled flow moves all its bytes.
+    let mut s = many_to_one(1, Dur::ms(20));
+    if let Topology::ManyToOne { sender_addrs, receiver_addrs, .. } = &mut s.topology {
+        (*sender_addrs, *receiver_addrs) = (2, 2);
+    }
+    s.transport.crypto = mpquic_sim::scenario::CryptoSuite::Tls;
+    let mut f = FlowSpec::bulk("s0", "r");
+    f.controller = Some("amp".into());
+    f.paths = 2;
+    f.bytes = Some(2 << 20);
+    s.flows.push(f);
+    let (report, _) = run(s);
+    let flow = &report.flows[0];
+    assert_eq!(flow.delivered_bytes, 2 << 20);
+    assert!(flow.fct_us.is_some(), "the flow completed");
+}
