@@ -340,16 +340,15 @@ pub struct Sim {
     /// Probe-timeout expiries per endpoint (see [`crate::pto`]).
     pub ptos: Arc<Mutex<crate::pto::PtoTally>>,
     /// Server and client handshake configuration, shared by every connection.
-    crypto: (Arc<dyn noq_proto::crypto::ServerConfig>, Arc<dyn noq_proto::crypto::ClientConfig>),
+    crypto: CryptoConfigs,
 }
 
+/// Server and client handshake configuration.
+type CryptoConfigs =
+    (Arc<dyn noq_proto::crypto::ServerConfig>, Arc<dyn noq_proto::crypto::ClientConfig>);
+
 /// The handshake configuration for `suite`.
-fn crypto_configs(
-    suite: CryptoSuite,
-) -> Result<
-    (Arc<dyn noq_proto::crypto::ServerConfig>, Arc<dyn noq_proto::crypto::ClientConfig>),
-    ScenarioError,
-> {
+fn crypto_configs(suite: CryptoSuite) -> Result<CryptoConfigs, ScenarioError> {
     Ok(match suite {
         CryptoSuite::Null => (Arc::new(NullServerConfig), Arc::new(NullClientConfig)),
         CryptoSuite::Tls => {
