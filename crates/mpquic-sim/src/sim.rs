@@ -233,6 +233,8 @@ enum Ev {
     Timer(usize, Ps),
     Connect(usize),
     Start(usize),
+    /// Some of a flow's `path_times` are due: the client opens those paths.
+    OpenPaths(usize),
     Stop(usize),
     SampleQueues,
     Trace,
@@ -535,6 +537,7 @@ impl Sim {
         if spec.paths == 0 {
             return Err(invalid("a flow needs at least one path".into()));
         }
+        spec.check_path_times().map_err(invalid)?;
         if i >= 20_000 {
             return Err(invalid("at most 20000 flows".into()));
         }
@@ -611,8 +614,15 @@ impl Sim {
         self.ep_by_addr.insert((client, client_port), client_ep);
         self.ep_by_addr.insert((server, server_port), server_ep);
 
-        let connect_at = if spec.handshake_at_start { spec.start.0 } else { 0 };
+        let connect_at = spec.connect_at().0;
         self.schedule(connect_at, Ev::Connect(i));
+        // Paths opened later than the handshake: wake the client at each such time.
+        let mut later: Vec<Ps> =
+            spec.path_times.iter().map(|t| t.0).filter(|&t| t > connect_at).collect();
+        later.dedup();
+        for at in later {
+            self.schedule(at, Ev::OpenPaths(i));
+        }
         self.schedule(spec.start.0, Ev::Start(i));
         if spec.bytes.is_none() {
             let stop = spec.stop.unwrap_or(self.scenario.duration).0;
@@ -845,6 +855,10 @@ impl Sim {
             Ev::Connect(f) => self.connect(f),
             Ev::Start(f) => {
                 self.flows[f].started = true;
+                let ep = self.flows[f].client_ep;
+                self.service(ep);
+            }
+            Ev::OpenPaths(f) => {
                 let ep = self.flows[f].client_ep;
                 self.service(ep);
             }
@@ -1216,7 +1230,9 @@ fn client_app(flow: &mut Flow, conn: &mut Connection, now: Instant, now_ps: Ps, 
     if flow.progress.connected_at.is_none() {
         return;
     }
-    while flow.paths_opened < flow.spec.paths {
+    while flow.paths_opened < flow.spec.paths
+        && flow.spec.path_times.get(flow.paths_opened).is_none_or(|t| t.0 <= now_ps)
+    {
         let (local, remote) = flow.path_addrs[flow.paths_opened];
         match conn.open_path(FourTuple::new(remote, Some(local)), PathStatus::Available, now) {
             Ok(_) => flow.paths_opened += 1,

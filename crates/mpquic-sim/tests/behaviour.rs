@@ -325,3 +325,42 @@ fn pto_expiries_are_counted() {
     assert_eq!(sized(0.0), 0);
     assert!(sized(0.2) > 0);
 }
+
+/// A path given a later open time (`path_times`) is opened on the running connection: it
+/// carries nothing before that time, and afterwards the flow's traffic spreads onto it, for the
+/// stack's own controller and for a coupled one (whose new slot joins mid-run).
+#[test]
+fn a_path_opened_mid_run_carries_data_only_after_its_open_time() {
+    for controller in ["newreno", "amp"] {
+        let mut s = Scenario::new(
+            "late-path",
+            Dur::ms(12),
+            Topology::TwoPath { cross_hosts: 0, access: fast_access() },
+        );
+        s.output.goodput_interval = Dur::ms(1);
+        s.host_jitter = Dur::us(1);
+        let mut mp = FlowSpec::bulk("src", "dst");
+        mp.name = Some("mp".into());
+        mp.paths = 2;
+        mp.path_times = vec![Dur(0), Dur::ms(6)];
+        mp.controller = Some(controller.into());
+        s.flows.push(mp);
+        let (r, sim) = run(s);
+        let mp = r.flow("mp").unwrap();
+        // Path 1 (address 1, link src->b) is established just after 6 ms...
+        assert_eq!(mp.paths_established.len(), 1, "{controller}");
+        let (_, at_us) = mp.paths_established[0];
+        assert!((6000.0..6100.0).contains(&at_us), "{controller}: established at {at_us} us");
+        // ...has carried nothing before, while path 0 ran at full rate...
+        assert_eq!(link_bytes(&sim, "src->b", 0, 6), 0, "{controller}");
+        assert!(link_bytes(&sim, "src->a", 2, 6) as f64 * 8.0 / 4e-3 > 0.9 * GBPS10);
+        // ...and carries a large share of the flow from 2 ms after its opening.
+        let (a, b) = (link_bytes(&sim, "src->a", 8, 12), link_bytes(&sim, "src->b", 8, 12));
+        assert!(b as f64 > 0.3 * (a + b) as f64, "{controller}: a {a} b {b}");
+        assert!((a + b) as f64 * 8.0 / 4e-3 > 1.5 * GBPS10, "{controller}: a {a} b {b}");
+        if controller == "amp" {
+            let snapshot = &mp.controllers[0].snapshot;
+            assert_eq!(snapshot.paths.len(), 2, "{snapshot:?}");
+        }
+    }
+}
