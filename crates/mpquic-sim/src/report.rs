@@ -304,7 +304,9 @@ fn active(flow: &Flow, end: Ps) -> (Ps, Ps) {
     (start, stop.max(start))
 }
 
-fn goodput_between(flow: &Flow, bucket: Ps, from: Ps, to: Ps) -> f64 {
+/// A flow's goodput (bits per second) over `[from, to)`, from its delivery buckets of width
+/// `bucket` (whole buckets inside the interval; the flow's average if none fits).
+pub fn goodput_between(flow: &Flow, bucket: Ps, from: Ps, to: Ps) -> f64 {
     if to <= from {
         return 0.0;
     }
