@@ -95,6 +95,10 @@ pub fn sweep(
     Ok((rows, summary))
 }
 
+/// What [`sweep_with`] returns: the runs, the per-variant summary, and the extractor's own
+/// output per run (in run order).
+pub type SweepOutput<T> = (Vec<RunRow>, Vec<SummaryRow>, Vec<T>);
+
 /// [`sweep`] for experiments that need more of a run than its report: `extract` sees the
 /// finished simulation too, and what it returns beside the metrics (e.g. a time series to plot)
 /// is handed back per run, in run order.
@@ -102,7 +106,7 @@ pub fn sweep_with<T>(
     variants: &[Variant],
     seeds: &[u64],
     extract: &dyn Fn(&Report, &Sim) -> (Metrics, T),
-) -> Result<(Vec<RunRow>, Vec<SummaryRow>, Vec<T>), String> {
+) -> Result<SweepOutput<T>, String> {
     let mut rows = vec![];
     let mut summary = vec![];
     let mut extras = vec![];

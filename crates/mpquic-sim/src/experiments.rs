@@ -11,7 +11,7 @@ use crate::exp::{
     Metrics, Panel, Variant,
 };
 use crate::net::Ps;
-use crate::plot::{write_timeline_plot, TimelinePanel};
+use crate::plot::{write_timeline_plot, FlowRates, TimelinePanel};
 use crate::report::{goodput_between, jain, FlowReport, Report};
 use crate::scenario::{Dur, Scenario, Workload};
 use crate::Sim;
@@ -52,6 +52,11 @@ fn link<'a>(r: &'a Report, name: &str) -> Option<&'a crate::report::LinkReport> 
 fn suppressions(flows: &[&FlowReport]) -> f64 {
     flows.iter().map(|f| f.notice_counts.get("suppressed").copied().unwrap_or(0)).sum::<u64>()
         as f64
+}
+
+/// For plot titles: the data-center ACK profile, if the scenario sets one.
+fn ack_profile(s: &Scenario) -> String {
+    s.transport.max_ack_delay.map_or(String::new(), |d| format!(", max_ack_delay {d}"))
 }
 
 /// E1, incast: k multipath flows of `bytes` join the bottleneck `sw->r` 50 us apart, `rounds`
@@ -104,8 +109,23 @@ pub fn e1(base: &Scenario, o: &ExpOptions) -> Result<(), String> {
         );
         m.insert("marks_per_round".into(), bn.map_or(f64::NAN, |l| l.marked as f64) / rounds);
         m.insert("suppressions_per_round".into(), suppressions(&flows) / rounds);
+        // The client sends the data, so its ACK_FREQUENCY request sets how the server ACKs.
+        let lost = |fs: &[&FlowReport]| fs.iter().filter(|f| f.ack_frequency_lost.0).count();
+        let slow: Vec<&FlowReport> =
+            flows.iter().copied().filter(|f| f.fct_us.is_none_or(|x| x > 10_000.0)).collect();
+        m.insert("ack_request_lost_per_round".into(), lost(&flows) as f64 / rounds);
+        m.insert("flows_over_10ms_per_round".into(), slow.len() as f64 / rounds);
+        m.insert("over_10ms_with_ack_request_lost_per_round".into(), lost(&slow) as f64 / rounds);
         m
     };
+    let sizes: Vec<String> = base
+        .workloads
+        .iter()
+        .filter_map(|w| match w {
+            Workload::Incast { bytes, .. } => Some(format!("{} KB", bytes / 1024)),
+            _ => None,
+        })
+        .collect();
     eprintln!("E1: {} variants x {} seeds", variants.len(), o.seeds.len());
     let (rows, summary) = sweep(&variants, &o.seeds, &metrics)?;
     std::fs::create_dir_all(o.out).map_err(|e| e.to_string())?;
@@ -128,7 +148,11 @@ pub fn e1(base: &Scenario, o: &ExpOptions) -> Result<(), String> {
     )?;
     write_sweep_plot(
         &o.out.join("e1.svg"),
-        "E1 incast: 128 KB flows, 4 paths (dctcp: 1), 10 Gbps, 100-pkt buffer, K=10",
+        &format!(
+            "E1 incast: {} flows, 4 paths (dctcp: 1), 10 Gbps, 100-pkt buffer, K=10{}",
+            sizes.join(" + "),
+            ack_profile(base)
+        ),
         "k (flows per round)",
         &summary,
         &[
@@ -359,7 +383,7 @@ pub fn e4(base: &Scenario, o: &ExpOptions) -> Result<(), String> {
     let bounds = timeline(base);
     let end = base.duration.0;
     let bucket = base.output.goodput_interval.0.max(1);
-    let extract = |r: &Report, sim: &Sim| -> (Metrics, Vec<(String, Vec<(f64, f64)>)>) {
+    let extract = |r: &Report, sim: &Sim| -> (Metrics, FlowRates) {
         let mut m = Metrics::new();
         for (k, w) in bounds.windows(2).enumerate() {
             let (from, to) = (w[0], w[1]);
@@ -403,7 +427,12 @@ pub fn e4(base: &Scenario, o: &ExpOptions) -> Result<(), String> {
             .collect();
         (m, series)
     };
-    eprintln!("E4: {} controllers x {} seeds, phases at {bounds:?} ps", variants.len(), o.seeds.len());
+    let bounds_ms: Vec<f64> = bounds.iter().map(|&t| t as f64 / 1e9).collect();
+    eprintln!(
+        "E4: {} controllers x {} seeds, phases at {bounds_ms:?} ms",
+        ctrls.len(),
+        o.seeds.len()
+    );
     let (rows, summary, series) = sweep_with(&variants, &o.seeds, &extract)?;
     std::fs::create_dir_all(o.out).map_err(|e| e.to_string())?;
     write_json(
@@ -414,7 +443,7 @@ pub fn e4(base: &Scenario, o: &ExpOptions) -> Result<(), String> {
             "scenario": base,
             "seeds": o.seeds,
             "controllers_x": ctrls,
-            "phases_ms": bounds.iter().map(|&t| t as f64 / 1e9).collect::<Vec<_>>(),
+            "phases_ms": bounds_ms,
             "definition": "One run per controller and seed on the scenario's timeline (flow \
                 starts, stops and per-path open times). Phase k lies between the k-th and \
                 (k+1)-th of phases_ms. p<k>_<flow>_gbps = the flow's goodput over the second half \
@@ -574,6 +603,11 @@ pub fn e7(base: &Scenario, o: &ExpOptions) -> Result<(), String> {
         m.insert("jct_mean_ms".into(), mean_std(&jct).0);
         let pa: Vec<&FlowReport> = group_flows(r, "pa").collect();
         m.insert("pa_pto".into(), pa.iter().map(|f| (f.pto_client + f.pto_server) as f64).sum());
+        // Job flows where an end's ACK_FREQUENCY request was lost (and never repeated).
+        m.insert(
+            "pa_ack_request_lost".into(),
+            pa.iter().filter(|f| f.ack_frequency_lost.0 || f.ack_frequency_lost.1).count() as f64,
+        );
         let bg: Vec<&FlowReport> = group_flows(r, "bg").collect();
         m.insert(
             "bg_mean_gbps".into(),
@@ -607,7 +641,10 @@ pub fn e7(base: &Scenario, o: &ExpOptions) -> Result<(), String> {
     )?;
     write_sweep_plot(
         &o.out.join("e7.svg"),
-        "E7: DCTCP partition/aggregate jobs with multipath background, fat-tree k=4",
+        &format!(
+            "E7: DCTCP partition/aggregate jobs with multipath background, fat-tree k=4{}",
+            ack_profile(base)
+        ),
         "paths per background flow",
         &summary,
         &[

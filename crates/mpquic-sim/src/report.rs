@@ -165,6 +165,9 @@ pub struct FlowReport {
     pub pto_server: u64,
     /// Virtual time of the first PTO expiry of either end, microseconds.
     pub first_pto_us: Option<f64>,
+    /// Whether the client's / the server's ACK_FREQUENCY request never reached its peer (lost,
+    /// and not repeated; see [`Sim::ack_frequency_lost`]).
+    pub ack_frequency_lost: (bool, bool),
     /// Connection error, if any.
     pub error: Option<String>,
 }
@@ -331,6 +334,7 @@ impl Report {
         for f in 0..sim.flows.len() {
             let path_stats = sim.client_path_stats(f);
             let (pto_client, pto_server, pto_times) = sim.flow_ptos(f);
+            let ack_frequency_lost = sim.ack_frequency_lost(f);
             let controllers = sim
                 .controllers(f)
                 .into_iter()
@@ -388,6 +392,7 @@ impl Report {
                 pto_client,
                 pto_server,
                 first_pto_us: pto_times.iter().min().map(|&t| us(t)),
+                ack_frequency_lost,
                 error: flow.progress.error.clone(),
             });
         }

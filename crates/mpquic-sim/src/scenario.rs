@@ -526,6 +526,15 @@ pub struct TransportSettings {
     /// The mpquic packet scheduler over the coupled controller: `stack`, `lowest-rtt`,
     /// `round-robin` (mpquic-cc controllers only).
     pub scheduler: String,
+    /// The data-center ACK profile: the `max_ack_delay` each end asks its peer to use (QUIC's
+    /// ACK frequency extension, which noq implements: an ACK_FREQUENCY frame after the
+    /// handshake), e.g. `"1ms"`. The probe timeout adds the peer's max_ack_delay, so noq's
+    /// default of 25 ms puts a ~26 ms floor under it at data-center RTTs. noq bounds it to
+    /// 1 ms (its min_ack_delay, the timer granularity) ..= 25 ms. Absent (the default): the
+    /// transport's own 25 ms. The ack-delay exponent is not a knob in noq (fixed at 3, and it
+    /// only sets the precision of the reported delay).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_ack_delay: Option<Dur>,
 }
 
 impl Default for TransportSettings {
@@ -536,6 +545,7 @@ impl Default for TransportSettings {
             window: 8 << 20,
             ecn: "auto".into(),
             scheduler: "stack".into(),
+            max_ack_delay: None,
         }
     }
 }
