@@ -116,6 +116,15 @@ pub fn e1(base: &Scenario, o: &ExpOptions) -> Result<(), String> {
         m.insert("ack_request_lost_per_round".into(), lost(&flows) as f64 / rounds);
         m.insert("flows_over_10ms_per_round".into(), slow.len() as f64 / rounds);
         m.insert("over_10ms_with_ack_request_lost_per_round".into(), lost(&slow) as f64 / rounds);
+        // FCTs of the flows whose ACK profile did take effect.
+        let heard: Vec<f64> = flows
+            .iter()
+            .filter(|f| !f.ack_frequency_lost.0)
+            .filter_map(|f| f.fct_us)
+            .map(|x| x / 1000.0)
+            .collect();
+        m.insert("fct_mean_ms_ack_heard".into(), mean_std(&heard).0);
+        m.insert("fct_max_ms_ack_heard".into(), quantile(&heard, 1.0));
         m
     };
     let sizes: Vec<String> = base
@@ -570,14 +579,16 @@ pub fn e7(base: &Scenario, o: &ExpOptions) -> Result<(), String> {
     }
     let metrics = |r: &Report| -> Metrics {
         let mut m = Metrics::new();
-        // Jobs: (group, job number from the name `pa<w>-job<j>-<worker>`).
-        let mut jobs: std::collections::BTreeMap<(String, String), (f64, f64, bool)> =
+        // Jobs: (group, job number from the name `pa<w>-job<j>-<worker>`) -> first start, last
+        // completion, all complete, no flow lost an ACK_FREQUENCY request.
+        let mut jobs: std::collections::BTreeMap<(String, String), (f64, f64, bool, bool)> =
             Default::default();
         for f in group_flows(r, "pa") {
             let job = f.name.split('-').nth(1).unwrap_or("").to_string();
             let e = jobs.entry((f.group.clone().unwrap_or_default(), job)).or_insert((
                 f64::MAX,
                 0.0,
+                true,
                 true,
             ));
             let start = f.start_s * 1e3;
@@ -586,8 +597,13 @@ pub fn e7(base: &Scenario, o: &ExpOptions) -> Result<(), String> {
                 Some(fct) => e.1 = e.1.max(start + fct / 1e3),
                 None => e.2 = false,
             }
+            e.3 &= !(f.ack_frequency_lost.0 || f.ack_frequency_lost.1);
         }
         let jct: Vec<f64> = jobs.values().filter(|j| j.2).map(|j| j.1 - j.0).collect();
+        let jct_heard: Vec<f64> = jobs.values().filter(|j| j.2 && j.3).map(|j| j.1 - j.0).collect();
+        m.insert("jct_p90_ms_ack_heard".into(), quantile(&jct_heard, 0.9));
+        m.insert("jct_p99_ms_ack_heard".into(), quantile(&jct_heard, 0.99));
+        m.insert("jobs_ack_heard".into(), jct_heard.len() as f64);
         // Unfinished jobs count with the time they had (a lower bound) in the `_all` figures.
         let end_ms = r.simulated_s * 1e3;
         let jct_all: Vec<f64> =
