@@ -414,6 +414,16 @@ pub fn e4(base: &Scenario, o: &ExpOptions) -> Result<(), String> {
             m.insert("queue_p50".into(), q.p50 as f64);
             m.insert("queue_p99".into(), q.p99 as f64);
         }
+        // Whether a multipath flow's paths carry data at the end, or its controller keeps some
+        // from new data (AMP's suppression), and how often it suppressed.
+        for f in &r.flows {
+            m.insert(format!("{}_suppressions", f.name), suppressions(&[f]));
+            let client = f.controllers.iter().find(|c| c.side == crate::sim::Side::Client);
+            if let Some(c) = client {
+                let active = c.snapshot.paths.iter().filter(|p| p.active).count();
+                m.insert(format!("{}_active_paths_end", f.name), active as f64);
+            }
+        }
         // Per-flow rate over time for the plot, about 250 points per run.
         let step = ((end / bucket) as usize / 250).max(1);
         let series = sim
@@ -458,6 +468,8 @@ pub fn e4(base: &Scenario, o: &ExpOptions) -> Result<(), String> {
                 (k+1)-th of phases_ms. p<k>_<flow>_gbps = the flow's goodput over the second half \
                 of phase k, for the flows present for the whole phase; p<k>_<flow>_paths = paths \
                 established by the middle of the phase; p<k>_jain = Jain's index of those rates. \
+                <flow>_suppressions = AMP SSR episodes; <flow>_active_paths_end = the client \
+                controller's paths allowed to carry new data at the end (mpquic-cc only). \
                 Every flow runs the series' controller (dctcp: all single-path). queue_* = the \
                 bottleneck sw->r queue (packets) over the whole run.",
         }),
