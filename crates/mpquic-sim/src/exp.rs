@@ -91,8 +91,25 @@ pub fn sweep(
     seeds: &[u64],
     metrics: &dyn Fn(&Report) -> Metrics,
 ) -> Result<(Vec<RunRow>, Vec<SummaryRow>), String> {
+    let (rows, summary, _) = sweep_with(variants, seeds, &|r: &Report, _: &Sim| (metrics(r), ()))?;
+    Ok((rows, summary))
+}
+
+/// What [`sweep_with`] returns: the runs, the per-variant summary, and the extractor's own
+/// output per run (in run order).
+pub type SweepOutput<T> = (Vec<RunRow>, Vec<SummaryRow>, Vec<T>);
+
+/// [`sweep`] for experiments that need more of a run than its report: `extract` sees the
+/// finished simulation too, and what it returns beside the metrics (e.g. a time series to plot)
+/// is handed back per run, in run order.
+pub fn sweep_with<T>(
+    variants: &[Variant],
+    seeds: &[u64],
+    extract: &dyn Fn(&Report, &Sim) -> (Metrics, T),
+) -> Result<SweepOutput<T>, String> {
     let mut rows = vec![];
     let mut summary = vec![];
+    let mut extras = vec![];
     for v in variants {
         let mut mine = vec![];
         for &seed in seeds {
@@ -103,7 +120,8 @@ pub fn sweep(
             sim.run();
             let wall_s = wall.elapsed().as_secs_f64();
             let report = Report::new(&mut sim);
-            let m = metrics(&report);
+            let (m, extra) = extract(&report, &sim);
+            extras.push(extra);
             let short: Vec<String> = m.iter().take(6).map(|(k, v)| format!("{k}={v:.3}")).collect();
             eprintln!(
                 "  {:<10} x={:<5} seed {seed}: {} ({:.1} s wall)",
@@ -127,7 +145,7 @@ pub fn sweep(
         summary.push(SummaryRow { series: v.series.clone(), x: v.x, metrics });
         rows.extend(mine);
     }
-    Ok((rows, summary))
+    Ok((rows, summary, extras))
 }
 
 /// One panel of a sweep plot: a metric against x, one line per series, min-max whiskers.

@@ -7,11 +7,14 @@ use std::path::Path;
 use serde_json::json;
 
 use crate::exp::{
-    group_flows, jain_of, mean_std, quantile, sweep, write_json, write_sweep_plot, Metrics, Panel,
-    Variant,
+    group_flows, jain_of, mean_std, quantile, sweep, sweep_with, write_json, write_sweep_plot,
+    Metrics, Panel, Variant,
 };
-use crate::report::{FlowReport, Report};
-use crate::scenario::{Scenario, Workload};
+use crate::net::Ps;
+use crate::plot::{write_timeline_plot, FlowRates, TimelinePanel};
+use crate::report::{goodput_between, jain, FlowReport, Report};
+use crate::scenario::{Dur, Scenario, Workload};
+use crate::Sim;
 
 /// Options common to all experiments.
 pub struct ExpOptions<'a> {
@@ -49,6 +52,11 @@ fn link<'a>(r: &'a Report, name: &str) -> Option<&'a crate::report::LinkReport> 
 fn suppressions(flows: &[&FlowReport]) -> f64 {
     flows.iter().map(|f| f.notice_counts.get("suppressed").copied().unwrap_or(0)).sum::<u64>()
         as f64
+}
+
+/// For plot titles: the data-center ACK profile, if the scenario sets one.
+fn ack_profile(s: &Scenario) -> String {
+    s.transport.max_ack_delay.map_or(String::new(), |d| format!(", max_ack_delay {d}"))
 }
 
 /// E1, incast: k multipath flows of `bytes` join the bottleneck `sw->r` 50 us apart, `rounds`
@@ -101,8 +109,32 @@ pub fn e1(base: &Scenario, o: &ExpOptions) -> Result<(), String> {
         );
         m.insert("marks_per_round".into(), bn.map_or(f64::NAN, |l| l.marked as f64) / rounds);
         m.insert("suppressions_per_round".into(), suppressions(&flows) / rounds);
+        // The client sends the data, so its ACK_FREQUENCY request sets how the server ACKs.
+        let lost = |fs: &[&FlowReport]| fs.iter().filter(|f| f.ack_frequency_lost.0).count();
+        let slow: Vec<&FlowReport> =
+            flows.iter().copied().filter(|f| f.fct_us.is_none_or(|x| x > 10_000.0)).collect();
+        m.insert("ack_request_lost_per_round".into(), lost(&flows) as f64 / rounds);
+        m.insert("flows_over_10ms_per_round".into(), slow.len() as f64 / rounds);
+        m.insert("over_10ms_with_ack_request_lost_per_round".into(), lost(&slow) as f64 / rounds);
+        // FCTs of the flows whose ACK profile did take effect.
+        let heard: Vec<f64> = flows
+            .iter()
+            .filter(|f| !f.ack_frequency_lost.0)
+            .filter_map(|f| f.fct_us)
+            .map(|x| x / 1000.0)
+            .collect();
+        m.insert("fct_mean_ms_ack_heard".into(), mean_std(&heard).0);
+        m.insert("fct_max_ms_ack_heard".into(), quantile(&heard, 1.0));
         m
     };
+    let sizes: Vec<String> = base
+        .workloads
+        .iter()
+        .filter_map(|w| match w {
+            Workload::Incast { bytes, .. } => Some(format!("{} KB", bytes / 1024)),
+            _ => None,
+        })
+        .collect();
     eprintln!("E1: {} variants x {} seeds", variants.len(), o.seeds.len());
     let (rows, summary) = sweep(&variants, &o.seeds, &metrics)?;
     std::fs::create_dir_all(o.out).map_err(|e| e.to_string())?;
@@ -125,7 +157,11 @@ pub fn e1(base: &Scenario, o: &ExpOptions) -> Result<(), String> {
     )?;
     write_sweep_plot(
         &o.out.join("e1.svg"),
-        "E1 incast: 128 KB flows, 4 paths (dctcp: 1), 10 Gbps, 100-pkt buffer, K=10",
+        &format!(
+            "E1 incast: {} flows, 4 paths (dctcp: 1), 10 Gbps, 100-pkt buffer, K=10{}",
+            sizes.join(" + "),
+            ack_profile(base)
+        ),
         "k (flows per round)",
         &summary,
         &[
@@ -302,49 +338,121 @@ fn set_group(s: &mut Scenario, group: &str, controller: &str, paths: usize) {
     }
 }
 
-/// E4, coexistence (XMP Fig. 6, Table 2): flows `f1`..`f4` on one link. The simulator cannot add
-/// paths to a running connection, so the paper's timeline (flow 1 adds paths at 0, 5, 15 s; flow
-/// 2 with 2 paths from 20 s) becomes four static phases, one run each: x = 1, 2, 3 is flow 1's
-/// path count with flow 2 off; x = 4 is flow 1 with 3 paths and flow 2 with 2 paths.
+/// The instants at which a scenario's timeline changes (flow starts and stops, path openings),
+/// with 0 and the end of the run: the bounds of its phases, in order.
+fn timeline(s: &Scenario) -> Vec<Ps> {
+    let end = s.duration.0;
+    let mut t = vec![0, end];
+    for f in &s.flows {
+        t.push(f.start.0);
+        t.extend(f.stop.map(|d| d.0));
+        t.extend(f.path_times.iter().map(|d| d.0));
+    }
+    t.retain(|&x| x <= end);
+    t.sort_unstable();
+    t.dedup();
+    t
+}
+
+/// The instants to mark in a timeline plot: flows starting after 0 and paths opening after
+/// their flow's handshake (ms, label).
+fn timeline_marks(s: &Scenario) -> Vec<(f64, String)> {
+    let ms = |t: Dur| t.0 as f64 / 1e9;
+    let mut marks = vec![];
+    for (i, f) in s.flows.iter().enumerate() {
+        let name = f.name.clone().unwrap_or_else(|| format!("flow{i}"));
+        if f.start.0 > 0 {
+            marks.push((ms(f.start), format!("{name} starts")));
+        }
+        for (p, t) in f.path_times.iter().enumerate().filter(|(_, t)| **t > f.connect_at()) {
+            marks.push((ms(*t), format!("{name} +path {}", p + 1)));
+        }
+    }
+    marks
+}
+
+/// E4, coexistence (XMP Fig. 6, Table 2): the flows of the scenario share one link
+/// (`sw->r`) on the scenario's own timeline: flow starts and stops, and paths opened while a
+/// flow runs (`path_times`; in the paper flow 1 adds paths at 0, 5 and 15 s, flow 2 joins with
+/// 2 paths at 20 s, flow 4 at 10 s). Every flow runs the series' controller (dctcp: one path
+/// each). The timeline's instants cut each run into phases; per phase, the rate of each flow
+/// present over the phase's second half, its path count, and the Jain's index of those rates.
 pub fn e4(base: &Scenario, o: &ExpOptions) -> Result<(), String> {
     let ctrls = controllers(o, &["xmp", "amp", "dcm", "lia", "cubic", "dctcp"]);
     let mut variants = vec![];
-    for c in &ctrls {
-        for phase in 1..=4usize {
-            let mut s = base.clone();
-            let mut keep = vec![];
-            for f in s.flows.drain(..) {
-                let mut f = f;
-                match f.name.as_deref() {
-                    Some("f1") => f.paths = paths_for(c, phase.min(3)),
-                    Some("f2") if phase < 4 => continue,
-                    Some("f2") => f.paths = paths_for(c, 2),
-                    _ => {}
-                }
-                f.controller = Some(c.clone());
-                keep.push(f);
-            }
-            s.flows = keep;
-            variants.push(Variant { series: c.clone(), x: phase as f64, scenario: s });
+    for (i, c) in ctrls.iter().enumerate() {
+        let mut s = base.clone();
+        for f in &mut s.flows {
+            f.controller = Some(c.clone());
+            f.paths = paths_for(c, f.paths);
+            f.path_times.truncate(f.paths);
         }
+        variants.push(Variant { series: c.clone(), x: i as f64, scenario: s });
     }
-    let metrics = |r: &Report| -> Metrics {
+    let bounds = timeline(base);
+    let end = base.duration.0;
+    let bucket = base.output.goodput_interval.0.max(1);
+    let extract = |r: &Report, sim: &Sim| -> (Metrics, FlowRates) {
         let mut m = Metrics::new();
-        let flows: Vec<&FlowReport> = r.flows.iter().collect();
-        for f in &flows {
-            m.insert(format!("{}_gbps", f.name), f.goodput_last_half_bps / 1e9);
+        for (k, w) in bounds.windows(2).enumerate() {
+            let (from, to) = (w[0], w[1]);
+            let mid = from + (to - from) / 2;
+            let mut rates = vec![];
+            for f in &sim.flows {
+                if f.spec.start.0 > from || f.spec.stop.map_or(end, |d| d.0) < to {
+                    continue; // not present for the whole phase
+                }
+                let gbps = goodput_between(f, bucket, mid, to) / 1e9;
+                let established = f.progress.paths_established.iter().filter(|p| p.1 <= mid);
+                m.insert(format!("p{}_{}_gbps", k + 1, f.name), gbps);
+                m.insert(format!("p{}_{}_paths", k + 1, f.name), 1.0 + established.count() as f64);
+                rates.push(gbps);
+            }
+            m.insert(format!("p{}_jain", k + 1), jain(&rates).unwrap_or(f64::NAN));
         }
-        m.insert("jain".into(), jain_of(&flows));
-        if let Some(l) = link(r, "sw->r") {
-            m.insert("utilization".into(), l.utilization);
-            if let Some(q) = &l.queue {
-                m.insert("queue_p50".into(), q.p50 as f64);
+        if let Some(q) = link(r, "sw->r").and_then(|l| l.queue.as_ref()) {
+            m.insert("queue_p50".into(), q.p50 as f64);
+            m.insert("queue_p99".into(), q.p99 as f64);
+        }
+        // Whether a multipath flow's paths carry data at the end, or its controller keeps some
+        // from new data (AMP's suppression), and how often it suppressed.
+        for f in &r.flows {
+            m.insert(format!("{}_suppressions", f.name), suppressions(&[f]));
+            let client = f.controllers.iter().find(|c| c.side == crate::sim::Side::Client);
+            if let Some(c) = client {
+                let active = c.snapshot.paths.iter().filter(|p| p.active).count();
+                m.insert(format!("{}_active_paths_end", f.name), active as f64);
             }
         }
-        m
+        // Per-flow rate over time for the plot, about 250 points per run.
+        let step = ((end / bucket) as usize / 250).max(1);
+        let series = sim
+            .flows
+            .iter()
+            .map(|f| {
+                let points = f
+                    .progress
+                    .delivered
+                    .chunks(step)
+                    .enumerate()
+                    .map(|(i, c)| {
+                        let secs = c.len() as f64 * bucket as f64 / 1e12;
+                        let t_ms = (i * step) as f64 * bucket as f64 / 1e9;
+                        (t_ms, c.iter().sum::<u64>() as f64 * 8.0 / secs / 1e9)
+                    })
+                    .collect();
+                (f.name.clone(), points)
+            })
+            .collect();
+        (m, series)
     };
-    eprintln!("E4: {} variants x {} seeds", variants.len(), o.seeds.len());
-    let (rows, summary) = sweep(&variants, &o.seeds, &metrics)?;
+    let bounds_ms: Vec<f64> = bounds.iter().map(|&t| t as f64 / 1e9).collect();
+    eprintln!(
+        "E4: {} controllers x {} seeds, phases at {bounds_ms:?} ms",
+        ctrls.len(),
+        o.seeds.len()
+    );
+    let (rows, summary, series) = sweep_with(&variants, &o.seeds, &extract)?;
     std::fs::create_dir_all(o.out).map_err(|e| e.to_string())?;
     write_json(
         &o.out.join("e4.json"),
@@ -353,24 +461,35 @@ pub fn e4(base: &Scenario, o: &ExpOptions) -> Result<(), String> {
             "command": o.command,
             "scenario": base,
             "seeds": o.seeds,
-            "definition": "Static phases instead of the paper's timeline: x = 1, 2, 3: flow f1 \
-                with x paths, f3 and f4 single-path, f2 absent; x = 4: f1 with 3 paths, f2 with 2 \
-                paths. Every flow runs the series' controller (dctcp: all single-path). \
-                Rates = goodput over the second half of each run; jain over the flows present.",
+            "controllers_x": ctrls,
+            "phases_ms": bounds_ms,
+            "definition": "One run per controller and seed on the scenario's timeline (flow \
+                starts, stops and per-path open times). Phase k lies between the k-th and \
+                (k+1)-th of phases_ms. p<k>_<flow>_gbps = the flow's goodput over the second half \
+                of phase k, for the flows present for the whole phase; p<k>_<flow>_paths = paths \
+                established by the middle of the phase; p<k>_jain = Jain's index of those rates. \
+                <flow>_suppressions = AMP SSR episodes; <flow>_active_paths_end = the client \
+                controller's paths allowed to carry new data at the end (mpquic-cc only). \
+                Every flow runs the series' controller (dctcp: all single-path). queue_* = the \
+                bottleneck sw->r queue (packets) over the whole run.",
         }),
         &rows,
         &summary,
     )?;
-    write_sweep_plot(
+    let marks = timeline_marks(base);
+    let panels: Vec<TimelinePanel> = ctrls
+        .iter()
+        .zip(series.into_iter().step_by(o.seeds.len().max(1)))
+        .map(|(c, flows)| TimelinePanel {
+            title: format!("{c} (seed {})", o.seeds.first().copied().unwrap_or(0)),
+            flows,
+            marks: marks.clone(),
+        })
+        .collect();
+    write_timeline_plot(
         &o.out.join("e4.svg"),
-        "E4 coexistence: 4 flows on one 10 Gbps link; x = phase (f1 with 1, 2, 3 paths; 4: + f2 x2)",
-        "phase",
-        &summary,
-        &[
-            Panel { metric: "jain".into(), label: "Jain's index".into(), log: false },
-            Panel { metric: "f1_gbps".into(), label: "flow 1 (multipath) Gbps".into(), log: false },
-            Panel { metric: "f3_gbps".into(), label: "flow 3 (single path) Gbps".into(), log: false },
-        ],
+        "E4 coexistence: per-flow goodput on one link; dashed: flow starts and path openings",
+        &panels,
     )
 }
 
@@ -472,14 +591,16 @@ pub fn e7(base: &Scenario, o: &ExpOptions) -> Result<(), String> {
     }
     let metrics = |r: &Report| -> Metrics {
         let mut m = Metrics::new();
-        // Jobs: (group, job number from the name `pa<w>-job<j>-<worker>`).
-        let mut jobs: std::collections::BTreeMap<(String, String), (f64, f64, bool)> =
+        // Jobs: (group, job number from the name `pa<w>-job<j>-<worker>`) -> first start, last
+        // completion, all complete, no flow lost an ACK_FREQUENCY request.
+        let mut jobs: std::collections::BTreeMap<(String, String), (f64, f64, bool, bool)> =
             Default::default();
         for f in group_flows(r, "pa") {
             let job = f.name.split('-').nth(1).unwrap_or("").to_string();
             let e = jobs.entry((f.group.clone().unwrap_or_default(), job)).or_insert((
                 f64::MAX,
                 0.0,
+                true,
                 true,
             ));
             let start = f.start_s * 1e3;
@@ -488,8 +609,13 @@ pub fn e7(base: &Scenario, o: &ExpOptions) -> Result<(), String> {
                 Some(fct) => e.1 = e.1.max(start + fct / 1e3),
                 None => e.2 = false,
             }
+            e.3 &= !(f.ack_frequency_lost.0 || f.ack_frequency_lost.1);
         }
         let jct: Vec<f64> = jobs.values().filter(|j| j.2).map(|j| j.1 - j.0).collect();
+        let jct_heard: Vec<f64> = jobs.values().filter(|j| j.2 && j.3).map(|j| j.1 - j.0).collect();
+        m.insert("jct_p90_ms_ack_heard".into(), quantile(&jct_heard, 0.9));
+        m.insert("jct_p99_ms_ack_heard".into(), quantile(&jct_heard, 0.99));
+        m.insert("jobs_ack_heard".into(), jct_heard.len() as f64);
         // Unfinished jobs count with the time they had (a lower bound) in the `_all` figures.
         let end_ms = r.simulated_s * 1e3;
         let jct_all: Vec<f64> =
@@ -505,6 +631,11 @@ pub fn e7(base: &Scenario, o: &ExpOptions) -> Result<(), String> {
         m.insert("jct_mean_ms".into(), mean_std(&jct).0);
         let pa: Vec<&FlowReport> = group_flows(r, "pa").collect();
         m.insert("pa_pto".into(), pa.iter().map(|f| (f.pto_client + f.pto_server) as f64).sum());
+        // Job flows where an end's ACK_FREQUENCY request was lost (and never repeated).
+        m.insert(
+            "pa_ack_request_lost".into(),
+            pa.iter().filter(|f| f.ack_frequency_lost.0 || f.ack_frequency_lost.1).count() as f64,
+        );
         let bg: Vec<&FlowReport> = group_flows(r, "bg").collect();
         m.insert(
             "bg_mean_gbps".into(),
@@ -538,7 +669,10 @@ pub fn e7(base: &Scenario, o: &ExpOptions) -> Result<(), String> {
     )?;
     write_sweep_plot(
         &o.out.join("e7.svg"),
-        "E7: DCTCP partition/aggregate jobs with multipath background, fat-tree k=4",
+        &format!(
+            "E7: DCTCP partition/aggregate jobs with multipath background, fat-tree k=4{}",
+            ack_profile(base)
+        ),
         "paths per background flow",
         &summary,
         &[

@@ -166,6 +166,9 @@ pub struct FlowReport {
     pub pto_server: u64,
     /// Virtual time of the first PTO expiry of either end, microseconds.
     pub first_pto_us: Option<f64>,
+    /// Whether the client's / the server's ACK_FREQUENCY request never reached its peer (lost,
+    /// and not repeated; see [`Sim::ack_frequency_lost`]).
+    pub ack_frequency_lost: (bool, bool),
     /// Connection error, if any.
     pub error: Option<String>,
 }
@@ -318,7 +321,9 @@ fn active(flow: &Flow, end: Ps) -> (Ps, Ps) {
     (start, stop.max(start))
 }
 
-fn goodput_between(flow: &Flow, bucket: Ps, from: Ps, to: Ps) -> f64 {
+/// A flow's goodput (bits per second) over `[from, to)`, from its delivery buckets of width
+/// `bucket` (whole buckets inside the interval; the flow's average if none fits).
+pub fn goodput_between(flow: &Flow, bucket: Ps, from: Ps, to: Ps) -> f64 {
     if to <= from {
         return 0.0;
     }
@@ -343,6 +348,7 @@ impl Report {
         for f in 0..sim.flows.len() {
             let path_stats = sim.client_path_stats(f);
             let (pto_client, pto_server, pto_times) = sim.flow_ptos(f);
+            let ack_frequency_lost = sim.ack_frequency_lost(f);
             let controllers = sim
                 .controllers(f)
                 .into_iter()
@@ -400,6 +406,7 @@ impl Report {
                 pto_client,
                 pto_server,
                 first_pto_us: pto_times.iter().min().map(|&t| us(t)),
+                ack_frequency_lost,
                 error: flow.progress.error.clone(),
             });
         }

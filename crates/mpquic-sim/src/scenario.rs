@@ -311,6 +311,15 @@ pub struct FlowSpec {
     /// Number of paths (1 = single path).
     #[serde(default = "one")]
     pub paths: usize,
+    /// When each path opens, in virtual time since the start of the run: one entry per path,
+    /// non-decreasing, e.g. `["0ms", "100ms", "300ms"]` (XMP Fig. 6's flow that adds paths while
+    /// it runs). Path 0 is the connection's own path and opens with the handshake, so its entry
+    /// must not be later than the handshake (time 0, or `start` with `handshake_at_start`). A
+    /// later path opens on the running connection at its time (or as soon after as the
+    /// connection is established). Empty (the default): every path opens as soon as the
+    /// connection is established.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path_times: Vec<Dur>,
     /// Controller: `newreno`, `cubic` (the stack's own, uncoupled per path) or an mpquic-cc name.
     #[serde(default)]
     pub controller: Option<String>,
@@ -345,6 +354,7 @@ impl FlowSpec {
             from_addr: 0,
             to_addr: 0,
             paths: 1,
+            path_times: vec![],
             controller: None,
             start: Dur(0),
             stop: None,
@@ -353,6 +363,47 @@ impl FlowSpec {
             handshake_at_start: false,
             job: None,
         }
+    }
+
+    /// When the connection (and so its path 0) is made: `start` with `handshake_at_start`,
+    /// else time 0.
+    pub fn connect_at(&self) -> Dur {
+        if self.handshake_at_start {
+            self.start
+        } else {
+            Dur(0)
+        }
+    }
+
+    /// Check `path_times` against `paths` and the handshake time; the error says what is wrong.
+    pub fn check_path_times(&self) -> Result<(), String> {
+        let times = &self.path_times;
+        if times.is_empty() {
+            return Ok(());
+        }
+        let flow = self.name.clone().unwrap_or_else(|| format!("{} -> {}", self.from, self.to));
+        if times.len() != self.paths {
+            return Err(format!(
+                "flow {flow}: path_times has {} entries for {} paths (one per path)",
+                times.len(),
+                self.paths
+            ));
+        }
+        if let Some(w) = times.windows(2).find(|w| w[1] < w[0]) {
+            return Err(format!(
+                "flow {flow}: path_times must not decrease ({} after {})",
+                w[1], w[0]
+            ));
+        }
+        if times[0] > self.connect_at() {
+            return Err(format!(
+                "flow {flow}: path_times[0] = {} is after the handshake at {}; path 0 opens with \
+                 the connection",
+                times[0],
+                self.connect_at()
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -475,6 +526,15 @@ pub struct TransportSettings {
     /// The mpquic packet scheduler over the coupled controller: `stack`, `lowest-rtt`,
     /// `round-robin` (mpquic-cc controllers only).
     pub scheduler: String,
+    /// The data-center ACK profile: the `max_ack_delay` each end asks its peer to use (QUIC's
+    /// ACK frequency extension, which noq implements: an ACK_FREQUENCY frame after the
+    /// handshake), e.g. `"1ms"`. The probe timeout adds the peer's max_ack_delay, so noq's
+    /// default of 25 ms puts a ~26 ms floor under it at data-center RTTs. noq bounds it to
+    /// 1 ms (its min_ack_delay, the timer granularity) ..= 25 ms. Absent (the default): the
+    /// transport's own 25 ms. The ack-delay exponent is not a knob in noq (fixed at 3, and it
+    /// only sets the precision of the reported delay).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_ack_delay: Option<Dur>,
     /// Packet protection and handshake: the simulator's null suite (deterministic) or real
     /// TLS 1.3 (to measure what crypto costs; not deterministic).
     pub crypto: CryptoSuite,
@@ -502,6 +562,7 @@ impl Default for TransportSettings {
             window: 8 << 20,
             ecn: "auto".into(),
             scheduler: "stack".into(),
+            max_ack_delay: None,
             crypto: CryptoSuite::Null,
         }
     }

@@ -29,7 +29,9 @@ use crate::cc::Choice;
 use crate::crypto::{NullClientConfig, NullHmacKey, NullServerConfig, NullTokenKey};
 use crate::net::{ecmp_hash, Interface, Link, LinkId, LinkParams, Node, NodeId, Packet, Ps};
 use crate::rng::SimRng;
-use crate::scenario::{expand_workloads, CryptoSuite, Expanded, FlowSpec, Scenario, ScenarioError};
+use crate::scenario::{
+    expand_workloads, CryptoSuite, Dur, Expanded, FlowSpec, Scenario, ScenarioError,
+};
 
 static ZEROS: [u8; 65536] = [0; 65536];
 /// The name clients connect to (and a TLS server's certificate is issued for).
@@ -238,6 +240,8 @@ enum Ev {
     Timer(usize, Ps),
     Connect(usize),
     Start(usize),
+    /// Some of a flow's `path_times` are due: the client opens those paths.
+    OpenPaths(usize),
     Stop(usize),
     SampleQueues,
     Trace,
@@ -569,6 +573,7 @@ impl Sim {
         if spec.paths == 0 {
             return Err(invalid("a flow needs at least one path".into()));
         }
+        spec.check_path_times().map_err(invalid)?;
         if i >= 20_000 {
             return Err(invalid("at most 20000 flows".into()));
         }
@@ -644,8 +649,15 @@ impl Sim {
         self.ep_by_addr.insert((client, client_port), client_ep);
         self.ep_by_addr.insert((server, server_port), server_ep);
 
-        let connect_at = if spec.handshake_at_start { spec.start.0 } else { 0 };
+        let connect_at = spec.connect_at().0;
         self.schedule(connect_at, Ev::Connect(i));
+        // Paths opened later than the handshake: wake the client at each such time.
+        let mut later: Vec<Ps> =
+            spec.path_times.iter().map(|t| t.0).filter(|&t| t > connect_at).collect();
+        later.dedup();
+        for at in later {
+            self.schedule(at, Ev::OpenPaths(i));
+        }
         self.schedule(spec.start.0, Ev::Start(i));
         if spec.bytes.is_none() {
             let stop = spec.stop.unwrap_or(self.scenario.duration).0;
@@ -685,6 +697,24 @@ impl Sim {
             .map(|&(_, at)| at)
             .collect();
         (n(flow.client_ep), n(flow.server_ep), times)
+    }
+
+    /// Whether the client's and the server's ACK_FREQUENCY request (QUIC's ACK frequency
+    /// extension) never reached the peer. With an ACK profile (exact ECN, or
+    /// `transport.max_ack_delay`) each end sends one request after the handshake; noq-proto 1.4
+    /// does not send a lost one again (its per-poll "should send a new request" check overwrites
+    /// the retransmission flag), so that connection keeps the peer's default ACK behaviour and,
+    /// for the PTO, its 25 ms max_ack_delay.
+    pub fn ack_frequency_lost(&mut self, f: usize) -> (bool, bool) {
+        let (client, server) = (self.flows[f].client_ep, self.flows[f].server_ep);
+        let mut frames = |ep: usize| {
+            self.endpoints[ep].conn.as_mut().map_or((0, 0), |(_, c)| {
+                let stats = c.stats();
+                (stats.frame_tx.ack_frequency, stats.frame_rx.ack_frequency)
+            })
+        };
+        let ((client_tx, client_rx), (server_tx, server_rx)) = (frames(client), frames(server));
+        (client_tx > 0 && server_rx == 0, server_tx > 0 && client_rx == 0)
     }
 
     /// Final statistics of the client's paths of flow `f`.
@@ -774,15 +804,33 @@ impl Sim {
         c.initial_mtu(t.mtu);
         c.min_mtu(t.mtu);
         c.mtu_discovery_config(None);
+        let mut ack_frequency = None;
         if choice.exact_ecn(precision) {
             // As `mpquic::Options::transport` does: one packet per datagram and an ACK for every
             // packet, so that every CE increase the controller hears of is one marked packet.
-            let mut ack_frequency = noq_proto::AckFrequencyConfig::default();
-            ack_frequency.ack_eliciting_threshold(VarInt::from_u32(0));
-            c.enable_segmentation_offload(false).ack_frequency_config(Some(ack_frequency));
+            let mut exact = noq_proto::AckFrequencyConfig::default();
+            exact.ack_eliciting_threshold(VarInt::from_u32(0));
+            c.enable_segmentation_offload(false);
+            ack_frequency = Some(exact);
         } else {
             c.enable_segmentation_offload(true);
         }
+        if let Some(delay) = t.max_ack_delay {
+            if !(Dur::ms(1)..=Dur::ms(25)).contains(&delay) {
+                return Err(invalid(format!(
+                    "transport max_ack_delay {delay} is outside noq's 1ms..=25ms"
+                )));
+            }
+            // Otherwise as without the extension: an ACK every second packet, and at once on
+            // reordering (threshold 1; the extension's default of 2 would delay it).
+            let profile = ack_frequency.get_or_insert_with(|| {
+                let mut plain = noq_proto::AckFrequencyConfig::default();
+                plain.reordering_threshold(VarInt::from_u32(1));
+                plain
+            });
+            profile.max_ack_delay(Some(Duration::from_nanos(delay.0 / 1000)));
+        }
+        c.ack_frequency_config(ack_frequency);
         c.max_idle_timeout(None);
         c.initial_rtt(Duration::from_nanos(t.initial_rtt.0 / 1000));
         let window = VarInt::from_u64(t.window).map_err(|_| {
@@ -882,6 +930,10 @@ impl Sim {
             Ev::Connect(f) => self.connect(f),
             Ev::Start(f) => {
                 self.flows[f].started = true;
+                let ep = self.flows[f].client_ep;
+                self.service(ep);
+            }
+            Ev::OpenPaths(f) => {
                 let ep = self.flows[f].client_ep;
                 self.service(ep);
             }
@@ -1255,7 +1307,9 @@ fn client_app(flow: &mut Flow, conn: &mut Connection, now: Instant, now_ps: Ps, 
     if flow.progress.connected_at.is_none() {
         return;
     }
-    while flow.paths_opened < flow.spec.paths {
+    while flow.paths_opened < flow.spec.paths
+        && flow.spec.path_times.get(flow.paths_opened).is_none_or(|t| t.0 <= now_ps)
+    {
         let (local, remote) = flow.path_addrs[flow.paths_opened];
         match conn.open_path(FourTuple::new(remote, Some(local)), PathStatus::Available, now) {
             Ok(_) => flow.paths_opened += 1,

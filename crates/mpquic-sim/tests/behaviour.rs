@@ -345,3 +345,79 @@ fn real_tls_connections_complete_over_the_simulated_network() {
     assert_eq!(flow.delivered_bytes, 2 << 20);
     assert!(flow.fct_us.is_some(), "the flow completed");
 }
+
+/// A path given a later open time (`path_times`) is opened on the running connection: it
+/// carries nothing before that time, and afterwards the flow's traffic spreads onto it, for the
+/// stack's own controller and for a coupled one (whose new slot joins mid-run).
+#[test]
+fn a_path_opened_mid_run_carries_data_only_after_its_open_time() {
+    for controller in ["newreno", "amp"] {
+        let mut s = Scenario::new(
+            "late-path",
+            Dur::ms(12),
+            Topology::TwoPath { cross_hosts: 0, access: fast_access() },
+        );
+        s.output.goodput_interval = Dur::ms(1);
+        s.host_jitter = Dur::us(1);
+        let mut mp = FlowSpec::bulk("src", "dst");
+        mp.name = Some("mp".into());
+        mp.paths = 2;
+        mp.path_times = vec![Dur(0), Dur::ms(6)];
+        mp.controller = Some(controller.into());
+        s.flows.push(mp);
+        let (r, sim) = run(s.clone());
+        // Opening a path mid-run keeps the run deterministic.
+        assert_eq!(run(s).0.to_json(), r.to_json(), "{controller}");
+        let mp = r.flow("mp").unwrap();
+        // Path 1 (address 1, link src->b) is established just after 6 ms...
+        assert_eq!(mp.paths_established.len(), 1, "{controller}");
+        let (_, at_us) = mp.paths_established[0];
+        assert!((6000.0..6100.0).contains(&at_us), "{controller}: established at {at_us} us");
+        // ...has carried nothing before, while path 0 ran at full rate...
+        assert_eq!(link_bytes(&sim, "src->b", 0, 6), 0, "{controller}");
+        assert!(link_bytes(&sim, "src->a", 2, 6) as f64 * 8.0 / 4e-3 > 0.9 * GBPS10);
+        // ...and carries a large share of the flow from 2 ms after its opening.
+        let (a, b) = (link_bytes(&sim, "src->a", 8, 12), link_bytes(&sim, "src->b", 8, 12));
+        assert!(b as f64 > 0.3 * (a + b) as f64, "{controller}: a {a} b {b}");
+        assert!((a + b) as f64 * 8.0 / 4e-3 > 1.5 * GBPS10, "{controller}: a {a} b {b}");
+        if controller == "amp" {
+            let snapshot = &mp.controllers[0].snapshot;
+            assert_eq!(snapshot.paths.len(), 2, "{snapshot:?}");
+        }
+    }
+}
+
+/// The data-center ACK profile (`transport.max_ack_delay`) lowers the probe timeout. Eight
+/// 64 KB NewReno flows start together after their handshakes into a 10-packet buffer without
+/// marking, so some lose their last packets: with noq's default 25 ms max_ack_delay such a
+/// flow waits over 25 ms for its probe timeout; with 1 ms the same flows complete within a few
+/// ms.
+#[test]
+fn data_center_ack_profile_shortens_the_probe_timeout() {
+    let fcts_ms = |max_ack_delay: Option<Dur>| {
+        let mut s = many_to_one(8, Dur::ms(100));
+        s.transport.max_ack_delay = max_ack_delay;
+        if let Topology::ManyToOne { bottleneck, .. } = &mut s.topology {
+            (bottleneck.buffer, bottleneck.ecn_k) = (Some(10), Some(0));
+        }
+        for i in 0..8 {
+            let mut f = FlowSpec::bulk(&format!("s{i}"), "r");
+            f.bytes = Some(65_536);
+            f.start = Dur::ms(2);
+            s.flows.push(f);
+        }
+        let (report, _) = run(s);
+        assert!(report.flows.iter().all(|f| !f.ack_frequency_lost.0), "request lost");
+        let mut fcts: Vec<f64> = report.flows.iter().map(|f| f.fct_us.unwrap() / 1e3).collect();
+        fcts.sort_by(f64::total_cmp);
+        fcts
+    };
+    let default = fcts_ms(None);
+    assert!(default[7] > 25.0, "{default:?}");
+    let profile = fcts_ms(Some(Dur::ms(1)));
+    assert!(profile[7] < 10.0, "{profile:?}");
+    let mut bad = many_to_one(1, Dur::ms(1));
+    bad.transport.max_ack_delay = Some(Dur::us(500));
+    bad.flows.push(FlowSpec::bulk("s0", "r"));
+    assert!(Sim::new(bad).is_err_and(|e| e.to_string().contains("1ms..=25ms")));
+}

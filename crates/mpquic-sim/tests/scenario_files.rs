@@ -42,3 +42,26 @@ fn unknown_fields_and_nodes_are_rejected() {
     let bad_cc = "name = \"x\"\nduration = \"1ms\"\ncontroller = \"vegas\"\n[topology]\nkind = \"two-path\"\n[[flows]]\nfrom = \"src\"\nto = \"dst\"\n";
     assert!(Sim::new(Scenario::from_toml(bad_cc).unwrap()).is_err());
 }
+
+#[test]
+fn bad_path_times_are_rejected_with_the_reason() {
+    let scenario = |flow: &str| {
+        let text = format!(
+            "name = \"x\"\nduration = \"1ms\"\n[topology]\nkind = \"two-path\"\n\
+             [[flows]]\nfrom = \"src\"\nto = \"dst\"\n{flow}\n"
+        );
+        Sim::new(Scenario::from_toml(&text).unwrap()).err().map(|e| e.to_string())
+    };
+    assert_eq!(scenario("paths = 2\npath_times = [\"0ms\", \"1ms\"]"), None);
+    let count = scenario("paths = 2\npath_times = [\"0ms\"]").unwrap();
+    assert!(count.contains("1 entries for 2 paths"), "{count}");
+    let order = scenario("paths = 3\npath_times = [\"0ms\", \"2ms\", \"1ms\"]").unwrap();
+    assert!(order.contains("must not decrease"), "{order}");
+    let first = scenario("paths = 2\npath_times = [\"1ms\", \"2ms\"]").unwrap();
+    assert!(first.contains("after the handshake"), "{first}");
+    assert!(Scenario::from_toml(
+        "name = \"x\"\nduration = \"1ms\"\n[topology]\nkind = \"two-path\"\n[[flows]]\n\
+         from = \"src\"\nto = \"dst\"\npaths = 2\npath_times = [\"0ms\", \"soon\"]\n"
+    )
+    .is_err());
+}

@@ -85,6 +85,13 @@ enum Command {
         /// Override the scenario's duration.
         #[arg(long)]
         duration: Option<String>,
+        /// The data-center ACK profile: set the scenario's `transport.max_ack_delay` (the delay
+        /// every connection asks its peer to ACK within), e.g. `1ms`.
+        #[arg(long)]
+        max_ack_delay: Option<String>,
+        /// Override the flow size (bytes) of the scenario's incast workloads, e.g. 262144.
+        #[arg(long)]
+        incast_bytes: Option<u64>,
     },
     /// Parse a scenario and print it with every default filled in.
     Check {
@@ -125,10 +132,29 @@ fn run(cli: Cli) -> Result<(), String> {
             let hold: Dur = hold.parse()?;
             e3(s, &out, &controllers, Criterion { threshold, hold: hold.0 })
         }
-        Command::Exp { name, scenario, out, seeds, controllers, duration } => {
+        Command::Exp {
+            name,
+            scenario,
+            out,
+            seeds,
+            controllers,
+            duration,
+            max_ack_delay,
+            incast_bytes,
+        } => {
             let mut s = load(&scenario)?;
             if let Some(d) = duration {
                 s.duration = d.parse()?;
+            }
+            if let Some(d) = max_ack_delay {
+                s.transport.max_ack_delay = Some(d.parse()?);
+            }
+            if let Some(size) = incast_bytes {
+                for w in &mut s.workloads {
+                    if let mpquic_sim::scenario::Workload::Incast { bytes, .. } = w {
+                        *bytes = size;
+                    }
+                }
             }
             let seeds = seeds
                 .split(',')
