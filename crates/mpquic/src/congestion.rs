@@ -256,10 +256,16 @@ impl State {
 
     /// The window noq enforces: the controller's, closed for a path the controller or the
     /// scheduler keeps from new data (returning the bytes already in flight blocks it).
+    ///
+    /// A path nothing has been acknowledged on yet is never closed: noq validates a new path
+    /// with congestion-controlled packets, so a path opened while the controller keeps new
+    /// paths from data (AMP in suppression) would otherwise never be established, and could not
+    /// be released later.
     fn gated_window(&self, slot: PathId) -> u64 {
         let window = self.controller.window(slot);
         let path = &self.paths[slot.0 as usize];
-        let may_send = self.controller.may_send(slot)
+        let may_send = path.smoothed_rtt.is_none()
+            || self.controller.may_send(slot)
             && self.scheduler.admits(slot, |s| self.load(s), self.paths.len() as u32);
         if may_send {
             window
@@ -583,6 +589,14 @@ mod tests {
         let (mut paths, _) = handles(vec![PathId(1)], 2);
         let t0 = Instant::now();
         paths[1].on_packet_sent(t0, 1200, 0);
+        // Until something is acknowledged on it, the path may send: noq validates it with
+        // congestion-controlled packets.
+        assert_eq!(paths[1].window(), 20_000, "a path being validated is not gated");
+        let t1 = t0 + Duration::from_millis(1);
+        let rtt = Duration::from_millis(1);
+        paths[1].acked(t1, t0, 1200, 0, false, (rtt, rtt));
+        paths[1].on_end_acks(t1, 0, false, Some(0));
+        paths[1].on_packet_sent(t1, 1200, 1);
         assert_eq!(paths[0].window(), 20_000);
         assert_eq!(paths[1].window(), 1200, "no room beyond what is in flight");
         // The pacer still sees the real window.
