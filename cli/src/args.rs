@@ -231,6 +231,11 @@ pub struct SendArgs {
     /// Name to store the file under on the server (default: the file's name).
     #[arg(long)]
     pub name: Option<String>,
+    /// Send it this many times, one after the other, each over a new connection (its own
+    /// handshake and paths) from the same socket: short-flow workloads without a process start-up
+    /// per flow. Prints one result per transfer.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..), value_name = "N")]
+    pub repeat: u32,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }

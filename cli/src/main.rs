@@ -35,7 +35,7 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve::serve(args).await,
             Command::Send(args) => {
                 let json = args.connect.json;
-                interruptible(client::send(args)).await.map(|r| print_result(&r, json))
+                interruptible(client::send(args, |r| print_result(r, json))).await
             }
             Command::Get(args) => {
                 let json = args.connect.json;

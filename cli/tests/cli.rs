@@ -271,6 +271,39 @@ fn downloads_arrive_whole_and_missing_names_are_reported() {
 }
 
 #[test]
+fn repeated_sends_each_run_on_a_new_connection() {
+    let server = ServerProcess::start(
+        &["127.0.0.1"],
+        &["--insecure", "--sink", "--json", "--max-transfers", "3"],
+    );
+    let out = mpquic(&[
+        "send",
+        "--generate",
+        "100K",
+        "--repeat",
+        "3",
+        "--server",
+        &server.addr("127.0.0.1"),
+        "--insecure",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3, "one result per transfer");
+    for r in &lines {
+        assert_eq!(r["bytes"], 100 << 10);
+        // A fresh connection's counters hold one transfer, not the sum of the ones before.
+        let sent: u64 =
+            r["paths"].as_array().unwrap().iter().map(|p| p["bytes_sent"].as_u64().unwrap()).sum();
+        assert!(sent < 2 * (100 << 10), "{sent} bytes sent on this connection");
+    }
+    assert_eq!(server.wait().lines().count(), 3, "the server received three transfers");
+}
+
+#[test]
 fn aggregate_jobs_complete_with_every_answer_and_fail_on_a_missing_file() {
     let store = tempfile::tempdir().unwrap();
     random_file(store.path(), "answer", 64 << 10);

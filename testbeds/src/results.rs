@@ -57,7 +57,10 @@ pub struct FlowResult {
     pub goodput_mbps: Option<f64>,
     /// Receiver-side throughput over time: (seconds since the run started, Mbit/s).
     pub throughput: Vec<(f64, f64)>,
-    /// The mpquic client's own JSON report, verbatim.
+    /// With `repeat`: each transfer's FCT (then `fct_s` is their sum, `bytes` their total).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub transfer_fcts_s: Vec<f64>,
+    /// The mpquic client's own JSON report, verbatim (with `repeat`, the last transfer's).
     pub mpquic: Option<serde_json::Value>,
     /// CPU seconds (user + system) of the sending process (`/proc/<pid>/stat` before reaping).
     pub cpu_s: Option<f64>,

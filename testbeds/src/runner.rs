@@ -347,6 +347,9 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
                     if f.paths_per_pair > 1 {
                         args.extend(["--paths-per-pair".into(), f.paths_per_pair.to_string()]);
                     }
+                    if f.repeat > 1 {
+                        args.extend(["--repeat".into(), f.repeat.to_string()]);
+                    }
                     args.extend(transport_args(&f.cc, &f.cc_params, &f.ecn));
                     args.extend([
                         "--scheduler".into(),
@@ -741,6 +744,7 @@ fn flow_result(o: FlowOutcome, sinks: &[SinkRecord], start_ns: u64) -> FlowResul
         fct_s: None,
         goodput_mbps: None,
         throughput: Vec::new(),
+        transfer_fcts_s: Vec::new(),
         mpquic: None,
         cpu_s: None,
         error: None,
@@ -771,16 +775,26 @@ fn flow_result(o: FlowOutcome, sinks: &[SinkRecord], start_ns: u64) -> FlowResul
             }
         }
         FlowKind::Mpquic => {
-            if let Some(v) = lines
+            // One JSON line per transfer (several with `repeat`).
+            let reports: Vec<serde_json::Value> = lines
                 .iter()
-                .rev()
-                .find_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok())
-            {
-                fr.completed = ok;
-                fr.bytes = v.get("bytes").and_then(|x| x.as_u64()).unwrap_or(0);
-                fr.fct_s = v.get("fct_s").and_then(|x| x.as_f64());
-                fr.goodput_mbps = v.get("goodput_mbps").and_then(|x| x.as_f64());
-                fr.mpquic = Some(v);
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok())
+                .collect();
+            if let Some(last) = reports.last() {
+                let num = |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_f64());
+                fr.completed = ok && reports.len() == o.spec.repeat as usize;
+                fr.bytes = reports.iter().filter_map(|v| v.get("bytes")?.as_u64()).sum();
+                if reports.len() == 1 {
+                    fr.fct_s = num(last, "fct_s");
+                    fr.goodput_mbps = num(last, "goodput_mbps");
+                } else {
+                    // The time spent transferring, and the goodput over it.
+                    fr.transfer_fcts_s = reports.iter().filter_map(|v| num(v, "fct_s")).collect();
+                    let busy: f64 = fr.transfer_fcts_s.iter().sum();
+                    fr.fct_s = Some(busy);
+                    fr.goodput_mbps = (busy > 0.0).then(|| fr.bytes as f64 * 8.0 / busy / 1e6);
+                }
+                fr.mpquic = Some(last.clone());
             } else if fr.error.is_none() {
                 fr.error = Some(format!("no JSON report on stdout; stderr: {}", err.trim()));
             }

@@ -37,6 +37,7 @@
 //! ecn = "exact"               # mpquic: --ecn exact (GSO off, ACK every packet) | batched | auto
 //! scheduler = "stack"         # mpquic: --scheduler stack | lowest-rtt | round-robin
 //! paths_per_pair = 1          # mpquic: --paths-per-pair N (N paths over each address pair)
+//! repeat = 1                  # mpquic: --repeat N (N transfers of `bytes`, a new connection each)
 //!
 //! [[jobs]]                    # partition/aggregate jobs (`mpquic aggregate`); flows may be empty
 //! aggregator = "d"            # host that sends the requests and receives the answers
@@ -183,6 +184,10 @@ pub struct FlowSpec {
     /// mpquic: the CLI's `--paths-per-pair` (several paths over one address pair, 1..=16).
     #[serde(default = "one_u32")]
     pub paths_per_pair: u32,
+    /// mpquic: the CLI's `--repeat` (`bytes` sent this many times, each over a new connection,
+    /// by one process: short flows without a process start-up each).
+    #[serde(default = "one_u32")]
+    pub repeat: u32,
 }
 
 /// Partition/aggregate jobs: the aggregator asks every worker at once (one warm single-path
@@ -304,6 +309,9 @@ impl Scenario {
                         f.to,
                         f.ecn
                     );
+                }
+                if f.repeat == 0 {
+                    bail!("flow {} -> {}: repeat must be >= 1", f.from, f.to);
                 }
                 if !(1..=16).contains(&f.paths_per_pair) {
                     bail!("flow {} -> {}: paths_per_pair must be in 1..=16", f.from, f.to);
