@@ -2,29 +2,43 @@
 min-max over rounds), the bottleneck during the job phase (queue, the answers' share of the bytes
 sent), the background flows (goodput, AMP suppressions, whether they outlasted the jobs), and a
 hand-written SVG of JCT against the background's path count.
+
+Only jobs that ended within PATH_IDLE_S of the background flows' start count: the background
+connections lose their paths 1..n-1 then (every path other than 0 is closed at ~10 s, the
+CLI's default --idle-timeout, while still sending; docs/results/E7-netns.md), after which a
+multipath background is a single-path one. The jobs after that are reported apart.
 usage: python3 e7_summary.py OUT DEST"""
 import glob
 import json
+import math
 import os
+import statistics
 import sys
 
-from common import fmt, loads, med, runs
+from common import copy_svgs, fmt, loads, med, runs
 
 OUT, DEST = sys.argv[1], sys.argv[2]
 # The runner starts its sampler ~50 ms before the flows' clock (runner.rs sleeps 50 ms).
 SAMPLER_LEAD_S = 0.05
+# The CLI's default --idle-timeout: the background's extra paths close this long after they open.
+PATH_IDLE_S = 10.0
+# JCT CDFs (and queues) of the first round kept in the repository (the others stay in OUT).
+KEEP_SVG = {"dctcp-1", "amp-8", "xmp-8"}
 ORDER = ["none", "dctcp-1", "cubic-1", "amp-4", "amp-6", "amp-8", "xmp-4", "xmp-6", "xmp-8"]
 
 
-def job_window(rep):
-    """(start, end) of the job phase in the runner's clock: from the first job (after the
-    aggregator's start-up and handshakes) to the aggregator's exit."""
+def job_clock_offset(rep):
+    """The runner's time of the aggregator's job clock zero (its clock starts after its process
+    start-up and handshakes): its exit minus the last job's end."""
     j = rep["jobs"][0]
-    first = min(x["start_s"] for x in j["report"]["jobs"])
-    # The aggregator's own clock starts after its set-up; its process started at j["start_s"].
-    end = j["end_s"]
     span = max(x["start_s"] + (x["jct_s"] or 0) for x in j["report"]["jobs"])
-    return end - span + first, end
+    return j["end_s"] - span
+
+
+def nearest_rank(v, p):
+    """The CLI's percentile (nearest rank)."""
+    v = sorted(v)
+    return v[max(1, min(len(v), math.ceil(p * len(v)))) - 1] if v else None
 
 
 def link_in_window(rep, lo, hi):
@@ -49,46 +63,60 @@ for scen in ORDER:
     reps = runs(OUT, f"E7-{scen}")
     if not reps:
         continue
-    m = {k: [] for k in ("p50", "p90", "p99", "max", "done", "total", "share", "q50", "q99",
-                         "bg_mbps", "supp", "outlast", "rcvbuf", "drops", "connect_ms", "agg_cpu")}
+    m = {k: [] for k in ("p50", "p90", "p99", "max", "used", "done", "total", "share", "q50",
+                         "q99", "bg_mbps", "supp", "outlast", "rcvbuf", "drops", "connect_ms",
+                         "agg_cpu", "late_p50", "late_n")}
     for r in reps:
         j = r["jobs"][0]
         rep = j["report"]
         m["total"].append(len(rep["jobs"]))
         m["done"].append(rep["completed"])
-        for k in ("p50", "p90", "p99", "max"):
-            m[k].append(rep["jct_ms"][k])
+        off = job_clock_offset(r)
+        bg = r["flows"]
+        cutoff = min(f["start_s"] for f in bg) + PATH_IDLE_S if bg else math.inf
+        ends = lambda x: off + x["start_s"] + (x["jct_s"] or math.inf)
+        used = [x for x in rep["jobs"] if ends(x) <= cutoff]
+        late = [x["jct_s"] * 1e3 for x in rep["jobs"] if x["jct_s"] and off + x["start_s"] >= cutoff]
+        m["used"].append(len(used))
+        jct = [x["jct_s"] * 1e3 for x in used]
+        for k, p in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("max", 1.0)):
+            m[k].append(nearest_rank(jct, p))
+        m["late_n"].append(len(late))
+        m["late_p50"].append(statistics.median(late) if late else None)
         m["connect_ms"].append(rep["connect_s"] * 1e3)
         m["agg_cpu"].append(j["cpu_s"])
-        lo, hi = job_window(r)
+        lo = off + min(x["start_s"] for x in used)
+        hi = max(ends(x) for x in used)
         sent, q = link_in_window(r, lo, hi)
-        answers = sum(b for x in rep["jobs"] for b in x["response_bytes"])
+        answers = sum(b for x in used for b in x["response_bytes"])
         m["share"].append(answers / sent if sent else None)
         m["q50"].append(pct(q, 0.5))
         m["q99"].append(pct(q, 0.99))
-        bg = r["flows"]
         if bg:
             m["bg_mbps"].append(sum(f["goodput_mbps"] or 0 for f in bg))
-            m["outlast"].append(min(f["end_s"] for f in bg) >= hi)
-            s = [f["mpquic"]["controller_state"].get("suppressions") for f in bg if f["mpquic"]]
+            m["outlast"].append(min(f["end_s"] for f in bg) >= j["end_s"])
+            s = [(f["mpquic"].get("controller_state") or {}).get("suppressions") for f in bg if f["mpquic"]]
             if all(x is not None for x in s) and s:
                 m["supp"].append(sum(s))
         m["rcvbuf"].append(r["receiver_counters"]["d"]["Udp.RcvbufErrors"])
         m["drops"].append(r["links"][0]["qdisc_drops"])
+    if scen in KEEP_SVG:
+        copy_svgs(reps[0], DEST, f"E7-{scen}", ("rep0-fct-cdf.svg", "rep0-queue.svg"))
     rows[scen] = {"reps": len(reps), "load": loads(reps), "raw": m,
                   **{k: med(v) for k, v in m.items() if k != "outlast"},
                   "bg_outlasted_jobs": m["outlast"]}
 
 rounds = ", ".join(f"{k} {v['reps']}" for k, v in rows.items())
 print(f"E7 netns: {OUT}, rounds per scenario: {rounds}\n")
-print("| background | jobs done | JCT p50 ms | JCT p90 ms | JCT p99 ms | answers' share of bytes (job phase) | queue median / p99 frames (job phase) | qdisc drops | aggregator UDP rcvbuf drops | background Mbit/s (2 flows, whole run) | AMP suppressions (2 flows) | background outlasted the jobs | host load (rounds) |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+print(f"| background | jobs done | jobs ended < {PATH_IDLE_S:g} s after the background started (used) | JCT p50 ms | JCT p90 ms | JCT p99 ms | answers' share of bytes (used jobs' phase) | queue median / p99 frames (same) | qdisc drops | aggregator UDP rcvbuf drops | background Mbit/s (2 flows, whole run) | AMP suppressions (2 flows) | background outlasted the jobs | jobs started later: n, JCT p50 ms | host load (rounds) |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for scen, r in rows.items():
     done = f"{sum(r['raw']['done'])}/{sum(r['raw']['total'])}"
-    print(f"| {scen} | {done} | {fmt(r['p50'])} | {fmt(r['p90'])} | {fmt(r['p99'])} | "
+    late = f"{', '.join(map(str, r['raw']['late_n']))}; {fmt(r['late_p50'])}" if any(r["raw"]["late_n"]) else "-"
+    print(f"| {scen} | {done} | {', '.join(map(str, r['raw']['used']))} | {fmt(r['p50'])} | {fmt(r['p90'])} | {fmt(r['p99'])} | "
           f"{fmt(r['share'], 2)} | {fmt(r['q50'])} / {fmt(r['q99'])} | {fmt(r['drops'], 0)} | "
           f"{fmt(r['rcvbuf'], 0)} | {fmt(r['bg_mbps'])} | {fmt(r['supp'], 0)} | "
-          f"{', '.join('yes' if x else 'NO' for x in r['bg_outlasted_jobs']) or '-'} | "
+          f"{', '.join('yes' if x else 'NO' for x in r['bg_outlasted_jobs']) or '-'} | {late} | "
           f"{', '.join(map(str, r['load']))} |")
 print()
 print("Aggregator set-up (10 concurrent handshakes) ms, median (min-max) over all runs: "
