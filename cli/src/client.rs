@@ -76,8 +76,9 @@ impl Session {
 /// What `send` uploads: the file or generated data, its size and its name on the server.
 type Source = (Box<dyn AsyncRead + Unpin + Send>, u64, String);
 
+/// Opens what `send` uploads and checks its name (before any connection: bad input fails first).
 async fn open_source(args: &SendArgs) -> Result<Source> {
-    Ok(match (&args.file, args.generate) {
+    let source: Source = match (&args.file, args.generate) {
         (Some(path), _) => {
             let file = tokio::fs::File::open(path)
                 .await
@@ -97,12 +98,15 @@ async fn open_source(args: &SendArgs) -> Result<Source> {
             args.name.clone().unwrap_or_else(|| "generated.bin".into()),
         ),
         (None, None) => unreachable!("clap requires FILE or --generate"),
-    })
+    };
+    check_name(&source.2)?;
+    Ok(source)
 }
 
 /// Upload a file or generated data `--repeat` times, each over a new connection; calls
 /// `report` with each transfer's result as it completes.
 pub async fn send(args: SendArgs, mut report: impl FnMut(&TransferResult)) -> Result<()> {
+    let mut first = Some(open_source(&args).await?);
     let mut session = connect(&args.connect).await?;
     for i in 0..args.repeat {
         if i > 0 {
@@ -110,7 +114,10 @@ pub async fn send(args: SendArgs, mut report: impl FnMut(&TransferResult)) -> Re
             session.conn.connection().close(0u32.into(), b"done");
             session.conn = open_connection(&session.client, &args.connect).await?;
         }
-        let source = open_source(&args).await?;
+        let source = match first.take() {
+            Some(source) => source,
+            None => open_source(&args).await?,
+        };
         report(&upload(&session.conn, source, args.connect.json).await?);
     }
     session.close().await;
@@ -123,7 +130,6 @@ async fn upload(
     (mut source, size, name): Source,
     quiet: bool,
 ) -> Result<TransferResult> {
-    check_name(&name)?;
     let started = Instant::now();
     let (mut send, mut recv) = conn.connection().open_bi().await.context("opening a stream")?;
     Request::Put { name: name.clone(), size }.write(&mut send).await?;
