@@ -114,6 +114,9 @@ struct SlotState {
     /// Time spent inactive before `inactive_since`.
     inactive_before: Duration,
     removed: bool,
+    /// One packet may go out although the path is kept from new data: a keep-alive probe
+    /// (see [`SharedController::allow_probe`]). Spent by the next packet sent on the path.
+    probe_allowed: bool,
 }
 
 impl SharedController {
@@ -166,6 +169,17 @@ impl SharedController {
         })
     }
 
+    /// Let one packet out on a slot even if the controller or the scheduler keeps it from new
+    /// data: a keep-alive probe. Paths kept from data stay open (AMP's suppressed paths,
+    /// paths the scheduler does not pick), and noq abandons a path on which nothing is
+    /// received for its idle timeout; the peer receives nothing on it unless we send. The
+    /// stack may fill the probe's packet with data; that is one packet per keep-alive interval.
+    pub fn allow_probe(&self, slot: PathId) {
+        if let Some(path) = self.lock().paths.get_mut(slot.0 as usize) {
+            path.probe_allowed = true;
+        }
+    }
+
     /// The path is gone: the controller forgets it and couples over the others.
     pub fn remove_path(&self, slot: PathId) {
         let mut state = self.lock();
@@ -200,6 +214,7 @@ impl State {
             inactive_since: None,
             inactive_before: Duration::ZERO,
             removed: false,
+            probe_allowed: false,
         });
         self.feed(slot, Event::PathAdded { mss });
         slot
@@ -269,6 +284,8 @@ impl State {
             && self.scheduler.admits(slot, |s| self.load(s), self.paths.len() as u32);
         if may_send {
             window
+        } else if path.probe_allowed {
+            path.in_flight + path.mss
         } else {
             path.in_flight.min(window)
         }
@@ -358,6 +375,7 @@ impl noq_cc::Controller for PathHandle {
         let path = &mut state.paths[self.slot.0 as usize];
         path.in_flight += u64::from(bytes);
         path.packets_sent += 1;
+        path.probe_allowed = false;
         state.feed(self.slot, Event::PacketSent { bytes: bytes.into(), pn });
     }
 
@@ -587,6 +605,7 @@ mod tests {
     #[test]
     fn a_path_the_controller_keeps_from_data_is_blocked_at_its_bytes_in_flight() {
         let (mut paths, _) = handles(vec![PathId(1)], 2);
+        let shared = paths[1].shared.clone();
         let t0 = Instant::now();
         paths[1].on_packet_sent(t0, 1200, 0);
         // Until something is acknowledged on it, the path may send: noq validates it with
@@ -601,6 +620,11 @@ mod tests {
         assert_eq!(paths[1].window(), 1200, "no room beyond what is in flight");
         // The pacer still sees the real window.
         assert_eq!(paths[1].metrics().congestion_window, 20_000);
+        // A keep-alive probe gets one packet past the gate, and only one.
+        shared.allow_probe(PathId(1));
+        assert_eq!(paths[1].window(), 2400);
+        paths[1].on_packet_sent(t1, 1200, 2);
+        assert_eq!(paths[1].window(), 2400, "the probe's packet spent the allowance");
     }
 
     #[test]

@@ -13,6 +13,7 @@ use tokio_stream::StreamExt;
 use tracing::Instrument;
 
 use crate::congestion::{slot_of, SharedController, SlotReport};
+use crate::options::Transport;
 
 /// One path to open: a remote address and, optionally, the local address to send from.
 ///
@@ -92,19 +93,19 @@ pub struct MultipathConnection {
 }
 
 impl MultipathConnection {
-    /// Wrap an established connection; starts following its path events.
+    /// Wrap an established connection; starts following its path events and keeping its
+    /// paths alive.
     pub(crate) fn new(
         conn: noq::Connection,
-        controller: Option<Arc<SharedController>>,
+        transport: Transport,
         controller_name: &'static str,
-        exact_ecn: bool,
     ) -> Self {
         let this = MultipathConnection {
             conn,
-            controller,
+            controller: transport.controller,
             paths: Arc::default(),
             controller_name,
-            exact_ecn,
+            exact_ecn: transport.exact_ecn,
         };
         let events = this.conn.path_events();
         this.register(PathId::ZERO);
@@ -121,9 +122,53 @@ impl MultipathConnection {
                     }
                 }
             }
+            .instrument(span.clone()),
+        );
+        let follower = this.clone_weak();
+        let interval = transport.path_keep_alive;
+        tokio::spawn(
+            async move {
+                let mut sent_before = BTreeMap::new();
+                let mut ticks = tokio::time::interval_at(
+                    tokio::time::Instant::now() + interval,
+                    interval,
+                );
+                loop {
+                    ticks.tick().await;
+                    let Some(this) = follower.upgrade() else { break };
+                    if this.conn.close_reason().is_some() {
+                        break;
+                    }
+                    this.probe_silent_paths(&mut sent_before);
+                }
+            }
             .instrument(span),
         );
         this
+    }
+
+    /// Ping every open path that sent nothing since the last call.
+    ///
+    /// noq abandons a path when nothing is received on it for the path idle timeout, and a
+    /// path can be silent in one direction while in use: the receiver of a transfer
+    /// acknowledges every path's packets on whichever path it sends on, and the sender keeps
+    /// paths from new data (AMP's suppressed paths, a scheduler's unused ones) although they
+    /// stay open. noq's own per-path keep-alive does not help, as it restarts whenever a packet
+    /// arrives on the path. So each end pings its silent paths, letting the probe past the
+    /// controller's gate.
+    fn probe_silent_paths(&self, sent_before: &mut BTreeMap<PathId, u64>) {
+        for id in self.open_paths_now() {
+            let Some(path) = self.conn.path(id) else { continue };
+            let sent = path.stats().udp_tx.datagrams;
+            if sent_before.insert(id, sent) == Some(sent) {
+                let slot = self.ledger().get(&id).and_then(|r| r.slot);
+                if let (Some(controller), Some(slot)) = (&self.controller, slot) {
+                    controller.allow_probe(slot);
+                }
+                tracing::trace!(path = %id, "keep-alive probe");
+                let _ = path.ping();
+            }
+        }
     }
 
     /// A handle that does not keep the connection alive.

@@ -161,12 +161,7 @@ impl Client {
             Ok(Err(source)) => return Err(Error::Connection { addr, source }),
             Err(_) => return Err(Error::Timeout { addr, timeout }),
         };
-        let conn = MultipathConnection::new(
-            conn,
-            transport.controller,
-            options.congestion.name(),
-            transport.exact_ecn,
-        );
+        let conn = MultipathConnection::new(conn, transport, options.congestion.name());
         let failures = conn.open_paths(&paths[1..]).await;
         Ok((conn, failures))
     }
@@ -293,11 +288,6 @@ impl Accepting {
             Ok(Err(source)) => return Err(Error::Connection { addr, source }),
             Err(_) => return Err(Error::Timeout { addr, timeout }),
         };
-        Ok(MultipathConnection::new(
-            conn,
-            self.transport.controller,
-            self.controller_name,
-            self.transport.exact_ecn,
-        ))
+        Ok(MultipathConnection::new(conn, self.transport, self.controller_name))
     }
 }

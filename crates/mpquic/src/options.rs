@@ -159,6 +159,9 @@ pub struct Transport {
     pub controller: Option<Arc<SharedController>>,
     /// Whether CE counts will be exact.
     pub exact_ecn: bool,
+    /// How often a path that sent nothing is probed, so that the peer (which abandons a path
+    /// that receives nothing for the idle timeout) keeps it.
+    pub path_keep_alive: Duration,
 }
 
 impl Options {
@@ -228,6 +231,11 @@ impl Options {
                 configuration,
             )));
         }
-        Transport { config: Arc::new(config), controller, exact_ecn }
+        Transport {
+            config: Arc::new(config),
+            controller,
+            exact_ecn,
+            path_keep_alive: self.idle_timeout / 3,
+        }
     }
 }

@@ -23,7 +23,10 @@ async fn pair(
     congestion: Congestion,
     scheduler: Scheduler,
 ) -> (MultipathConnection, Client, tokio::task::JoinHandle<()>) {
-    let options = Options { congestion, scheduler, ..Options::default() };
+    pair_with(Options { congestion, scheduler, ..Options::default() }).await
+}
+
+async fn pair_with(options: Options) -> (MultipathConnection, Client, tokio::task::JoinHandle<()>) {
     let listen = [SocketAddr::new(ip("127.0.0.1"), 0), SocketAddr::new(ip("127.0.0.2"), 0)];
     let server = Server::bind(
         &listen,
@@ -88,6 +91,34 @@ async fn a_path_closed_mid_transfer_leaves_the_transfer_to_the_others() {
     assert!(!closed.open, "{after:?}");
     conn.connection().close(0u32.into(), b"");
     serving.await.unwrap();
+}
+
+/// The receiver acknowledges every path's packets on whichever path it sends on (here path 0),
+/// so a sender's extra paths receive nothing; they must still outlive the per-path idle
+/// timeout while they carry data, and so must a path the controller keeps from new data.
+#[tokio::test]
+async fn paths_outlive_the_idle_timeout_while_the_connection_is_in_use() {
+    for (controller, scheduler) in [("lia", Scheduler::RoundRobin), ("amp", Scheduler::Stack)] {
+        let options = Options {
+            congestion: controller.parse().unwrap(),
+            scheduler,
+            idle_timeout: Duration::from_millis(600),
+            ..Options::default()
+        };
+        let (conn, _client, serving) = pair_with(options).await;
+        let (mut send, mut recv) = conn.connection().open_bi().await.unwrap();
+        // A trickle for 4 idle timeouts.
+        let chunk = vec![7u8; 16 << 10];
+        for _ in 0..48 {
+            send.write_all(&chunk).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        send.finish().unwrap();
+        assert_eq!(read_answer(&mut recv).await.0, 48 * (16 << 10));
+        assert_eq!(conn.open_paths_now().len(), 2, "{controller}: {:?}", conn.report());
+        conn.connection().close(0u32.into(), b"");
+        serving.await.unwrap();
+    }
 }
 
 #[tokio::test]
