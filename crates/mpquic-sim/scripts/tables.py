@@ -10,8 +10,8 @@ Run from the repository root. Cross-check: the sim side is read from $CROSSCHECK
 (default testbed-results/crosscheck: <dir>/sim/<cc>/seed*/results.json and
 <dir>/sim-e2/<cc>/seed*/results.json); the netns side from testbeds/results/crosscheck/summary.json
 (with CROSSCHECK_WRITE=1 the sim side of that summary is rewritten too). Without sim runs there,
-the summary's sim numbers are used. Checked: on the committed JSON of 33a219c's parent results
-it reproduces every table of those write-ups byte for byte.
+the summary's sim numbers are used. Checked: it reproduces, from the JSON committed at 33a219c,
+every table of those write-ups byte for byte.
 """
 import glob
 import json
