@@ -27,6 +27,9 @@ pub enum Command {
     Send(SendArgs),
     /// Download a file from a server.
     Get(GetArgs),
+    /// Partition/aggregate jobs: ask every --server (a worker) for the same file at once; a job
+    /// ends with the last answer. Prints each job's completion time and the percentiles.
+    Aggregate(AggregateArgs),
     /// Server and client in one process over loopback: a multipath transfer and its statistics.
     Demo(DemoArgs),
     /// Write a self-signed certificate and key (for labs; give the certificate to clients as --ca).
@@ -228,6 +231,11 @@ pub struct SendArgs {
     /// Name to store the file under on the server (default: the file's name).
     #[arg(long)]
     pub name: Option<String>,
+    /// Send it this many times, one after the other, each over a new connection (its own
+    /// handshake and paths) from the same socket: short-flow workloads without a process start-up
+    /// per flow. Prints one result per transfer.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..), value_name = "N")]
+    pub repeat: u32,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }
@@ -239,6 +247,25 @@ pub struct GetArgs {
     /// Where to write it (default: the name, in the current directory).
     #[arg(long, short = 'o', value_name = "PATH")]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct AggregateArgs {
+    /// The file every worker answers with (served from each worker's `serve --dir`).
+    #[arg(long, value_name = "NAME")]
+    pub name: String,
+    /// Jobs each job stream runs, one after the other.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: u32,
+    /// Job streams running in parallel over the same connections.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub parallel: u32,
+    /// Pause between the end of a stream's job and the start of its next, in milliseconds.
+    #[arg(long, default_value_t = 0.0, value_name = "MS")]
+    pub gap_ms: f64,
+    /// The workers: one single-path connection to each --server, set up before the first job.
     #[command(flatten)]
     pub connect: ConnectArgs,
 }

@@ -43,16 +43,26 @@ struct Session {
 }
 
 async fn connect(args: &ConnectArgs) -> Result<Session> {
-    let options = args.transport.options()?;
     let specs = args.path_specs()?;
-    let trust = args.trust()?;
-    let client = Client::new(&trust, specs[0].remote.ip())?;
-    let (conn, failures) =
-        client.connect(&args.server_name(), &specs, &options, args.timeout()?).await?;
+    let client = Client::new(&args.trust()?, specs[0].remote.ip())?;
+    let conn = open_connection(&client, args).await?;
+    Ok(Session { client, conn })
+}
+
+/// A connection over every path of `args` from `client`'s endpoint.
+async fn open_connection(client: &Client, args: &ConnectArgs) -> Result<MultipathConnection> {
+    let (conn, failures) = client
+        .connect(
+            &args.server_name(),
+            &args.path_specs()?,
+            &args.transport.options()?,
+            args.timeout()?,
+        )
+        .await?;
     for failure in failures {
         eprintln!("mpquic: warning: {failure}; continuing on the other paths");
     }
-    Ok(Session { client, conn })
+    Ok(conn)
 }
 
 impl Session {
@@ -63,39 +73,67 @@ impl Session {
     }
 }
 
-/// Upload a file or generated data; returns the result to print.
-pub async fn send(args: SendArgs) -> Result<TransferResult> {
-    let (mut source, size, name): (Box<dyn AsyncRead + Unpin + Send>, u64, String) =
-        match (&args.file, args.generate) {
-            (Some(path), _) => {
-                let file = tokio::fs::File::open(path)
-                    .await
-                    .with_context(|| format!("cannot open {}", path.display()))?;
-                let meta = file
-                    .metadata()
-                    .await
-                    .with_context(|| format!("cannot read {}", path.display()))?;
-                if !meta.is_file() {
-                    return Err(anyhow!("{} is not a regular file", path.display()));
-                }
-                let default_name =
-                    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                (Box::new(file), meta.len(), args.name.clone().unwrap_or(default_name))
+/// What `send` uploads: the file or generated data, its size and its name on the server.
+type Source = (Box<dyn AsyncRead + Unpin + Send>, u64, String);
+
+/// Opens what `send` uploads and checks its name (before any connection: bad input fails first).
+async fn open_source(args: &SendArgs) -> Result<Source> {
+    let source: Source = match (&args.file, args.generate) {
+        (Some(path), _) => {
+            let file = tokio::fs::File::open(path)
+                .await
+                .with_context(|| format!("cannot open {}", path.display()))?;
+            let meta =
+                file.metadata().await.with_context(|| format!("cannot read {}", path.display()))?;
+            if !meta.is_file() {
+                return Err(anyhow!("{} is not a regular file", path.display()));
             }
-            (None, Some(size)) => (
-                Box::new(GeneratedData::new(size)),
-                size,
-                args.name.clone().unwrap_or_else(|| "generated.bin".into()),
-            ),
-            (None, None) => unreachable!("clap requires FILE or --generate"),
+            let default_name =
+                path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            (Box::new(file), meta.len(), args.name.clone().unwrap_or(default_name))
+        }
+        (None, Some(size)) => (
+            Box::new(GeneratedData::new(size)),
+            size,
+            args.name.clone().unwrap_or_else(|| "generated.bin".into()),
+        ),
+        (None, None) => unreachable!("clap requires FILE or --generate"),
+    };
+    check_name(&source.2)?;
+    Ok(source)
+}
+
+/// Upload a file or generated data `--repeat` times, each over a new connection; calls
+/// `report` with each transfer's result as it completes.
+pub async fn send(args: SendArgs, mut report: impl FnMut(&TransferResult)) -> Result<()> {
+    let mut first = Some(open_source(&args).await?);
+    let mut session = connect(&args.connect).await?;
+    for i in 0..args.repeat {
+        if i > 0 {
+            // A new connection from the same endpoint; the previous one drains in the background.
+            session.conn.connection().close(0u32.into(), b"done");
+            session.conn = open_connection(&session.client, &args.connect).await?;
+        }
+        let source = match first.take() {
+            Some(source) => source,
+            None => open_source(&args).await?,
         };
-    check_name(&name)?;
-    let session = connect(&args.connect).await?;
+        report(&upload(&session.conn, source, args.connect.json).await?);
+    }
+    session.close().await;
+    Ok(())
+}
+
+/// One upload over an open connection.
+async fn upload(
+    conn: &MultipathConnection,
+    (mut source, size, name): Source,
+    quiet: bool,
+) -> Result<TransferResult> {
     let started = Instant::now();
-    let (mut send, mut recv) =
-        session.conn.connection().open_bi().await.context("opening a stream")?;
+    let (mut send, mut recv) = conn.connection().open_bi().await.context("opening a stream")?;
     Request::Put { name: name.clone(), size }.write(&mut send).await?;
-    let bar = progress_bar(size, args.connect.json);
+    let bar = progress_bar(size, quiet);
     let sent = send_body(&mut source, size, &mut send, |n| bar.inc(n)).await;
     if let Err(e) = sent {
         // A receiver that gives up (disk full, bad name) says why before it stops the stream.
@@ -110,9 +148,7 @@ pub async fn send(args: SendArgs) -> Result<TransferResult> {
     read_reply(&mut recv).await?;
     let fct = started.elapsed();
     bar.finish_and_clear();
-    let result = TransferResult::new("send", name, size, fct, session.conn.report());
-    session.close().await;
-    Ok(result)
+    Ok(TransferResult::new("send", name, size, fct, conn.report()))
 }
 
 /// Download a file; it appears under its name only once complete and verified.

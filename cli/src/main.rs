@@ -1,5 +1,6 @@
 //! `mpquic`: move files over coupled, ECN-driven multipath QUIC.
 
+mod aggregate;
 mod args;
 mod client;
 mod demo;
@@ -34,12 +35,13 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve::serve(args).await,
             Command::Send(args) => {
                 let json = args.connect.json;
-                interruptible(client::send(args)).await.map(|r| print_result(&r, json))
+                interruptible(client::send(args, |r| print_result(r, json))).await
             }
             Command::Get(args) => {
                 let json = args.connect.json;
                 interruptible(client::get(args)).await.map(|r| print_result(&r, json))
             }
+            Command::Aggregate(args) => interruptible(run_aggregate(&args)).await,
             Command::Demo(args) => {
                 let json = args.json;
                 demo::demo(args).await.map(|r| print_result(&r, json))
@@ -72,6 +74,34 @@ fn print_result(result: &TransferResult, json: bool) {
     } else {
         print!("{}", result.table());
     }
+}
+
+/// Run the jobs and print them (JSON, or one summary line); failed jobs make it an error, after
+/// the report is printed.
+async fn run_aggregate(args: &args::AggregateArgs) -> anyhow::Result<()> {
+    if !(args.gap_ms.is_finite() && args.gap_ms >= 0.0) {
+        anyhow::bail!("--gap-ms must be a number >= 0");
+    }
+    let result = aggregate::aggregate(args).await?;
+    if args.connect.json {
+        println!("{}", serde_json::to_string(&result)?);
+    } else if let Some(p) = result.jct_ms {
+        println!(
+            "{} jobs of {} answers: JCT p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            p.n,
+            result.workers.len(),
+            p.p50,
+            p.p90,
+            p.p99,
+            p.max
+        );
+    }
+    let failed = result.jobs.len() - result.completed;
+    if failed > 0 {
+        let first = result.jobs.iter().flat_map(|j| &j.errors).next().cloned().unwrap_or_default();
+        anyhow::bail!("{failed} of {} jobs failed; first: {first}", result.jobs.len());
+    }
+    Ok(())
 }
 
 fn write_cert(args: &args::CertArgs) -> anyhow::Result<()> {

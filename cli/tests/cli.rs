@@ -271,6 +271,97 @@ fn downloads_arrive_whole_and_missing_names_are_reported() {
 }
 
 #[test]
+fn repeated_sends_each_run_on_a_new_connection() {
+    let server = ServerProcess::start(
+        &["127.0.0.1"],
+        &["--insecure", "--sink", "--json", "--max-transfers", "3"],
+    );
+    let out = mpquic(&[
+        "send",
+        "--generate",
+        "100K",
+        "--repeat",
+        "3",
+        "--server",
+        &server.addr("127.0.0.1"),
+        "--insecure",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3, "one result per transfer");
+    for r in &lines {
+        assert_eq!(r["bytes"], 100 << 10);
+        // A fresh connection's counters hold one transfer, not the sum of the ones before.
+        let sent: u64 =
+            r["paths"].as_array().unwrap().iter().map(|p| p["bytes_sent"].as_u64().unwrap()).sum();
+        assert!(sent < 2 * (100 << 10), "{sent} bytes sent on this connection");
+    }
+    assert_eq!(server.wait().lines().count(), 3, "the server received three transfers");
+}
+
+#[test]
+fn aggregate_jobs_complete_with_every_answer_and_fail_on_a_missing_file() {
+    let store = tempfile::tempdir().unwrap();
+    random_file(store.path(), "answer", 64 << 10);
+    let dir = store.path().to_str().unwrap();
+    // Three workers, each its own server process, as in a partition/aggregate tier.
+    let workers: Vec<ServerProcess> = ["127.0.0.1", "127.0.0.2", "127.0.0.3"]
+        .iter()
+        .map(|ip| ServerProcess::start(&[ip], &["--insecure", "--dir", dir, "--cc", "dctcp"]))
+        .collect();
+    let addrs: Vec<String> = workers
+        .iter()
+        .zip(["127.0.0.1", "127.0.0.2", "127.0.0.3"])
+        .map(|(w, ip)| w.addr(ip))
+        .collect();
+    let mut args = vec!["aggregate", "--name", "answer", "--jobs", "4", "--parallel", "3"];
+    for a in &addrs {
+        args.extend(["--server", a]);
+    }
+    args.extend(["--cc", "dctcp", "--insecure", "--json"]);
+    let r = json(&mpquic(&args));
+    let jobs = r["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 12, "3 streams x 4 jobs");
+    assert_eq!(r["completed"], 12);
+    for job in jobs {
+        let jct = job["jct_s"].as_f64().expect("every job completes");
+        let fcts: Vec<f64> =
+            job["response_fct_s"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+        assert_eq!(fcts.len(), 3, "one answer per worker: {job}");
+        assert!(fcts.iter().all(|&f| f > 0.0 && f <= jct), "JCT >= every answer's FCT: {job}");
+        assert!(job["response_bytes"].as_array().unwrap().iter().all(|b| b == 65536), "{job}");
+    }
+    // A stream starts its next job only when the previous one has completed.
+    for stream in 0..3 {
+        let mine: Vec<&Value> = jobs.iter().filter(|j| j["stream"] == stream).collect();
+        for w in mine.windows(2) {
+            let end = w[0]["start_s"].as_f64().unwrap() + w[0]["jct_s"].as_f64().unwrap();
+            assert!(w[1]["start_s"].as_f64().unwrap() >= end, "{} then {}", w[0], w[1]);
+        }
+    }
+    let p = &r["jct_ms"];
+    assert_eq!(p["n"], 12);
+    assert!(p["p50"].as_f64().unwrap() <= p["p90"].as_f64().unwrap());
+    assert!(p["p99"].as_f64().unwrap() <= p["max"].as_f64().unwrap());
+
+    let mut args = vec!["aggregate", "--name", "missing", "--jobs", "1"];
+    for a in &addrs {
+        args.extend(["--server", a]);
+    }
+    args.extend(["--insecure", "--json"]);
+    let out = mpquic(&args);
+    assert!(!out.status.success(), "a job whose answers fail is an error");
+    assert!(stderr(&out).contains("no file named \"missing\""), "{}", stderr(&out));
+    let r: Value = serde_json::from_slice(&out.stdout).expect("the report is printed anyway");
+    assert_eq!(r["completed"], 0);
+    assert_eq!(r["jobs"][0]["jct_s"], Value::Null);
+}
+
+#[test]
 fn bad_input_gets_one_clear_line() {
     let tmp = tempfile::tempdir().unwrap();
     let file = random_file(tmp.path(), "f.bin", 1000);

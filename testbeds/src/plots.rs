@@ -1,6 +1,6 @@
 //! SVG plots of a repetition: per-flow throughput, queue over time, FCT CDF.
 
-use crate::results::{FlowResult, RepResult};
+use crate::results::{FlowResult, JobsResult, RepResult};
 use crate::sampler::Series;
 use anyhow::{anyhow, Result};
 use plotters::prelude::*;
@@ -76,13 +76,28 @@ pub fn queue(path: &Path, rep: &RepResult, series: &[Series]) -> Result<()> {
     lines(path, "Bottleneck queue", "time (s)", "packets", &s)
 }
 
-pub fn fct_cdf(path: &Path, flows: &[FlowResult]) -> Result<()> {
-    let mut f: Vec<f64> = flows.iter().filter_map(|f| f.fct_s).map(|x| x * 1000.0).collect();
-    f.sort_by(|a, b| a.total_cmp(b));
-    let n = f.len().max(1) as f64;
-    let pts: Vec<(f64, f64)> =
-        f.iter().enumerate().map(|(i, x)| (*x, (i + 1) as f64 / n)).collect();
-    lines(path, "Flow completion time CDF", "FCT (ms)", "fraction of flows", &[("FCT".into(), pts)])
+/// The flows' FCT CDF, and each `[[jobs]]` entry's JCT CDF.
+pub fn fct_cdf(path: &Path, flows: &[FlowResult], jobs: &[JobsResult]) -> Result<()> {
+    let fcts: Vec<f64> = flows.iter().filter_map(|f| f.fct_s).collect();
+    let mut series = vec![("FCT".to_string(), cdf(fcts))];
+    for j in jobs {
+        let jcts = j
+            .report
+            .as_ref()
+            .and_then(|r| r["jobs"].as_array())
+            .map(|js| js.iter().filter_map(|x| x["jct_s"].as_f64()).collect::<Vec<f64>>());
+        series.push((format!("JCT {} ({})", j.id, j.cc), cdf(jcts.unwrap_or_default())));
+    }
+    let title =
+        if jobs.is_empty() { "Flow completion time CDF" } else { "Flow / job completion time CDF" };
+    lines(path, title, "completion time (ms)", "fraction", &series)
+}
+
+/// (ms, cumulative fraction) points of durations in seconds.
+fn cdf(mut s: Vec<f64>) -> Vec<(f64, f64)> {
+    s.sort_by(|a, b| a.total_cmp(b));
+    let n = s.len().max(1) as f64;
+    s.iter().enumerate().map(|(i, x)| (x * 1000.0, (i + 1) as f64 / n)).collect()
 }
 
 impl FlowResult {

@@ -49,15 +49,41 @@ pub struct FlowResult {
     pub cc: String,
     pub paths: Vec<(String, String)>,
     pub start_s: f64,
+    /// When its sending process exited or was stopped (seconds since the run started).
+    pub end_s: f64,
     pub completed: bool,
     pub bytes: u64,
     pub fct_s: Option<f64>,
     pub goodput_mbps: Option<f64>,
     /// Receiver-side throughput over time: (seconds since the run started, Mbit/s).
     pub throughput: Vec<(f64, f64)>,
-    /// The mpquic client's own JSON report, verbatim.
+    /// With `repeat`: each transfer's FCT (then `fct_s` is their sum, `bytes` their total).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub transfer_fcts_s: Vec<f64>,
+    /// The mpquic client's own JSON report, verbatim (with `repeat`, the last transfer's).
     pub mpquic: Option<serde_json::Value>,
     /// CPU seconds (user + system) of the sending process (`/proc/<pid>/stat` before reaping).
+    pub cpu_s: Option<f64>,
+    pub error: Option<String>,
+}
+
+/// One `[[jobs]]` entry's outcome: the aggregator's report of every job.
+#[derive(Debug, Clone, Serialize)]
+pub struct JobsResult {
+    pub id: String,
+    pub aggregator: String,
+    pub workers: Vec<String>,
+    pub cc: String,
+    /// When the aggregator process was started and when it exited or was stopped (seconds
+    /// since the run started).
+    pub start_s: f64,
+    pub end_s: f64,
+    /// Every job completed before the deadline.
+    pub completed: bool,
+    /// `mpquic aggregate --json`, verbatim: the connections' set-up time, every job (start, JCT,
+    /// each answer's FCT and size, errors) and the JCT percentiles in ms.
+    pub report: Option<serde_json::Value>,
+    /// CPU seconds (user + system) of the aggregator process.
     pub cpu_s: Option<f64>,
     pub error: Option<String>,
 }
@@ -124,6 +150,9 @@ pub struct RepResult {
     pub rep: u32,
     pub duration_s: f64,
     pub flows: Vec<FlowResult>,
+    /// Partition/aggregate jobs (not counted in the goodput below).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub jobs: Vec<JobsResult>,
     pub links: Vec<LinkResult>,
     /// Bytes of all completed flows over the span from the first start to the last completion.
     pub total_goodput_mbps: f64,

@@ -22,6 +22,10 @@ use std::time::{Duration, Instant};
 const TCP_PORT: u16 = 5201;
 const MPTCP_PORT: u16 = 5202;
 const QUIC_PORT: u16 = 4433;
+/// Job workers of `[[jobs]]` entry j listen on JOB_PORT + j (a host may also receive flows).
+const JOB_PORT: u16 = 4500;
+/// The file the job workers answer with.
+const JOB_ANSWER: &str = "answer";
 
 pub fn require_root() -> Result<()> {
     if !nix::unistd::Uid::effective().is_root() {
@@ -56,7 +60,7 @@ pub fn run_scenario(sc: &Scenario, out: &Path) -> Result<RunResult> {
                 .to_string()
         }
     };
-    if sc.flows.iter().any(|f| f.kind == FlowKind::Mpquic) {
+    if sc.flows.iter().any(|f| f.kind == FlowKind::Mpquic) || !sc.jobs.is_empty() {
         flows::mpquic_bin()?;
     }
     std::fs::create_dir_all(out)?;
@@ -156,6 +160,18 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
         }
     }
     let mut dests: Vec<(usize, FlowKind)> = Vec::new();
+    let mut aggregators = Vec::new();
+    for j in &sc.jobs {
+        let a =
+            net.node(&j.aggregator).with_context(|| format!("unknown host {}", j.aggregator))?;
+        for w in &j.workers {
+            let w = net.node(w).with_context(|| format!("unknown host {w}"))?;
+            if net.nodes[w].router || net.nodes[a].router {
+                bail!("jobs from {}: aggregator and workers must be hosts", j.aggregator);
+            }
+        }
+        aggregators.push(a);
+    }
     for f in &sc.flows {
         let to = net.node(&f.to).with_context(|| format!("unknown host {}", f.to))?;
         net.node(&f.from).with_context(|| format!("unknown host {}", f.from))?;
@@ -220,21 +236,34 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
                     }
                 }
                 args.extend(["--insecure".into(), "--sink".into(), "--json".into()]);
-                let mut p = Proc::spawn(&ns, &flows::mpquic_bin()?, &args)?;
-                // The CLI announces `mpquic: serving on ...` on stderr once its socket is bound.
-                if !p
-                    .wait_err_line(Duration::from_secs(10), |l| l.starts_with("mpquic: serving on"))
-                {
-                    let (_, err) = p.stop();
-                    bail!("mpquic serve did not start ({}): {}", args.join(" "), err.trim());
-                }
-                p
+                start_mpquic_server(&ns, args)?
             }
         };
         sinks.push((to, kind, p));
     }
+    // Job workers: `mpquic serve --dir` with the answer file, one server per (entry, worker),
+    // sending with the entry's controller. No --json: a line per answer would be thousands.
+    let mut workers: Vec<(usize, Proc)> = Vec::new();
+    for (ji, j) in sc.jobs.iter().enumerate() {
+        let files = dir.join(format!("jobs{ji}"));
+        std::fs::create_dir_all(&files)?;
+        std::fs::write(files.join(JOB_ANSWER), vec![0x5au8; j.response_bytes as usize])?;
+        for w in &j.workers {
+            let w = net.node(w).unwrap();
+            let mut args = vec!["serve".to_string()];
+            for (_, e) in net.ends_of(w) {
+                for a in &e.addrs {
+                    args.extend(["--listen".into(), format!("{a}:{}", JOB_PORT + ji as u16)]);
+                }
+            }
+            args.extend(["--dir".into(), files.display().to_string(), "--insecure".into()]);
+            args.extend(transport_args(&j.cc, &j.cc_params, &j.ecn));
+            workers.push((ji, start_mpquic_server(nss.ns(w), args)?));
+        }
+    }
     let recv_hosts: Vec<usize> = {
-        let mut v: Vec<usize> = dests.iter().map(|d| d.0).collect();
+        let mut v: Vec<usize> = dests.iter().map(|d| d.0).chain(aggregators).collect();
+        v.sort_unstable();
         v.dedup();
         v
     };
@@ -318,13 +347,11 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
                     if f.paths_per_pair > 1 {
                         args.extend(["--paths-per-pair".into(), f.paths_per_pair.to_string()]);
                     }
-                    args.extend(["--cc".into(), f.cc.clone()]);
-                    for p in &f.cc_params {
-                        args.extend(["--cc-param".into(), p.clone()]);
+                    if f.repeat > 1 {
+                        args.extend(["--repeat".into(), f.repeat.to_string()]);
                     }
+                    args.extend(transport_args(&f.cc, &f.cc_params, &f.ecn));
                     args.extend([
-                        "--ecn".into(),
-                        f.ecn.clone(),
                         "--scheduler".into(),
                         f.scheduler.clone(),
                         "--insecure".into(),
@@ -335,19 +362,54 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
                     (flows::mpquic_bin()?, args, used)
                 }
             };
-            let f = f.clone();
-            handles.push(std::thread::spawn(move || -> FlowOutcome {
-                let wait = Duration::from_secs_f64(start).saturating_sub(t0.elapsed());
-                std::thread::sleep(wait);
-                let started = t0.elapsed().as_secs_f64();
-                let res = Proc::spawn(&ns, &program, &args)
-                    .and_then(|p| p.finish(deadline.saturating_sub(t0.elapsed())));
-                FlowOutcome { id, spec: f, paths: used, started, res }
-            }));
+            handles.push((id, f.clone(), used, spawn_at(ns, program, args, start, t0, deadline)));
         }
     }
-    let outcomes: Vec<FlowOutcome> =
-        handles.into_iter().map(|h| h.join().expect("flow thread")).collect();
+    let mut job_handles = Vec::new();
+    for (ji, j) in sc.jobs.iter().enumerate() {
+        let a = net.node(&j.aggregator).unwrap();
+        let mut args = vec![
+            "aggregate".to_string(),
+            "--name".into(),
+            JOB_ANSWER.into(),
+            "--jobs".into(),
+            j.jobs.to_string(),
+            "--parallel".into(),
+            j.parallel.to_string(),
+            "--gap-ms".into(),
+            j.gap_ms.to_string(),
+        ];
+        for w in &j.workers {
+            let w = net.node(w).unwrap();
+            args.extend([
+                "--server".into(),
+                format!("{}:{}", first_addr(&net, w), JOB_PORT + ji as u16),
+            ]);
+        }
+        args.extend(transport_args(&j.cc, &j.cc_params, &j.ecn));
+        args.extend(["--insecure".into(), "--json".into()]);
+        let h =
+            spawn_at(nss.ns(a).to_string(), flows::mpquic_bin()?, args, j.start_s, t0, deadline);
+        job_handles.push((format!("j{ji}"), j.clone(), h));
+    }
+    let outcomes: Vec<FlowOutcome> = handles
+        .into_iter()
+        .map(|(id, spec, paths, h)| FlowOutcome {
+            id,
+            spec,
+            paths,
+            run: h.join().expect("flow thread"),
+        })
+        .collect();
+    let mut worker_errors: Vec<Vec<String>> = vec![Vec::new(); sc.jobs.len()];
+    let jobs_res: Vec<JobsResult> = job_handles
+        .into_iter()
+        .map(|(id, spec, h)| jobs_result(id, spec, h.join().expect("job thread")))
+        .collect();
+    for (ji, p) in workers {
+        let (_, err) = p.stop();
+        worker_errors[ji].extend(server_errors(&err));
+    }
     std::thread::sleep(Duration::from_millis(50));
     stop.store(true, Ordering::Relaxed);
     let (series, late) = sampler.join().expect("sampler thread")?;
@@ -375,12 +437,7 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
                 lines.iter().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()),
             );
         }
-        // The CLI's warnings (--insecure) and its start-up line are not errors.
-        let err: Vec<&str> = err
-            .lines()
-            .filter(|l| !l.starts_with("mpquic: WARNING") && !l.starts_with("mpquic: serving on"))
-            .filter(|l| !l.starts_with("mpquic: shutting down") && !l.trim().is_empty())
-            .collect();
+        let err = server_errors(&err);
         if !err.is_empty() {
             sink_errors.push(err.join(" / "));
         }
@@ -454,9 +511,17 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
     // The capacity into the flows' receivers: the bottleneck directions that end at one.
     let into_receivers = bns.iter().filter(|b| recv_hosts.contains(&b.to_node)).count();
     let link_sum = sc.link.rate_mbit * into_receivers as f64;
+    let mut jobs_res = jobs_res;
+    for (j, errs) in jobs_res.iter_mut().zip(worker_errors) {
+        if !errs.is_empty() && !j.completed {
+            let e = j.error.take().unwrap_or_default();
+            j.error = Some(format!("{e}; workers: {}", errs.join(" | ")));
+        }
+    }
     let mut rr = RepResult {
         rep,
         duration_s: t0.elapsed().as_secs_f64(),
+        jobs: jobs_res,
         total_goodput_mbps: total,
         link_sum_mbit: link_sum,
         goodput_fraction_of_link_sum: total / link_sum,
@@ -477,6 +542,98 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
     }
     write_plots(out, &rr, &series)?;
     Ok(rr)
+}
+
+/// Starts `mpquic serve` in `ns` and waits until it has bound its socket (the CLI announces
+/// `mpquic: serving on ...` on stderr).
+fn start_mpquic_server(ns: &str, args: Vec<String>) -> Result<Proc> {
+    let mut p = Proc::spawn(ns, &flows::mpquic_bin()?, &args)?;
+    if !p.wait_err_line(Duration::from_secs(10), |l| l.starts_with("mpquic: serving on")) {
+        let (_, err) = p.stop();
+        bail!("mpquic serve did not start ({}): {}", args.join(" "), err.trim());
+    }
+    Ok(p)
+}
+
+/// The CLI's controller, its parameters and the CE-count precision, as arguments.
+fn transport_args(cc: &str, cc_params: &[String], ecn: &str) -> Vec<String> {
+    let mut args = vec!["--cc".to_string(), cc.to_string()];
+    for p in cc_params {
+        args.extend(["--cc-param".into(), p.clone()]);
+    }
+    args.extend(["--ecn".into(), ecn.to_string()]);
+    args
+}
+
+/// A server's stderr lines that report errors: its warnings (--insecure), start-up and
+/// shutdown lines are not errors.
+fn server_errors(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter(|l| !l.starts_with("mpquic: WARNING") && !l.starts_with("mpquic: serving on"))
+        .filter(|l| !l.starts_with("mpquic: shutting down") && !l.trim().is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// What a started process left: (stdout lines, stderr, exited successfully, CPU seconds).
+type ProcOutcome = Result<(Vec<String>, String, bool, Option<f64>)>;
+
+/// Starts `program` in `ns` at `start_s` after `t0` (on a thread of its own) and waits for it
+/// until the run's deadline; returns when it started and ended (seconds after `t0`) and its
+/// outcome.
+fn spawn_at(
+    ns: String,
+    program: String,
+    args: Vec<String>,
+    start_s: f64,
+    t0: Instant,
+    deadline: Duration,
+) -> std::thread::JoinHandle<Launched> {
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs_f64(start_s).saturating_sub(t0.elapsed()));
+        let started = t0.elapsed().as_secs_f64();
+        let res = Proc::spawn(&ns, &program, &args)
+            .and_then(|p| p.finish(deadline.saturating_sub(t0.elapsed())));
+        Launched { started, ended: t0.elapsed().as_secs_f64(), res }
+    })
+}
+
+/// A process `spawn_at` ran: when it started and ended (seconds since the run started), and
+/// its outcome.
+struct Launched {
+    started: f64,
+    ended: f64,
+    res: ProcOutcome,
+}
+
+/// A `[[jobs]]` entry's result from its aggregator's outcome: the JSON report on stdout.
+fn jobs_result(id: String, spec: crate::spec::JobSpec, l: Launched) -> JobsResult {
+    let mut jr = JobsResult {
+        id,
+        aggregator: spec.aggregator,
+        workers: spec.workers,
+        cc: spec.cc,
+        start_s: l.started,
+        end_s: l.ended,
+        completed: false,
+        report: None,
+        cpu_s: None,
+        error: None,
+    };
+    match l.res {
+        Err(e) => jr.error = Some(format!("{e:#}")),
+        Ok((lines, err, ok, cpu)) => {
+            jr.cpu_s = cpu;
+            jr.completed = ok;
+            jr.report = lines.iter().rev().find_map(|l| serde_json::from_str(l.trim()).ok());
+            if !ok || jr.report.is_none() {
+                jr.error =
+                    Some(format!("the aggregator failed or missed the deadline: {}", err.trim()));
+            }
+        }
+    }
+    jr
 }
 
 /// The host's 1-minute load average (the machine may be shared: a measurement on a loaded
@@ -569,8 +726,7 @@ struct FlowOutcome {
     id: String,
     spec: crate::spec::FlowSpec,
     paths: Vec<(String, String)>,
-    started: f64,
-    res: Result<(Vec<String>, String, bool, Option<f64>)>,
+    run: Launched,
 }
 
 fn flow_result(o: FlowOutcome, sinks: &[SinkRecord], start_ns: u64) -> FlowResult {
@@ -581,17 +737,19 @@ fn flow_result(o: FlowOutcome, sinks: &[SinkRecord], start_ns: u64) -> FlowResul
         to: o.spec.to.clone(),
         cc: o.spec.cc.clone(),
         paths: o.paths,
-        start_s: o.started,
+        start_s: o.run.started,
+        end_s: o.run.ended,
         completed: false,
         bytes: 0,
         fct_s: None,
         goodput_mbps: None,
         throughput: Vec::new(),
+        transfer_fcts_s: Vec::new(),
         mpquic: None,
         cpu_s: None,
         error: None,
     };
-    let (lines, err, ok, cpu) = match o.res {
+    let (lines, err, ok, cpu) = match o.run.res {
         Ok(x) => x,
         Err(e) => {
             fr.error = Some(format!("{e:#}"));
@@ -617,16 +775,26 @@ fn flow_result(o: FlowOutcome, sinks: &[SinkRecord], start_ns: u64) -> FlowResul
             }
         }
         FlowKind::Mpquic => {
-            if let Some(v) = lines
+            // One JSON line per transfer (several with `repeat`).
+            let reports: Vec<serde_json::Value> = lines
                 .iter()
-                .rev()
-                .find_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok())
-            {
-                fr.completed = ok;
-                fr.bytes = v.get("bytes").and_then(|x| x.as_u64()).unwrap_or(0);
-                fr.fct_s = v.get("fct_s").and_then(|x| x.as_f64());
-                fr.goodput_mbps = v.get("goodput_mbps").and_then(|x| x.as_f64());
-                fr.mpquic = Some(v);
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok())
+                .collect();
+            if let Some(last) = reports.last() {
+                let num = |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_f64());
+                fr.completed = ok && reports.len() == o.spec.repeat as usize;
+                fr.bytes = reports.iter().filter_map(|v| v.get("bytes")?.as_u64()).sum();
+                if reports.len() == 1 {
+                    fr.fct_s = num(last, "fct_s");
+                    fr.goodput_mbps = num(last, "goodput_mbps");
+                } else {
+                    // The time spent transferring, and the goodput over it.
+                    fr.transfer_fcts_s = reports.iter().filter_map(|v| num(v, "fct_s")).collect();
+                    let busy: f64 = fr.transfer_fcts_s.iter().sum();
+                    fr.fct_s = Some(busy);
+                    fr.goodput_mbps = (busy > 0.0).then(|| fr.bytes as f64 * 8.0 / busy / 1e6);
+                }
+                fr.mpquic = Some(last.clone());
             } else if fr.error.is_none() {
                 fr.error = Some(format!("no JSON report on stdout; stderr: {}", err.trim()));
             }
@@ -705,7 +873,7 @@ fn write_plots(out: &Path, rr: &RepResult, series: &[Series]) -> Result<()> {
     let p = |n: &str| -> PathBuf { out.join(format!("rep{}-{n}.svg", rr.rep)) };
     plots::throughput(&p("throughput"), &rr.flows)?;
     plots::queue(&p("queue"), rr, series)?;
-    plots::fct_cdf(&p("fct-cdf"), &rr.flows)?;
+    plots::fct_cdf(&p("fct-cdf"), &rr.flows, &rr.jobs)?;
     // The raw per-link samples (queue, bytes sent, marks), for analyses the summaries do not
     // cover (queue distributions, traffic shifting over time).
     let raw = out.join(format!("rep{}-series.json", rr.rep));

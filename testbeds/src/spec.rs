@@ -37,6 +37,19 @@
 //! ecn = "exact"               # mpquic: --ecn exact (GSO off, ACK every packet) | batched | auto
 //! scheduler = "stack"         # mpquic: --scheduler stack | lowest-rtt | round-robin
 //! paths_per_pair = 1          # mpquic: --paths-per-pair N (N paths over each address pair)
+//! repeat = 1                  # mpquic: --repeat N (N transfers of `bytes`, a new connection each)
+//!
+//! [[jobs]]                    # partition/aggregate jobs (`mpquic aggregate`); flows may be empty
+//! aggregator = "d"            # host that sends the requests and receives the answers
+//! workers = ["s1", "s2"]      # hosts that answer (`mpquic serve --dir`), one connection each
+//! response_bytes = 65536      # every answer's size
+//! jobs = 50                   # jobs per job stream
+//! parallel = 1                # job streams, each starting its next job when the last one ends
+//! gap_ms = 0.0                # pause between a stream's jobs
+//! start_s = 0.0
+//! cc = "dctcp"                # the workers' (senders of the answers) and the aggregator's controller
+//! cc_params = []
+//! ecn = "exact"
 //! ```
 
 use anyhow::{bail, Context, Result};
@@ -55,7 +68,10 @@ pub struct Scenario {
     pub repetitions: u32,
     pub topology: TopologySpec,
     pub link: LinkSpec,
+    #[serde(default)]
     pub flows: Vec<FlowSpec>,
+    #[serde(default)]
+    pub jobs: Vec<JobSpec>,
 }
 
 fn default_duration() -> f64 {
@@ -168,6 +184,42 @@ pub struct FlowSpec {
     /// mpquic: the CLI's `--paths-per-pair` (several paths over one address pair, 1..=16).
     #[serde(default = "one_u32")]
     pub paths_per_pair: u32,
+    /// mpquic: the CLI's `--repeat` (`bytes` sent this many times, each over a new connection,
+    /// by one process: short flows without a process start-up each).
+    #[serde(default = "one_u32")]
+    pub repeat: u32,
+}
+
+/// Partition/aggregate jobs: the aggregator asks every worker at once (one warm single-path
+/// QUIC connection each), every worker answers `response_bytes`, and a job completes when the
+/// last answer has arrived. `parallel` job streams run side by side, closed-loop.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobSpec {
+    pub aggregator: String,
+    pub workers: Vec<String>,
+    #[serde(default = "response_64k")]
+    pub response_bytes: u64,
+    pub jobs: u32,
+    #[serde(default = "one_u32")]
+    pub parallel: u32,
+    #[serde(default)]
+    pub gap_ms: f64,
+    #[serde(default)]
+    pub start_s: f64,
+    #[serde(default = "dctcp")]
+    pub cc: String,
+    #[serde(default)]
+    pub cc_params: Vec<String>,
+    #[serde(default = "exact")]
+    pub ecn: String,
+}
+
+fn response_64k() -> u64 {
+    64 * 1024
+}
+fn dctcp() -> String {
+    "dctcp".into()
 }
 
 fn exact() -> String {
@@ -224,8 +276,23 @@ impl Scenario {
                 }
             }
         }
-        if self.flows.is_empty() {
-            bail!("no flows");
+        if self.flows.is_empty() && self.jobs.is_empty() {
+            bail!("no flows and no jobs");
+        }
+        for j in &self.jobs {
+            if j.workers.is_empty() || j.jobs == 0 || !(1..=64).contains(&j.parallel) {
+                bail!("jobs from {}: need workers, jobs >= 1 and parallel in 1..=64", j.aggregator);
+            }
+            if j.response_bytes == 0 || j.gap_ms < 0.0 || j.workers.contains(&j.aggregator) {
+                bail!("jobs from {}: response_bytes must be > 0, gap_ms >= 0, and the aggregator not one of its workers", j.aggregator);
+            }
+            if !["exact", "batched", "auto"].contains(&j.ecn.as_str()) {
+                bail!(
+                    "jobs from {}: ecn must be exact, batched or auto, not {:?}",
+                    j.aggregator,
+                    j.ecn
+                );
+            }
         }
         for f in &self.flows {
             if f.bytes == 0 && f.for_s <= 0.0 {
@@ -242,6 +309,9 @@ impl Scenario {
                         f.to,
                         f.ecn
                     );
+                }
+                if f.repeat == 0 {
+                    bail!("flow {} -> {}: repeat must be >= 1", f.from, f.to);
                 }
                 if !(1..=16).contains(&f.paths_per_pair) {
                     bail!("flow {} -> {}: paths_per_pair must be in 1..=16", f.from, f.to);
