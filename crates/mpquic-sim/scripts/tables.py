@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""Markdown tables of the simulator's experiment results, in the write-ups' formats
+(docs/results/E*-sim.md, crosscheck.md), straight from the committed JSON.
+
+usage: python3 crates/mpquic-sim/scripts/tables.py [--update] [EXP ...]
+  EXP: e1 e1-256k e1-512k e1-dc e2 e3 e6 e7 e7-dc crosscheck (default: all)
+  --update: replace each table's rows in its write-up (the table is found by its header line),
+            otherwise print the tables.
+Run from the repository root. Cross-check: the sim side is read from $CROSSCHECK_SIM
+(default testbed-results/crosscheck: <dir>/sim/<cc>/seed*/results.json and
+<dir>/sim-e2/<cc>/seed*/results.json); the netns side from testbeds/results/crosscheck/summary.json
+(with CROSSCHECK_WRITE=1 the sim side of that summary is rewritten too). Without sim runs there,
+the summary's sim numbers are used. Checked: it reproduces, from the JSON committed at 33a219c,
+every table of those write-ups byte for byte.
+"""
+import glob
+import json
+import os
+import statistics
+import sys
+
+R = "crates/mpquic-sim/results"
+D = "docs/results"
+
+
+# --- number formats --------------------------------------------------------------------------
+def f2(x):
+    """E1/E7: two decimals, integers from 100 on."""
+    return "%.0f" % x if abs(x) >= 100 else "%.2f" % x
+
+
+def mm2(s):
+    """'median [min, max]' (just the median when all agree), E1/E7 style."""
+    if s is None:
+        return "-"
+    if s["min"] == s["max"]:
+        return f2(s["median"])
+    return "%s [%s, %s]" % (f2(s["median"]), f2(s["min"]), f2(s["max"]))
+
+
+def f3(x):
+    """E2/E6: three decimals below 10, one from 10 on; always with the spread."""
+    return "%.1f" % x if abs(x) >= 10 else "%.3f" % x
+
+
+def mm3(s):
+    if s is None:
+        return "-"
+    return "%s [%s, %s]" % (f3(s["median"]), f3(s["min"]), f3(s["max"]))
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def rows_by_x(d, cols, fmt, x_of=None):
+    out = []
+    for r in d["summary"]:
+        x = x_of(r) if x_of else r["x"]
+        out.append("| %s | %g | " % (r["series"], x) + " | ".join(fmt(r["metrics"].get(m)) for m in cols) + " |")
+    return out
+
+
+def rows_by_series(d, cols, fmts, prefix):
+    out = []
+    for r in d["summary"]:
+        if not r["series"].startswith(prefix):
+            continue
+        cells = [fm(r["metrics"].get(m)) for m, fm in zip(cols, fmts)]
+        out.append("| %s | " % r["series"][len(prefix):] + " | ".join(cells) + " |")
+    return out
+
+
+# --- tables: (doc, header line, rows) ----------------------------------------------------------
+E1_HDR = "| controller | k | mean FCT ms | FCT std ms | p50 ms | max ms | PTOs/round | flows w/ PTO/round | drops/round | SSR episodes/round |"
+E1_COLS = ["fct_mean_ms", "fct_std_ms", "fct_p50_ms", "fct_max_ms", "pto_per_round", "flows_with_pto_per_round", "drops_per_round", "suppressions_per_round"]
+E1B_HDR = "| controller | k | mean FCT ms | FCT std ms | p50 ms | max ms | unfinished | PTOs/round | flows w/ PTO/round | drops/round | SSR episodes/round |"
+E1B_COLS = E1_COLS[:4] + ["unfinished"] + E1_COLS[4:]
+E1DC_HDR = "| controller | k | mean FCT ms | p50 ms | max ms | PTOs/round | flows w/ PTO/round | drops/round | ACK requests lost/round | flows > 10 ms/round | of these w/ request lost | mean FCT ms (request arrived) | max FCT ms (request arrived) |"
+E1DC_COLS = ["fct_mean_ms", "fct_p50_ms", "fct_max_ms", "pto_per_round", "flows_with_pto_per_round", "drops_per_round", "ack_request_lost_per_round", "flows_over_10ms_per_round", "over_10ms_with_ack_request_lost_per_round", "fct_mean_ms_ack_heard", "fct_max_ms_ack_heard"]
+E7_HDR = "| controller | paths | JCT p50 ms | JCT p90 ms | JCT p99 ms | jobs > 10 ms (of 48) | unfinished | PTOs (job flows) | job flows w/ ACK request lost | background Gbps/flow | SSR episodes | max host-downlink queue p90 |"
+E7_COLS = ["jct_p50_ms", "jct_p90_ms", "jct_p99_ms", "jobs_over_10ms", "jobs_unfinished", "pa_pto", "pa_ack_request_lost", "bg_mean_gbps", "bg_suppressions", "host_downlink_queue_p90_max"]
+E2A_HDR = "| multipath flow | Jain (9 flows) | multipath / DCTCP | multipath Gbps | DCTCP mean Gbps | queue p50 | queue p90 | queue p99 | SSR episodes |"
+E2B_HDR = "| 4 flows of | queue p50 | queue p90 | queue p99 | Jain | final window, pkts (mean over paths) | drops | SSR episodes |"
+E6_HDR = "| controller | paths | short FCT mean ms | short FCT std ms | p50 ms | p99 ms | unfinished | PTOs (short flows) | short flows | long flow Gbps |"
+E6_COLS = ["short_fct_mean_ms", "short_fct_std_ms", "short_fct_p50_ms", "short_fct_p99_ms", "short_unfinished", "short_pto", "short_flows", "long_mean_gbps"]
+E3_HDR = "| controller | moved off path 1 | share before -> during | moved off path 2 | share before -> during | goodput |"
+E3R_HDR = "| controller | moved off path 1, ms: median [min, max] | moved off path 2, ms: median [min, max] |"
+CC_HDR = "| controller | netns goodput % of ceiling | sim goodput % of ceiling | netns queue median / p99 | sim queue p50 / p99 | netns / sim CE-marked % of packets | netns / sim lost packets |"
+CC2_HDR = "| 8 DCTCP + 1 x | multipath / DCTCP goodput, netns | sim | multipath Mbit/s, netns | sim | queue median / p99, netns (frames) | sim (packets) |"
+
+
+def e1(sub):
+    d = load(f"{R}/{sub}/e1.json")
+    if sub == "e1":
+        return [("E1-sim.md", E1_HDR, rows_by_x(d, E1_COLS, mm2))]
+    if sub == "e1-dc":
+        return [("E1-sim.md", E1DC_HDR, rows_by_x(d, E1DC_COLS, mm2))]
+    # 256k and 512k share a header: tell them apart by the section title before the table
+    title = {"e1-256k": "### 256 KB", "e1-512k": "### 512 KB"}[sub]
+    return [("E1-sim.md", (title, E1B_HDR), rows_by_x(d, E1B_COLS, mm2))]
+
+
+def e7(sub):
+    d = load(f"{R}/{sub}/e7.json")
+    title = "## Results, default profile" if sub == "e7" else "## Results, data-center ACK profile"
+    return [("E7-sim.md", (title, E7_HDR), rows_by_x(d, E7_COLS, mm2))]
+
+
+def e2(_):
+    d = load(f"{R}/e2/e2.json")
+    a = rows_by_series(d, ["jain", "mp_over_dctcp", "mp_gbps", "dctcp_mean_gbps", "queue_p50", "queue_p90", "queue_p99", "suppressions"],
+                       [mm3] * 8, "mix/")
+    b = rows_by_series(d, ["queue_p50", "queue_p90", "queue_p99", "jain", "final_window_pkts_mean", "drops", "suppressions"],
+                       [mm3] * 7, "alone/")
+    return [("E2-sim.md", E2A_HDR, a), ("E2-sim.md", E2B_HDR, b)]
+
+
+def e6(_):
+    d = load(f"{R}/e6/e6.json")
+    return [("E6-sim.md", E6_HDR, rows_by_x(d, E6_COLS, mm3, x_of=lambda r: 1 if r["series"] == "dctcp" else r["x"]))]
+
+
+def e3(_):
+    d = load(f"{R}/e3/e3.json")
+    full = []
+    for r in d["runs"]:
+        p1, p2 = r["phases"]
+        ms = lambda p: "not moved" if p["shift_ms"] is None else "%.1f ms" % p["shift_ms"]
+        full.append("| %s | %s | %.2f -> %.2f | %s | %.2f -> %.2f | %.1f Gbps |" % (
+            r["controller"], ms(p1), p1["pre_share"], p1["during_share"], ms(p2), p2["pre_share"], p2["during_share"], r["mp_goodput_bps"] / 1e9))
+    per = {}
+    for path in sorted(glob.glob(f"{R}/e3-100ms/seed-*/e3.json")):
+        for r in load(path)["runs"]:
+            per.setdefault(r["controller"], []).append([p["shift_ms"] for p in r["phases"]])
+
+    def cell(xs):
+        if any(x is None for x in xs):
+            n = sum(x is None for x in xs)
+            xs = [x for x in xs if x is not None]
+            extra = " (not moved in %d)" % n
+        else:
+            extra = ""
+        if not xs:
+            return "not moved"
+        return "%.1f [%.1f, %.1f]%s" % (statistics.median(xs), min(xs), max(xs), extra)
+    rep = ["| %s | %s | %s |" % (c, cell([v[0] for v in vs]), cell([v[1] for v in vs])) for c, vs in per.items()]
+    return [("E3-sim.md", E3_HDR, full), ("E3-sim.md", E3R_HDR, rep)]
+
+
+def crosscheck(_):
+    """The sim side recomputed as in testbeds/experiments/crosscheck_summary.py; netns side kept."""
+    out = os.environ.get("CROSSCHECK_SIM", "testbed-results/crosscheck")
+    summ = load("testbeds/results/crosscheck/summary.json")
+    PAYLOAD = 1452 - 35
+    SIM_CEIL = PAYLOAD / 1480
+
+    def med(xs):
+        return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)} if xs else None
+    for cc in ("amp", "xmp", "dcm", "lia"):
+        g, q50, q99, lost, ce = [], [], [], [], []
+        for p in sorted(glob.glob(os.path.join(out, "sim", cc, "seed*", "results.json"))):
+            j = load(p)
+            f = j["flows"][0]
+            g.append(f["goodput_last_half_bps"] / (2 * 100e6) / SIM_CEIL)
+            ql = [l for l in j["links"] if l["queue"]]
+            q50.append(sum(l["queue"]["p50"] for l in ql) / len(ql))
+            q99.append(max(l["queue"]["p99"] for l in ql))
+            lost.append(sum(p["lost_packets"] for p in f["path_stats"]))
+            ce.append(sum(l["marked"] for l in ql) / max(1, sum(l["sent_packets"] for l in ql)))
+        if g:
+            summ[cc]["sim"] = {"seeds": len(g), "goodput_of_ceiling": med(g), "queue_median": med(q50),
+                           "queue_p99": med(q99), "lost": med(lost), "marked_fraction": med(ce)}
+    for cc in ("xmp", "amp"):
+        ratio, mp, q50, q99 = [], [], [], []
+        for p in sorted(glob.glob(os.path.join(out, "sim-e2", cc, "seed*", "results.json"))):
+            j = load(p)
+            gp = {f["name"]: f["delivered_bytes"] * 8 / (f["fct_us"] / 1e6) / 1e6 for f in j["flows"]}
+            single = [v for k, v in gp.items() if k != "multipath"]
+            ratio.append(gp["multipath"] / (sum(single) / len(single)))
+            mp.append(gp["multipath"])
+            q = [l for l in j["links"] if l["queue"]][0]["queue"]
+            q50.append(q["p50"])
+            q99.append(q["p99"])
+        if ratio:
+            summ["e2_mix"][cc]["sim"] = {"ratio": med(ratio), "multipath_mbps": med(mp), "queue_median": med(q50), "queue_p99": med(q99)}
+    if os.environ.get("CROSSCHECK_WRITE"):
+        with open("testbeds/results/crosscheck/summary.json", "w") as f:
+            json.dump(summ, f, indent=1)
+    m = lambda s, d=1, k=1.0: ("%%.%df" % d) % (s["median"] * k)
+    rng = lambda s, d=1, k=1.0: ("%%.%df (%%.%df-%%.%df)" % (d, d, d)) % (s["median"] * k, s["min"] * k, s["max"] * k)
+    rows = []
+    for cc in ("amp", "xmp", "dcm", "lia"):
+        n, s = summ[cc]["netns"], summ[cc]["sim"]
+        rows.append("| %s | %s | %s | %s / %s | %s / %s | %s / %s | %s / %s |" % (
+            cc, rng(n["goodput_of_ceiling"], 1, 100), rng(s["goodput_of_ceiling"], 1, 100),
+            m(n["queue_median"]), m(n["queue_p99"]), m(s["queue_median"]), m(s["queue_p99"]),
+            m(n["marked_fraction"], 2, 100), m(s["marked_fraction"], 2, 100), m(n["lost"], 0), m(s["lost"], 0)))
+    rows2 = []
+    for cc in ("xmp", "amp"):
+        n, s = summ["e2_mix"][cc]["netns"], summ["e2_mix"][cc]["sim"]
+        sq = lambda x: "%g" % round(x["median"], 1)
+        rows2.append("| %s | %s | %s | %s | %s | %s / %s | %s / %s |" % (
+            cc, rng(n["ratio"], 2), m(s["ratio"], 2), rng(n["multipath_mbps"]), m(s["multipath_mbps"]),
+            m(n["queue_median"]), m(n["queue_p99"]), sq(s["queue_median"]), sq(s["queue_p99"])))
+    return [("crosscheck.md", CC_HDR, rows), ("crosscheck.md", CC2_HDR, rows2)]
+
+
+TABLES = {"e1": e1, "e1-256k": e1, "e1-512k": e1, "e1-dc": e1, "e2": e2, "e3": e3, "e6": e6,
+          "e7": e7, "e7-dc": e7, "crosscheck": crosscheck}
+
+
+def replace(doc, header, rows):
+    """Replace the rows of the table with this header line (after `title`, if given)."""
+    title = None
+    if isinstance(header, tuple):
+        title, header = header
+    lines = open(os.path.join(D, doc)).read().split("\n")
+    start = 0
+    if title:
+        start = next(i for i, l in enumerate(lines) if l.startswith(title))
+    h = next(i for i in range(start, len(lines)) if lines[i] == header)
+    end = h + 2
+    while end < len(lines) and lines[end].startswith("|"):
+        end += 1
+    lines[h + 2:end] = rows
+    open(os.path.join(D, doc), "w").write("\n".join(lines))
+
+
+def main():
+    args = sys.argv[1:]
+    update = "--update" in args
+    exps = [a for a in args if not a.startswith("--")] or list(TABLES)
+    for e in exps:
+        for doc, header, rows in TABLES[e](e):
+            if update:
+                replace(doc, header, rows)
+                print(f"{doc}: {len(rows)} rows ({e})")
+            else:
+                print(f"<!-- {e} -> {doc} -->")
+                print(header if isinstance(header, str) else header[1])
+                print("|" + "---|" * (header if isinstance(header, str) else header[1]).count(" | ") + "---|")
+                print("\n".join(rows))
+                print()
+
+
+if __name__ == "__main__":
+    main()
