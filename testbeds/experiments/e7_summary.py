@@ -3,10 +3,11 @@ min-max over rounds), the bottleneck during the job phase (queue, the answers' s
 sent), the background flows (goodput, AMP suppressions, whether they outlasted the jobs), and a
 hand-written SVG of JCT against the background's path count.
 
-Only jobs that ended within PATH_IDLE_S of the background flows' start count: the background
-connections lose their paths 1..n-1 then (every path other than 0 is closed at ~10 s, the
-CLI's default --idle-timeout, while still sending; docs/results/E7-netns.md), after which a
-multipath background is a single-path one. The jobs after that are reported apart.
+Every job counts. The jobs that started PATH_IDLE_S or more after the background flows' start are
+also reported apart, with the background's paths still open at the end: before the library kept
+silent paths alive (commit 9c4abcc), the background connections lost their paths 1..n-1 at ~10 s
+(the CLI's default --idle-timeout; docs/results/E7-netns.md) and those jobs saw a single-path
+background.
 usage: python3 e7_summary.py OUT DEST"""
 import glob
 import json
@@ -20,7 +21,8 @@ from common import copy_svgs, fmt, loads, med, runs
 OUT, DEST = sys.argv[1], sys.argv[2]
 # The runner starts its sampler ~50 ms before the flows' clock (runner.rs sleeps 50 ms).
 SAMPLER_LEAD_S = 0.05
-# The CLI's default --idle-timeout: the background's extra paths close this long after they open.
+# The CLI's default --idle-timeout: before 9c4abcc the background's extra paths closed this long
+# after they opened.
 PATH_IDLE_S = 10.0
 # JCT CDFs (and queues) of the first round kept in the repository (the others stay in OUT).
 KEEP_SVG = {"dctcp-1", "amp-8", "xmp-8"}
@@ -65,7 +67,7 @@ for scen in ORDER:
         continue
     m = {k: [] for k in ("p50", "p90", "p99", "max", "used", "done", "total", "share", "q50",
                          "q99", "bg_mbps", "supp", "outlast", "rcvbuf", "drops", "connect_ms",
-                         "agg_cpu", "late_p50", "late_n")}
+                         "agg_cpu", "late_p50", "late_n", "open", "perpath")}
     for r in reps:
         j = r["jobs"][0]
         rep = j["report"]
@@ -75,7 +77,7 @@ for scen in ORDER:
         bg = r["flows"]
         cutoff = min(f["start_s"] for f in bg) + PATH_IDLE_S if bg else math.inf
         ends = lambda x: off + x["start_s"] + (x["jct_s"] or math.inf)
-        used = [x for x in rep["jobs"] if ends(x) <= cutoff]
+        used = rep["jobs"]
         late = [x["jct_s"] * 1e3 for x in rep["jobs"] if x["jct_s"] and off + x["start_s"] >= cutoff]
         m["used"].append(len(used))
         jct = [x["jct_s"] * 1e3 for x in used]
@@ -95,6 +97,16 @@ for scen in ORDER:
         if bg:
             m["bg_mbps"].append(sum(f["goodput_mbps"] or 0 for f in bg))
             m["outlast"].append(min(f["end_s"] for f in bg) >= j["end_s"])
+            ps = [p for f in bg if f["mpquic"] for p in f["mpquic"]["paths"]]
+            m["open"].append(f"{sum(1 for p in ps if p['open'])}/{len(ps)}")
+            # Per background flow: path 0's bytes, the extra paths' bytes (min, max) and the
+            # packets the receiver sent on each extra path (min, max): the keep-alive evidence.
+            for f, sv in zip(bg, r.get("mpquic_server_reports") or []):
+                fp = (f["mpquic"] or {}).get("paths") or []
+                extra = [p["bytes_sent"] for p in fp[1:]]
+                rx = [p["packets_sent"] for p in sv.get("paths", [])[1:]]
+                if extra:
+                    m["perpath"].append((fp[0]["bytes_sent"], min(extra), max(extra), min(rx, default=None), max(rx, default=None)))
             s = [(f["mpquic"].get("controller_state") or {}).get("suppressions") for f in bg if f["mpquic"]]
             if all(x is not None for x in s) and s:
                 m["supp"].append(sum(s))
@@ -103,21 +115,35 @@ for scen in ORDER:
     if scen in KEEP_SVG:
         copy_svgs(reps[0], DEST, f"E7-{scen}", ("rep0-fct-cdf.svg", "rep0-queue.svg"))
     rows[scen] = {"reps": len(reps), "load": loads(reps), "raw": m,
-                  **{k: med(v) for k, v in m.items() if k != "outlast"},
+                  **{k: med(v) for k, v in m.items() if k not in ("outlast", "open", "perpath")},
                   "bg_outlasted_jobs": m["outlast"]}
 
 rounds = ", ".join(f"{k} {v['reps']}" for k, v in rows.items())
 print(f"E7 netns: {OUT}, rounds per scenario: {rounds}\n")
-print(f"| background | jobs done | jobs ended < {PATH_IDLE_S:g} s after the background started (used) | JCT p50 ms | JCT p90 ms | JCT p99 ms | answers' share of bytes (used jobs' phase) | queue median / p99 frames (same) | qdisc drops | aggregator UDP rcvbuf drops | background Mbit/s (2 flows, whole run) | AMP suppressions (2 flows) | background outlasted the jobs | jobs started later: n, JCT p50 ms | host load (rounds) |")
+print(f"| background | jobs done | JCT p50 ms | JCT p90 ms | JCT p99 ms | answers' share of bytes (job phase) | queue median / p99 frames (job phase) | qdisc drops | aggregator UDP rcvbuf drops | background Mbit/s (2 flows, whole run) | AMP suppressions (2 flows) | background outlasted the jobs | background paths open at the end (2 flows, per round) | jobs started >= {PATH_IDLE_S:g} s after the background: n; JCT p50 ms | host load (rounds) |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for scen, r in rows.items():
     done = f"{sum(r['raw']['done'])}/{sum(r['raw']['total'])}"
     late = f"{', '.join(map(str, r['raw']['late_n']))}; {fmt(r['late_p50'])}" if any(r["raw"]["late_n"]) else "-"
-    print(f"| {scen} | {done} | {', '.join(map(str, r['raw']['used']))} | {fmt(r['p50'])} | {fmt(r['p90'])} | {fmt(r['p99'])} | "
+    print(f"| {scen} | {done} | {fmt(r['p50'])} | {fmt(r['p90'])} | {fmt(r['p99'])} | "
           f"{fmt(r['share'], 2)} | {fmt(r['q50'])} / {fmt(r['q99'])} | {fmt(r['drops'], 0)} | "
           f"{fmt(r['rcvbuf'], 0)} | {fmt(r['bg_mbps'])} | {fmt(r['supp'], 0)} | "
-          f"{', '.join('yes' if x else 'NO' for x in r['bg_outlasted_jobs']) or '-'} | {late} | "
+          f"{', '.join('yes' if x else 'NO' for x in r['bg_outlasted_jobs']) or '-'} | "
+          f"{', '.join(r['raw']['open']) or '-'} | {late} | "
           f"{', '.join(map(str, r['load']))} |")
+print()
+print("Multipath background, per flow over all rounds: bytes sent on path 0 and on each other path "
+      "(sender's report), packets the receiver sent on each other path (its report).\n")
+print("| background | flows | path 0 MB | each other path MB (min-max) | receiver packets per other path (min-max) |")
+print("|---|---|---|---|---|")
+for scen, r in rows.items():
+    pp = r["raw"]["perpath"]
+    if not pp or scen.endswith("-1"):
+        continue
+    rx = [x for q in pp for x in q[3:] if x is not None]
+    print(f"| {scen} | {len(pp)} | {min(q[0] for q in pp) / 1e6:.2f}-{max(q[0] for q in pp) / 1e6:.2f} | "
+          f"{min(q[1] for q in pp) / 1e6:.2f}-{max(q[2] for q in pp) / 1e6:.2f} | "
+          f"{min(rx) if rx else '-'}-{max(rx) if rx else '-'} |")
 print()
 print("Aggregator set-up (10 concurrent handshakes) ms, median (min-max) over all runs: "
       + fmt(med([x for r in rows.values() for x in r["raw"]["connect_ms"]])))
