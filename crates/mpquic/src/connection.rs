@@ -160,13 +160,18 @@ impl MultipathConnection {
         for id in self.open_paths_now() {
             let Some(path) = self.conn.path(id) else { continue };
             let sent = path.stats().udp_tx.datagrams;
-            if sent_before.insert(id, sent) == Some(sent) {
+            if sent_before.get(&id) == Some(&sent) {
                 let slot = self.ledger().get(&id).and_then(|r| r.slot);
                 if let (Some(controller), Some(slot)) = (&self.controller, slot) {
                     controller.allow_probe(slot);
                 }
                 tracing::trace!(path = %id, "keep-alive probe");
                 let _ = path.ping();
+                // The probe's own datagram does not make the path busy: count it in, so that a
+                // path that sends nothing else is probed at every interval, not every other.
+                sent_before.insert(id, sent + 1);
+            } else {
+                sent_before.insert(id, sent);
             }
         }
     }
