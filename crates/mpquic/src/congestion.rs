@@ -281,7 +281,7 @@ impl State {
         let path = &self.paths[slot.0 as usize];
         let may_send = path.smoothed_rtt.is_none()
             || self.controller.may_send(slot)
-            && self.scheduler.admits(slot, |s| self.load(s), self.paths.len() as u32);
+                && self.scheduler.admits(slot, |s| self.load(s), self.paths.len() as u32);
         if may_send {
             window
         } else if path.probe_allowed {
@@ -632,7 +632,10 @@ mod tests {
         // LIA couples the increase over paths; after each callback on path 0, what noq's pacer
         // reads (lock-free) on either path must equal the controller's window.
         let shared = Arc::new(SharedController::new(
-            &"lia".parse::<mpquic_cc::ControllerKind>().map(ControllerConfig::with_defaults).unwrap(),
+            &"lia"
+                .parse::<mpquic_cc::ControllerKind>()
+                .map(ControllerConfig::with_defaults)
+                .unwrap(),
             Scheduler::Stack,
         ));
         let mut paths: Vec<_> = (0..2).map(|_| PathHandle::add_to(&shared, 1200)).collect();

@@ -129,10 +129,8 @@ impl MultipathConnection {
         tokio::spawn(
             async move {
                 let mut sent_before = BTreeMap::new();
-                let mut ticks = tokio::time::interval_at(
-                    tokio::time::Instant::now() + interval,
-                    interval,
-                );
+                let mut ticks =
+                    tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
                 loop {
                     ticks.tick().await;
                     let Some(this) = follower.upgrade() else { break };
