@@ -83,17 +83,24 @@ impl fmt::Display for Dur {
     }
 }
 
-impl<'de> Deserialize<'de> for Dur {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
-    }
+/// Serde through the text form (`FromStr` / `Display`), as scenario files write the value.
+macro_rules! serde_as_text {
+    ($($t:ty),*) => {$(
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+            }
+        }
+
+        impl Serialize for $t {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(self)
+            }
+        }
+    )*};
 }
 
-impl Serialize for Dur {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
+serde_as_text!(Dur, Rate);
 
 /// A link rate, written `"10Gbps"`, `"100Mbps"`, `"1.5Gbps"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -128,18 +135,6 @@ impl fmt::Display for Rate {
         } else {
             write!(f, "{}bps", self.0)
         }
-    }
-}
-
-impl<'de> Deserialize<'de> for Rate {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
-    }
-}
-
-impl Serialize for Rate {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
     }
 }
 
