@@ -11,10 +11,7 @@ const K: u32 = 10;
 
 #[test]
 fn fat_tree_ecmp_spreads_flows_over_the_core() {
-    if skip("fat_tree_ecmp_spreads_flows_over_the_core") {
-        return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(_serial) = netns_test("fat_tree_ecmp_spreads_flows_over_the_core") else { return };
     let sc = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/fat-tree-k4-tcp.toml"),
     )

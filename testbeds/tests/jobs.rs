@@ -8,11 +8,8 @@ use common::*;
 
 #[test]
 fn every_job_completes_after_its_last_answer() {
-    if skip("every_job_completes_after_its_last_answer") {
-        return;
-    }
+    let Some(_serial) = netns_test("every_job_completes_after_its_last_answer") else { return };
     require_mpquic("every_job_completes_after_its_last_answer");
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let sc = r#"
 name = "jobs-m2o"
 duration_s = 30.0

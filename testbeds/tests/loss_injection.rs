@@ -6,10 +6,7 @@ use common::*;
 
 #[test]
 fn marker_drops_at_the_requested_rate() {
-    if skip("marker_drops_at_the_requested_rate") {
-        return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(_serial) = netns_test("marker_drops_at_the_requested_rate") else { return };
     let r = run_scenario(
         "loss",
         r#"

@@ -9,10 +9,7 @@ use common::*;
 
 #[test]
 fn many_to_one_kernel_tcp_shares_the_bottleneck() {
-    if skip("many_to_one_kernel_tcp_shares_the_bottleneck") {
-        return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(_serial) = netns_test("many_to_one_kernel_tcp_shares_the_bottleneck") else { return };
     let mut sc = String::from(
         r#"
 name = "m2o-tcp"
@@ -68,11 +65,8 @@ buffer_bytes = 151400
 // of every path is marked, and no path can leave the floor: SSR must engage in every flow.
 #[test]
 fn many_to_one_amp_engages_suppression() {
-    if skip("many_to_one_amp_engages_suppression") {
-        return;
-    }
+    let Some(_serial) = netns_test("many_to_one_amp_engages_suppression") else { return };
     require_mpquic("many_to_one_amp_engages_suppression");
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut sc = String::from(
         r#"
 name = "m2o-amp"

@@ -12,11 +12,10 @@ const K: u32 = 20;
 
 #[test]
 fn mpquic_two_paths_see_ce_on_both_and_bound_the_queues() {
-    if skip("mpquic_two_paths_see_ce_on_both_and_bound_the_queues") {
+    let Some(_serial) = netns_test("mpquic_two_paths_see_ce_on_both_and_bound_the_queues") else {
         return;
-    }
+    };
     require_mpquic("mpquic_two_paths_see_ce_on_both_and_bound_the_queues");
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let sc = format!(
         r#"
 name = "mpquic-two-path"
@@ -99,11 +98,8 @@ bytes = 20000000
 /// the packets its marks cover, and they are exactly what the receiver counts.
 #[test]
 fn offload_batches_cross_the_marker_as_one_skb() {
-    if skip("offload_batches_cross_the_marker_as_one_skb") {
-        return;
-    }
+    let Some(_serial) = netns_test("offload_batches_cross_the_marker_as_one_skb") else { return };
     require_mpquic("offload_batches_cross_the_marker_as_one_skb");
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let sc = format!(
         r#"
 name = "mpquic-offload"

@@ -65,10 +65,7 @@ fn wait_running() {
 
 #[test]
 fn teardown_leaves_nothing_behind() {
-    if skip("teardown_leaves_nothing_behind") {
-        return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(_serial) = netns_test("teardown_leaves_nothing_behind") else { return };
     let dir = tmpdir("teardown");
 
     // A complete run.

@@ -33,10 +33,7 @@ bytes = 25000000
 
 #[test]
 fn two_path_kernel_mptcp_with_marking() {
-    if skip("two_path_kernel_mptcp_with_marking") {
-        return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(_serial) = netns_test("two_path_kernel_mptcp_with_marking") else { return };
     let r = run_scenario("two-path-ecn", &scenario("two-path-ecn", true));
     assert!(r["backend"] == "ebpf" || r["backend"] == "red", "backend reported: {}", r["backend"]);
     let rep = &r["repetitions"][0];
@@ -78,10 +75,7 @@ fn two_path_kernel_mptcp_with_marking() {
 
 #[test]
 fn two_path_without_ecn_fills_the_buffer() {
-    if skip("two_path_without_ecn_fills_the_buffer") {
-        return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(_serial) = netns_test("two_path_without_ecn_fills_the_buffer") else { return };
     let r = run_scenario("two-path-droptail", &scenario("two-path-droptail", false));
     let rep = &r["repetitions"][0];
     assert_eq!(rep["flows"][0]["completed"], true, "{}", rep["flows"][0]["error"]);

@@ -6,10 +6,10 @@
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 /// The tests share the machine's two cores: one testbed run at a time.
-pub static SERIAL: Mutex<()> = Mutex::new(());
+static SERIAL: Mutex<()> = Mutex::new(());
 
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_mpquic-testbed")
@@ -51,14 +51,14 @@ fn nix_is_root() -> bool {
 }
 
 /// Prints the reason and returns true if the test must be skipped.
-pub fn skip(test: &str) -> bool {
-    match skip_reason() {
-        Some(r) => {
-            println!("SKIPPED {test}: {r}");
-            true
-        }
-        None => false,
+/// Start a netns test: `None` (and a line saying why) when they cannot run here, otherwise the
+/// lock that keeps this binary's testbed runs one at a time; hold it for the whole test.
+pub fn netns_test(test: &str) -> Option<MutexGuard<'static, ()>> {
+    if let Some(reason) = skip_reason() {
+        println!("SKIPPED {test}: {reason}");
+        return None;
     }
+    Some(SERIAL.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 pub fn tmpdir(name: &str) -> PathBuf {
