@@ -75,6 +75,16 @@ pub trait Controller: Send + Sync + core::fmt::Debug {
         largest_lost_pn: u64,
     );
 
+    /// An ACK frame raised the peer's ECN counts for this path: `ect` more of our packets
+    /// arrived ECT(0)/ECT(1)-marked and `ce` more arrived CE-marked since the last ACK frame
+    /// processed in order (mpquic patch: the counts, not only the "raised CE" of
+    /// `on_congestion_event`, which follows for the same frame when `ce > 0`)
+    ///
+    /// Controllers that react to the fraction of marked packets (DCTCP, RFC 8257) need the
+    /// counts; a GSO batch or a delayed ACK covers several packets per frame.
+    #[allow(unused_variables)]
+    fn on_ecn_counts(&mut self, now: Instant, ect: u64, ce: u64) {}
+
     /// One packet was just lost
     #[allow(unused_variables)]
     fn on_packet_lost(&mut self, lost_bytes: u16, pn: u64, now: Instant) {}

@@ -3183,8 +3183,13 @@ impl Connection {
                 // future attempts to use ECN on new paths.
                 self.spaces[space].for_path(path).ecn_feedback = frame::EcnCounts::ZERO;
             }
-            Ok(false) => {}
-            Ok(true) => {
+            Ok((ect, ce)) => {
+                self.path_data_mut(path)
+                    .congestion
+                    .on_ecn_counts(now, ect, ce);
+                if ce == 0 {
+                    return;
+                }
                 self.path_stats.get_mut(path).congestion_events += 1;
                 self.path_data_mut(path).congestion.on_congestion_event(
                     now,

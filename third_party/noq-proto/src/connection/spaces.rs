@@ -405,11 +405,13 @@ impl PacketNumberSpace {
     }
 
     /// Verifies sanity of an ECN block and returns whether congestion was encountered.
+    /// Check the peer's new ECN counts and take them; returns the increase of the ECT(0)+ECT(1)
+    /// and of the CE counts.
     pub(super) fn detect_ecn(
         &mut self,
         newly_acked: u64,
         ecn: frame::EcnCounts,
-    ) -> Result<bool, &'static str> {
+    ) -> Result<(u64, u64), &'static str> {
         let ect0_increase = ecn
             .ect0
             .checked_sub(self.ecn_feedback.ect0)
@@ -434,7 +436,7 @@ impl PacketNumberSpace {
         // to count CE packets as CE or ECT0. Recording them as CE is more consistent and keeps the
         // congestion check obvious.
         self.ecn_feedback = ecn;
-        Ok(ce_increase != 0)
+        Ok((ect0_increase + ect1_increase, ce_increase))
     }
 
     /// Stop tracking sent packet `number`, and return what we knew about it

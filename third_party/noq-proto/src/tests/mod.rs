@@ -244,6 +244,81 @@ fn stats_include_congestion_controller_bandwidth_estimate() {
     assert_eq!(stats.bandwidth_estimate, Some(BANDWIDTH_ESTIMATE));
 }
 
+/// mpquic patch: an ACK frame's ECN section reaches the controller as counts. Every packet of a
+/// flight is CE-marked; the peer acknowledges several packets per frame, so the boolean
+/// congestion events (one per frame that raised CE) undercount, the counts do not.
+#[test]
+fn controller_gets_the_ecn_counts_of_each_ack_frame() {
+    use std::sync::Mutex;
+
+    #[derive(Debug, Clone, Default)]
+    struct CountingController {
+        /// (ECT, CE) counts reported so far
+        counts: Arc<Mutex<(u64, u64)>>,
+    }
+
+    impl Controller for CountingController {
+        fn on_congestion_event(&mut self, _: Instant, _: Instant, _: bool, _: bool, _: u64, _: u64) {
+        }
+        fn on_ecn_counts(&mut self, _now: Instant, ect: u64, ce: u64) {
+            let mut counts = self.counts.lock().unwrap();
+            counts.0 += ect;
+            counts.1 += ce;
+        }
+        fn on_mtu_update(&mut self, _new_mtu: u16) {}
+        fn window(&self) -> u64 {
+            1_000_000
+        }
+        fn clone_box(&self) -> Box<dyn Controller> {
+            Box::new(self.clone())
+        }
+        fn initial_window(&self) -> u64 {
+            1_000_000
+        }
+        fn into_any(self: Box<Self>) -> Box<dyn Any> {
+            self
+        }
+    }
+
+    impl ControllerFactory for CountingController {
+        fn build(self: Arc<Self>, _now: Instant, _current_mtu: u16) -> Box<dyn Controller> {
+            Box::new((*self).clone())
+        }
+    }
+
+    let _guard = subscribe();
+    let controller = CountingController::default();
+    let counts = controller.counts.clone();
+    let mut transport = TransportConfig::default();
+    transport.congestion_controller_factory(Arc::new(controller));
+    let mut config = client_config();
+    config.transport_config(Arc::new(transport));
+    let mut pair = Pair::default();
+    let (client_ch, _) = pair.connect_with(config);
+    pair.drive();
+    let (_, ce_before) = *counts.lock().unwrap();
+    assert_eq!(ce_before, 0, "nothing was marked yet");
+    let before = pair.client_conn_mut(client_ch).path_stats(PathId::ZERO).unwrap();
+
+    let s = pair.client_streams(client_ch).open(Dir::Uni).unwrap();
+    pair.client_send(client_ch, s).write(&[0xab; 40_000]).unwrap();
+    pair.congestion_experienced = true;
+    pair.drive_client();
+    pair.congestion_experienced = false;
+    pair.drive();
+
+    let after = pair.client_conn_mut(client_ch).path_stats(PathId::ZERO).unwrap();
+    let marked_packets = after.sent_packets - before.sent_packets;
+    let frames_that_raised_ce = after.congestion_events - before.congestion_events;
+    let (_, ce) = *counts.lock().unwrap();
+    assert!(marked_packets >= 25, "the flight was {marked_packets} packets");
+    assert!(
+        frames_that_raised_ce < marked_packets,
+        "the peer acknowledged several packets per frame ({frames_that_raised_ce} frames)"
+    );
+    assert_eq!(ce, marked_packets, "every marked packet is counted once");
+}
+
 #[test]
 fn draft_version_compat() {
     let _guard = subscribe();
