@@ -118,6 +118,14 @@ pub trait Controller: Send + Sync + core::fmt::Debug {
     /// Number of ack-eliciting bytes that may be in flight
     fn window(&self) -> u64;
 
+    /// This path's place in the connection's packet scheduling (mpquic patch): `poll_transmit`
+    /// offers the next packet to paths in ascending rank (ties by path id), so a multipath
+    /// scheduler can pick the path that fills the next GSO batch. `None` keeps the path from
+    /// new data while it still sends loss probes, PINGs and path frames (a standby path).
+    fn send_rank(&self) -> Option<u64> {
+        Some(0)
+    }
+
     /// Retrieve implementation-specific metrics used to populate connection statistics and `qlog`
     /// traces when they are enabled. This is also used to alter the pacing of the connection with
     /// `pacing_rate` and `send_quantum`.

@@ -21,6 +21,7 @@ use frame::StreamMetaVec;
 
 use rand::{RngExt, SeedableRng, rngs::StdRng};
 use thiserror::Error;
+use tinyvec::TinyVec;
 use tracing::{debug, error, trace, trace_span, warn};
 
 use crate::{
@@ -1092,8 +1093,10 @@ impl Connection {
                 && self.peer_supports_ack_frequency();
         }
 
-        let mut next_path_id = self.paths.first_entry().map(|e| *e.key());
-        while let Some(path_id) = next_path_id {
+        for (rank, path_id) in self.path_send_order() {
+            if !self.paths.contains_key(&path_id) {
+                continue;
+            }
             if !connection_close_pending
                 && let Some(transmit) = self.poll_transmit_off_path(now, buf, path_id)
             {
@@ -1104,7 +1107,8 @@ impl Connection {
                 return Some(transmit);
             }
 
-            let info = self.scheduling_info(path_id);
+            let mut info = self.scheduling_info(path_id);
+            info.may_send_data &= rank.is_some();
             if let Some(transmit) = self.poll_transmit_on_path(
                 now,
                 buf,
@@ -1126,8 +1130,6 @@ impl Connection {
                 buf.is_empty(),
                 "nothing to send on path but buffer not empty"
             );
-
-            next_path_id = self.paths.keys().find(|i| **i > path_id).copied();
         }
 
         // We didn't produce any application data packet
@@ -1152,6 +1154,29 @@ impl Connection {
         }
 
         None
+    }
+
+    /// The order in which [`Self::poll_transmit`] offers paths the next packet (mpquic patch).
+    ///
+    /// Paths go by their controllers' [`Controller::send_rank`], lowest first, ties by path id
+    /// (all controllers rank 0 by default: the stack's own order). A path ranked `None` takes no
+    /// new data now; it still sends loss probes, PINGs and path-specific frames. If no path
+    /// ranks, every path is offered data as if ranked 0: a scheduler that excludes every path
+    /// would stall the connection.
+    ///
+    /// [`Controller::send_rank`]: crate::congestion::Controller::send_rank
+    fn path_send_order(&self) -> TinyVec<[(Option<u64>, PathId); 8]> {
+        let mut order: TinyVec<[(Option<u64>, PathId); 8]> = self
+            .paths
+            .iter()
+            .map(|(&id, path)| (path.data.congestion.send_rank(), id))
+            .collect();
+        if order.iter().all(|(rank, _)| rank.is_none()) {
+            order.iter_mut().for_each(|(rank, _)| *rank = Some(0));
+        }
+        // `None` sorts first; the excluded paths go last, still tried for probes.
+        order.sort_unstable_by_key(|&(rank, id)| (rank.is_none(), rank, id));
+        order
     }
 
     /// Computes the packet scheduling information for this path.

@@ -2298,3 +2298,108 @@ fn regression_discarded_path_stats_are_up_to_date() -> TestResult {
 
     Ok(())
 }
+
+/// A controller whose `send_rank` a test chooses from the path's build order (0 = the first
+/// path the factory built) and the bytes it has sent (mpquic patch: the scheduler hook).
+#[derive(Debug, Clone)]
+struct RankedController {
+    build_index: usize,
+    sent: u64,
+    rank: fn(usize, u64) -> Option<u64>,
+}
+
+impl crate::congestion::Controller for RankedController {
+    fn on_sent(&mut self, _now: crate::Instant, bytes: u64, _last_packet_number: u64) {
+        self.sent += bytes;
+    }
+    fn on_congestion_event(
+        &mut self,
+        _: crate::Instant,
+        _: crate::Instant,
+        _: bool,
+        _: bool,
+        _: u64,
+        _: u64,
+    ) {
+    }
+    fn on_mtu_update(&mut self, _new_mtu: u16) {}
+    fn window(&self) -> u64 {
+        10_000_000
+    }
+    fn send_rank(&self) -> Option<u64> {
+        (self.rank)(self.build_index, self.sent)
+    }
+    fn clone_box(&self) -> Box<dyn crate::congestion::Controller> {
+        Box::new(self.clone())
+    }
+    fn initial_window(&self) -> u64 {
+        10_000_000
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn core::any::Any> {
+        self
+    }
+}
+
+struct RankedFactory {
+    built: std::sync::atomic::AtomicUsize,
+    rank: fn(usize, u64) -> Option<u64>,
+}
+
+impl crate::congestion::ControllerFactory for RankedFactory {
+    fn build(
+        self: Arc<Self>,
+        _now: crate::Instant,
+        _current_mtu: u16,
+    ) -> Box<dyn crate::congestion::Controller> {
+        let build_index = self.built.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Box::new(RankedController { build_index, sent: 0, rank: self.rank })
+    }
+}
+
+/// A connected two-path pair whose client ranks its paths by `rank`; returns the client's bytes
+/// sent on paths 0 and 1 while it writes 200 kB on a stream.
+fn client_bytes_per_path(rank: fn(usize, u64) -> Option<u64>) -> (u64, u64) {
+    let (pair, mut client_cfg) = ConnPair::builder().enable_multipath().build_pair();
+    let mut transport = TransportConfig {
+        initial_rtt: Duration::from_millis(10),
+        ..TransportConfig::default()
+    };
+    transport.max_concurrent_multipath_paths(MAX_PATHS);
+    transport.initial_key_phase_size(Some(u64::MAX));
+    transport.congestion_controller_factory(Arc::new(RankedFactory {
+        built: Default::default(),
+        rank,
+    }));
+    client_cfg.transport = Arc::new(transport);
+    let mut pair = ConnPair::connect_with(pair, client_cfg);
+    let server_addr = pair.routes.public_server_addr();
+    let path_1 = pair
+        .open_path(Client, FourTuple::from_remote(server_addr), PathStatus::Available)
+        .unwrap();
+    pair.drive();
+    let sent = |pair: &mut ConnPair, path| pair.conn_mut(Client).path_stats(path).unwrap().udp_tx.bytes;
+    let before = (sent(&mut pair, PathId::ZERO), sent(&mut pair, path_1));
+    let s = pair.streams(Client).open(Dir::Uni).unwrap();
+    pair.send_stream(Client, s).write(&[7; 200_000]).unwrap();
+    pair.drive();
+    let after = (sent(&mut pair, PathId::ZERO), sent(&mut pair, path_1));
+    (after.0 - before.0, after.1 - before.1)
+}
+
+/// mpquic patch: `Controller::send_rank` decides which path fills the next packets.
+#[test]
+fn send_rank_orders_the_paths() {
+    let _guard = subscribe();
+    // The stack's order (every path ranks 0): the lowest id with room takes everything.
+    let (on_0, on_1) = client_bytes_per_path(|_, _| Some(0));
+    assert!(on_0 > 200_000 && on_1 < 10_000, "stack order: {on_0} / {on_1}");
+    // Fewest bytes sent first: the data is spread evenly, a batch at a time.
+    let (on_0, on_1) = client_bytes_per_path(|_, sent| Some(sent));
+    assert!(
+        on_0.abs_diff(on_1) < 30_000,
+        "round robin: {on_0} / {on_1} bytes on paths 0 / 1"
+    );
+    // A path ranked `None` takes no data while another path ranks.
+    let (on_0, on_1) = client_bytes_per_path(|index, _| (index == 1).then_some(0));
+    assert!(on_1 > 200_000 && on_0 < 10_000, "path 0 excluded: {on_0} / {on_1}");
+}

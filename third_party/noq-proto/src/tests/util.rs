@@ -738,7 +738,7 @@ impl ConnPair {
         }
     }
 
-    fn connect_with(mut pair: Pair, client_cfg: ClientConfig) -> Self {
+    pub(super) fn connect_with(mut pair: Pair, client_cfg: ClientConfig) -> Self {
         let (client_ch, server_ch) = pair.connect_with(client_cfg);
         Self {
             pair,
