@@ -51,7 +51,9 @@ pub struct TransportArgs {
     /// [default: stack; for `demo`, round-robin, since loopback never fills path 0].
     #[arg(long)]
     pub scheduler: Option<Scheduler>,
-    /// CE-count precision: auto (exact for dcm and dctcp), exact (GSO off, ACK every packet), batched.
+    /// ACK shaping for ECN: auto (GSO batches, the stack's ACK frequency; the controller gets the
+    /// exact CE counts of every ACK frame either way) or per-packet (GSO off, an ACK per packet:
+    /// a measurement option; `exact` is its old name).
     #[arg(long, default_value = "auto")]
     pub ecn: EcnPrecision,
     /// Write a qlog trace (JSON-SEQ, with mpquic controller events) per connection into DIR.

@@ -66,9 +66,9 @@ impl TransferResult {
             self.goodput_mbps,
             c.controller,
             if c.exact_ecn {
-                "exact mode (GSO off, ACK every packet)"
+                "exact (the ACK frames' CE counts)"
             } else {
-                "batched (one mark per ACK frame: a lower bound)"
+                "none (the stack's own controller hears only that a frame raised CE)"
             },
         );
         if let Some(state) = &c.controller_state {
@@ -127,11 +127,8 @@ impl TransferResult {
                 human_bytes(p.bytes_sent),
                 p.share * 100.0,
                 rtt,
-                match (p.ce_events, p.ce_marked, p.ce_marked_max) {
-                    (Some(events), Some(marked), Some(max)) if max > marked => {
-                        format!("{events}/{marked}..{max}")
-                    }
-                    (Some(events), Some(marked), _) => format!("{events}/{marked}"),
+                match (p.ce_events, p.ce_marked) {
+                    (Some(events), Some(marked)) => format!("{events}/{marked}"),
                     _ => "-".into(),
                 },
                 p.lost_packets,

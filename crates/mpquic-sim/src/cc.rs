@@ -12,9 +12,9 @@
 //! `noq::congestion` is `noq_proto::congestion` re-exported (there is a single noq-proto 1.4 in
 //! the build), so the adapter's factory is a `noq_proto::congestion::ControllerFactory` as is.
 //!
-//! Exact CE counts: controllers that need the fraction of marked packets (DCM, DCTCP) get GSO
-//! off and an ACK for every packet, decided by the library's own
-//! [`mpquic::Options::exact_ecn`], so the simulator and the library behave the same.
+//! CE counts come exact from the ACK frames (the library's adapter over our noq-proto patch);
+//! one packet per datagram with an ACK each is a measurement option, decided by the library's
+//! own [`mpquic::Options::acks_every_packet`], so the simulator and the library behave the same.
 
 use std::sync::Arc;
 
@@ -70,15 +70,15 @@ impl Choice {
         }
     }
 
-    /// Whether this connection runs with exact CE counts (GSO off, an ACK per packet), as the
-    /// mpquic library decides it for the same controller and precision setting.
-    pub fn exact_ecn(&self, precision: EcnPrecision) -> bool {
+    /// Whether this connection sends one packet per datagram with an ACK each, as the mpquic
+    /// library decides it for the same controller and precision setting.
+    pub fn acks_every_packet(&self, precision: EcnPrecision) -> bool {
         let congestion = match self {
             Choice::Coupled(c) => Congestion::Coupled(*c),
             // The library's uncoupled baseline; its ECN precision rule is the same for NewReno.
             Choice::StackNewReno | Choice::StackCubic => Congestion::StackCubic,
         };
-        Options { congestion, ecn: precision, ..Options::default() }.exact_ecn()
+        Options { congestion, ecn: precision, ..Options::default() }.acks_every_packet()
     }
 
     /// A fresh factory for one connection, and the handle on its coupled controller (if any).
@@ -128,10 +128,11 @@ mod tests {
     }
 
     #[test]
-    fn exact_ecn_follows_the_library() {
-        let exact = |n: &str| Choice::parse(n).unwrap().exact_ecn(EcnPrecision::Auto);
-        assert!(exact("dctcp") && exact("dcm"));
-        assert!(!exact("amp") && !exact("xmp") && !exact("newreno"));
-        assert!(Choice::parse("amp").unwrap().exact_ecn(EcnPrecision::Exact));
+    fn ack_shaping_follows_the_library() {
+        let per_packet = |n: &str, p| Choice::parse(n).unwrap().acks_every_packet(p);
+        for name in ["dctcp", "dcm", "amp", "newreno"] {
+            assert!(!per_packet(name, EcnPrecision::Auto), "{name}");
+            assert!(per_packet(name, EcnPrecision::PerPacket), "{name}");
+        }
     }
 }

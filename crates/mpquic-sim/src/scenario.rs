@@ -515,8 +515,9 @@ pub struct TransportSettings {
     pub initial_rtt: Dur,
     /// Connection and stream receive windows, and the send buffer, bytes.
     pub window: u64,
-    /// How exact CE counts are (the mpquic library's `EcnPrecision`): `auto` (exact, i.e. GSO
-    /// off and an ACK per packet, for DCM and DCTCP), `exact` or `batched`.
+    /// ACK shaping for ECN (the mpquic library's `EcnPrecision`): `auto` (GSO batches, the
+    /// stack's ACKs; counts are exact either way) or `per-packet` (GSO off, an ACK per packet;
+    /// `exact` is its old name, `batched` the old name of `auto`).
     pub ecn: String,
     /// The mpquic packet scheduler over the coupled controller: `stack`, `lowest-rtt`,
     /// `round-robin` (mpquic-cc controllers only).

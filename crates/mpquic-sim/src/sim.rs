@@ -805,7 +805,7 @@ impl Sim {
         c.min_mtu(t.mtu);
         c.mtu_discovery_config(None);
         let mut ack_frequency = None;
-        if choice.exact_ecn(precision) {
+        if choice.acks_every_packet(precision) {
             // As `mpquic::Options::transport` does: one packet per datagram and an ACK for every
             // packet, so that every CE increase the controller hears of is one marked packet.
             let mut exact = noq_proto::AckFrequencyConfig::default();

@@ -15,12 +15,16 @@
 //! that a round's marks count in that round), so the batch end is held back until the next
 //! callback of the connection arrives.
 //!
-//! The CE count itself is not passed by noq, only that an ACK frame raised it; each such event is
-//! reported to the controller as one marked packet. When the frame newly acknowledged exactly one
-//! packet, one is the count (`exact: true`; the peer's counters also count our rare ACK-only
-//! packets, which the sender of bulk data seldom sends); otherwise it is a lower bound
-//! (`exact: false`). With GSO off and the peer acknowledging every packet, frames acknowledge one
-//! packet each and the counts are exact.
+//! The CE count comes from the ACK frame's ECN section (`on_ecn_counts`, patch 1 of our noq-proto
+//! series): the increase of the peer's CE count is the number of newly marked packets, whatever
+//! the frame acknowledged (the peer's counters also count our rare ACK-only packets, which the
+//! sender of bulk data seldom sends). noq's boolean ECN congestion event that follows carries
+//! nothing more and is ignored.
+//!
+//! The connection's [`Scheduler`] and the controller's suppression decide which path takes the
+//! next packet through `send_rank` (patch 2): noq offers paths data in ascending rank, and a
+//! path the controller keeps from data ranks `None`, so it still sends probes, PINGs and path
+//! validation while its window stays the controller's.
 
 use std::any::Any;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -68,10 +72,6 @@ pub struct SlotReport {
     pub rtt_us: hdrhistogram::Histogram<u64>,
     /// How long the controller has kept the slot from new data (suppressed or eliminated).
     pub inactive: Duration,
-    /// The most CE-marked packets the slot's ACK frames can account for: every packet of a
-    /// frame that raised the count. With the controller's own count (one per frame, the least),
-    /// it brackets the truth.
-    pub ce_marked_max: u64,
 }
 
 /// One connection's coupled controller and the per-path bookkeeping around it.
@@ -98,15 +98,8 @@ struct SlotState {
     /// The controller's window for the slot, refreshed after every event: noq asks for it (as
     /// `metrics()`, for the pacer) several times per packet, and this answers without the lock.
     window: Arc<AtomicU64>,
-    /// Bytes in flight: noq's count at the last batch end, plus sends, minus losses since.
-    in_flight: u64,
     smoothed_rtt: Option<Duration>,
     packets_sent: u64,
-    /// Packets the current ACK frame newly acknowledged.
-    acked_in_frame: u32,
-    /// Upper bound of the CE-marked packets: every packet of a frame that raised the CE count
-    /// (the controller is fed the lower bound, one per frame).
-    ce_marked_max: u64,
     /// Latest RTT samples in microseconds.
     rtt_us: hdrhistogram::Histogram<u64>,
     /// Since when the controller keeps the path from new data, if it does.
@@ -114,9 +107,6 @@ struct SlotState {
     /// Time spent inactive before `inactive_since`.
     inactive_before: Duration,
     removed: bool,
-    /// One packet may go out although the path is kept from new data: a keep-alive probe
-    /// (see [`SharedController::allow_probe`]). Spent by the next packet sent on the path.
-    probe_allowed: bool,
 }
 
 impl SharedController {
@@ -162,22 +152,7 @@ impl SharedController {
             (Some(since), Some(now)) => now.saturating_duration_since(since),
             _ => Duration::ZERO,
         };
-        Some(SlotReport {
-            rtt_us: p.rtt_us.clone(),
-            inactive: p.inactive_before + open,
-            ce_marked_max: p.ce_marked_max,
-        })
-    }
-
-    /// Let one packet out on a slot even if the controller or the scheduler keeps it from new
-    /// data: a keep-alive probe. Paths kept from data stay open (AMP's suppressed paths,
-    /// paths the scheduler does not pick), and noq abandons a path on which nothing is
-    /// received for its idle timeout; the peer receives nothing on it unless we send. The
-    /// stack may fill the probe's packet with data; that is one packet per keep-alive interval.
-    pub fn allow_probe(&self, slot: PathId) {
-        if let Some(path) = self.lock().paths.get_mut(slot.0 as usize) {
-            path.probe_allowed = true;
-        }
+        Some(SlotReport { rtt_us: p.rtt_us.clone(), inactive: p.inactive_before + open })
     }
 
     /// The path is gone: the controller forgets it and couples over the others.
@@ -203,27 +178,30 @@ impl State {
         self.paths.push(SlotState {
             mss,
             window: Arc::default(),
-            in_flight: 0,
             smoothed_rtt: None,
             packets_sent: 0,
-            acked_in_frame: 0,
-            ce_marked_max: 0,
             // 1 us .. 100 s at 3 significant digits; the bounds are constants, so this cannot fail.
             rtt_us: hdrhistogram::Histogram::new_with_bounds(1, 100_000_000, 3)
                 .expect("valid histogram bounds"),
             inactive_since: None,
             inactive_before: Duration::ZERO,
             removed: false,
-            probe_allowed: false,
         });
         self.feed(slot, Event::PathAdded { mss });
         slot
     }
 
+    /// Deliver a held-back batch end of another path: a path's own batch end waits for the
+    /// frame's CE count and losses, which come after it.
+    fn flush_other_than(&mut self, slot: PathId) {
+        if self.pending_batch_end.is_some_and(|pending| pending != slot) {
+            self.flush();
+        }
+    }
+
     /// Deliver a held-back batch end before anything else happens on the connection.
     fn flush(&mut self) {
         if let Some(slot) = self.pending_batch_end.take() {
-            self.paths[slot.0 as usize].acked_in_frame = 0;
             self.feed(slot, Event::AckBatchEnded);
         }
     }
@@ -269,38 +247,20 @@ impl State {
         }
     }
 
-    /// The window noq enforces: the controller's, closed for a path the controller or the
-    /// scheduler keeps from new data (returning the bytes already in flight blocks it).
-    ///
-    /// A path nothing has been acknowledged on yet is never closed: noq validates a new path
-    /// with congestion-controlled packets, so a path opened while the controller keeps new
-    /// paths from data (AMP in suppression) would otherwise never be established, and could not
-    /// be released later.
-    fn gated_window(&self, slot: PathId) -> u64 {
-        let window = self.controller.window(slot);
-        let path = &self.paths[slot.0 as usize];
-        let may_send = path.smoothed_rtt.is_none()
-            || self.controller.may_send(slot)
-                && self.scheduler.admits(slot, |s| self.load(s), self.paths.len() as u32);
-        if may_send {
-            window
-        } else if path.probe_allowed {
-            path.in_flight + path.mss
-        } else {
-            path.in_flight.min(window)
-        }
-    }
-
-    fn load(&self, slot: PathId) -> Option<PathLoad> {
+    /// Where the slot stands in noq's packet scheduling: `None` while the controller keeps it
+    /// from new data (AMP's suppression, MPTCP-D's elimination), otherwise its rank under the
+    /// connection's scheduler (lowest first).
+    fn send_rank(&self, slot: PathId) -> Option<u64> {
         let path = self.paths.get(slot.0 as usize).filter(|p| !p.removed)?;
         if !self.controller.may_send(slot) {
             return None;
         }
-        Some(PathLoad {
-            has_room: path.in_flight + path.mss <= self.controller.window(slot),
-            smoothed_rtt: path.smoothed_rtt,
-            packets_sent: path.packets_sent,
-        })
+        Some(
+            self.scheduler.rank(&PathLoad {
+                smoothed_rtt: path.smoothed_rtt,
+                packets_sent: path.packets_sent,
+            }),
+        )
     }
 }
 
@@ -358,7 +318,6 @@ impl PathHandle {
         let sample = RttSample { latest, smoothed, min: min.min(latest) };
         let path = &mut state.paths[self.slot.0 as usize];
         path.smoothed_rtt = Some(sample.smoothed);
-        path.acked_in_frame += 1;
         if let Some(measured) = measured {
             // Out-of-range samples (over 100 s) are clamped rather than lost.
             path.rtt_us.saturating_record(measured.as_micros().max(1) as u64);
@@ -372,10 +331,7 @@ impl noq_cc::Controller for PathHandle {
         let mut state = self.shared.lock();
         state.tick(now);
         state.flush();
-        let path = &mut state.paths[self.slot.0 as usize];
-        path.in_flight += u64::from(bytes);
-        path.packets_sent += 1;
-        path.probe_allowed = false;
+        state.paths[self.slot.0 as usize].packets_sent += 1;
         state.feed(self.slot, Event::PacketSent { bytes: bytes.into(), pn });
     }
 
@@ -394,15 +350,24 @@ impl noq_cc::Controller for PathHandle {
     fn on_end_acks(
         &mut self,
         now: Instant,
-        in_flight: u64,
+        _in_flight: u64,
         _app_limited: bool,
         _largest_packet_num_acked: Option<u64>,
     ) {
         let mut state = self.shared.lock();
         state.tick(now);
         state.flush();
-        state.paths[self.slot.0 as usize].in_flight = in_flight;
         state.pending_batch_end = Some(self.slot);
+    }
+
+    fn on_ecn_counts(&mut self, now: Instant, _ect: u64, ce: u64) {
+        if ce == 0 {
+            return;
+        }
+        let mut state = self.shared.lock();
+        state.tick(now);
+        state.flush_other_than(self.slot);
+        state.feed(self.slot, Event::CongestionExperienced { count: ce, exact: true });
     }
 
     fn on_congestion_event(
@@ -414,32 +379,21 @@ impl noq_cc::Controller for PathHandle {
         lost_bytes: u64,
         largest_lost_pn: u64,
     ) {
+        if is_ecn {
+            // The frame's CE count came through `on_ecn_counts` just before.
+            return;
+        }
         let mut state = self.shared.lock();
         state.tick(now);
-        // Held-back batch ends of *other* paths go first; this path's waits for its own signals.
-        if state.pending_batch_end.is_some_and(|slot| slot != self.slot) {
-            state.flush();
-        }
-        let event = if is_ecn {
-            let path = &mut state.paths[self.slot.0 as usize];
-            let exact = path.acked_in_frame == 1;
-            path.ce_marked_max += u64::from(path.acked_in_frame.max(1));
-            Event::CongestionExperienced { count: 1, exact }
-        } else {
+        state.flush_other_than(self.slot);
+        state.feed(
+            self.slot,
             Event::PacketsLost {
                 bytes: lost_bytes,
                 largest_pn: largest_lost_pn,
                 persistent: is_persistent_congestion,
-            }
-        };
-        state.feed(self.slot, event);
-    }
-
-    fn on_packet_lost(&mut self, lost_bytes: u16, _pn: u64, now: Instant) {
-        let mut state = self.shared.lock();
-        state.tick(now);
-        let path = &mut state.paths[self.slot.0 as usize];
-        path.in_flight = path.in_flight.saturating_sub(lost_bytes.into());
+            },
+        );
     }
 
     fn on_mtu_update(&mut self, new_mtu: u16) {
@@ -452,12 +406,16 @@ impl noq_cc::Controller for PathHandle {
     fn window(&self) -> u64 {
         let mut state = self.shared.lock();
         state.flush();
-        state.gated_window(self.slot)
+        state.controller.window(self.slot)
+    }
+
+    fn send_rank(&self) -> Option<u64> {
+        let mut state = self.shared.lock();
+        state.flush();
+        state.send_rank(self.slot)
     }
 
     fn metrics(&self) -> ControllerMetrics {
-        // The pacer derives its rate from this window: it must be the real one (never the gated
-        // zero), so that a path released from suppression is not paced at nothing.
         let mut metrics = ControllerMetrics::default();
         metrics.congestion_window = self.window.load(Ordering::Relaxed).max(1);
         metrics
@@ -553,11 +511,12 @@ mod tests {
         p.on_packet_sent(t0, 1200, 1);
         let t1 = t0 + Duration::from_millis(1);
         let rtt = Duration::from_millis(1);
-        // noq's order: acks, end of acks, loss event, then ECN event.
+        // noq's order: acks, end of acks, loss event, then the ECN counts and the ECN event.
         p.acked(t1, t0, 1200, 0, false, (rtt, rtt));
         p.on_end_acks(t1, 1200, false, Some(0));
         p.on_packet_lost(1200, 1, t1);
         p.on_congestion_event(t1, t0, false, false, 1200, 1);
+        p.on_ecn_counts(t1, 0, 1);
         p.on_congestion_event(t1, t0, false, true, 0, 0);
         // The held-back batch end goes out with the next callback of the connection.
         let _ = p.window();
@@ -569,7 +528,7 @@ mod tests {
     }
 
     #[test]
-    fn ce_on_a_frame_that_acked_several_packets_is_an_estimate() {
+    fn a_frame_that_acked_several_marked_packets_counts_each() {
         let (mut paths, events) = handles(vec![], 1);
         let t0 = Instant::now();
         let p = &mut paths[0];
@@ -582,9 +541,12 @@ mod tests {
             p.acked(t1, t0, 1200, pn, false, (rtt, rtt));
         }
         p.on_end_acks(t1, 0, false, Some(2));
+        // Two of the three were marked; noq's boolean event that follows adds nothing.
+        p.on_ecn_counts(t1, 1, 2);
         p.on_congestion_event(t1, t0, false, true, 0, 2);
         p.on_packet_sent(t1, 1200, 3);
         let seen = events.lock().unwrap().clone();
+        assert!(matches!(seen[7].1, Event::CongestionExperienced { count: 2, exact: true }));
         assert_eq!(
             kinds(&seen),
             [
@@ -595,7 +557,7 @@ mod tests {
                 "acked",
                 "acked",
                 "acked",
-                "ce-estimate",
+                "ce-exact",
                 "batch-end",
                 "sent"
             ]
@@ -603,28 +565,29 @@ mod tests {
     }
 
     #[test]
-    fn a_path_the_controller_keeps_from_data_is_blocked_at_its_bytes_in_flight() {
+    fn a_path_the_controller_keeps_from_data_has_no_rank_and_keeps_its_window() {
         let (mut paths, _) = handles(vec![PathId(1)], 2);
-        let shared = paths[1].shared.clone();
         let t0 = Instant::now();
         paths[1].on_packet_sent(t0, 1200, 0);
-        // Until something is acknowledged on it, the path may send: noq validates it with
-        // congestion-controlled packets.
-        assert_eq!(paths[1].window(), 20_000, "a path being validated is not gated");
-        let t1 = t0 + Duration::from_millis(1);
-        let rtt = Duration::from_millis(1);
-        paths[1].acked(t1, t0, 1200, 0, false, (rtt, rtt));
-        paths[1].on_end_acks(t1, 0, false, Some(0));
-        paths[1].on_packet_sent(t1, 1200, 1);
-        assert_eq!(paths[0].window(), 20_000);
-        assert_eq!(paths[1].window(), 1200, "no room beyond what is in flight");
-        // The pacer still sees the real window.
+        assert_eq!(paths[0].send_rank(), Some(0));
+        assert_eq!(paths[1].send_rank(), None, "no new data on a suppressed path");
+        // Its window stays the controller's: probes, PINGs and validation still go out.
+        assert_eq!(paths[1].window(), 20_000);
         assert_eq!(paths[1].metrics().congestion_window, 20_000);
-        // A keep-alive probe gets one packet past the gate, and only one.
-        shared.allow_probe(PathId(1));
-        assert_eq!(paths[1].window(), 2400);
-        paths[1].on_packet_sent(t1, 1200, 2);
-        assert_eq!(paths[1].window(), 2400, "the probe's packet spent the allowance");
+    }
+
+    #[test]
+    fn round_robin_ranks_follow_the_packets_each_path_sent() {
+        let recorder = Recorder::default();
+        let shared =
+            Arc::new(SharedController::with_controller(Box::new(recorder), Scheduler::RoundRobin));
+        let mut paths: Vec<_> = (0..2).map(|_| PathHandle::add_to(&shared, 1200)).collect();
+        let t0 = Instant::now();
+        for pn in 0..3 {
+            paths[0].on_packet_sent(t0, 1200, pn);
+        }
+        paths[1].on_packet_sent(t0, 1200, 0);
+        assert_eq!((paths[0].send_rank(), paths[1].send_rank()), (Some(3), Some(1)));
     }
 
     #[test]
@@ -660,7 +623,7 @@ mod tests {
                 agree(&paths);
             }
             paths[0].on_end_acks(now, 0, false, Some(39));
-            paths[0].on_congestion_event(now, t0, false, true, 0, 39);
+            paths[0].on_ecn_counts(now, 30, 10);
             let _ = paths[1].window();
             agree(&paths);
         }

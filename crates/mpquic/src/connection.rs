@@ -152,17 +152,13 @@ impl MultipathConnection {
     /// acknowledges every path's packets on whichever path it sends on, and the sender keeps
     /// paths from new data (AMP's suppressed paths, a scheduler's unused ones) although they
     /// stay open. noq's own per-path keep-alive does not help, as it restarts whenever a packet
-    /// arrives on the path. So each end pings its silent paths, letting the probe past the
-    /// controller's gate.
+    /// arrives on the path. So each end pings its silent paths (a PING goes out on a path the
+    /// controller keeps from data: that only takes away its rank, not its window).
     fn probe_silent_paths(&self, sent_before: &mut BTreeMap<PathId, u64>) {
         for id in self.open_paths_now() {
             let Some(path) = self.conn.path(id) else { continue };
             let sent = path.stats().udp_tx.datagrams;
             if sent_before.get(&id) == Some(&sent) {
-                let slot = self.ledger().get(&id).and_then(|r| r.slot);
-                if let (Some(controller), Some(slot)) = (&self.controller, slot) {
-                    controller.allow_probe(slot);
-                }
                 tracing::trace!(path = %id, "keep-alive probe");
                 let _ = path.ping();
                 // The probe's own datagram does not make the path busy: count it in, so that a
@@ -374,13 +370,9 @@ pub struct PathReport {
     /// ACK frames that raised the CE count (`None` under the stack's own Cubic, which does not
     /// tell CE from loss).
     pub ce_events: Option<u64>,
-    /// CE-marked packets the controller counted: one per ACK frame that raised the peer's CE
-    /// count, which is exact when every such frame acknowledged one packet (`ce_exact`) and a
-    /// lower bound otherwise.
+    /// CE-marked packets the controller counted, from the peer's CE counts in the ACK frames.
     pub ce_marked: Option<u64>,
-    /// Upper bound of the CE-marked packets: all packets of the frames that raised the count.
-    pub ce_marked_max: Option<u64>,
-    /// Whether `ce_marked` is exact.
+    /// Whether `ce_marked` is exact (it is for every controller of ours).
     pub ce_exact: bool,
     /// Whether the controller lets the path carry new data now.
     pub active: bool,
@@ -414,7 +406,6 @@ impl PathReport {
             cwnd: cc.map_or_else(|| stats.map_or(0, |s| s.cwnd), |c| c.window),
             ce_events: cc.map(|c| c.ce_events),
             ce_marked: cc.map(|c| c.ce_marked),
-            ce_marked_max: measured.filter(|_| cc.is_some()).map(|m| m.ce_marked_max),
             ce_exact: cc.is_some_and(|c| c.ce_exact),
             active: cc.is_none_or(|c| c.active) && !record.closed,
             inactive_ms: measured.map_or(0.0, |m| m.inactive.as_secs_f64() * 1000.0),

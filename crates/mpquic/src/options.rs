@@ -50,11 +50,6 @@ impl Congestion {
             Congestion::StackCubic => "cubic",
         }
     }
-
-    /// Whether the controller needs the fraction of marked packets.
-    fn needs_marked_fraction(&self) -> bool {
-        matches!(self, Congestion::Coupled(c) if c.kind().needs_marked_fraction())
-    }
 }
 
 impl fmt::Display for Congestion {
@@ -77,35 +72,32 @@ impl Default for Congestion {
     }
 }
 
-/// How exact the sender's count of CE-marked packets is.
+/// How the sender's ACK feedback is shaped for ECN.
 ///
-/// noq tells the controller only that an ACK frame raised the CE count. One mark per frame is
-/// the estimate; it is exact when every frame acknowledges one packet, which needs the peer to
-/// acknowledge every packet and the sender to send one packet per datagram (no GSO batches,
-/// which a marking queue also treats as one unit).
+/// The controller always gets exact CE counts: the stack hands over the increase of the peer's
+/// CE count with every ACK frame (`third_party/noq-proto`, patch 1), whatever the frame covers.
+/// What this chooses is only the granularity the network and the receiver see.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum EcnPrecision {
-    /// Exact when the controller needs the marked fraction (DCM, DCTCP), batched otherwise.
+    /// GSO batches and the stack's ACK frequency: the counts are exact, at the stack's speed.
     #[default]
     Auto,
-    /// GSO off and an ACK for every packet: exact counts, more CPU per byte.
-    Exact,
-    /// The stack's defaults: GSO on, ACKs every few packets; counts are estimates.
-    Batched,
+    /// A measurement option: one packet per datagram and an ACK for every packet, so that a
+    /// queue that marks whole GSO batches (one skb) marks single packets instead. Costs 2-3x the
+    /// CPU per byte. `exact` is its name from before the counts came from the ACK frame.
+    PerPacket,
 }
 
 impl EcnPrecision {
     /// Every setting.
-    pub const ALL: [EcnPrecision; 3] =
-        [EcnPrecision::Auto, EcnPrecision::Exact, EcnPrecision::Batched];
+    pub const ALL: [EcnPrecision; 2] = [EcnPrecision::Auto, EcnPrecision::PerPacket];
 
     /// The name used on command lines.
     pub fn name(self) -> &'static str {
         match self {
             EcnPrecision::Auto => "auto",
-            EcnPrecision::Exact => "exact",
-            EcnPrecision::Batched => "batched",
+            EcnPrecision::PerPacket => "per-packet",
         }
     }
 }
@@ -113,11 +105,14 @@ impl EcnPrecision {
 impl FromStr for EcnPrecision {
     type Err = String;
 
+    /// Also reads the names of earlier releases, with the same wire behaviour: `exact` (GSO off,
+    /// an ACK per packet) and `batched` (the stack's defaults).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        EcnPrecision::ALL
-            .into_iter()
-            .find(|p| p.name().eq_ignore_ascii_case(s))
-            .ok_or_else(|| format!("unknown ECN precision `{s}` (known: auto, exact, batched)"))
+        match s.to_ascii_lowercase().as_str() {
+            "auto" | "batched" => Ok(EcnPrecision::Auto),
+            "per-packet" | "exact" => Ok(EcnPrecision::PerPacket),
+            _ => Err(format!("unknown ECN precision `{s}` (known: auto, per-packet)")),
+        }
     }
 }
 
@@ -128,7 +123,7 @@ pub struct Options {
     pub congestion: Congestion,
     /// The packet scheduler.
     pub scheduler: Scheduler,
-    /// How exact CE counts should be.
+    /// Whether packets go one per datagram with an ACK each (a measurement option).
     pub ecn: EcnPrecision,
     /// Paths a connection may have open at once.
     pub max_paths: u32,
@@ -157,7 +152,8 @@ pub struct Transport {
     pub config: Arc<TransportConfig>,
     /// The connection's controller (`None` for [`Congestion::StackCubic`]).
     pub controller: Option<Arc<SharedController>>,
-    /// Whether CE counts will be exact.
+    /// Whether the controller is told the exact CE counts (every controller of ours is; noq's
+    /// own Cubic hears only that a frame raised the count).
     pub exact_ecn: bool,
     /// How often a path that sent nothing is probed, so that the peer (which abandons a path
     /// that receives nothing for the idle timeout) keeps it.
@@ -165,13 +161,9 @@ pub struct Transport {
 }
 
 impl Options {
-    /// Whether this connection runs with exact CE counts.
-    pub fn exact_ecn(&self) -> bool {
-        match self.ecn {
-            EcnPrecision::Auto => self.congestion.needs_marked_fraction(),
-            EcnPrecision::Exact => true,
-            EcnPrecision::Batched => false,
-        }
+    /// Whether this connection sends one packet per datagram and asks for an ACK per packet.
+    pub fn acks_every_packet(&self) -> bool {
+        self.ecn == EcnPrecision::PerPacket
     }
 
     /// A fresh transport for one connection. Each connection needs its own: the controller
@@ -202,8 +194,7 @@ impl Options {
             }
         };
 
-        let exact_ecn = self.exact_ecn();
-        if exact_ecn {
+        if self.acks_every_packet() {
             let mut ack_frequency = AckFrequencyConfig::default();
             ack_frequency.ack_eliciting_threshold(VarInt::from_u32(0));
             config.enable_segmentation_offload(false).ack_frequency_config(Some(ack_frequency));
@@ -221,7 +212,7 @@ impl Options {
                 "controller": self.congestion.name(),
                 "scheduler": self.scheduler,
                 "ecn": self.ecn,
-                "exact_ecn": exact_ecn,
+                "exact_ecn": controller.is_some(),
                 "max_paths": self.max_paths,
             });
             config.qlog_factory(Arc::new(crate::qlog::ConnectionQlog::new(
@@ -233,8 +224,8 @@ impl Options {
         }
         Transport {
             config: Arc::new(config),
+            exact_ecn: controller.is_some(),
             controller,
-            exact_ecn,
             path_keep_alive: self.idle_timeout / 3,
         }
     }

@@ -1,15 +1,15 @@
-//! Which paths may take the next packet.
+//! Which path takes the next packet.
 //!
-//! noq's own packet scheduler is fixed: it tries paths in id order and sends on the first one
-//! with congestion-window room. A policy is imposed on top of it by *gating* windows: a path the
-//! policy does not want right now reports a window no larger than its bytes in flight, so noq
-//! passes over it. Gating never lets a path exceed its controller's window.
+//! noq offers the next packet to a connection's paths in the order of their controllers'
+//! `send_rank` (our noq-proto patch 2): the lowest rank with window room fills the next GSO
+//! batch. A scheduler here is a rule for that rank; a path the controller keeps from data (AMP's
+//! suppression, MPTCP-D's elimination) has no rank at all. Every path keeps its controller's
+//! real window: the rank only orders.
 
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use mpquic_cc::PathId;
 use serde::Serialize;
 
 /// A packet-scheduling policy.
@@ -21,15 +21,14 @@ pub enum Scheduler {
     Stack,
     /// The path with the lowest smoothed RTT and window room sends (Linux MPTCP's default).
     LowestRtt,
-    /// Packets are spread evenly: the path that has sent the fewest packets and has room sends.
+    /// Packets are spread evenly: the path that has sent the fewest packets and has room sends
+    /// (a whole GSO batch at a time).
     RoundRobin,
 }
 
-/// What the scheduler needs to know of one path that may carry data.
+/// What the scheduler knows of one path that may carry data.
 #[derive(Debug, Clone, Copy)]
 pub struct PathLoad {
-    /// Another full-sized packet fits in its window.
-    pub has_room: bool,
     /// Its smoothed RTT, once measured.
     pub smoothed_rtt: Option<Duration>,
     /// Ack-eliciting packets sent on it so far.
@@ -49,27 +48,14 @@ impl Scheduler {
         }
     }
 
-    /// Whether `path` may take new data now. `load` describes every path that may carry data
-    /// (`None` for suppressed, removed or unknown ones); `paths` bounds the ids to look at.
-    pub fn admits(
-        self,
-        path: PathId,
-        load: impl Fn(PathId) -> Option<PathLoad>,
-        paths: u32,
-    ) -> bool {
-        let Some(own) = load(path) else { return false };
-        let others = (0..paths).map(PathId).filter(|&p| p != path);
+    /// A path's rank: the stack offers the next packet to the lowest rank with window room
+    /// (ties go to the lower path id).
+    pub fn rank(self, load: &PathLoad) -> u64 {
         match self {
-            Scheduler::Stack => true,
-            // A path waits while a faster one still has room. Unmeasured paths count as fast
-            // so that they get measured.
-            Scheduler::LowestRtt => {
-                let rank = |l: &PathLoad| l.smoothed_rtt.unwrap_or(Duration::ZERO);
-                others.filter_map(&load).all(|other| !other.has_room || rank(&other) >= rank(&own))
-            }
-            Scheduler::RoundRobin => others
-                .filter_map(&load)
-                .all(|other| !other.has_room || other.packets_sent >= own.packets_sent),
+            Scheduler::Stack => 0,
+            // Unmeasured paths count as fast, so that they get measured.
+            Scheduler::LowestRtt => load.smoothed_rtt.map_or(0, |rtt| rtt.as_micros() as u64),
+            Scheduler::RoundRobin => load.packets_sent,
         }
     }
 }
@@ -100,37 +86,27 @@ impl FromStr for Scheduler {
 mod tests {
     use super::*;
 
-    fn load(table: &[(bool, u64, u64)]) -> impl Fn(PathId) -> Option<PathLoad> + '_ {
-        |p: PathId| {
-            table.get(p.0 as usize).map(|&(has_room, rtt_ms, packets_sent)| PathLoad {
-                has_room,
-                smoothed_rtt: Some(Duration::from_millis(rtt_ms)),
-                packets_sent,
-            })
-        }
+    fn load(rtt_ms: Option<u64>, packets_sent: u64) -> PathLoad {
+        PathLoad { smoothed_rtt: rtt_ms.map(Duration::from_millis), packets_sent }
     }
 
     #[test]
-    fn lowest_rtt_holds_a_slow_path_while_a_faster_one_has_room() {
-        let table = [(true, 10, 0), (true, 5, 0)];
-        assert!(!Scheduler::LowestRtt.admits(PathId(0), load(&table), 2));
-        assert!(Scheduler::LowestRtt.admits(PathId(1), load(&table), 2));
-        let faster_full = [(true, 10, 0), (false, 5, 0)];
-        assert!(Scheduler::LowestRtt.admits(PathId(0), load(&faster_full), 2));
+    fn lowest_rtt_ranks_the_faster_path_first_and_an_unmeasured_one_before_both() {
+        let rank = |l| Scheduler::LowestRtt.rank(&l);
+        assert!(rank(load(Some(5), 9)) < rank(load(Some(10), 0)));
+        assert!(rank(load(None, 9)) < rank(load(Some(5), 0)));
     }
 
     #[test]
-    fn round_robin_admits_the_path_that_sent_least() {
-        let table = [(true, 1, 7), (true, 1, 6), (false, 1, 0)];
-        assert!(!Scheduler::RoundRobin.admits(PathId(0), load(&table), 3));
-        assert!(Scheduler::RoundRobin.admits(PathId(1), load(&table), 3));
+    fn round_robin_ranks_the_path_that_sent_least_first() {
+        let rank = |l| Scheduler::RoundRobin.rank(&l);
+        assert!(rank(load(Some(1), 6)) < rank(load(Some(1), 7)));
+        assert!(rank(load(Some(100), 6)) < rank(load(Some(1), 7)), "RTT does not matter");
     }
 
     #[test]
-    fn stack_admits_every_live_path_and_no_dead_one() {
-        let table = [(false, 1, 0)];
-        assert!(Scheduler::Stack.admits(PathId(0), load(&table), 1));
-        assert!(!Scheduler::Stack.admits(PathId(5), load(&table), 1));
+    fn stack_ranks_every_path_alike() {
+        assert_eq!(Scheduler::Stack.rank(&load(Some(1), 0)), Scheduler::Stack.rank(&load(None, 9)));
     }
 
     #[test]
