@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 OUT=${OUT:-testbed-results/measure}
 TB=target/release/mpquic-testbed
-SCENARIOS=${SCENARIOS:-"measure-two-path-amp measure-two-path-xmp measure-two-path-dcm measure-two-path-lia measure-two-path-mptcp ce-exact-no-offload ce-batched-no-offload ce-exact-offload ce-batched-offload"}
+SCENARIOS=${SCENARIOS:-"measure-two-path-amp measure-two-path-xmp measure-two-path-dcm measure-two-path-lia measure-two-path-mptcp ce-exact-no-offload ce-per-packet-no-offload ce-exact-offload ce-per-packet-offload"}
 mkdir -p "$OUT"
 for s in $SCENARIOS; do mkdir -p "$OUT/$s"; done
 for round in $(seq 1 "$ROUNDS"); do

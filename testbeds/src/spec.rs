@@ -34,7 +34,7 @@
 //! stagger_ms = 0.0
 //! paths = 0                   # mpquic: paths to use (0: every address pair); kernel-tcp: path index
 //! cc_params = []              # mpquic: ["key=value", ...]
-//! ecn = "exact"               # mpquic: --ecn exact (GSO off, ACK every packet) | batched | auto
+//! ecn = "auto"                # mpquic: --ecn auto (default) | per-packet (GSO off, ACK every packet)
 //! scheduler = "stack"         # mpquic: --scheduler stack | lowest-rtt | round-robin
 //! paths_per_pair = 1          # mpquic: --paths-per-pair N (N paths over each address pair)
 //! repeat = 1                  # mpquic: --repeat N (N transfers of `bytes`, a new connection each)
@@ -286,9 +286,9 @@ impl Scenario {
             if j.response_bytes == 0 || j.gap_ms < 0.0 || j.workers.contains(&j.aggregator) {
                 bail!("jobs from {}: response_bytes must be > 0, gap_ms >= 0, and the aggregator not one of its workers", j.aggregator);
             }
-            if !["exact", "batched", "auto"].contains(&j.ecn.as_str()) {
+            if !["auto", "per-packet", "exact", "batched"].contains(&j.ecn.as_str()) {
                 bail!(
-                    "jobs from {}: ecn must be exact, batched or auto, not {:?}",
+                    "jobs from {}: ecn must be auto or per-packet (or the old names exact, batched), not {:?}",
                     j.aggregator,
                     j.ecn
                 );
@@ -302,9 +302,9 @@ impl Scenario {
                 if f.bytes == 0 {
                     bail!("flow {} -> {}: mpquic flows need `bytes` (the CLI sends a generated file of that size)", f.from, f.to);
                 }
-                if !["exact", "batched", "auto"].contains(&f.ecn.as_str()) {
+                if !["auto", "per-packet", "exact", "batched"].contains(&f.ecn.as_str()) {
                     bail!(
-                        "flow {} -> {}: ecn must be exact, batched or auto, not {:?}",
+                        "flow {} -> {}: ecn must be auto or per-packet (or the old names exact, batched), not {:?}",
                         f.from,
                         f.to,
                         f.ecn
