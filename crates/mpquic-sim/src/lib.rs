@@ -8,7 +8,6 @@
 //! stack sees only virtual time and seeded randomness, and its crypto is a null suite
 //! ([`crypto`]) with the real wire sizes. [`report`] turns a run into JSON and plots.
 
-pub mod cc;
 pub mod crypto;
 pub mod exp;
 pub mod experiments;

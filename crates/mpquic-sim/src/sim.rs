@@ -17,21 +17,19 @@ use std::time::{Duration, Instant, SystemTime};
 
 use bytes::{Bytes, BytesMut};
 use mpquic::congestion::{slot_of, SharedController};
+use mpquic::Congestion;
 use mpquic_cc::{Notice, PathId as Slot};
 use noq_proto::{
     ClientConfig, Connection, ConnectionHandle, ConnectionId, ConnectionIdGenerator, DatagramEvent,
     Dir, Endpoint, EndpointConfig, Event, FourTuple, PathEvent, PathStatus, ServerConfig, StreamId,
-    TimeSource, TransportConfig, ValidationTokenConfig, VarInt,
+    TimeSource, TransportConfig, ValidationTokenConfig,
 };
 use slab::Slab;
 
-use crate::cc::Choice;
 use crate::crypto::{NullClientConfig, NullHmacKey, NullServerConfig, NullTokenKey};
 use crate::net::{ecmp_hash, Interface, Link, LinkId, LinkParams, Node, NodeId, Packet, Ps};
 use crate::rng::SimRng;
-use crate::scenario::{
-    expand_workloads, CryptoSuite, Dur, Expanded, FlowSpec, Scenario, ScenarioError,
-};
+use crate::scenario::{expand_workloads, CryptoSuite, Expanded, FlowSpec, Scenario, ScenarioError};
 
 static ZEROS: [u8; 65536] = [0; 65536];
 /// The name clients connect to (and a TLS server's certificate is issued for).
@@ -170,7 +168,7 @@ pub struct Flow {
     pub name: String,
     /// Controller name.
     pub controller: String,
-    choice: Choice,
+    congestion: Congestion,
     client_ep: usize,
     server_ep: usize,
     /// Notices of the flow's controllers (client and server), with virtual timestamps.
@@ -579,7 +577,8 @@ impl Sim {
         }
         let controller =
             spec.controller.clone().unwrap_or_else(|| self.scenario.controller.clone());
-        let choice = Choice::parse(&controller).map_err(ScenarioError::Invalid)?;
+        let congestion: Congestion =
+            controller.parse().map_err(|e| ScenarioError::Invalid(format!("{e}")))?;
         let notices = Arc::new(Mutex::new(NoticeLog {
             limit: self.scenario.output.notice_limit,
             ..NoticeLog::default()
@@ -598,7 +597,7 @@ impl Sim {
 
         let seed = self.scenario.seed;
         let (transport, server_cc) =
-            self.transport_config(&choice, spec.paths, Side::Server, &notices)?;
+            self.transport_config(&congestion, spec.paths, Side::Server, &notices)?;
         let make_endpoint = |stream: u64, server: Option<Arc<ServerConfig>>| {
             let mut cfg =
                 EndpointConfig::new(NullHmacKey::new(SimRng::new(seed, stream).next_u64()));
@@ -668,7 +667,7 @@ impl Sim {
             spec,
             name,
             controller,
-            choice,
+            congestion,
             client_ep,
             server_ep,
             notices,
@@ -777,21 +776,31 @@ impl Sim {
     }
 
     /// A fresh transport (and so a fresh controller factory: one per connection) for one end of
-    /// a flow; the coupled controller's notices go to `log`.
+    /// a flow, made by the library from the scenario's transport options; the coupled
+    /// controller's notices go to `log`.
     fn transport_config(
         &self,
-        choice: &Choice,
+        congestion: &Congestion,
         paths: usize,
         side: Side,
         log: &Arc<Mutex<NoticeLog>>,
     ) -> Result<(Arc<TransportConfig>, Option<Arc<SharedController>>), ScenarioError> {
         let t = &self.scenario.transport;
         let invalid = ScenarioError::Invalid;
-        let scheduler: mpquic::Scheduler =
-            t.scheduler.parse().map_err(|e: mpquic::UnknownScheduler| invalid(e.to_string()))?;
-        let precision: mpquic::EcnPrecision = t.ecn.parse().map_err(invalid)?;
-        let mut c = TransportConfig::default();
-        let (factory, shared) = choice.factory(scheduler);
+        let options = mpquic::Options {
+            congestion: *congestion,
+            scheduler: t
+                .scheduler
+                .parse()
+                .map_err(|e: mpquic::UnknownScheduler| invalid(e.to_string()))?,
+            ecn: t.ecn.parse().map_err(invalid)?,
+            max_ack_delay: t.max_ack_delay.map(|d| Duration::from_nanos(d.0 / 1000)),
+            receive_window: Some(t.window),
+            max_paths: paths as u32,
+            ..mpquic::Options::default()
+        };
+        options.validate().map_err(|e| invalid(format!("transport: {e}")))?;
+        let (mut c, shared) = options.transport_config();
         if let Some(shared) = &shared {
             let log = log.clone();
             let base = self.base;
@@ -800,49 +809,17 @@ impl Sim {
                 log.lock().unwrap_or_else(|p| p.into_inner()).push(ps, side, notice);
             }));
         }
-        c.congestion_controller_factory(factory);
+        // What is about simulating: the scenario's fixed MTU and initial RTT, no spin bit, and
+        // no idle timeouts or keep-alives (the library's path keep-alive, which keeps a silent
+        // path from the peer's idle timeout, runs on tokio, outside the simulator).
         c.initial_mtu(t.mtu);
         c.min_mtu(t.mtu);
         c.mtu_discovery_config(None);
-        let mut ack_frequency = None;
-        if choice.acks_every_packet(precision) {
-            // As `mpquic::Options::transport` does: one packet per datagram and an ACK for every
-            // packet, so that every CE increase the controller hears of is one marked packet.
-            let mut exact = noq_proto::AckFrequencyConfig::default();
-            exact.ack_eliciting_threshold(VarInt::from_u32(0));
-            c.enable_segmentation_offload(false);
-            ack_frequency = Some(exact);
-        } else {
-            c.enable_segmentation_offload(true);
-        }
-        if let Some(delay) = t.max_ack_delay {
-            if !(Dur::ms(1)..=Dur::ms(25)).contains(&delay) {
-                return Err(invalid(format!(
-                    "transport max_ack_delay {delay} is outside noq's 1ms..=25ms"
-                )));
-            }
-            // Otherwise as without the extension: an ACK every second packet, and at once on
-            // reordering (threshold 1; the extension's default of 2 would delay it).
-            let profile = ack_frequency.get_or_insert_with(|| {
-                let mut plain = noq_proto::AckFrequencyConfig::default();
-                plain.reordering_threshold(VarInt::from_u32(1));
-                plain
-            });
-            profile.max_ack_delay(Some(Duration::from_nanos(delay.0 / 1000)));
-        }
-        c.ack_frequency_config(ack_frequency);
         c.max_idle_timeout(None);
+        c.default_path_max_idle_timeout(None);
+        c.keep_alive_interval(None);
         c.initial_rtt(Duration::from_nanos(t.initial_rtt.0 / 1000));
-        let window = VarInt::from_u64(t.window).map_err(|_| {
-            ScenarioError::Invalid(format!("transport window {} too large", t.window))
-        })?;
-        c.receive_window(window);
-        c.stream_receive_window(window);
-        c.send_window(t.window);
         c.allow_spin(false);
-        if paths > 1 {
-            c.max_concurrent_multipath_paths(paths as u32);
-        }
         Ok((Arc::new(c), shared))
     }
 
@@ -1011,15 +988,18 @@ impl Sim {
         let flow = &self.flows[f];
         let ep_id = flow.client_ep;
         let (local_ip, remote) = flow.path_addrs[0];
-        let (transport, client_cc) =
-            match self.transport_config(&flow.choice, flow.spec.paths, Side::Client, &flow.notices)
-            {
-                Ok(t) => t,
-                Err(e) => {
-                    self.flows[f].progress.error = Some(e.to_string());
-                    return;
-                }
-            };
+        let (transport, client_cc) = match self.transport_config(
+            &flow.congestion,
+            flow.spec.paths,
+            Side::Client,
+            &flow.notices,
+        ) {
+            Ok(t) => t,
+            Err(e) => {
+                self.flows[f].progress.error = Some(e.to_string());
+                return;
+            }
+        };
         let mut config = ClientConfig::new(self.crypto.1.clone());
         config.transport_config(transport);
         let counter = Arc::new(AtomicU64::new(

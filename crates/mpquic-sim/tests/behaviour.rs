@@ -419,5 +419,5 @@ fn data_center_ack_profile_shortens_the_probe_timeout() {
     let mut bad = many_to_one(1, Dur::ms(1));
     bad.transport.max_ack_delay = Some(Dur::us(500));
     bad.flows.push(FlowSpec::bulk("s0", "r"));
-    assert!(Sim::new(bad).is_err_and(|e| e.to_string().contains("1ms..=25ms")));
+    assert!(Sim::new(bad).is_err_and(|e| e.to_string().contains("outside noq's 1 ms ..= 25 ms")));
 }

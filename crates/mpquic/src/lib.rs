@@ -40,6 +40,6 @@ pub use connection::{ConnectionReport, MultipathConnection, PathOpenError, PathR
 pub use endpoint::{Accepting, Client, Error, Server};
 pub use mpquic_cc;
 pub use noq;
-pub use options::{Congestion, EcnPrecision, Options, Transport};
+pub use options::{Congestion, EcnPrecision, InvalidOptions, Options, Transport};
 pub use scheduler::{PathLoad, Scheduler, UnknownScheduler};
 pub use tls::{Identity, TlsError, Trust};

@@ -21,26 +21,30 @@ pub enum Congestion {
     Coupled(ControllerConfig),
     /// noq's own Cubic on every path, uncoupled: the "no coupling" baseline.
     StackCubic,
+    /// noq's own NewReno on every path, uncoupled.
+    StackNewReno,
 }
 
 impl Congestion {
-    /// Parse a controller name (`cubic` or any mpquic-cc name) and `key=value` parameters.
+    /// Parse a controller name (`cubic`, `newreno` or any mpquic-cc name) and `key=value`
+    /// parameters.
     pub fn parse<'a>(
         name: &str,
         params: impl IntoIterator<Item = &'a str>,
     ) -> Result<Self, ConfigError> {
-        let mut params = params.into_iter().peekable();
-        if name.eq_ignore_ascii_case("cubic") {
-            if let Some(param) = params.next() {
-                return Err(ConfigError::UnknownParameter {
-                    controller: "cubic",
-                    param: param.split('=').next().unwrap_or(param).to_owned(),
-                    known: "none",
-                });
-            }
-            return Ok(Congestion::StackCubic);
+        let stack = match name.to_ascii_lowercase().as_str() {
+            "cubic" => Congestion::StackCubic,
+            "newreno" => Congestion::StackNewReno,
+            _ => return ControllerConfig::parse(name, params).map(Congestion::Coupled),
+        };
+        match params.into_iter().next() {
+            Some(param) => Err(ConfigError::UnknownParameter {
+                controller: stack.name(),
+                param: param.split('=').next().unwrap_or(param).to_owned(),
+                known: "none",
+            }),
+            None => Ok(stack),
         }
-        ControllerConfig::parse(name, params).map(Congestion::Coupled)
     }
 
     /// The controller's name.
@@ -48,6 +52,7 @@ impl Congestion {
         match self {
             Congestion::Coupled(config) => config.kind().name(),
             Congestion::StackCubic => "cubic",
+            Congestion::StackNewReno => "newreno",
         }
     }
 }
@@ -61,8 +66,10 @@ impl fmt::Display for Congestion {
 impl FromStr for Congestion {
     type Err = ConfigError;
 
+    /// A controller spec in one string: `name` or `name:key=value,key=value` (`amp:beta=4,tau=8`).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Congestion::parse(s, [])
+        let (name, params) = s.split_once(':').unwrap_or((s, ""));
+        Congestion::parse(name.trim(), params.split(',').map(str::trim).filter(|p| !p.is_empty()))
     }
 }
 
@@ -125,7 +132,15 @@ pub struct Options {
     pub scheduler: Scheduler,
     /// Whether packets go one per datagram with an ACK each (a measurement option).
     pub ecn: EcnPrecision,
-    /// Paths a connection may have open at once.
+    /// The longest the peer may wait before acknowledging, asked for through QUIC's ACK
+    /// frequency extension (noq accepts 1-25 ms; `None`: noq's default, 25 ms). A data-center
+    /// profile asks for 1 ms: at microsecond RTTs the default puts a 26 ms floor under the probe
+    /// timeout, which then decides incast and job tails.
+    pub max_ack_delay: Option<Duration>,
+    /// Connection and stream receive windows and the send buffer, bytes (`None`: noq's 1.25 MB
+    /// per stream, which covers 10 Gbit/s at a 1 ms RTT).
+    pub receive_window: Option<u64>,
+    /// Paths a connection may have open at once (1: no multipath extension).
     pub max_paths: u32,
     /// A connection (or a path) silent for this long is closed.
     pub idle_timeout: Duration,
@@ -139,6 +154,8 @@ impl Default for Options {
             congestion: Congestion::default(),
             scheduler: Scheduler::default(),
             ecn: EcnPrecision::default(),
+            max_ack_delay: None,
+            receive_window: None,
             max_paths: 16,
             idle_timeout: Duration::from_secs(10),
             qlog_dir: None,
@@ -146,11 +163,16 @@ impl Default for Options {
     }
 }
 
+/// Options that cannot be carried out as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidOptions(pub String);
+
 /// A connection's transport configuration and the handle on its coupled controller.
 pub struct Transport {
     /// Ready for a `ClientConfig` or `ServerConfig`.
     pub config: Arc<TransportConfig>,
-    /// The connection's controller (`None` for [`Congestion::StackCubic`]).
+    /// The connection's controller (`None` for the stack's own).
     pub controller: Option<Arc<SharedController>>,
     /// Whether the controller is told the exact CE counts (every controller of ours is; noq's
     /// own Cubic hears only that a frame raised the count).
@@ -166,18 +188,48 @@ impl Options {
         self.ecn == EcnPrecision::PerPacket
     }
 
-    /// A fresh transport for one connection. Each connection needs its own: the controller
-    /// factory inside it is that connection's coupling. `label` names its qlog file.
-    pub fn transport(&self, label: &str) -> Transport {
+    /// Noq's range for a requested max_ack_delay.
+    const MAX_ACK_DELAY: std::ops::RangeInclusive<Duration> =
+        Duration::from_millis(1)..=Duration::from_millis(25);
+
+    /// Check what [`Options::transport_config`] would otherwise have to clamp.
+    pub fn validate(&self) -> Result<(), InvalidOptions> {
+        if let Some(delay) = self.max_ack_delay.filter(|d| !Self::MAX_ACK_DELAY.contains(d)) {
+            return Err(InvalidOptions(format!(
+                "max_ack_delay {delay:?} is outside noq's 1 ms ..= 25 ms"
+            )));
+        }
+        if let Some(window) = self.receive_window.filter(|&w| VarInt::from_u64(w).is_err()) {
+            return Err(InvalidOptions(format!("receive window {window} is too large")));
+        }
+        if self.idle_timeout.is_zero() {
+            return Err(InvalidOptions("the idle timeout must be positive".into()));
+        }
+        Ok(())
+    }
+
+    /// One connection's noq transport configuration and coupled controller: every transport
+    /// policy of the library in one place (controller, scheduler, ECN shaping, ACK profile,
+    /// windows, paths, idle timeout). The CLI, the simulator and the tests all start here; a
+    /// caller that runs elsewhere (the simulator's fixed MTU and virtual clock) adjusts only
+    /// what is about its environment. Each connection needs its own: the controller factory
+    /// inside it is that connection's coupling. Out-of-range values (see [`Options::validate`])
+    /// are clamped.
+    pub fn transport_config(&self) -> (TransportConfig, Option<Arc<SharedController>>) {
         let mut config = TransportConfig::default();
+        if self.max_paths > 1 {
+            config.max_concurrent_multipath_paths(self.max_paths);
+        }
         config
-            .max_concurrent_multipath_paths(self.max_paths)
             .max_idle_timeout(self.idle_timeout.try_into().ok())
             .default_path_max_idle_timeout(Some(self.idle_timeout))
-            // noq's flow-control windows (1.25 MB per stream) stay: they cover 10 Gbit/s at a
-            // data-center RTT of 1 ms, and larger ones let multipath reordering fragment the
-            // receive buffer past noq's limit on gaps (it then aborts the connection).
             .keep_alive_interval(Some(self.idle_timeout / 3));
+        if let Some(window) = self.receive_window {
+            // Larger windows let multipath reordering hold more out-of-order data; noq-proto's
+            // receive buffer is bounded by the window (patch series), not a chunk count.
+            let window = VarInt::from_u64(window).unwrap_or(VarInt::MAX);
+            config.receive_window(window).stream_receive_window(window).send_window(window.into());
+        }
 
         let controller = match &self.congestion {
             Congestion::Coupled(cc) => {
@@ -192,14 +244,46 @@ impl Options {
                 ));
                 None
             }
+            Congestion::StackNewReno => {
+                config.congestion_controller_factory(Arc::new(
+                    noq::congestion::NewRenoConfig::default(),
+                ));
+                None
+            }
         };
-
+        config.ack_frequency_config(self.ack_frequency());
         if self.acks_every_packet() {
-            let mut ack_frequency = AckFrequencyConfig::default();
-            ack_frequency.ack_eliciting_threshold(VarInt::from_u32(0));
-            config.enable_segmentation_offload(false).ack_frequency_config(Some(ack_frequency));
+            config.enable_segmentation_offload(false);
         }
+        (config, controller)
+    }
 
+    /// What the ACK frequency extension asks of the peer, if anything.
+    fn ack_frequency(&self) -> Option<AckFrequencyConfig> {
+        if !self.acks_every_packet() && self.max_ack_delay.is_none() {
+            return None;
+        }
+        let mut ack_frequency = AckFrequencyConfig::default();
+        if self.acks_every_packet() {
+            ack_frequency.ack_eliciting_threshold(VarInt::from_u32(0));
+        } else {
+            // As without the extension: an ACK every second packet, and at once on reordering
+            // (the extension's default threshold of 2 would delay it).
+            ack_frequency.reordering_threshold(VarInt::from_u32(1));
+        }
+        if let Some(delay) = self.max_ack_delay {
+            let (min, max) = (*Self::MAX_ACK_DELAY.start(), *Self::MAX_ACK_DELAY.end());
+            ack_frequency.max_ack_delay(Some(delay.clamp(min, max)));
+        }
+        Some(ack_frequency)
+    }
+
+    /// A fresh transport for one connection, with its qlog trace if asked for (`label` names
+    /// the file).
+    pub fn transport(&self, label: &str) -> Transport {
+        // Mutated only to attach the qlog trace, which the `qlog` feature may leave out.
+        #[allow(unused_mut)]
+        let (mut config, controller) = self.transport_config();
         #[cfg(not(feature = "qlog"))]
         if self.qlog_dir.is_some() {
             let _ = label;
@@ -213,6 +297,7 @@ impl Options {
                 "scheduler": self.scheduler,
                 "ecn": self.ecn,
                 "exact_ecn": controller.is_some(),
+                "max_ack_delay_ms": self.max_ack_delay.map(|d| d.as_secs_f64() * 1e3),
                 "max_paths": self.max_paths,
             });
             config.qlog_factory(Arc::new(crate::qlog::ConnectionQlog::new(
@@ -228,5 +313,55 @@ impl Options {
             controller,
             path_keep_alive: self.idle_timeout / 3,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_controller_spec_is_one_string_with_its_parameters() {
+        let Ok(Congestion::Coupled(ControllerConfig::Amp(amp))) = "amp:beta=8, tau=4".parse()
+        else {
+            panic!("not amp")
+        };
+        assert_eq!((amp.beta, amp.tau), (8.0, 4));
+        assert_eq!("newreno".parse::<Congestion>().map(|c| c.name()), Ok("newreno"));
+        assert_eq!("cubic".parse::<Congestion>().map(|c| c.name()), Ok("cubic"));
+        let err = "cubic:beta=1".parse::<Congestion>().unwrap_err().to_string();
+        assert!(err.contains("beta"), "{err}");
+        assert!("vegas".parse::<Congestion>().is_err());
+    }
+
+    #[test]
+    fn the_ack_profile_asks_the_peer_only_when_told_to() {
+        let options = Options::default();
+        assert!(options.ack_frequency().is_none(), "noq's defaults, no extension frames");
+        let profile = Options { max_ack_delay: Some(Duration::from_millis(1)), ..options.clone() };
+        assert!(profile.validate().is_ok());
+        assert!(profile.ack_frequency().is_some());
+        let per_packet = Options { ecn: EcnPrecision::PerPacket, ..options.clone() };
+        assert!(per_packet.ack_frequency().is_some() && per_packet.acks_every_packet());
+    }
+
+    #[test]
+    fn options_outside_the_stacks_range_are_refused_with_the_reason() {
+        let too_short =
+            Options { max_ack_delay: Some(Duration::from_micros(500)), ..Options::default() };
+        let err = too_short.validate().unwrap_err().to_string();
+        assert!(err.contains("outside noq's 1 ms ..= 25 ms"), "{err}");
+        let too_large = Options { receive_window: Some(u64::MAX), ..Options::default() };
+        assert!(too_large.validate().unwrap_err().to_string().contains("too large"));
+    }
+
+    #[test]
+    fn ecn_precision_reads_its_old_names_with_the_same_wire_behaviour() {
+        assert_eq!("exact".parse(), Ok(EcnPrecision::PerPacket));
+        assert_eq!("batched".parse(), Ok(EcnPrecision::Auto));
+        for p in EcnPrecision::ALL {
+            assert_eq!(p.name().parse(), Ok(p));
+        }
+        assert!("sometimes".parse::<EcnPrecision>().unwrap_err().contains("per-packet"));
     }
 }
