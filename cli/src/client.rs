@@ -148,6 +148,9 @@ async fn upload(
     read_reply(&mut recv).await?;
     let fct = started.elapsed();
     bar.finish_and_clear();
+    // The report holds what the ACK frames said (the CE counts among it): wait until the peer
+    // has acknowledged the stream's end, which follows its reply by at most its ACK delay.
+    let _ = tokio::time::timeout(Duration::from_secs(1), send.stopped()).await;
     Ok(TransferResult::new("send", name, size, fct, conn.report()))
 }
 

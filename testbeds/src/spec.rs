@@ -175,8 +175,8 @@ pub struct FlowSpec {
     pub paths: usize,
     #[serde(default)]
     pub cc_params: Vec<String>,
-    /// mpquic: the CLI's `--ecn` (CE-count precision).
-    #[serde(default = "exact")]
+    /// mpquic: the CLI's `--ecn` (ACK shaping; the library's default unless set).
+    #[serde(default = "default_ecn")]
     pub ecn: String,
     /// mpquic: the CLI's `--scheduler`.
     #[serde(default = "stack")]
@@ -211,7 +211,7 @@ pub struct JobSpec {
     pub cc: String,
     #[serde(default)]
     pub cc_params: Vec<String>,
-    #[serde(default = "exact")]
+    #[serde(default = "default_ecn")]
     pub ecn: String,
 }
 
@@ -222,8 +222,8 @@ fn dctcp() -> String {
     "dctcp".into()
 }
 
-fn exact() -> String {
-    "exact".into()
+fn default_ecn() -> String {
+    mpquic::EcnPrecision::default().name().into()
 }
 fn stack() -> String {
     "stack".into()
@@ -286,13 +286,8 @@ impl Scenario {
             if j.response_bytes == 0 || j.gap_ms < 0.0 || j.workers.contains(&j.aggregator) {
                 bail!("jobs from {}: response_bytes must be > 0, gap_ms >= 0, and the aggregator not one of its workers", j.aggregator);
             }
-            if !["auto", "per-packet", "exact", "batched"].contains(&j.ecn.as_str()) {
-                bail!(
-                    "jobs from {}: ecn must be auto or per-packet (or the old names exact, batched), not {:?}",
-                    j.aggregator,
-                    j.ecn
-                );
-            }
+            check_mpquic_transport(&j.cc, &j.cc_params, &j.ecn, "stack")
+                .with_context(|| format!("jobs from {}", j.aggregator))?;
         }
         for f in &self.flows {
             if f.bytes == 0 && f.for_s <= 0.0 {
@@ -302,25 +297,30 @@ impl Scenario {
                 if f.bytes == 0 {
                     bail!("flow {} -> {}: mpquic flows need `bytes` (the CLI sends a generated file of that size)", f.from, f.to);
                 }
-                if !["auto", "per-packet", "exact", "batched"].contains(&f.ecn.as_str()) {
-                    bail!(
-                        "flow {} -> {}: ecn must be auto or per-packet (or the old names exact, batched), not {:?}",
-                        f.from,
-                        f.to,
-                        f.ecn
-                    );
-                }
+                check_mpquic_transport(&f.cc, &f.cc_params, &f.ecn, &f.scheduler)
+                    .with_context(|| format!("flow {} -> {}", f.from, f.to))?;
                 if f.repeat == 0 {
                     bail!("flow {} -> {}: repeat must be >= 1", f.from, f.to);
                 }
                 if !(1..=16).contains(&f.paths_per_pair) {
                     bail!("flow {} -> {}: paths_per_pair must be in 1..=16", f.from, f.to);
                 }
-                if !["stack", "lowest-rtt", "round-robin"].contains(&f.scheduler.as_str()) {
-                    bail!("flow {} -> {}: scheduler must be stack, lowest-rtt or round-robin, not {:?}", f.from, f.to, f.scheduler);
-                }
             }
         }
         Ok(())
     }
+}
+
+/// What an mpquic flow hands the CLI, checked by the library that will parse it (controller and
+/// its parameters, ECN shaping, scheduler), before any namespace exists.
+fn check_mpquic_transport(
+    cc: &str,
+    cc_params: &[String],
+    ecn: &str,
+    scheduler: &str,
+) -> Result<()> {
+    mpquic::Congestion::parse(cc, cc_params.iter().map(String::as_str))?;
+    ecn.parse::<mpquic::EcnPrecision>().map_err(anyhow::Error::msg)?;
+    scheduler.parse::<mpquic::Scheduler>()?;
+    Ok(())
 }
