@@ -4,8 +4,8 @@
 //! Time is in picoseconds of virtual time ([`Ps`]), which keeps serialization at 10 Gbit/s exact
 //! (a 1428-byte packet takes 1 142 400 ps).
 
-use std::collections::VecDeque;
-use std::net::{IpAddr, SocketAddr};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use bytes::BytesMut;
 use hdrhistogram::Histogram;
@@ -13,6 +13,7 @@ use noq_proto::EcnCodepoint;
 use serde::Serialize;
 
 use crate::rng::SimRng;
+use crate::scenario::{Expanded, HostSpec, LinkSpec, Scenario, ScenarioError};
 
 /// Virtual time in picoseconds.
 pub type Ps = u64;
@@ -357,4 +358,208 @@ mod tests {
         }
         assert!(counts.iter().all(|&c| c > 850), "{counts:?}");
     }
+}
+
+/// A scenario's network, built: nodes, links in both directions, host addresses and the
+/// switches' routes.
+pub struct Network {
+    /// Hosts first (in the scenario's order), then switches.
+    pub nodes: Vec<Node>,
+    /// Unidirectional links.
+    pub links: Vec<Link>,
+    /// Node ids by name.
+    pub index: HashMap<String, NodeId>,
+    /// The host each address belongs to.
+    pub host_of: HashMap<IpAddr, NodeId>,
+}
+
+/// Who is connected to whom: per node, (neighbour, link to it), in the order links were made.
+type Adjacency = Vec<Vec<(NodeId, LinkId)>>;
+
+/// An address, the node it hangs off (the far end of its host's link), and the link from that
+/// node back to the host.
+type Attachment = (IpAddr, NodeId, LinkId);
+
+impl Network {
+    /// Build the expanded topology of `scenario`: nodes, links (the scenario's link settings
+    /// where a link has none of its own), addresses (address i of a host sends on its link
+    /// i % links) and routes (shortest paths over switches; ECMP keeps every equal choice).
+    pub fn build(expanded: &Expanded, scenario: &Scenario) -> Result<Network, ScenarioError> {
+        let (mut nodes, index) = build_nodes(&expanded.hosts, &expanded.switches, scenario.seed)?;
+        let hosts = &expanded.hosts;
+        let (links, adjacency) =
+            build_links(&expanded.links, &index, &nodes, hosts.len(), scenario)?;
+        let (host_of, attached) = attach_addresses(&mut nodes, hosts, &links, &adjacency)?;
+        route(&mut nodes, hosts.len(), &attached, &adjacency, scenario.routing);
+        Ok(Network { nodes, links, index, host_of })
+    }
+}
+
+fn invalid(message: String) -> ScenarioError {
+    ScenarioError::Invalid(message)
+}
+
+/// Address `addr` of host `host`: 10.addr.(h >> 8).(h & 255) with h = host + 1.
+fn host_ip(host: usize, addr: usize) -> IpAddr {
+    let h = host + 1;
+    IpAddr::V4(Ipv4Addr::new(10, addr as u8, (h >> 8) as u8, h as u8))
+}
+
+/// Hosts, then switches (each with its ECMP hash salt), and their ids by name.
+fn build_nodes(
+    hosts: &[HostSpec],
+    switches: &[String],
+    seed: u64,
+) -> Result<(Vec<Node>, HashMap<String, NodeId>), ScenarioError> {
+    let mut nodes = vec![];
+    let mut index: HashMap<String, NodeId> = HashMap::new();
+    for h in hosts {
+        if h.addrs == 0 || h.addrs > 255 {
+            return Err(invalid(format!("host {} needs 1..=255 addresses", h.name)));
+        }
+        if index.insert(h.name.clone(), nodes.len()).is_some() {
+            return Err(invalid(format!("duplicate node name {}", h.name)));
+        }
+        nodes.push(Node::Host { name: h.name.clone(), interfaces: vec![] });
+    }
+    for (i, s) in switches.iter().enumerate() {
+        if index.insert(s.clone(), nodes.len()).is_some() {
+            return Err(invalid(format!("duplicate node name {s}")));
+        }
+        let salt = SimRng::new(seed, 0x5357_0000 + i as u64).next_u64();
+        nodes.push(Node::Switch { name: s.clone(), routes: BTreeMap::new(), salt });
+    }
+    Ok((nodes, index))
+}
+
+/// Both directions of every link, and the adjacency they make.
+fn build_links(
+    specs: &[LinkSpec],
+    index: &HashMap<String, NodeId>,
+    nodes: &[Node],
+    hosts: usize,
+    scenario: &Scenario,
+) -> Result<(Vec<Link>, Adjacency), ScenarioError> {
+    let node = |name: &String| {
+        index.get(name).copied().ok_or_else(|| invalid(format!("unknown node {name}")))
+    };
+    let mut links: Vec<Link> = vec![];
+    let mut adjacency: Adjacency = vec![vec![]; nodes.len()];
+    for spec in specs {
+        let (a, b) = (node(&spec.a)?, node(&spec.b)?);
+        let config = spec.config.or(&scenario.link);
+        let (Some(rate), Some(delay), Some(buffer)) = (config.rate, config.delay, config.buffer)
+        else {
+            return Err(invalid(format!("link {}-{} lacks rate, delay or buffer", spec.a, spec.b)));
+        };
+        for (from, to, monitor) in [(a, b, spec.monitor), (b, a, spec.monitor_reverse)] {
+            let host_queue = if from == a { spec.host_queue } else { None };
+            let host_queue = host_queue.unwrap_or(from < hosts);
+            let id = links.len();
+            let params = LinkParams {
+                name: format!("{}->{}", nodes[from].name(), nodes[to].name()),
+                from,
+                to,
+                rate_bps: rate.0,
+                delay_ps: delay.0,
+                buffer_packets: if host_queue { scenario.host_buffer } else { buffer },
+                ecn_k: if host_queue { None } else { config.ecn_k.filter(|&k| k > 0) },
+                loss: config.loss.unwrap_or(0.0),
+                monitor,
+            };
+            let rng = SimRng::new(scenario.seed, 0x4c4b_0000 + id as u64);
+            links.push(Link::new(params, rng, scenario.output.goodput_interval.0));
+            adjacency[from].push((to, id));
+        }
+    }
+    Ok((links, adjacency))
+}
+
+/// Give every host its addresses, address i on the host's link i % links.
+fn attach_addresses(
+    nodes: &mut [Node],
+    hosts: &[HostSpec],
+    links: &[Link],
+    adjacency: &Adjacency,
+) -> Result<(HashMap<IpAddr, NodeId>, Vec<Attachment>), ScenarioError> {
+    let mut host_of = HashMap::new();
+    let mut attached = vec![];
+    for (h, spec) in hosts.iter().enumerate() {
+        let host_links: Vec<LinkId> = adjacency[h].iter().map(|&(_, l)| l).collect();
+        if host_links.is_empty() {
+            return Err(invalid(format!("host {} has no link", spec.name)));
+        }
+        let mut interfaces = vec![];
+        for i in 0..spec.addrs {
+            let ip = host_ip(h, i);
+            let link = host_links[i % host_links.len()];
+            interfaces.push(Interface { ip, link });
+            host_of.insert(ip, h);
+            let neighbor = links[link].params.to;
+            let back = adjacency[neighbor]
+                .iter()
+                .find(|&&(to, l)| to == h && links[l].params.from == neighbor)
+                .map(|&(_, l)| l)
+                .expect("links are bidirectional");
+            attached.push((ip, neighbor, back));
+        }
+        if let Node::Host { interfaces: ifs, .. } = &mut nodes[h] {
+            *ifs = interfaces;
+        }
+    }
+    Ok((host_of, attached))
+}
+
+/// Each switch's next hops towards every address: the neighbours one step closer (breadth
+/// first over switches) to the switch the address hangs off.
+fn route(
+    nodes: &mut [Node],
+    hosts: usize,
+    attached: &[Attachment],
+    adjacency: &Adjacency,
+    routing: Routing,
+) {
+    let is_host = |n: NodeId| n < hosts;
+    for &(ip, edge, back) in attached {
+        if is_host(edge) {
+            continue; // host-to-host wire: nothing to route
+        }
+        let dist = hops_from(edge, hosts, adjacency);
+        for s in hosts..nodes.len() {
+            let choices: Vec<LinkId> = if s == edge {
+                vec![back]
+            } else if dist[s] == usize::MAX {
+                continue;
+            } else {
+                adjacency[s]
+                    .iter()
+                    .filter(|&&(m, _)| !is_host(m) && dist[m] + 1 == dist[s])
+                    .map(|&(_, l)| l)
+                    .collect()
+            };
+            if let Node::Switch { routes, .. } = &mut nodes[s] {
+                let choices = match routing {
+                    Routing::Static => choices.into_iter().take(1).collect(),
+                    Routing::Ecmp => choices,
+                };
+                routes.insert(ip, choices);
+            }
+        }
+    }
+}
+
+/// Hops from `edge` to every switch over switches only (`usize::MAX`: unreachable).
+fn hops_from(edge: NodeId, hosts: usize, adjacency: &Adjacency) -> Vec<usize> {
+    let mut dist = vec![usize::MAX; adjacency.len()];
+    dist[edge] = 0;
+    let mut queue = VecDeque::from([edge]);
+    while let Some(n) = queue.pop_front() {
+        for &(m, _) in &adjacency[n] {
+            if m >= hosts && dist[m] == usize::MAX {
+                dist[m] = dist[n] + 1;
+                queue.push_back(m);
+            }
+        }
+    }
+    dist
 }

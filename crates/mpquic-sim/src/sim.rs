@@ -8,8 +8,8 @@
 //! scenario seed.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex};
@@ -27,9 +27,9 @@ use noq_proto::{
 use slab::Slab;
 
 use crate::crypto::{NullClientConfig, NullHmacKey, NullServerConfig, NullTokenKey};
-use crate::net::{ecmp_hash, Interface, Link, LinkId, LinkParams, Node, NodeId, Packet, Ps};
+use crate::net::{ecmp_hash, Link, LinkId, Network, Node, NodeId, Packet, Ps};
 use crate::rng::SimRng;
-use crate::scenario::{expand_workloads, CryptoSuite, Expanded, FlowSpec, Scenario, ScenarioError};
+use crate::scenario::{expand_workloads, CryptoSuite, FlowSpec, Scenario, ScenarioError};
 
 static ZEROS: [u8; 65536] = [0; 65536];
 /// The name clients connect to (and a TLS server's certificate is issued for).
@@ -367,143 +367,12 @@ fn crypto_configs(suite: CryptoSuite) -> Result<CryptoConfigs, ScenarioError> {
     })
 }
 
-fn host_ip(host: usize, addr: usize) -> IpAddr {
-    let h = host + 1;
-    IpAddr::V4(Ipv4Addr::new(10, addr as u8, (h >> 8) as u8, h as u8))
-}
-
 impl Sim {
     /// Build the network, endpoints and flows of a scenario.
     pub fn new(scenario: Scenario) -> Result<Sim, ScenarioError> {
-        let Expanded { hosts, switches, links: link_specs } = scenario.topology.expand()?;
-        let invalid = |m: String| ScenarioError::Invalid(m);
-        let mut nodes = vec![];
-        let mut index: HashMap<String, NodeId> = HashMap::new();
-        for h in &hosts {
-            if h.addrs == 0 || h.addrs > 255 {
-                return Err(invalid(format!("host {} needs 1..=255 addresses", h.name)));
-            }
-            if index.insert(h.name.clone(), nodes.len()).is_some() {
-                return Err(invalid(format!("duplicate node name {}", h.name)));
-            }
-            nodes.push(Node::Host { name: h.name.clone(), interfaces: vec![] });
-        }
-        for (i, s) in switches.iter().enumerate() {
-            if index.insert(s.clone(), nodes.len()).is_some() {
-                return Err(invalid(format!("duplicate node name {s}")));
-            }
-            let salt = SimRng::new(scenario.seed, 0x5357_0000 + i as u64).next_u64();
-            nodes.push(Node::Switch { name: s.clone(), routes: BTreeMap::new(), salt });
-        }
-        let is_host = |n: NodeId| n < hosts.len();
-
-        // Links, both directions.
-        let mut links: Vec<Link> = vec![];
-        let mut host_links: Vec<Vec<LinkId>> = vec![vec![]; hosts.len()];
-        let mut adjacency: Vec<Vec<(NodeId, LinkId)>> = vec![vec![]; nodes.len()];
-        for spec in &link_specs {
-            let a =
-                *index.get(&spec.a).ok_or_else(|| invalid(format!("unknown node {}", spec.a)))?;
-            let b =
-                *index.get(&spec.b).ok_or_else(|| invalid(format!("unknown node {}", spec.b)))?;
-            let config = spec.config.or(&scenario.link);
-            let (Some(rate), Some(delay), Some(buffer)) =
-                (config.rate, config.delay, config.buffer)
-            else {
-                return Err(invalid(format!(
-                    "link {}-{} lacks rate, delay or buffer",
-                    spec.a, spec.b
-                )));
-            };
-            for (from, to, monitor) in [(a, b, spec.monitor), (b, a, spec.monitor_reverse)] {
-                let host_queue = if from == a { spec.host_queue } else { None };
-                let host_queue = host_queue.unwrap_or(is_host(from));
-                let id = links.len();
-                let params = LinkParams {
-                    name: format!("{}->{}", nodes[from].name(), nodes[to].name()),
-                    from,
-                    to,
-                    rate_bps: rate.0,
-                    delay_ps: delay.0,
-                    buffer_packets: if host_queue { scenario.host_buffer } else { buffer },
-                    ecn_k: if host_queue { None } else { config.ecn_k.filter(|&k| k > 0) },
-                    loss: config.loss.unwrap_or(0.0),
-                    monitor,
-                };
-                let rng = SimRng::new(scenario.seed, 0x4c4b_0000 + id as u64);
-                links.push(Link::new(params, rng, scenario.output.goodput_interval.0));
-                adjacency[from].push((to, id));
-                if is_host(from) {
-                    host_links[from].push(id);
-                }
-            }
-        }
-
-        // Host addresses: address i sends on the host's link i % links.
-        let mut host_of = HashMap::new();
-        // For each address: the node it hangs off (the far end of its link).
-        let mut attached: Vec<(IpAddr, NodeId, LinkId)> = vec![];
-        for (h, spec) in hosts.iter().enumerate() {
-            if host_links[h].is_empty() {
-                return Err(invalid(format!("host {} has no link", spec.name)));
-            }
-            let mut interfaces = vec![];
-            for i in 0..spec.addrs {
-                let ip = host_ip(h, i);
-                let link = host_links[h][i % host_links[h].len()];
-                interfaces.push(Interface { ip, link });
-                host_of.insert(ip, h);
-                let neighbor = links[link].params.to;
-                // The link from the neighbor back to this host.
-                let back = adjacency[neighbor]
-                    .iter()
-                    .find(|&&(to, l)| to == h && links[l].params.from == neighbor)
-                    .map(|&(_, l)| l)
-                    .expect("links are bidirectional");
-                attached.push((ip, neighbor, back));
-            }
-            if let Node::Host { interfaces: ifs, .. } = &mut nodes[h] {
-                *ifs = interfaces;
-            }
-        }
-
-        // Routes: shortest paths over switches towards the switch an address hangs off.
-        for &(ip, edge, back) in &attached {
-            if is_host(edge) {
-                continue; // host-to-host wire: nothing to route
-            }
-            let mut dist = vec![usize::MAX; nodes.len()];
-            dist[edge] = 0;
-            let mut queue = VecDeque::from([edge]);
-            while let Some(n) = queue.pop_front() {
-                for &(m, _) in &adjacency[n] {
-                    if !is_host(m) && dist[m] == usize::MAX {
-                        dist[m] = dist[n] + 1;
-                        queue.push_back(m);
-                    }
-                }
-            }
-            for s in hosts.len()..nodes.len() {
-                let choices: Vec<LinkId> = if s == edge {
-                    vec![back]
-                } else if dist[s] == usize::MAX {
-                    continue;
-                } else {
-                    adjacency[s]
-                        .iter()
-                        .filter(|&&(m, _)| !is_host(m) && dist[m] + 1 == dist[s])
-                        .map(|&(_, l)| l)
-                        .collect()
-                };
-                if let Node::Switch { routes, .. } = &mut nodes[s] {
-                    let choices = match scenario.routing {
-                        crate::net::Routing::Static => choices.into_iter().take(1).collect(),
-                        crate::net::Routing::Ecmp => choices,
-                    };
-                    routes.insert(ip, choices);
-                }
-            }
-        }
+        let expanded = scenario.topology.expand()?;
+        let Network { nodes, links, index, host_of } = Network::build(&expanded, &scenario)?;
+        let hosts = expanded.hosts;
 
         let monitored: Vec<LinkId> =
             links.iter().enumerate().filter(|(_, l)| l.params.monitor).map(|(i, _)| i).collect();
