@@ -126,8 +126,20 @@ pub struct ConnectArgs {
     /// Print the result as one JSON object on stdout (no progress bar, no table).
     #[arg(long)]
     pub json: bool,
+    /// Every SECS seconds, print each path's rate, RTT, CE marks, losses, window and state, and
+    /// path events as they happen (JSON lines with --json).
+    #[arg(long, value_name = "SECS", value_parser = parse_interval)]
+    pub interval: Option<Duration>,
     #[command(flatten)]
     pub transport: TransportArgs,
+}
+
+/// A positive number of seconds.
+pub fn parse_interval(s: &str) -> Result<Duration, String> {
+    match s.parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs >= 0.01 => Ok(Duration::from_secs_f64(secs)),
+        _ => Err(format!("bad interval {s:?}: a number of seconds, at least 0.01")),
+    }
 }
 
 fn parse_path(s: &str) -> Result<PathSpec, String> {

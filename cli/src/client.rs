@@ -12,6 +12,7 @@ use tokio::io::{AsyncRead, ReadBuf};
 
 use crate::args::{ConnectArgs, GetArgs, SendArgs};
 use crate::output::{progress_bar, TransferResult};
+use crate::progress::{self, Sink};
 use crate::transfer::{check_name, read_reply, receive_body, send_body, PartialFile, Request};
 
 /// Pseudo-random bytes, for measurements without a file (incompressible, so nothing is flattered).
@@ -118,7 +119,7 @@ pub async fn send(args: SendArgs, mut report: impl FnMut(&TransferResult)) -> Re
             Some(source) => source,
             None => open_source(&args).await?,
         };
-        report(&upload(&session.conn, source, args.connect.json).await?);
+        report(&upload(&session.conn, source, &args.connect).await?);
     }
     session.close().await;
     Ok(())
@@ -128,12 +129,13 @@ pub async fn send(args: SendArgs, mut report: impl FnMut(&TransferResult)) -> Re
 async fn upload(
     conn: &MultipathConnection,
     (mut source, size, name): Source,
-    quiet: bool,
+    args: &ConnectArgs,
 ) -> Result<TransferResult> {
     let started = Instant::now();
     let (mut send, mut recv) = conn.connection().open_bi().await.context("opening a stream")?;
     Request::Put { name: name.clone(), size }.write(&mut send).await?;
-    let bar = progress_bar(size, quiet);
+    let bar = progress_bar(size, args.json);
+    let _live = progress::start(conn, args.interval, Sink::new(args.json, &bar));
     let sent = send_body(&mut source, size, &mut send, |n| bar.inc(n)).await;
     if let Err(e) = sent {
         // A receiver that gives up (disk full, bad name) says why before it stops the stream.
@@ -170,9 +172,12 @@ pub async fn get(args: GetArgs) -> Result<TransferResult> {
     recv.read_exact(&mut size).await.context("reading the file size")?;
     let size = u64::from_be_bytes(size);
     let bar = progress_bar(size, args.connect.json);
+    let live =
+        progress::start(&session.conn, args.connect.interval, Sink::new(args.connect.json, &bar));
     receive_body(&mut recv, size, partial.file(), |n| bar.inc(n)).await?;
     partial.commit().await?;
     let fct = started.elapsed();
+    drop(live);
     bar.finish_and_clear();
     let result = TransferResult::new("get", args.name, size, fct, session.conn.report());
     session.close().await;

@@ -5,6 +5,7 @@ mod args;
 mod client;
 mod demo;
 mod output;
+mod progress;
 mod report;
 mod serve;
 mod transfer;

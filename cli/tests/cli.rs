@@ -636,3 +636,42 @@ fn a_plain_noq_client_downloads_from_mpquic_serve() {
     assert_eq!(received.len(), 11 + size + 32, "BLAKE3 trailer");
     assert_eq!(&received[11 + size..], blake3::hash(data).as_bytes());
 }
+
+#[test]
+fn interval_lines_show_every_path_while_the_transfer_runs() {
+    let server = ServerProcess::start(
+        &["127.0.0.1", "127.0.0.2"],
+        &["--insecure", "--sink", "--max-transfers", "2"],
+    );
+    let send = |extra: &[&str]| {
+        let (a, b) = (server.addr("127.0.0.1"), server.addr("127.0.0.2"));
+        let mut args = vec!["send", "--generate", "300M", "-s", &a, "-s", &b, "--insecure"];
+        args.extend_from_slice(&["--scheduler", "round-robin", "--interval", "0.05"]);
+        args.extend_from_slice(extra);
+        let out = mpquic(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        out
+    };
+    // Plain lines on stderr (not a terminal): one per path per interval.
+    let out = send(&[]);
+    let lines: Vec<String> =
+        stderr(&out).lines().filter(|l| l.contains(" Mbit/s ")).map(String::from).collect();
+    for path in [" path  0 ", " path  1 "] {
+        assert!(lines.iter().any(|l| l.contains(path)), "no interval line for{path}: {lines:?}");
+    }
+    // JSON lines on stdout: the intervals, then the result.
+    let out = send(&["--json"]);
+    let objects: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let (result, intervals) = objects.split_last().expect("output");
+    assert_eq!(result["verified"], true);
+    let carried: Vec<u64> = (0..2)
+        .map(|id| {
+            intervals.iter().filter(|o| o["kind"] == "path" && o["path"] == id).count() as u64
+        })
+        .collect();
+    assert!(carried.iter().all(|&n| n > 0), "interval objects per path: {carried:?}");
+    assert!(intervals.iter().all(|o| o["mbit_s"].as_f64().is_some() || o["kind"] == "event"));
+}

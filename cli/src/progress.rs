@@ -1,0 +1,181 @@
+//! Live per-path progress (`--interval SECS`): every interval one line per open path (rate,
+//! RTT, CE marks, losses, window, controller state), like iperf3's interval lines, and a line
+//! for each path event (opened, closed, suppressed, released) when an interval sees it. With
+//! `--json` the same as JSON lines on stdout. Above the progress bar on a terminal, plain lines
+//! on stderr otherwise.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use indicatif::ProgressBar;
+use mpquic::{MultipathConnection, PathReport};
+use serde::Serialize;
+use tokio::task::JoinHandle;
+
+use crate::output::human_bytes;
+
+/// Prints interval lines until dropped.
+pub struct IntervalReporter(JoinHandle<()>);
+
+impl Drop for IntervalReporter {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Where and how the lines go.
+#[derive(Clone)]
+pub struct Sink {
+    /// JSON lines on stdout instead of text.
+    pub json: bool,
+    /// Print above this bar while it is drawn.
+    pub bar: Option<ProgressBar>,
+    /// Put before every text line (the peer, on a server).
+    pub prefix: String,
+}
+
+impl Sink {
+    /// Lines for a client's transfer, drawn above `bar`.
+    pub fn new(json: bool, bar: &ProgressBar) -> Self {
+        Sink { json, bar: Some(bar.clone()), prefix: String::new() }
+    }
+
+    fn emit(&self, line: &IntervalLine<'_>) {
+        if self.json {
+            println!("{}", serde_json::to_string(line).unwrap_or_default());
+            return;
+        }
+        let text = format!("{}{}", self.prefix, line.text());
+        match &self.bar {
+            Some(bar) if !bar.is_hidden() => bar.println(text),
+            _ => eprintln!("{text}"),
+        }
+    }
+}
+
+/// Report on `conn` every `every` (`None`: not at all).
+pub fn start(
+    conn: &MultipathConnection,
+    every: Option<Duration>,
+    sink: Sink,
+) -> Option<IntervalReporter> {
+    let every = every?;
+    let conn = conn.clone();
+    Some(IntervalReporter(tokio::spawn(async move {
+        let started = Instant::now();
+        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        // Paths open at the start are not news; paths opened later are.
+        let mut before: BTreeMap<u32, PathReport> =
+            conn.report().paths.into_iter().map(|p| (p.id, p)).collect();
+        loop {
+            ticks.tick().await;
+            let t_s = started.elapsed().as_secs_f64();
+            let report = conn.report();
+            for path in &report.paths {
+                let previous = before.get(&path.id);
+                for change in changes(previous, path) {
+                    sink.emit(&IntervalLine::Event {
+                        t_s,
+                        path: path.id,
+                        route: route(path),
+                        change,
+                    });
+                }
+                if path.open {
+                    sink.emit(&IntervalLine::Path(PathInterval::new(t_s, every, previous, path)));
+                }
+            }
+            before = report.paths.into_iter().map(|p| (p.id, p)).collect();
+        }
+    })))
+}
+
+/// One path over one interval.
+#[derive(Debug, Serialize)]
+pub struct PathInterval {
+    t_s: f64,
+    path: u32,
+    route: String,
+    mbit_s: f64,
+    rtt_ms: f64,
+    ce_marked: u64,
+    lost: u64,
+    cwnd: u64,
+    state: &'static str,
+}
+
+impl PathInterval {
+    fn new(t_s: f64, every: Duration, before: Option<&PathReport>, now: &PathReport) -> Self {
+        let delta = |f: fn(&PathReport) -> u64| f(now).saturating_sub(before.map_or(0, f));
+        PathInterval {
+            t_s,
+            path: now.id,
+            route: route(now),
+            mbit_s: delta(|p| p.bytes_sent) as f64 * 8.0 / every.as_secs_f64() / 1e6,
+            rtt_ms: now.rtt_smoothed_ms,
+            ce_marked: delta(|p| p.ce_marked.unwrap_or(0)),
+            lost: delta(|p| p.lost_packets),
+            cwnd: now.cwnd,
+            state: if now.active { "active" } else { "inactive" },
+        }
+    }
+}
+
+/// What an interval line says.
+#[derive(Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum IntervalLine<'a> {
+    /// A path's interval.
+    Path(PathInterval),
+    /// A path changed state.
+    Event { t_s: f64, path: u32, route: String, change: &'a str },
+}
+
+impl IntervalLine<'_> {
+    fn text(&self) -> String {
+        match self {
+            IntervalLine::Path(p) => format!(
+                "[{:7.2} s] path {:>2} {:<34} {:>9.1} Mbit/s  rtt {:>7.2} ms  CE {:>6}  lost {:>4}  cwnd {:>10}  {}",
+                p.t_s,
+                p.path,
+                p.route,
+                p.mbit_s,
+                p.rtt_ms,
+                p.ce_marked,
+                p.lost,
+                human_bytes(p.cwnd),
+                p.state
+            ),
+            IntervalLine::Event { t_s, path, route, change } => {
+                format!("[{t_s:7.2} s] path {path:>2} {route}: {change}")
+            }
+        }
+    }
+}
+
+fn route(path: &PathReport) -> String {
+    format!(
+        "{} -> {}",
+        path.local.map_or("*".to_string(), |l| l.to_string()),
+        path.remote.map_or("?".to_string(), |r| r.to_string())
+    )
+}
+
+/// The state changes of a path between two reports (a path first seen is "opened").
+fn changes(before: Option<&PathReport>, now: &PathReport) -> Vec<&'static str> {
+    let Some(before) = before else {
+        return if now.open { vec!["opened"] } else { vec![] };
+    };
+    let mut changes = vec![];
+    if before.open && !now.open {
+        changes.push("closed");
+    }
+    if now.open && before.active != now.active {
+        changes.push(if now.active {
+            "released (carries data again)"
+        } else {
+            "suppressed by the controller"
+        });
+    }
+    changes
+}
