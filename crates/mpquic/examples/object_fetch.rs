@@ -193,6 +193,7 @@ async fn fetch_verified(conn: &MultipathConnection, entry: &str) -> Result<usize
     Ok(data.len())
 }
 
+/// One request: the name out, the object back.
 async fn fetch(conn: &MultipathConnection, name: &str) -> Result<Vec<u8>> {
     let request = async {
         let (mut send, mut recv) = conn.connection().open_bi().await?;
@@ -203,6 +204,7 @@ async fn fetch(conn: &MultipathConnection, name: &str) -> Result<Vec<u8>> {
     request.await.map_err(|e| format!("fetching {name}: {e}").into())
 }
 
+/// The server's side of a connection, one line per path (what it sent: the objects).
 fn print_report(report: &ConnectionReport) {
     let client = report.paths.first().and_then(|p| p.remote).map_or("?".into(), |a| a.to_string());
     println!(
