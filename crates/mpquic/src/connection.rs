@@ -33,8 +33,21 @@ impl PathSpec {
         PathSpec { local, remote }
     }
 
-    /// One path per (local, remote) pair: every local address with every remote one. With no
-    /// local addresses, one path per remote address.
+    /// One path per (local, remote) pair: every local address with every remote one of the
+    /// same IP family. With no local addresses, one path per remote address.
+    ///
+    /// ```
+    /// use std::net::{IpAddr, SocketAddr};
+    /// use mpquic::PathSpec;
+    ///
+    /// let locals: [IpAddr; 2] = ["10.0.1.1".parse()?, "10.0.2.1".parse()?];
+    /// let server: SocketAddr = "10.0.1.2:4433".parse()?;
+    /// assert_eq!(
+    ///     PathSpec::all_pairs(&locals, &[server]),
+    ///     [PathSpec::new(Some(locals[0]), server), PathSpec::new(Some(locals[1]), server)],
+    /// );
+    /// # Ok::<(), std::net::AddrParseError>(())
+    /// ```
     pub fn all_pairs(locals: &[IpAddr], remotes: &[SocketAddr]) -> Vec<PathSpec> {
         if locals.is_empty() {
             return remotes.iter().map(|&r| PathSpec::new(None, r)).collect();
@@ -291,7 +304,26 @@ impl MultipathConnection {
         self.controller.as_ref().map(|c| c.snapshot())
     }
 
-    /// Statistics of every path the connection has had, and of the connection.
+    /// Statistics of every path the connection has had, and of the connection. Also valid
+    /// after the connection closed: it then tells what each path carried in all.
+    ///
+    /// ```
+    /// fn print_paths(conn: &mpquic::MultipathConnection) {
+    ///     let report = conn.report();
+    ///     for path in &report.paths {
+    ///         let state = if path.active { "carries data" } else { "kept from data" };
+    ///         println!(
+    ///             "path {}: {:.0}% of the bytes, RTT {:.2} ms, {} CE marks, {state}",
+    ///             path.id,
+    ///             path.share * 100.0,
+    ///             path.rtt_smoothed_ms,
+    ///             path.ce_marked.unwrap_or(0),
+    ///         );
+    ///     }
+    ///     // All of it, with the controller's state, as JSON:
+    ///     println!("{}", serde_json::to_string(&report).unwrap());
+    /// }
+    /// ```
     pub fn report(&self) -> ConnectionReport {
         let snapshot = self.controller_snapshot();
         let ledger = self.ledger().clone();

@@ -120,6 +120,38 @@ fn unspecified(like: IpAddr) -> IpAddr {
 }
 
 /// Makes multipath connections to servers.
+///
+/// One client (one UDP socket) holds any number of connections; each connection opens its
+/// paths from the [`PathSpec`]s it is given and runs its own coupled controller.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::net::{IpAddr, SocketAddr};
+/// use std::time::Duration;
+/// use mpquic::{Client, Options, PathSpec, Trust};
+///
+/// // Two paths: one from each of the client's interfaces to the server.
+/// let locals: [IpAddr; 2] = ["10.0.1.1".parse()?, "10.0.2.1".parse()?];
+/// let server: SocketAddr = "10.0.1.2:4433".parse()?;
+/// let paths = PathSpec::all_pairs(&locals, &[server]);
+///
+/// let client = Client::new(&Trust::from_ca_file("ca.pem".as_ref())?, server.ip())?;
+/// let options = Options { congestion: "amp".parse()?, ..Options::default() };
+/// let (conn, failed) =
+///     client.connect("files.lab", &paths, &options, Duration::from_secs(5)).await?;
+/// for failure in &failed {
+///     eprintln!("going on without a path: {failure}");
+/// }
+/// // Streams are noq's (quinn's); the stack spreads their packets over the paths.
+/// let (mut send, mut recv) = conn.connection().open_bi().await?;
+/// send.write_all(b"object-1").await?;
+/// send.finish()?;
+/// let object = recv.read_to_end(64 << 20).await?;
+/// println!("{} bytes; per path: {:?}", object.len(), conn.report().paths);
+/// conn.connection().close(0u32.into(), b"done");
+/// client.wait_idle().await; // lets the close reach the server
+/// # Ok(()) }
+/// ```
 pub struct Client {
     endpoint: noq::Endpoint,
     crypto: Arc<QuicClientConfig>,
@@ -173,6 +205,35 @@ impl Client {
 }
 
 /// Accepts multipath connections on one or more addresses.
+///
+/// Clients open a path to each address they reach the server at; all addresses share one
+/// socket, so one port.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::net::SocketAddr;
+/// use std::path::Path;
+/// use mpquic::{Identity, Options, Server};
+///
+/// let identity = Identity::from_pem_files(Path::new("cert.pem"), Path::new("key.pem"))?;
+/// let listen: [SocketAddr; 2] = ["10.0.1.2:4433".parse()?, "10.0.2.2:4433".parse()?];
+/// let server = Server::bind(&listen, &identity, Options::default())?;
+/// while let Some(accepting) = server.accept().await {
+///     // Each handshake and connection in its own task: a slow client holds up no one.
+///     tokio::spawn(async move {
+///         let conn = accepting.established().await?;
+///         while let Ok((mut send, mut recv)) = conn.connection().accept_bi().await {
+///             let request = recv.read_to_end(1024).await?;
+///             send.write_all(&request).await?; // an echo service
+///             send.finish()?;
+///         }
+///         // The client has closed the connection: what each path carried.
+///         println!("{:?}", conn.report());
+///         Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
+///     });
+/// }
+/// # Ok(()) }
+/// ```
 pub struct Server {
     endpoint: noq::Endpoint,
     crypto: Arc<QuicServerConfig>,

@@ -14,6 +14,23 @@ use crate::congestion::{CoupledFactory, SharedController};
 use crate::scheduler::Scheduler;
 
 /// Which congestion control a connection runs.
+///
+/// Parsed from one string, `name` or `name:key=value,key=value`, as the command line takes it;
+/// bad names and parameters are refused with the reason:
+///
+/// ```
+/// use mpquic::Congestion;
+///
+/// let amp: Congestion = "amp:beta=8,tau=4".parse()?;
+/// assert_eq!(amp.name(), "amp");
+/// assert_eq!("cubic".parse(), Ok(Congestion::StackCubic));
+/// // The same from a name and separate parameters:
+/// assert_eq!(Congestion::parse("amp", ["beta=8", "tau=4"]), Ok(amp));
+///
+/// let err = "amp:alpha=1".parse::<Congestion>().unwrap_err();
+/// assert!(err.to_string().contains("no parameter `alpha`"), "{err}");
+/// # Ok::<(), mpquic::mpquic_cc::ConfigError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Congestion {
@@ -124,6 +141,25 @@ impl FromStr for EcnPrecision {
 }
 
 /// Everything that shapes one connection's transport.
+///
+/// Set what matters and take the rest from [`Options::default`] (AMP, the stack's scheduler,
+/// noq's ACK timing and windows, up to 16 paths, 10 s idle timeout):
+///
+/// ```
+/// use std::time::Duration;
+/// use mpquic::{Options, Scheduler};
+///
+/// let options = Options {
+///     congestion: "xmp:beta=4".parse()?,
+///     scheduler: Scheduler::LowestRtt,
+///     // The data-center ACK profile: at microsecond RTTs, noq's 25 ms default delay would
+///     // set the floor of every probe timeout.
+///     max_ack_delay: Some(Duration::from_millis(1)),
+///     ..Options::default()
+/// };
+/// options.validate()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Serialize)]
 pub struct Options {
     /// The congestion controller.

@@ -92,6 +92,19 @@ impl Identity {
 }
 
 /// How a client decides whether to trust a server.
+///
+/// In a lab, a server's self-signed certificate can be its clients' CA: the handshake still
+/// verifies the certificate and the server's name, unlike [`Trust::InsecureAnyCertificate`].
+///
+/// ```
+/// use mpquic::{Identity, Trust};
+///
+/// let identity = Identity::self_signed(&["objects.lab".into()])?;
+/// // For the server: `Server::bind(&listen, &identity, options)`. For its clients:
+/// let trust = Trust::Roots(identity.chain.clone());
+/// # trust.client_crypto()?;
+/// # Ok::<(), mpquic::TlsError>(())
+/// ```
 pub enum Trust {
     /// Verify the server's certificate against these roots.
     Roots(Vec<CertificateDer<'static>>),
