@@ -2,9 +2,12 @@
 
 mod aggregate;
 mod args;
+mod cert;
 mod client;
 mod demo;
+mod files;
 mod output;
+mod ratelimit;
 mod report;
 mod serve;
 mod transfer;
@@ -46,7 +49,7 @@ fn main() -> ExitCode {
                 let json = args.json;
                 demo::demo(args).await.map(|r| print_result(&r, json))
             }
-            Command::Cert(args) => write_cert(&args),
+            Command::Cert(args) => cert::write_cert(&args),
             Command::Report(args) => report::report(args),
         }
     });
@@ -58,13 +61,27 @@ fn main() -> ExitCode {
     }
 }
 
-/// Run until done or Ctrl-C; an interrupted transfer is an error (and leaves no partial file).
+/// Run until done, Ctrl-C or SIGTERM; an interrupted transfer is an error (and leaves no
+/// partial file).
 async fn interruptible<T>(
     work: impl std::future::Future<Output = anyhow::Result<T>>,
 ) -> anyhow::Result<T> {
     tokio::select! {
         result = work => result,
-        _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted")),
+        signal = termination() => Err(anyhow::anyhow!("interrupted by {signal}")),
+    }
+}
+
+/// Resolves on Ctrl-C or SIGTERM, naming which.
+pub async fn termination() -> &'static str {
+    let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+    else {
+        let _ = tokio::signal::ctrl_c().await;
+        return "Ctrl-C";
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => "Ctrl-C",
+        _ = term.recv() => "SIGTERM",
     }
 }
 
@@ -101,19 +118,6 @@ async fn run_aggregate(args: &args::AggregateArgs) -> anyhow::Result<()> {
         let first = result.jobs.iter().flat_map(|j| &j.errors).next().cloned().unwrap_or_default();
         anyhow::bail!("{failed} of {} jobs failed; first: {first}", result.jobs.len());
     }
-    Ok(())
-}
-
-fn write_cert(args: &args::CertArgs) -> anyhow::Result<()> {
-    use anyhow::Context;
-    let (cert, key) = mpquic::Identity::self_signed_pem(&args.names)?;
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
-    for (name, text) in [("cert.pem", cert), ("key.pem", key)] {
-        let path = args.out.join(name);
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    eprintln!("mpquic: wrote {0}/cert.pem and {0}/key.pem", args.out.display());
     Ok(())
 }
 

@@ -235,7 +235,10 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
                         args.push(format!("{a}:{QUIC_PORT}"));
                     }
                 }
-                args.extend(["--insecure".into(), "--sink".into(), "--json".into()]);
+                // Lab servers: a throwaway certificate, and any client of the testbed may send.
+                args.extend(
+                    ["--insecure", "--allow-anonymous", "--sink", "--json"].map(Into::into),
+                );
                 start_mpquic_server(&ns, args)?
             }
         };
@@ -256,7 +259,8 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
                     args.extend(["--listen".into(), format!("{a}:{}", JOB_PORT + ji as u16)]);
                 }
             }
-            args.extend(["--dir".into(), files.display().to_string(), "--insecure".into()]);
+            args.extend(["--dir".into(), files.display().to_string()]);
+            args.extend(["--insecure", "--allow-anonymous", "--read-only"].map(Into::into));
             args.extend(transport_args(&j.cc, &j.cc_params, &j.ecn));
             workers.push((ji, start_mpquic_server(nss.ns(w), args)?));
         }

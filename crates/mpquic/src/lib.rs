@@ -42,4 +42,4 @@ pub use mpquic_cc;
 pub use noq;
 pub use options::{Congestion, EcnPrecision, Options, Transport};
 pub use scheduler::{PathLoad, Scheduler, UnknownScheduler};
-pub use tls::{Identity, TlsError, Trust};
+pub use tls::{CertRole, ClientAuth, Identity, PemPair, TlsError, Trust};
