@@ -221,7 +221,7 @@ pub struct ServeArgs {
     pub max_transfers: Option<u64>,
     /// Accept only clients presenting a certificate issued by a CA in this PEM file (mutual TLS;
     /// `mpquic cert --new-ca` makes one). Required unless --allow-anonymous.
-    #[arg(long, value_name = "FILE", required_unless_present = "allow_anonymous")]
+    #[arg(long, value_name = "FILE")]
     pub client_ca: Option<PathBuf>,
     /// INSECURE: accept clients without a certificate: anyone who can reach the server may
     /// upload and download. For labs only.
@@ -270,6 +270,9 @@ impl ServeArgs {
     pub fn client_auth(&self) -> Result<ClientAuth> {
         match &self.client_ca {
             Some(path) => Ok(ClientAuth::from_ca_file(path)?),
+            None if !self.allow_anonymous => bail!(
+                "serve needs --client-ca FILE (clients must present a certificate from that CA) or, for a lab, --allow-anonymous"
+            ),
             None => {
                 eprintln!(
                     "mpquic: WARNING: --allow-anonymous: any client that can reach this server may {}",

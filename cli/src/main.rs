@@ -123,6 +123,14 @@ async fn run_aggregate(args: &args::AggregateArgs) -> anyhow::Result<()> {
 
 /// One clear line, no backtrace.
 fn fail(error: anyhow::Error) -> ExitCode {
-    eprintln!("mpquic: error: {error:#}");
+    let text = format!("{error:#}");
+    // TLS alert 116 (certificate_required): in TLS 1.3 a client learns it only after the
+    // handshake, from the first stream, so the error alone does not say what to do.
+    let hint = if text.contains("error 116") {
+        " (this server requires a client certificate: --client-cert and --client-key)"
+    } else {
+        ""
+    };
+    eprintln!("mpquic: error: {text}{hint}");
     ExitCode::FAILURE
 }

@@ -135,8 +135,13 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
             };
             let (policy, done, transfers) = (policy.clone(), done.clone(), transfers.clone());
             tokio::spawn(async move {
+                let peer = accepting.remote();
                 let conn = match accepting.established().await {
                     Ok(conn) => conn,
+                    Err(mpquic::Error::Connection { source, .. }) => {
+                        let line = || format!("mpquic: handshake with {peer} failed: {source}");
+                        return policy.failures.eprint(line);
+                    }
                     Err(e) => return policy.failures.eprint(|| format!("mpquic: {e}")),
                 };
                 serve_connection(conn, policy, reporting, move |_| {
