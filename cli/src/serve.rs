@@ -158,7 +158,7 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
     tokio::select! {
         _ = accept_loop => {}
         _ = done.notified() => {}
-        signal = crate::termination() => eprintln!("mpquic: {signal}: shutting down"),
+        signal = crate::termination() => eprintln!("mpquic: shutting down ({signal})"),
     }
     server.close();
     let _ = tokio::time::timeout(Duration::from_secs(1), server.wait_idle()).await;
