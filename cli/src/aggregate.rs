@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use futures_util::future::join_all;
-use mpquic::{Client, MultipathConnection, PathSpec};
+use mpquic::{MultipathConnection, PathSpec};
 use serde::Serialize;
 use tokio::task::JoinSet;
 
@@ -98,8 +98,7 @@ pub async fn aggregate(args: &AggregateArgs) -> Result<AggregateResult> {
         bail!("aggregate opens one single-path connection per --server: --local, --path and --paths-per-pair do not apply");
     }
     let options = c.transport.options()?;
-    let trust = c.trust()?;
-    let client = Client::new(&trust, c.servers[0].ip())?;
+    let client = c.client(c.servers[0].ip())?;
     let timeout = c.timeout()?;
     let t0 = Instant::now();
     // The handshakes run concurrently: they are independent.

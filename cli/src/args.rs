@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
-use mpquic::{Congestion, EcnPrecision, Identity, Options, PathSpec, Scheduler, Trust};
+use mpquic::{ClientAuth, Congestion, EcnPrecision, Identity, Options, PathSpec, Scheduler, Trust};
 
 /// Send and receive files over multipath QUIC with coupled, ECN-driven congestion control.
 #[derive(Parser, Debug)]
@@ -32,7 +32,8 @@ pub enum Command {
     Aggregate(AggregateArgs),
     /// Server and client in one process over loopback: a multipath transfer and its statistics.
     Demo(DemoArgs),
-    /// Write a self-signed certificate and key (for labs; give the certificate to clients as --ca).
+    /// Write certificates for a lab: a self-signed server certificate, a lab CA (--new-ca), or a
+    /// server or client certificate issued by that CA (--ca-dir, --client). Keys are written 0600.
     Cert(CertArgs),
     /// Plot qlog traces (one or more runs side by side) into an HTML report with SVG plots.
     Report(crate::report::ReportArgs),
@@ -120,6 +121,12 @@ pub struct ConnectArgs {
     /// INSECURE: accept any server certificate. For labs only.
     #[arg(long)]
     pub insecure: bool,
+    /// Present this client certificate (PEM) to servers that require one (serve --client-ca).
+    #[arg(long, value_name = "FILE", requires = "client_key")]
+    pub client_cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "client_cert")]
+    pub client_key: Option<PathBuf>,
     /// Give up connecting after this many seconds.
     #[arg(long, default_value_t = 5.0, value_name = "SECS")]
     pub timeout: f64,
@@ -182,6 +189,19 @@ impl ConnectArgs {
         })
     }
 
+    /// The client certificate to present, if any.
+    pub fn identity(&self) -> Result<Option<Identity>> {
+        match (&self.client_cert, &self.client_key) {
+            (Some(cert), Some(key)) => Ok(Some(Identity::from_pem_files(cert, key)?)),
+            _ => Ok(None),
+        }
+    }
+
+    /// A client endpoint trusting servers and presenting a certificate as these arguments say.
+    pub fn client(&self, family: IpAddr) -> Result<mpquic::Client> {
+        Ok(mpquic::Client::with_identity(&self.trust()?, self.identity()?.as_ref(), family)?)
+    }
+
     pub fn server_name(&self) -> String {
         self.server_name.clone().unwrap_or_else(|| self.servers[0].ip().to_string())
     }
@@ -227,6 +247,33 @@ pub struct ServeArgs {
     /// Exit after this many transfers.
     #[arg(long, value_name = "N")]
     pub max_transfers: Option<u64>,
+    /// Accept only clients presenting a certificate issued by a CA in this PEM file (mutual TLS;
+    /// `mpquic cert --new-ca` makes one). Required unless --allow-anonymous.
+    #[arg(long, value_name = "FILE")]
+    pub client_ca: Option<PathBuf>,
+    /// INSECURE: accept clients without a certificate: anyone who can reach the server may
+    /// upload and download. For labs only.
+    #[arg(long, conflicts_with = "client_ca")]
+    pub allow_anonymous: bool,
+    /// Refuse uploads; serve downloads only.
+    #[arg(long, conflicts_with = "sink")]
+    pub read_only: bool,
+    /// Let an upload replace an existing file of the same name (default: refuse it).
+    #[arg(long)]
+    pub overwrite: bool,
+    /// Close a stream whose request header has not arrived within this many seconds.
+    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+    pub header_timeout: f64,
+    /// Close a connection that has had no transfer running for this many seconds (keep-alives
+    /// do not count).
+    #[arg(long, default_value_t = 30.0, value_name = "SECS")]
+    pub idle_close: f64,
+    /// Refuse new connections beyond this many open ones.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..), value_name = "N")]
+    pub max_connections: u32,
+    /// Refuse new transfers beyond this many running at once (over all connections).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..), value_name = "N")]
+    pub max_active_transfers: u32,
     #[command(flatten)]
     pub transport: TransportArgs,
 }
@@ -245,6 +292,31 @@ impl ServeArgs {
                 Ok(Identity::self_signed(&names)?)
             }
         }
+    }
+
+    /// Which clients to accept; anonymous ones only with a loud warning.
+    pub fn client_auth(&self) -> Result<ClientAuth> {
+        match &self.client_ca {
+            Some(path) => Ok(ClientAuth::from_ca_file(path)?),
+            None if !self.allow_anonymous => bail!(
+                "serve needs --client-ca FILE (clients must present a certificate from that CA) or, for a lab, --allow-anonymous"
+            ),
+            None => {
+                eprintln!(
+                    "mpquic: WARNING: --allow-anonymous: any client that can reach this server may {}",
+                    if self.read_only { "download every file in it" } else { "upload and download files" }
+                );
+                Ok(ClientAuth::Anonymous)
+            }
+        }
+    }
+
+    /// A positive number of seconds, named by its flag in the error.
+    pub fn seconds(value: f64, flag: &str) -> Result<Duration> {
+        if !(value.is_finite() && value > 0.0) {
+            bail!("{flag} must be a positive number of seconds");
+        }
+        Ok(Duration::from_secs_f64(value))
     }
 }
 
@@ -275,6 +347,9 @@ pub struct GetArgs {
     /// Where to write it (default: the name, in the current directory).
     #[arg(long, short = 'o', value_name = "PATH")]
     pub output: Option<PathBuf>,
+    /// Replace the local file if it exists (default: refuse).
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }
@@ -315,12 +390,23 @@ pub struct DemoArgs {
 
 #[derive(Args, Debug)]
 pub struct CertArgs {
-    /// Directory to write cert.pem and key.pem into.
+    /// Directory to write into: cert.pem and key.pem, or ca.pem and ca-key.pem with --new-ca.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
-    /// DNS names or IP addresses the certificate is for (repeatable).
-    #[arg(long = "name", required = true)]
+    /// DNS names or IP addresses the certificate is for (repeatable); for a client certificate,
+    /// the client's name.
+    #[arg(long = "name", required_unless_present = "new_ca")]
     pub names: Vec<String>,
+    /// Create a lab certificate authority (ca.pem, ca-key.pem) to issue certificates from.
+    #[arg(long, conflicts_with_all = ["ca_dir", "client"])]
+    pub new_ca: bool,
+    /// Issue the certificate from the CA in DIR (its ca.pem and ca-key.pem) instead of
+    /// self-signing it.
+    #[arg(long, value_name = "DIR")]
+    pub ca_dir: Option<PathBuf>,
+    /// Issue a client certificate (for send/get/aggregate --client-cert) instead of a server's.
+    #[arg(long, requires = "ca_dir")]
+    pub client: bool,
 }
 
 /// Parse sizes like `1500`, `64K`, `100M`, `2G` (powers of 1024; a trailing `B` or `iB` is fine).

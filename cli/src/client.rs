@@ -11,9 +11,10 @@ use rand::{rngs::SmallRng, RngCore, SeedableRng};
 use tokio::io::{AsyncRead, ReadBuf};
 
 use crate::args::{ConnectArgs, GetArgs, SendArgs};
+use crate::files::{Dir, PartialFile};
 use crate::output::{progress_bar, TransferResult};
 use crate::progress::{self, Sink};
-use crate::transfer::{check_name, read_reply, receive_body, send_body, PartialFile, Request};
+use crate::transfer::{check_name, read_reply, receive_body, send_body, Request};
 
 /// Pseudo-random bytes, for measurements without a file (incompressible, so nothing is flattered).
 pub struct GeneratedData(SmallRng);
@@ -45,7 +46,7 @@ struct Session {
 
 async fn connect(args: &ConnectArgs) -> Result<Session> {
     let specs = args.path_specs()?;
-    let client = Client::new(&args.trust()?, specs[0].remote.ip())?;
+    let client = args.client(specs[0].remote.ip())?;
     let conn = open_connection(&client, args).await?;
     Ok(Session { client, conn })
 }
@@ -156,11 +157,26 @@ async fn upload(
     Ok(TransferResult::new("send", name, size, fct, conn.report()))
 }
 
+/// Where `get` writes: the directory and the file name in it. An existing file is refused
+/// unless `--force`.
+fn local_target(args: &GetArgs) -> Result<(std::sync::Arc<Dir>, String)> {
+    let target = args.output.clone().unwrap_or_else(|| PathBuf::from(&args.name));
+    if target.exists() && !args.force {
+        return Err(anyhow!("{} exists (--force replaces it)", target.display()));
+    }
+    let parent = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(".".as_ref());
+    let name = target
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| anyhow!("{} is not a file path usable here", target.display()))?;
+    Ok((Dir::open(parent)?, name.to_owned()))
+}
+
 /// Download a file; it appears under its name only once complete and verified.
 pub async fn get(args: GetArgs) -> Result<TransferResult> {
     check_name(&args.name)?;
-    let target = args.output.clone().unwrap_or_else(|| PathBuf::from(&args.name));
-    let mut partial = PartialFile::create(&target).await?;
+    let (dir, local_name) = local_target(&args)?;
+    let mut partial = PartialFile::create(dir)?;
     let session = connect(&args.connect).await?;
     let started = Instant::now();
     let (mut send, mut recv) =
@@ -175,7 +191,10 @@ pub async fn get(args: GetArgs) -> Result<TransferResult> {
     let live =
         progress::start(&session.conn, args.connect.interval, Sink::new(args.connect.json, &bar));
     receive_body(&mut recv, size, partial.file(), |n| bar.inc(n)).await?;
-    partial.commit().await?;
+    partial
+        .commit(&local_name, args.force)
+        .await
+        .map_err(|e| anyhow!("{e:#} (--force replaces it)"))?;
     let fct = started.elapsed();
     drop(live);
     bar.finish_and_clear();

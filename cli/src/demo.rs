@@ -1,6 +1,7 @@
 //! `mpquic demo`: a server and a client in one process, one path per loopback address.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -9,7 +10,7 @@ use mpquic::{Client, Identity, PathSpec, Server, Trust};
 use crate::args::{ensure_local, DemoArgs};
 use crate::client::GeneratedData;
 use crate::output::{process_cpu_seconds, progress_bar, TransferResult};
-use crate::serve::{serve_connection, Reporting, Store};
+use crate::serve::{serve_connection, Policy, Reporting, Store};
 use crate::transfer::{read_reply, send_body, Request};
 
 /// Loopback addresses 127.0.0.1 ..= 127.0.0.n.
@@ -29,10 +30,13 @@ pub async fn demo(args: DemoArgs) -> Result<TransferResult> {
     let listen: Vec<SocketAddr> = ips.iter().map(|&ip| SocketAddr::new(ip, 0)).collect();
     let server = Server::bind(&listen, &Identity::self_signed(&names)?, options.clone())?;
     let port = server.local_addr()?.port();
+    // The demo's server takes connections from this process only (it listens on loopback for
+    // the few seconds of the demo), so it accepts its client anonymously.
+    let policy = Arc::new(Policy::new(Store::Sink));
     tokio::spawn(async move {
         while let Some(accepting) = server.accept().await {
             if let Ok(conn) = accepting.established().await {
-                tokio::spawn(serve_connection(conn, Store::Sink, Reporting::Silent, |_| {}));
+                tokio::spawn(serve_connection(conn, policy.clone(), Reporting::Silent, |_| {}));
             }
         }
     });

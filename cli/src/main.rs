@@ -2,10 +2,13 @@
 
 mod aggregate;
 mod args;
+mod cert;
 mod client;
 mod demo;
+mod files;
 mod output;
 mod progress;
+mod ratelimit;
 mod report;
 mod serve;
 mod transfer;
@@ -47,7 +50,7 @@ fn main() -> ExitCode {
                 let json = args.json;
                 demo::demo(args).await.map(|r| print_result(&r, json))
             }
-            Command::Cert(args) => write_cert(&args),
+            Command::Cert(args) => cert::write_cert(&args),
             Command::Report(args) => report::report(args),
         }
     });
@@ -59,13 +62,27 @@ fn main() -> ExitCode {
     }
 }
 
-/// Run until done or Ctrl-C; an interrupted transfer is an error (and leaves no partial file).
+/// Run until done, Ctrl-C or SIGTERM; an interrupted transfer is an error (and leaves no
+/// partial file).
 async fn interruptible<T>(
     work: impl std::future::Future<Output = anyhow::Result<T>>,
 ) -> anyhow::Result<T> {
     tokio::select! {
         result = work => result,
-        _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted")),
+        signal = termination() => Err(anyhow::anyhow!("interrupted by {signal}")),
+    }
+}
+
+/// Resolves on Ctrl-C or SIGTERM, naming which.
+pub async fn termination() -> &'static str {
+    let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+    else {
+        let _ = tokio::signal::ctrl_c().await;
+        return "Ctrl-C";
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => "Ctrl-C",
+        _ = term.recv() => "SIGTERM",
     }
 }
 
@@ -105,21 +122,16 @@ async fn run_aggregate(args: &args::AggregateArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn write_cert(args: &args::CertArgs) -> anyhow::Result<()> {
-    use anyhow::Context;
-    let (cert, key) = mpquic::Identity::self_signed_pem(&args.names)?;
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
-    for (name, text) in [("cert.pem", cert), ("key.pem", key)] {
-        let path = args.out.join(name);
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    eprintln!("mpquic: wrote {0}/cert.pem and {0}/key.pem", args.out.display());
-    Ok(())
-}
-
 /// One clear line, no backtrace.
 fn fail(error: anyhow::Error) -> ExitCode {
-    eprintln!("mpquic: error: {error:#}");
+    let text = format!("{error:#}");
+    // TLS alert 116 (certificate_required): in TLS 1.3 a client learns it only after the
+    // handshake, from the first stream, so the error alone does not say what to do.
+    let hint = if text.contains("error 116") {
+        " (this server requires a client certificate: --client-cert and --client-key)"
+    } else {
+        ""
+    };
+    eprintln!("mpquic: error: {text}{hint}");
     ExitCode::FAILURE
 }

@@ -1,18 +1,24 @@
 //! `mpquic serve`: receive files into a directory (or a sink) and serve them for download.
+//!
+//! A server faces strangers: every request header has a deadline, a connection without a
+//! running transfer is closed after `--idle-close`, connections and concurrent transfers are
+//! capped (beyond the caps new ones are refused, not queued), uploads are checked against the
+//! free space before any byte is written, and the log lines a peer can cause are rate-limited.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use mpquic::noq::{RecvStream, SendStream};
 use mpquic::{MultipathConnection, Server};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 
 use crate::args::ServeArgs;
+use crate::files::{Dir, PartialFile};
 use crate::output::TransferResult;
-use crate::transfer::{receive_body, send_body, write_reply, PartialFile, Request};
+use crate::ratelimit::LogLimiter;
+use crate::transfer::{receive_body, send_body, write_reply, Request};
 
 /// How the server reports each finished transfer.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -29,26 +35,72 @@ pub enum Reporting {
 #[derive(Clone)]
 pub enum Store {
     /// Into this directory, under the names clients give.
-    Dir(PathBuf),
+    Dir(Arc<Dir>),
     /// Verified, then discarded.
     Sink,
 }
 
+/// What a server allows, and how much of it.
+pub struct Policy {
+    pub store: Store,
+    /// Refuse uploads.
+    pub read_only: bool,
+    /// Let an upload replace an existing file.
+    pub overwrite: bool,
+    /// Deadline for a stream's request header.
+    pub header_timeout: Duration,
+    /// Close a connection that has had no transfer running for this long.
+    pub idle_close: Duration,
+    /// One permit per running transfer, over all connections.
+    pub transfers: Semaphore,
+    /// The budget of log lines about failures.
+    pub failures: LogLimiter,
+}
+
+impl Policy {
+    /// The defaults of `mpquic serve`, storing into `store`.
+    pub fn new(store: Store) -> Self {
+        Policy {
+            store,
+            read_only: false,
+            overwrite: false,
+            header_timeout: Duration::from_secs(10),
+            idle_close: Duration::from_secs(30),
+            transfers: Semaphore::new(64),
+            // A burst of 20 failure lines, then one a second.
+            failures: LogLimiter::new(20, 1.0),
+        }
+    }
+
+    fn from_args(args: &ServeArgs, store: Store) -> Result<Self> {
+        Ok(Policy {
+            read_only: args.read_only,
+            overwrite: args.overwrite,
+            header_timeout: ServeArgs::seconds(args.header_timeout, "--header-timeout")?,
+            idle_close: ServeArgs::seconds(args.idle_close, "--idle-close")?,
+            transfers: Semaphore::new(args.max_active_transfers as usize),
+            ..Policy::new(store)
+        })
+    }
+}
+
+fn open_store(args: &ServeArgs) -> Result<Store> {
+    let Some(path) = &args.dir else { return Ok(Store::Sink) };
+    let dir = Dir::open(path)?;
+    let removed = dir.remove_stale_temporaries(path);
+    if removed > 0 {
+        eprintln!("mpquic: removed {removed} partial file(s) left by an earlier, killed server");
+    }
+    Ok(Store::Dir(dir))
+}
+
 /// Serve until Ctrl-C / SIGTERM, or until `--max-transfers` transfers are done.
 pub async fn serve(args: ServeArgs) -> Result<()> {
-    let store = match &args.dir {
-        Some(dir) => {
-            let meta = std::fs::metadata(dir)
-                .with_context(|| format!("cannot use directory {}", dir.display()))?;
-            if !meta.is_dir() {
-                bail!("{} is not a directory", dir.display());
-            }
-            Store::Dir(dir.clone())
-        }
-        None => Store::Sink,
-    };
+    let store = open_store(&args)?;
     let options = args.transport.options()?;
-    let server = Server::bind(&args.listen, &args.identity()?, options)?;
+    let policy = Arc::new(Policy::from_args(&args, store)?);
+    let clients = args.client_auth()?;
+    let server = Server::bind_for(&args.listen, &args.identity()?, &clients, options)?;
     // With port 0 the OS chose one: say which.
     let port = server.local_addr()?.port();
     eprintln!(
@@ -59,80 +111,116 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
             .collect::<Vec<_>>()
             .join(", "),
         args.transport.cc,
-        match &store {
-            Store::Dir(dir) => format!(", files in {}", dir.display()),
-            Store::Sink => ", verifying and discarding uploads".into(),
+        match (&args.dir, args.read_only) {
+            (Some(dir), false) => format!(", files in {}", dir.display()),
+            (Some(dir), true) => format!(", files in {} (read-only)", dir.display()),
+            (None, _) => ", verifying and discarding uploads".into(),
         }
     );
     let done = Arc::new(Notify::new());
     let transfers = Arc::new(AtomicU64::new(0));
     let limit = args.max_transfers;
     let reporting = if args.json { Reporting::Json } else { Reporting::Table };
+    let max_connections = args.max_connections;
+    let connections = Arc::new(Semaphore::new(max_connections as usize));
     let accept_loop = async {
         while let Some(accepting) = server.accept().await {
-            let (store, done, transfers) = (store.clone(), done.clone(), transfers.clone());
+            let Ok(permit) = connections.clone().try_acquire_owned() else {
+                let peer = accepting.remote();
+                policy.failures.eprint(|| {
+                    format!("mpquic: refused a connection from {peer}: {max_connections} open (--max-connections)")
+                });
+                accepting.refuse();
+                continue;
+            };
+            let (policy, done, transfers) = (policy.clone(), done.clone(), transfers.clone());
             tokio::spawn(async move {
+                let peer = accepting.remote();
                 let conn = match accepting.established().await {
                     Ok(conn) => conn,
-                    Err(e) => return tracing::warn!("handshake failed: {e}"),
+                    Err(mpquic::Error::Connection { source, .. }) => {
+                        let line = || format!("mpquic: handshake with {peer} failed: {source}");
+                        return policy.failures.eprint(line);
+                    }
+                    Err(e) => return policy.failures.eprint(|| format!("mpquic: {e}")),
                 };
-                serve_connection(conn, store, reporting, move |_| {
+                serve_connection(conn, policy, reporting, move |_| {
                     let n = transfers.fetch_add(1, Ordering::SeqCst) + 1;
                     if limit.is_some_and(|limit| n >= limit) {
                         done.notify_one();
                     }
                 })
                 .await;
+                drop(permit);
             });
         }
     };
     tokio::select! {
         _ = accept_loop => {}
         _ = done.notified() => {}
-        _ = shutdown_signal() => eprintln!("mpquic: shutting down"),
+        signal = crate::termination() => eprintln!("mpquic: shutting down ({signal})"),
     }
     server.close();
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), server.wait_idle()).await;
+    let _ = tokio::time::timeout(Duration::from_secs(1), server.wait_idle()).await;
     Ok(())
 }
 
-/// Resolves on Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(term) => term,
-                Err(_) => return std::future::pending().await,
-            };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
+/// The transfers running on one connection, and since when it has had none.
+struct Activity(Mutex<(usize, Instant)>);
+
+impl Activity {
+    fn begin(self: &Arc<Self>) -> ActiveTransfer {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).0 += 1;
+        ActiveTransfer(self.clone())
     }
-    #[cfg(not(unix))]
-    let _ = tokio::signal::ctrl_c().await;
+
+    /// How long the connection has had no transfer running; `None` while one runs.
+    fn idle_for(&self) -> Option<Duration> {
+        let (running, since) = *self.0.lock().unwrap_or_else(|e| e.into_inner());
+        (running == 0).then(|| since.elapsed())
+    }
+}
+
+/// A running transfer; its end restarts the connection's idle clock.
+struct ActiveTransfer(Arc<Activity>);
+
+impl Drop for ActiveTransfer {
+    fn drop(&mut self) {
+        let mut state = self.0 .0.lock().unwrap_or_else(|e| e.into_inner());
+        *state = (state.0 - 1, Instant::now());
+    }
 }
 
 /// Handle every stream of one connection; `on_done` is called after each successful transfer.
+/// The connection is closed once it has had no transfer running for `policy.idle_close`:
+/// keep-alives keep a QUIC connection open, but they are not a reason to hold its memory.
 pub async fn serve_connection(
     conn: MultipathConnection,
-    store: Store,
+    policy: Arc<Policy>,
     reporting: Reporting,
     on_done: impl Fn(&TransferResult) + Send + Sync + 'static,
 ) {
     let on_done = Arc::new(on_done);
+    let activity = Arc::new(Activity(Mutex::new((0, Instant::now()))));
     loop {
-        let (send, recv) = match conn.connection().accept_bi().await {
-            Ok(streams) => streams,
-            Err(e) => {
-                tracing::debug!("connection ended: {e}");
+        let wait = match activity.idle_for() {
+            Some(idle) if idle >= policy.idle_close => {
+                let reason = format!("no transfer for {:?}", policy.idle_close);
+                conn.connection().close(0u32.into(), reason.as_bytes());
                 return;
             }
+            Some(idle) => policy.idle_close - idle,
+            None => policy.idle_close,
         };
-        let (conn, store, on_done) = (conn.clone(), store.clone(), on_done.clone());
+        let (send, recv) = match tokio::time::timeout(wait, conn.connection().accept_bi()).await {
+            Err(_) => continue,
+            Ok(Ok(streams)) => streams,
+            Ok(Err(e)) => return tracing::debug!("connection ended: {e}"),
+        };
+        let active = activity.begin();
+        let (conn, policy, on_done) = (conn.clone(), policy.clone(), on_done.clone());
         tokio::spawn(async move {
-            match serve_stream(&conn, send, recv, &store).await {
+            match serve_stream(&conn, send, recv, &policy).await {
                 Ok(result) => {
                     match reporting {
                         Reporting::Json => {
@@ -143,12 +231,32 @@ pub async fn serve_connection(
                     }
                     on_done(&result);
                 }
-                Err(e) => match conn.remote() {
-                    Some(peer) => eprintln!("mpquic: transfer from {peer} failed: {e:#}"),
-                    None => eprintln!("mpquic: transfer failed: {e:#}"),
-                },
+                Err(e) => policy.failures.eprint(|| match conn.remote() {
+                    Some(peer) => format!("mpquic: transfer from {peer} failed: {e:#}"),
+                    None => format!("mpquic: transfer failed: {e:#}"),
+                }),
             }
+            drop(active);
         });
+    }
+}
+
+/// Tell the peer why its request is refused and stop both directions; returns the reason.
+async fn refuse(
+    send: &mut SendStream,
+    recv: &mut RecvStream,
+    reason: anyhow::Error,
+) -> anyhow::Error {
+    let _ = write_reply(send, &Err(anyhow!("{reason:#}"))).await;
+    let _ = send.finish();
+    let _ = recv.stop(1u32.into());
+    reason
+}
+
+async fn read_request(recv: &mut RecvStream, policy: &Policy) -> Result<Request> {
+    match tokio::time::timeout(policy.header_timeout, Request::read(recv)).await {
+        Ok(request) => request.context("bad request"),
+        Err(_) => bail!("no request header within {:?}", policy.header_timeout),
     }
 }
 
@@ -156,19 +264,20 @@ async fn serve_stream(
     conn: &MultipathConnection,
     mut send: SendStream,
     mut recv: RecvStream,
-    store: &Store,
+    policy: &Policy,
 ) -> Result<TransferResult> {
     let started = Instant::now();
-    let request = match Request::read(&mut recv).await {
+    let request = match read_request(&mut recv, policy).await {
         Ok(request) => request,
-        Err(e) => {
-            let _ = write_reply(&mut send, &Err(anyhow!("bad request: {e:#}"))).await;
-            return Err(e);
-        }
+        Err(e) => return Err(refuse(&mut send, &mut recv, e).await),
+    };
+    let Ok(_slot) = policy.transfers.try_acquire() else {
+        let busy = anyhow!("server busy: too many transfers running; try again later");
+        return Err(refuse(&mut send, &mut recv, busy).await);
     };
     let (direction, name, size, outcome) = match request {
         Request::Put { name, size } => {
-            let outcome = receive(&mut recv, &name, size, store).await;
+            let outcome = receive(&mut recv, &name, size, policy).await;
             write_reply(&mut send, &outcome).await?;
             let _ = send.finish();
             if outcome.is_err() {
@@ -178,50 +287,55 @@ async fn serve_stream(
             ("receive", name, size, outcome)
         }
         Request::Get { name } => {
-            let outcome = upload(&mut send, &name, store).await;
+            let outcome = upload(&mut send, &name, &policy.store).await;
             let size = outcome.as_ref().map_or(0, |&size| size);
             ("upload", name, size, outcome.map(drop))
         }
     };
-    outcome.with_context(|| format!("{direction} {name}"))?;
+    outcome.with_context(|| format!("{direction} {name:?}"))?;
     // The peer acknowledging the stream's end is the end of the transfer.
     let _ = send.stopped().await;
     Ok(TransferResult::new(direction, name, size, started.elapsed(), conn.report()))
 }
 
-async fn receive(recv: &mut RecvStream, name: &str, size: u64, store: &Store) -> Result<()> {
-    match store {
-        Store::Sink => receive_body(recv, size, &mut tokio::io::sink(), |_| {}).await,
-        Store::Dir(dir) => {
-            let mut partial = PartialFile::create(&dir.join(name)).await?;
-            receive_body(recv, size, partial.file(), |_| {}).await?;
-            partial.commit().await
-        }
+/// Receive an upload; refused before any byte is written when the policy or the free space
+/// does not allow it.
+async fn receive(recv: &mut RecvStream, name: &str, size: u64, policy: &Policy) -> Result<()> {
+    let dir = match &policy.store {
+        Store::Sink => return receive_body(recv, size, &mut tokio::io::sink(), |_| {}).await,
+        Store::Dir(dir) => dir,
+    };
+    if policy.read_only {
+        bail!("this server is read-only: uploads are refused");
     }
+    if !policy.overwrite && dir.contains(name) {
+        bail!("a file named {name:?} already exists (the server does not replace files)");
+    }
+    let free = dir.free_space().context("cannot check the free space")?;
+    if size > free {
+        bail!("not enough space on the server: {size} bytes offered, {free} free");
+    }
+    let mut partial = PartialFile::create(dir.clone())?;
+    receive_body(recv, size, partial.file(), |_| {}).await?;
+    partial.commit(name, policy.overwrite).await
 }
 
 /// Reply, then send the file; returns its size.
 async fn upload(send: &mut SendStream, name: &str, store: &Store) -> Result<u64> {
     let opened = match store {
         Store::Sink => Err(anyhow!("this server keeps no files (--sink)")),
-        Store::Dir(dir) => match tokio::fs::File::open(dir.join(name)).await {
-            Ok(file) => Ok(file),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                Err(anyhow!("no file named {name:?}"))
-            }
-            Err(e) => Err(anyhow!("cannot open {name:?}: {e}")),
-        },
+        Store::Dir(dir) => dir.open_regular(name),
     };
-    let mut file = match opened {
+    let file = match opened {
         Ok(file) => file,
         Err(e) => {
-            let reply = Err(anyhow!("{e:#}"));
-            write_reply(send, &reply).await?;
+            write_reply(send, &Err(anyhow!("{e:#}"))).await?;
             send.finish()?;
             return Err(e);
         }
     };
-    let size = file.metadata().await?.len();
+    let size = file.metadata()?.len();
+    let mut file = tokio::fs::File::from_std(file);
     write_reply(send, &Ok(())).await?;
     send.write_all(&size.to_be_bytes()).await?;
     send_body(&mut file, size, send, |_| {}).await?;

@@ -8,15 +8,12 @@
 //! ```
 //!
 //! The hash travels after the data, so both sides hash while streaming. A receiver writes to a
-//! hidden temporary file beside the target and renames it only once the hash matched: a failed
-//! transfer never leaves a file that looks complete.
-
-use std::path::{Path, PathBuf};
+//! temporary file beside the target (`files::PartialFile`) and renames it only once the hash
+//! matched: a failed transfer never leaves a file that looks complete.
 
 use anyhow::{anyhow, bail, Context, Result};
 use mpquic::noq;
 use noq::{RecvStream, SendStream};
-use tokio::fs::File;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 const MAGIC: &[u8; 4] = b"MPQ1";
@@ -41,16 +38,19 @@ pub enum Request {
     },
 }
 
-/// Check that a name is one plain path component, so a peer cannot write outside the directory.
+/// Check that a name is one plain path component, so a peer cannot write outside the directory,
+/// and printable, so it cannot forge log lines or send escape sequences to a terminal. (Hidden
+/// names are refused too: they include the receivers' temporaries.)
 pub fn check_name(name: &str) -> Result<()> {
     let plain = !name.is_empty()
         && name.len() <= MAX_NAME
-        && name != "."
-        && name != ".."
         && !name.starts_with('.')
-        && !name.contains(['/', '\\', '\0']);
+        && !name.contains(['/', '\\'])
+        && !name.chars().any(char::is_control);
     if !plain {
-        bail!("invalid file name {name:?}: must be a plain file name (no path, not hidden)");
+        bail!(
+            "invalid file name {name:?}: must be a plain file name (no path, not hidden, no control characters)"
+        );
     }
     Ok(())
 }
@@ -58,6 +58,12 @@ pub fn check_name(name: &str) -> Result<()> {
 impl Request {
     /// Send the request header.
     pub async fn write(&self, send: &mut SendStream) -> Result<()> {
+        send.write_all(&self.encode()).await?;
+        Ok(())
+    }
+
+    /// The request header's bytes.
+    pub fn encode(&self) -> Vec<u8> {
         let (op, name) = match self {
             Request::Put { name, .. } => (b'P', name),
             Request::Get { name } => (b'G', name),
@@ -70,12 +76,11 @@ impl Request {
         if let Request::Put { size, .. } = self {
             header.extend_from_slice(&size.to_be_bytes());
         }
-        send.write_all(&header).await?;
-        Ok(())
+        header
     }
 
     /// Read a request header; any malformed input is an error, never a panic.
-    pub async fn read(recv: &mut RecvStream) -> Result<Self> {
+    pub async fn read(recv: &mut (impl AsyncRead + Unpin)) -> Result<Self> {
         let mut fixed = [0u8; 7];
         recv.read_exact(&mut fixed).await.context("reading request header")?;
         if &fixed[..4] != MAGIC {
@@ -186,52 +191,81 @@ pub async fn receive_body(
     Ok(())
 }
 
-/// A file being received: written under a hidden temporary name, renamed when complete.
-pub struct PartialFile {
-    temp: PathBuf,
-    target: PathBuf,
-    file: Option<File>,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
 
-impl PartialFile {
-    /// Start writing what will become `target`.
-    pub async fn create(target: &Path) -> Result<Self> {
-        let dir = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let file_name =
-            target.file_name().ok_or_else(|| anyhow!("{} is not a file path", target.display()))?;
-        let temp = dir.join(format!(
-            ".{}.mpquic-part-{}",
-            file_name.to_string_lossy(),
-            std::process::id()
-        ));
-        let file = File::create(&temp)
-            .await
-            .with_context(|| format!("cannot create {}", temp.display()))?;
-        Ok(PartialFile { temp, target: target.to_owned(), file: Some(file) })
+    fn parse(bytes: &[u8]) -> Result<Request> {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        runtime.block_on(Request::read(&mut &bytes[..]))
     }
 
-    /// The open temporary file.
-    pub fn file(&mut self) -> &mut File {
-        self.file.as_mut().expect("file is open until commit")
+    fn valid_name() -> impl Strategy<Value = String> {
+        "[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,40}"
     }
 
-    /// Flush to disk and give the file its real name.
-    pub async fn commit(mut self) -> Result<()> {
-        let file = self.file.take().expect("file is open until commit");
-        file.sync_all().await.with_context(|| format!("cannot write {}", self.temp.display()))?;
-        drop(file);
-        tokio::fs::rename(&self.temp, &self.target)
-            .await
-            .with_context(|| format!("cannot rename into {}", self.target.display()))?;
-        Ok(())
-    }
-}
-
-impl Drop for PartialFile {
-    fn drop(&mut self) {
-        // Not committed: remove the partial data so nothing half-written remains.
-        if self.file.take().is_some() {
-            let _ = std::fs::remove_file(&self.temp);
+    proptest! {
+        /// Whatever arrives, the parser answers (a request or an error) and never panics.
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+            let _ = parse(&bytes);
         }
+
+        /// Arbitrary bytes after a valid prefix: the fields past the magic are fuzzed too.
+        #[test]
+        fn arbitrary_fields_never_panic(
+            op in any::<u8>(),
+            len in any::<u16>(),
+            rest in proptest::collection::vec(any::<u8>(), 0..400),
+        ) {
+            let mut bytes = MAGIC.to_vec();
+            bytes.push(op);
+            bytes.extend_from_slice(&len.to_be_bytes());
+            bytes.extend_from_slice(&rest);
+            if let Ok(request) = parse(&bytes) {
+                let name = match &request { Request::Put { name, .. } | Request::Get { name } => name };
+                prop_assert!(check_name(name).is_ok());
+            }
+        }
+
+        /// Every valid request survives encoding and parsing; every strict prefix is an error.
+        #[test]
+        fn requests_round_trip_and_truncation_fails(
+            name in valid_name(),
+            size in any::<u64>(),
+            put in any::<bool>(),
+        ) {
+            let request = if put { Request::Put { name, size } } else { Request::Get { name } };
+            let bytes = request.encode();
+            prop_assert_eq!(parse(&bytes).unwrap(), request);
+            for cut in 0..bytes.len() {
+                prop_assert!(parse(&bytes[..cut]).is_err());
+            }
+        }
+    }
+
+    #[test]
+    fn names_that_could_escape_or_forge_are_refused() {
+        for bad in [
+            "",
+            ".",
+            "..",
+            ".hidden",
+            "a/b",
+            "a\\b",
+            "nul\0",
+            "line\nfeed",
+            "esc\x1b[2J",
+            "tab\t",
+            "del\x7f",
+        ] {
+            let err = check_name(bad).unwrap_err().to_string();
+            assert!(err.starts_with("invalid file name"), "{bad:?}: {err}");
+            assert!(!err.contains(['\n', '\x1b', '\t']), "the name is escaped: {err:?}");
+        }
+        assert!(check_name(&"x".repeat(MAX_NAME)).is_ok());
+        assert!(check_name(&"x".repeat(MAX_NAME + 1)).is_err());
+        assert!(check_name("report-2026.tar.gz").is_ok());
     }
 }

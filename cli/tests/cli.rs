@@ -1,126 +1,13 @@
 //! End-to-end tests of the `mpquic` binary over loopback: real processes, sockets and files.
 
-use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+mod common;
 
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use common::*;
 use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_mpquic");
-
-fn mpquic(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).stdin(Stdio::null()).output().expect("run mpquic")
-}
-
-/// A running `mpquic serve`, killed on drop.
-struct ServerProcess {
-    child: Child,
-    port: u16,
-    stderr: Arc<Mutex<String>>,
-}
-
-impl ServerProcess {
-    /// Start `mpquic serve` on the given loopback IPs (port chosen by the OS) with extra args.
-    fn start(ips: &[&str], extra: &[&str]) -> ServerProcess {
-        let mut args = vec!["serve".to_string()];
-        for ip in ips {
-            args.push("--listen".into());
-            args.push(format!("{ip}:0"));
-        }
-        args.extend(extra.iter().map(|s| s.to_string()));
-        let mut child = Command::new(BIN)
-            .args(&args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start server");
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let mut seen = String::new();
-        let port = loop {
-            let line = lines.next().unwrap_or_else(|| panic!("server exited: {seen}")).unwrap();
-            seen.push_str(&line);
-            seen.push('\n');
-            if let Some(rest) = line.strip_prefix("mpquic: serving on ") {
-                let addr = rest.split([',', ' ']).next().unwrap();
-                break addr.rsplit(':').next().unwrap().parse().unwrap();
-            }
-        };
-        let stderr = Arc::new(Mutex::new(seen));
-        let sink = stderr.clone();
-        std::thread::spawn(move || {
-            for line in lines.map_while(Result::ok) {
-                let mut s = sink.lock().unwrap();
-                s.push_str(&line);
-                s.push('\n');
-            }
-        });
-        ServerProcess { child, port, stderr }
-    }
-
-    fn addr(&self, ip: &str) -> String {
-        format!("{ip}:{}", self.port)
-    }
-
-    /// Wait for the server to exit by itself (e.g. after --max-transfers); returns its stdout.
-    fn wait(mut self) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while self.child.try_wait().unwrap().is_none() {
-            assert!(
-                Instant::now() < deadline,
-                "server did not exit: {}",
-                self.stderr.lock().unwrap()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let mut out = String::new();
-        self.child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-        out
-    }
-}
-
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn random_file(dir: &Path, name: &str, len: usize) -> PathBuf {
-    // A simple LCG is enough to make every byte position distinct from its neighbours.
-    let mut x: u64 = len as u64 ^ 0x9e37_79b9_7f4a_7c15;
-    let data: Vec<u8> = (0..len)
-        .map(|_| {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (x >> 56) as u8
-        })
-        .collect();
-    let path = dir.join(name);
-    std::fs::write(&path, data).unwrap();
-    path
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn json(out: &Output) -> Value {
-    assert!(out.status.success(), "mpquic failed: {}", stderr(out));
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("bad JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
-}
-
-/// Only the final file may exist in `dir`: no temporaries left behind.
-fn files_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
 
 #[test]
 fn every_controller_moves_a_file_intact_over_two_paths() {
@@ -447,7 +334,15 @@ fn bad_input_gets_one_clear_line() {
             "invalid file name",
         ),
         (
-            vec!["serve", "--listen", "127.0.0.1:0", "--dir", "/nonexistent/dir", "--insecure"],
+            vec![
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--dir",
+                "/nonexistent/dir",
+                "--insecure",
+                "--allow-anonymous",
+            ],
             "cannot use directory /nonexistent/dir",
         ),
         (
@@ -459,6 +354,7 @@ fn bad_input_gets_one_clear_line() {
                 "127.0.0.2:2",
                 "--sink",
                 "--insecure",
+                "--allow-anonymous",
             ],
             "must share one port",
         ),
@@ -469,7 +365,7 @@ fn bad_input_gets_one_clear_line() {
         assert!(!out.status.success(), "{args:?} succeeded");
         assert!(err.contains(expected), "{args:?}: expected {expected:?} in {err:?}");
         assert!(!err.contains("panicked") && !err.contains("RUST_BACKTRACE"), "{args:?}: {err}");
-        let lines: Vec<&str> = err.lines().filter(|l| !l.contains("WARNING: --insecure")).collect();
+        let lines: Vec<&str> = err.lines().filter(|l| !l.contains("WARNING: --")).collect();
         assert_eq!(lines.len(), 1, "{args:?}: one line expected: {err}");
     }
     drop(silent);
@@ -503,25 +399,38 @@ fn a_full_disk_fails_the_upload_and_leaves_no_file() {
         &["127.0.0.1"],
         &["--insecure", "--dir", mount.path().to_str().unwrap()],
     );
-    let out = mpquic(&[
-        "send",
-        file.to_str().unwrap(),
-        "--server",
-        &server.addr("127.0.0.1"),
-        "--insecure",
-    ]);
+    let send = |file: &Path, name: &str| {
+        mpquic(&[
+            "send",
+            file.to_str().unwrap(),
+            "--name",
+            name,
+            "--server",
+            &server.addr("127.0.0.1"),
+            "--insecure",
+        ])
+    };
+    // Too big for the free space: refused before a byte is written.
+    let out = send(&file, "big.bin");
     assert!(!out.status.success());
-    let err = stderr(&out);
-    assert!(err.contains("No space left on device"), "{err}");
+    assert!(stderr(&out).contains("not enough space on the server"), "{}", stderr(&out));
+    // Two that each fit but not together: the disk fills during a transfer.
+    let part = random_file(tmp.path(), "part.bin", 700 << 10);
+    let outs: Vec<Output> = std::thread::scope(|s| {
+        let handles: Vec<_> = ["a.bin", "b.bin"].map(|name| s.spawn(|| send(&part, name))).into();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let failed: Vec<String> = outs.iter().filter(|o| !o.status.success()).map(stderr).collect();
+    assert_eq!(failed.len(), 1, "one of the two cannot fit: {failed:?}");
+    assert!(
+        failed[0].contains("No space left on device")
+            || failed[0].contains("not enough space on the server"),
+        "{failed:?}"
+    );
     std::thread::sleep(Duration::from_millis(200));
-    assert!(files_in(mount.path()).is_empty(), "left behind: {:?}", files_in(mount.path()));
-}
-
-fn nix_is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+    let left = files_in(mount.path());
+    assert_eq!(left.len(), 1, "only the whole file is left: {left:?}");
+    assert_eq!(std::fs::read(mount.path().join(&left[0])).unwrap(), std::fs::read(&part).unwrap());
 }
 
 #[test]

@@ -21,7 +21,7 @@ ip -n $A addr add 10.77.0.1/24 dev e7su0; ip -n $W addr add 10.77.0.2/24 dev e7s
 for ns in $A $W; do ip -n $ns link set lo up; done
 ip -n $A link set e7su0 up; ip -n $W link set e7su1 up
 head -c 65536 /dev/urandom > "$TMP/answer"; : > "$TMP/srv.err"
-ip netns exec $W "$BIN" serve --listen 10.77.0.2:4500 --dir "$TMP" --insecure --cc dctcp --ecn exact 2> "$TMP/srv.err" &
+ip netns exec $W "$BIN" serve --listen 10.77.0.2:4500 --dir "$TMP" --insecure --allow-anonymous --read-only --cc dctcp --ecn exact 2> "$TMP/srv.err" &
 SRV=$!
 until grep -q "serving on" "$TMP/srv.err"; do sleep 0.05; done
 LOAD0=$(cut -d' ' -f1 /proc/loadavg)

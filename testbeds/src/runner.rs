@@ -22,6 +22,9 @@ use std::time::{Duration, Instant};
 const TCP_PORT: u16 = 5201;
 const MPTCP_PORT: u16 = 5202;
 const QUIC_PORT: u16 = 4433;
+/// `mpquic serve`'s connection and transfer caps for lab servers: far above any scenario's
+/// fan-in, so that no flow of a run is refused.
+const LAB_CAPS: [&str; 4] = ["--max-connections", "4096", "--max-active-transfers", "4096"];
 /// Job workers of `[[jobs]]` entry j listen on JOB_PORT + j (a host may also receive flows).
 const JOB_PORT: u16 = 4500;
 /// The file the job workers answer with.
@@ -235,7 +238,10 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
                         args.push(format!("{a}:{QUIC_PORT}"));
                     }
                 }
-                args.extend(["--insecure".into(), "--sink".into(), "--json".into()]);
+                // Lab servers: a throwaway certificate, any client of the testbed may send, and
+                // caps far above any scenario's fan-in (a refused flow would skew a run).
+                let lab = ["--insecure", "--allow-anonymous", "--sink", "--json"];
+                args.extend(lab.into_iter().chain(LAB_CAPS).map(Into::into));
                 start_mpquic_server(&ns, args)?
             }
         };
@@ -256,7 +262,9 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
                     args.extend(["--listen".into(), format!("{a}:{}", JOB_PORT + ji as u16)]);
                 }
             }
-            args.extend(["--dir".into(), files.display().to_string(), "--insecure".into()]);
+            args.extend(["--dir".into(), files.display().to_string()]);
+            args.extend(["--insecure", "--allow-anonymous", "--read-only"].map(Into::into));
+            args.extend(LAB_CAPS.map(Into::into));
             args.extend(transport_args(&j.cc, &j.cc_params, &j.ecn));
             workers.push((ji, start_mpquic_server(nss.ns(w), args)?));
         }

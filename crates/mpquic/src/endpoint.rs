@@ -10,7 +10,7 @@ use noq::{ClientConfig, ServerConfig};
 
 use crate::connection::{MultipathConnection, PathOpenError, PathSpec};
 use crate::options::Options;
-use crate::tls::{Identity, TlsError, Trust};
+use crate::tls::{ClientAuth, Identity, TlsError, Trust};
 
 /// Why an endpoint or a connection could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -162,7 +162,16 @@ impl Client {
     /// A client trusting servers per `trust`, sending from any local address of the family of
     /// `family` (paths choose their source address; the socket is bound to the unspecified one).
     pub fn new(trust: &Trust, family: IpAddr) -> Result<Self, Error> {
-        let crypto = trust.client_crypto()?;
+        Self::with_identity(trust, None, family)
+    }
+
+    /// As [`Client::new`], presenting `identity` to servers that require client certificates.
+    pub fn with_identity(
+        trust: &Trust,
+        identity: Option<&Identity>,
+        family: IpAddr,
+    ) -> Result<Self, Error> {
+        let crypto = trust.client_crypto_as(identity)?;
         let bind = SocketAddr::new(unspecified(family), 0);
         let endpoint = endpoint(bind, None)?;
         Ok(Client { endpoint, crypto, connections: AtomicU64::new(0) })
@@ -244,10 +253,21 @@ pub struct Server {
 }
 
 impl Server {
-    /// Listen on `listen` (one UDP socket serves them all, so they share one port).
+    /// Listen on `listen` (one UDP socket serves them all, so they share one port), accepting
+    /// any client.
     pub fn bind(
         listen: &[SocketAddr],
         identity: &Identity,
+        options: Options,
+    ) -> Result<Self, Error> {
+        Self::bind_for(listen, identity, &ClientAuth::Anonymous, options)
+    }
+
+    /// As [`Server::bind`], accepting only the clients `clients` allows.
+    pub fn bind_for(
+        listen: &[SocketAddr],
+        identity: &Identity,
+        clients: &ClientAuth,
         options: Options,
     ) -> Result<Self, Error> {
         let first =
@@ -262,7 +282,7 @@ impl Server {
                 "listen addresses must be of one IP family: {first} and {other} differ"
             )));
         }
-        let crypto = identity.server_crypto()?;
+        let crypto = identity.server_crypto_for(clients)?;
         let bind = if listen.len() == 1 {
             first
         } else {
@@ -302,11 +322,9 @@ impl Server {
             let transport = self.options.transport(&format!("server-{n}"));
             let mut config = ServerConfig::with_crypto(self.crypto.clone());
             config.transport_config(transport.config.clone());
-            let connecting = incoming
-                .accept_with(Arc::new(config))
-                .map_err(|source| Error::Connection { addr: remote, source });
             return Some(Accepting {
-                connecting,
+                incoming,
+                config: Arc::new(config),
                 transport,
                 controller_name: self.options.congestion.name(),
                 remote,
@@ -326,9 +344,11 @@ impl Server {
     }
 }
 
-/// A connection the server accepted whose handshake has not finished.
+/// An incoming connection: its handshake starts when [`Accepting::established`] is awaited,
+/// or it is turned away with [`Accepting::refuse`].
 pub struct Accepting {
-    connecting: Result<noq::Connecting, Error>,
+    incoming: noq::Incoming,
+    config: Arc<ServerConfig>,
     transport: crate::options::Transport,
     controller_name: &'static str,
     remote: SocketAddr,
@@ -341,10 +361,19 @@ impl Accepting {
         self.remote
     }
 
-    /// Finish the handshake.
+    /// Turn the client away (it sees "connection refused"), e.g. when the server is full.
+    pub fn refuse(self) {
+        self.incoming.refuse();
+    }
+
+    /// Run the handshake.
     pub async fn established(self) -> Result<MultipathConnection, Error> {
         let (addr, timeout) = (self.remote, self.timeout);
-        let conn = match tokio::time::timeout(timeout, self.connecting?).await {
+        let connecting = self
+            .incoming
+            .accept_with(self.config)
+            .map_err(|source| Error::Connection { addr, source })?;
+        let conn = match tokio::time::timeout(timeout, connecting).await {
             Ok(Ok(conn)) => conn,
             Ok(Err(source)) => return Err(Error::Connection { addr, source }),
             Err(_) => return Err(Error::Timeout { addr, timeout }),

@@ -6,6 +6,10 @@
 //! decides which path takes the next packet. Each connection can write a qlog trace with the
 //! controller's own events ([`qlog`]) and reports per-path statistics ([`ConnectionReport`]).
 //!
+//! TLS is 1.3 with certificates verified ([`Trust`]); a server may require client certificates
+//! from a CA of its choosing (mutual TLS: [`Server::bind_for`] with [`ClientAuth`], and
+//! [`Client::with_identity`]); [`PemPair`] makes a lab CA and issues certificates from it.
+//!
 //! The QUIC stack is `noq` (quinn with the IETF multipath extension); this crate is the only
 //! one that knows its connection API.
 //!
@@ -41,4 +45,4 @@ pub use mpquic_cc;
 pub use noq;
 pub use options::{Congestion, EcnPrecision, InvalidOptions, Options, Transport};
 pub use scheduler::{PathLoad, Scheduler, UnknownScheduler};
-pub use tls::{Identity, TlsError, Trust};
+pub use tls::{CertRole, ClientAuth, Identity, PemPair, TlsError, Trust};

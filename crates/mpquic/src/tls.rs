@@ -1,4 +1,9 @@
 //! TLS 1.3 for mpquic endpoints: certificates verified by default, self-signed only on request.
+//!
+//! Both directions use the same tools: a server proves itself with an [`Identity`] that a
+//! client's [`Trust`] verifies; a server may also demand that clients prove themselves
+//! ([`ClientAuth::Required`], mutual TLS), each with its own [`Identity`] issued by a CA the
+//! server names. rustls' `WebPkiClientVerifier` does the checking.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -8,6 +13,7 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::crypto::{verify_tls13_signature, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::server::WebPkiClientVerifier;
 use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 
 /// The ALPN protocol mpquic peers speak.
@@ -34,7 +40,7 @@ pub enum TlsError {
     Generate(#[from] rcgen::Error),
 }
 
-/// A server's certificate chain and private key.
+/// A certificate chain and its private key: a server's, or a client's for mutual TLS.
 pub struct Identity {
     /// Leaf first.
     pub chain: Vec<CertificateDer<'static>>,
@@ -77,18 +83,130 @@ impl Identity {
         Ok((certified.cert.pem(), certified.signing_key.serialize_pem()))
     }
 
-    /// The server-side crypto configuration.
+    /// The server-side crypto configuration, accepting any client (as HTTPS does).
     pub fn server_crypto(&self) -> Result<Arc<QuicServerConfig>, TlsError> {
-        let mut tls = rustls::ServerConfig::builder_with_provider(provider())
-            .with_protocol_versions(&[&rustls::version::TLS13])?
-            .with_no_client_auth()
-            .with_single_cert(self.chain.clone(), self.key.clone_key())?;
+        self.server_crypto_for(&ClientAuth::Anonymous)
+    }
+
+    /// The server-side crypto configuration, accepting the clients `clients` allows.
+    pub fn server_crypto_for(
+        &self,
+        clients: &ClientAuth,
+    ) -> Result<Arc<QuicServerConfig>, TlsError> {
+        let builder = rustls::ServerConfig::builder_with_provider(provider())
+            .with_protocol_versions(&[&rustls::version::TLS13])?;
+        let builder = match clients {
+            ClientAuth::Anonymous => builder.with_no_client_auth(),
+            ClientAuth::Required(roots) => {
+                let verifier = WebPkiClientVerifier::builder_with_provider(
+                    Arc::new(root_store(roots)?),
+                    provider(),
+                )
+                .build()
+                .map_err(|e| rustls::Error::General(e.to_string()))?;
+                builder.with_client_cert_verifier(verifier)
+            }
+        };
+        let mut tls = builder.with_single_cert(self.chain.clone(), self.key.clone_key())?;
         tls.alpn_protocols = vec![ALPN.to_vec()];
         tls.max_early_data_size = 0;
         Ok(Arc::new(
             QuicServerConfig::try_from(tls).map_err(|e| rustls::Error::General(e.to_string()))?,
         ))
     }
+}
+
+/// A certificate and its private key as PEM text, ready to be written to files.
+pub struct PemPair {
+    /// The certificate.
+    pub cert: String,
+    /// Its private key: keep it secret (write it readable by its owner only).
+    pub key: String,
+}
+
+/// What a certificate issued by a [`lab CA`](PemPair::new_lab_ca) is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CertRole {
+    /// A server's certificate, for the names clients connect to.
+    Server,
+    /// A client's certificate, for servers that require mutual TLS.
+    Client,
+}
+
+impl PemPair {
+    /// A new certificate authority for a lab, named `name`: give its certificate to clients
+    /// (`--ca`) and servers (`--client-ca`), and issue certificates from it with [`PemPair::issue`].
+    pub fn new_lab_ca(name: &str) -> Result<Self, TlsError> {
+        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose};
+        let key = KeyPair::generate()?;
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let cert = params.self_signed(&key)?;
+        Ok(PemPair { cert: cert.pem(), key: key.serialize_pem() })
+    }
+
+    /// A certificate for `names` (DNS names or IP addresses; for a client, names of its
+    /// choosing) issued by this CA.
+    pub fn issue(&self, names: &[String], role: CertRole) -> Result<Self, TlsError> {
+        use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, Issuer, KeyPair};
+        let issuer = Issuer::from_ca_cert_pem(&self.cert, KeyPair::from_pem(&self.key)?)?;
+        let key = KeyPair::generate()?;
+        let mut params = CertificateParams::new(names.to_vec())?;
+        if let Some(first) = names.first() {
+            params.distinguished_name.push(DnType::CommonName, first.as_str());
+        }
+        params.extended_key_usages = vec![match role {
+            CertRole::Server => ExtendedKeyUsagePurpose::ServerAuth,
+            CertRole::Client => ExtendedKeyUsagePurpose::ClientAuth,
+        }];
+        let cert = params.signed_by(&key, &issuer)?;
+        Ok(PemPair { cert: cert.pem(), key: key.serialize_pem() })
+    }
+}
+
+/// Which clients a server accepts.
+pub enum ClientAuth {
+    /// Only clients presenting a certificate chain to one of these CAs (mutual TLS); the
+    /// handshake of any other client fails.
+    Required(Vec<CertificateDer<'static>>),
+    /// Any client, unauthenticated.
+    Anonymous,
+}
+
+impl ClientAuth {
+    /// Require client certificates issued by the CA certificate(s) in a PEM file.
+    pub fn from_ca_file(path: &Path) -> Result<Self, TlsError> {
+        Ok(ClientAuth::Required(read_ca_file(path)?))
+    }
+}
+
+/// The certificates of a CA file; an empty file is an error.
+fn read_ca_file(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let roots = CertificateDer::pem_file_iter(path)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| TlsError::File {
+            what: "CA certificate",
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+    if roots.is_empty() {
+        return Err(TlsError::File {
+            what: "CA certificate",
+            path: path.display().to_string(),
+            reason: "no PEM certificate in it".into(),
+        });
+    }
+    Ok(roots)
+}
+
+fn root_store(roots: &[CertificateDer<'static>]) -> Result<RootCertStore, TlsError> {
+    let mut store = RootCertStore::empty();
+    for root in roots {
+        store.add(root.clone())?;
+    }
+    Ok(store)
 }
 
 /// How a client decides whether to trust a server.
@@ -115,21 +233,7 @@ pub enum Trust {
 impl Trust {
     /// Trust the CA certificates in a PEM file.
     pub fn from_ca_file(path: &Path) -> Result<Self, TlsError> {
-        let roots = CertificateDer::pem_file_iter(path)
-            .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| TlsError::File {
-                what: "CA certificate",
-                path: path.display().to_string(),
-                reason: e.to_string(),
-            })?;
-        if roots.is_empty() {
-            return Err(TlsError::File {
-                what: "CA certificate",
-                path: path.display().to_string(),
-                reason: "no PEM certificate in it".into(),
-            });
-        }
-        Ok(Trust::Roots(roots))
+        Ok(Trust::Roots(read_ca_file(path)?))
     }
 
     /// Trust the operating system's root certificates.
@@ -145,22 +249,28 @@ impl Trust {
         Ok(Trust::Roots(loaded.certs))
     }
 
-    /// The client-side crypto configuration.
+    /// The client-side crypto configuration, without a client certificate.
     pub fn client_crypto(&self) -> Result<Arc<QuicClientConfig>, TlsError> {
+        self.client_crypto_as(None)
+    }
+
+    /// The client-side crypto configuration, presenting `identity` to servers that ask for a
+    /// client certificate.
+    pub fn client_crypto_as(
+        &self,
+        identity: Option<&Identity>,
+    ) -> Result<Arc<QuicClientConfig>, TlsError> {
         let builder = rustls::ClientConfig::builder_with_provider(provider())
             .with_protocol_versions(&[&rustls::version::TLS13])?;
-        let mut tls = match self {
-            Trust::Roots(roots) => {
-                let mut store = RootCertStore::empty();
-                for root in roots {
-                    store.add(root.clone())?;
-                }
-                builder.with_root_certificates(store).with_no_client_auth()
-            }
+        let builder = match self {
+            Trust::Roots(roots) => builder.with_root_certificates(root_store(roots)?),
             Trust::InsecureAnyCertificate => builder
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider())))
-                .with_no_client_auth(),
+                .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider()))),
+        };
+        let mut tls = match identity {
+            Some(id) => builder.with_client_auth_cert(id.chain.clone(), id.key.clone_key())?,
+            None => builder.with_no_client_auth(),
         };
         tls.alpn_protocols = vec![ALPN.to_vec()];
         Ok(Arc::new(

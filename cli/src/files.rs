@@ -1,0 +1,283 @@
+//! Files in one directory, reached only through the directory's descriptor.
+//!
+//! Names are single path components (see `transfer::check_name`), so opening with `O_NOFOLLOW`
+//! relative to the directory's descriptor never leaves the directory, not even through a symlink
+//! planted in it. A file being received is written to a temporary created exclusively
+//! (`O_EXCL`) under an unpredictable name, locked while it is written, and takes its real name
+//! with one atomic rename that, unless replacing is allowed, fails rather than replace a file
+//! (`renameat2(RENAME_NOREPLACE)`, or `link` + `unlink` where the file system lacks it). Errors
+//! name the file, never the directory: they may be sent to a peer.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{anyhow, bail, Context, Result};
+
+/// Temporaries start with this; a server removes unlocked ones left by a killed process.
+const TEMP_PREFIX: &str = ".mpquic-part-";
+
+/// An open directory.
+pub struct Dir {
+    fd: OwnedFd,
+}
+
+fn c_name(name: &str) -> io::Result<CString> {
+    CString::new(name).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
+impl Dir {
+    /// Open `path`, which must be a directory.
+    pub fn open(path: &Path) -> Result<Arc<Dir>> {
+        use std::os::unix::ffi::OsStrExt;
+        let c_path = CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| anyhow!("{} is not a usable path", path.display()))?;
+        // SAFETY: a NUL-terminated path; the descriptor returned is owned below.
+        let fd = check(unsafe {
+            libc::open(c_path.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC)
+        })
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ENOTDIR) => anyhow!("{} is not a directory", path.display()),
+            _ => anyhow!("cannot use directory {}: {e}", path.display()),
+        })?;
+        // SAFETY: `fd` was just opened and nothing else owns it.
+        Ok(Arc::new(Dir { fd: unsafe { OwnedFd::from_raw_fd(fd) } }))
+    }
+
+    /// `openat(2)` relative to this directory, never following a symlink.
+    fn open_at(&self, name: &str, flags: libc::c_int) -> io::Result<File> {
+        let c = c_name(name)?;
+        let flags = flags | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        // SAFETY: a valid directory descriptor and a NUL-terminated name.
+        let fd = check(unsafe { libc::openat(self.fd.as_raw_fd(), c.as_ptr(), flags, 0o600) })?;
+        // SAFETY: `fd` was just opened and nothing else owns it.
+        Ok(unsafe { File::from_raw_fd(fd) })
+    }
+
+    /// Open `name` for reading: it must be a regular file, not a link, directory or device.
+    pub fn open_regular(&self, name: &str) -> Result<File> {
+        // O_NONBLOCK: opening a FIFO must not wait for a writer (regular files ignore it).
+        let file = self.open_at(name, libc::O_RDONLY | libc::O_NONBLOCK).map_err(|e| {
+            match e.raw_os_error() {
+                Some(libc::ENOENT) => anyhow!("no file named {name:?}"),
+                Some(libc::ELOOP) => anyhow!("{name:?} is a symbolic link, which is not served"),
+                _ => anyhow!("cannot open {name:?}: {e}"),
+            }
+        })?;
+        let meta = file.metadata().with_context(|| format!("cannot read {name:?}"))?;
+        if !meta.is_file() {
+            bail!("{name:?} is not a regular file");
+        }
+        Ok(file)
+    }
+
+    /// Whether anything (a file, a link, a directory) has this name.
+    pub fn contains(&self, name: &str) -> bool {
+        let Ok(c) = c_name(name) else { return false };
+        // SAFETY: a valid directory descriptor, a NUL-terminated name, a zeroed stat to fill.
+        let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+        unsafe {
+            libc::fstatat(self.fd.as_raw_fd(), c.as_ptr(), &mut stat, libc::AT_SYMLINK_NOFOLLOW)
+                == 0
+        }
+    }
+
+    /// Bytes an unprivileged writer may still use on this directory's file system.
+    pub fn free_space(&self) -> io::Result<u64> {
+        // SAFETY: a valid descriptor and a zeroed statvfs to fill.
+        let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+        check(unsafe { libc::fstatvfs(self.fd.as_raw_fd(), &mut stat) })?;
+        Ok((stat.f_bavail as u64).saturating_mul(stat.f_frsize as u64))
+    }
+
+    /// Remove the temporaries no live process holds (left by a killed one); returns how many.
+    pub fn remove_stale_temporaries(&self, path: &Path) -> usize {
+        let Ok(entries) = std::fs::read_dir(path) else { return 0 };
+        let names = entries
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|name| name.starts_with(TEMP_PREFIX));
+        let mut removed = 0;
+        for name in names {
+            let Ok(file) = self.open_at(&name, libc::O_RDONLY | libc::O_NONBLOCK) else { continue };
+            // A writer holds its lock until it commits or is gone.
+            if lock(&file).is_ok() && self.remove(&name).is_ok() {
+                removed += 1;
+            }
+        }
+        removed
+    }
+
+    fn remove(&self, name: &str) -> io::Result<()> {
+        let c = c_name(name)?;
+        // SAFETY: a valid directory descriptor and a NUL-terminated name.
+        check(unsafe { libc::unlinkat(self.fd.as_raw_fd(), c.as_ptr(), 0) }).map(drop)
+    }
+
+    /// Give `from` the name `to`, atomically; unless `replace`, fail with `EEXIST` rather than
+    /// replace an existing `to`.
+    fn rename(&self, from: &str, to: &str, replace: bool) -> io::Result<()> {
+        let (c_from, c_to, fd) = (c_name(from)?, c_name(to)?, self.fd.as_raw_fd());
+        let flags = if replace { 0 } else { libc::RENAME_NOREPLACE };
+        // SAFETY: a valid directory descriptor and NUL-terminated names.
+        let renamed =
+            check(unsafe { libc::renameat2(fd, c_from.as_ptr(), fd, c_to.as_ptr(), flags) });
+        match renamed {
+            Err(e) if !replace && matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) => {
+                // No RENAME_NOREPLACE here: a hard link cannot replace either.
+                // SAFETY: as above.
+                check(unsafe { libc::linkat(fd, c_from.as_ptr(), fd, c_to.as_ptr(), 0) })?;
+                self.remove(from)
+            }
+            other => other.map(drop),
+        }
+    }
+}
+
+/// Take the exclusive lock of `file` without waiting.
+fn lock(file: &File) -> io::Result<()> {
+    // SAFETY: a valid descriptor.
+    check(unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) }).map(drop)
+}
+
+/// 128 random bits as hex, from the kernel.
+fn random_suffix() -> io::Result<String> {
+    let mut bytes = [0u8; 16];
+    // SAFETY: a valid buffer of the given length.
+    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if n != bytes.len() as isize {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// A file being received: written under a temporary name, renamed when complete.
+pub struct PartialFile {
+    dir: Arc<Dir>,
+    temp: String,
+    file: Option<tokio::fs::File>,
+}
+
+impl PartialFile {
+    /// A new, empty, exclusively created and locked temporary in `dir`.
+    pub fn create(dir: Arc<Dir>) -> Result<Self> {
+        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL;
+        let (temp, file) = loop {
+            let temp = format!("{TEMP_PREFIX}{}", random_suffix()?);
+            match dir.open_at(&temp, flags) {
+                Ok(file) => break (temp, file),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => bail!("cannot create a temporary file: {e}"),
+            }
+        };
+        if let Err(e) = lock(&file) {
+            let _ = dir.remove(&temp);
+            bail!("cannot lock a temporary file: {e}");
+        }
+        Ok(PartialFile { dir, temp, file: Some(file.into()) })
+    }
+
+    /// The open temporary file.
+    pub fn file(&mut self) -> &mut tokio::fs::File {
+        self.file.as_mut().expect("file is open until commit")
+    }
+
+    /// Flush to disk and give the file the name `name`; unless `replace`, an existing `name`
+    /// is an error and stays untouched.
+    pub async fn commit(mut self, name: &str, replace: bool) -> Result<()> {
+        let file = self.file.as_ref().expect("file is open until commit");
+        file.sync_all().await.with_context(|| format!("cannot write {name:?}"))?;
+        match self.dir.rename(&self.temp, name, replace) {
+            Ok(()) => {
+                self.file = None;
+                Ok(())
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                bail!("a file named {name:?} already exists")
+            }
+            Err(e) => bail!("cannot store {name:?}: {e}"),
+        }
+    }
+}
+
+impl Drop for PartialFile {
+    fn drop(&mut self) {
+        // Not committed: remove the partial data so nothing half-written remains.
+        if self.file.take().is_some() {
+            let _ = self.dir.remove(&self.temp);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(path: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(path)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[tokio::test]
+    async fn a_commit_never_replaces_unless_asked() {
+        use tokio::io::AsyncWriteExt;
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("x"), b"old").unwrap();
+        let dir = Dir::open(tmp.path()).unwrap();
+        let mut partial = PartialFile::create(dir.clone()).unwrap();
+        partial.file().write_all(b"new").await.unwrap();
+        let err = partial.commit("x", false).await.unwrap_err();
+        assert_eq!(err.to_string(), "a file named \"x\" already exists");
+        assert_eq!(std::fs::read(tmp.path().join("x")).unwrap(), b"old");
+        assert_eq!(names(tmp.path()), ["x"], "the temporary is gone");
+
+        let mut partial = PartialFile::create(dir).unwrap();
+        partial.file().write_all(b"new").await.unwrap();
+        partial.commit("x", true).await.unwrap();
+        assert_eq!(std::fs::read(tmp.path().join("x")).unwrap(), b"new");
+    }
+
+    #[test]
+    fn temporaries_are_unique_and_only_unlocked_ones_are_stale() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::open(tmp.path()).unwrap();
+        let live = PartialFile::create(dir.clone()).unwrap();
+        let other = PartialFile::create(dir.clone()).unwrap();
+        assert_ne!(live.temp, other.temp);
+        assert!(live.temp.len() < 64, "a fixed, short name: {}", live.temp);
+        // A temporary left by a killed process: same prefix, no lock held.
+        std::fs::write(tmp.path().join(format!("{TEMP_PREFIX}0000")), b"partial").unwrap();
+        assert_eq!(dir.remove_stale_temporaries(tmp.path()), 1);
+        let mut expected = vec![live.temp.clone(), other.temp.clone()];
+        expected.sort();
+        assert_eq!(names(tmp.path()), expected, "live temporaries stay");
+    }
+
+    #[test]
+    fn links_directories_and_missing_names_are_refused_by_name_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", tmp.path().join("link")).unwrap();
+        std::fs::create_dir(tmp.path().join("sub")).unwrap();
+        let dir = Dir::open(tmp.path()).unwrap();
+        let error = |name| dir.open_regular(name).unwrap_err().to_string();
+        assert_eq!(error("link"), "\"link\" is a symbolic link, which is not served");
+        assert_eq!(error("sub"), "\"sub\" is not a regular file");
+        assert_eq!(error("none"), "no file named \"none\"");
+        assert!(dir.contains("link") && dir.contains("sub") && !dir.contains("none"));
+        assert!(dir.free_space().unwrap() > 0);
+    }
+}
