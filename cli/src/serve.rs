@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use mpquic::noq::{RecvStream, SendStream};
-use mpquic::{MultipathConnection, Server};
+use mpquic::{Accepting, MultipathConnection, Server};
 use tokio::sync::{Notify, Semaphore};
 
 use crate::args::ServeArgs;
@@ -101,22 +101,7 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
     let policy = Arc::new(Policy::from_args(&args, store)?);
     let clients = args.client_auth()?;
     let server = Server::bind_for(&args.listen, &args.identity()?, &clients, options)?;
-    // With port 0 the OS chose one: say which.
-    let port = server.local_addr()?.port();
-    eprintln!(
-        "mpquic: serving on {} (controller {}){}",
-        args.listen
-            .iter()
-            .map(|a| std::net::SocketAddr::new(a.ip(), port).to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
-        args.transport.cc,
-        match (&args.dir, args.read_only) {
-            (Some(dir), false) => format!(", files in {}", dir.display()),
-            (Some(dir), true) => format!(", files in {} (read-only)", dir.display()),
-            (None, _) => ", verifying and discarding uploads".into(),
-        }
-    );
+    announce(&args, server.local_addr()?.port());
     let done = Arc::new(Notify::new());
     let transfers = Arc::new(AtomicU64::new(0));
     let limit = args.max_transfers;
@@ -134,23 +119,16 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
                 continue;
             };
             let (policy, done, transfers) = (policy.clone(), done.clone(), transfers.clone());
+            let on_done = move |_: &TransferResult| {
+                let n = transfers.fetch_add(1, Ordering::SeqCst) + 1;
+                if limit.is_some_and(|limit| n >= limit) {
+                    done.notify_one();
+                }
+            };
             tokio::spawn(async move {
-                let peer = accepting.remote();
-                let conn = match accepting.established().await {
-                    Ok(conn) => conn,
-                    Err(mpquic::Error::Connection { source, .. }) => {
-                        let line = || format!("mpquic: handshake with {peer} failed: {source}");
-                        return policy.failures.eprint(line);
-                    }
-                    Err(e) => return policy.failures.eprint(|| format!("mpquic: {e}")),
-                };
-                serve_connection(conn, policy, reporting, move |_| {
-                    let n = transfers.fetch_add(1, Ordering::SeqCst) + 1;
-                    if limit.is_some_and(|limit| n >= limit) {
-                        done.notify_one();
-                    }
-                })
-                .await;
+                if let Some(conn) = handshake(accepting, &policy).await {
+                    serve_connection(conn, policy, reporting, on_done).await;
+                }
                 drop(permit);
             });
         }
@@ -163,6 +141,34 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
     server.close();
     let _ = tokio::time::timeout(Duration::from_secs(1), server.wait_idle()).await;
     Ok(())
+}
+
+/// Say where the server listens (with port 0, the OS chose one) and what it does with files.
+fn announce(args: &ServeArgs, port: u16) {
+    let addrs: Vec<String> =
+        args.listen.iter().map(|a| std::net::SocketAddr::new(a.ip(), port).to_string()).collect();
+    let files = match (&args.dir, args.read_only) {
+        (Some(dir), false) => format!(", files in {}", dir.display()),
+        (Some(dir), true) => format!(", files in {} (read-only)", dir.display()),
+        (None, _) => ", verifying and discarding uploads".into(),
+    };
+    eprintln!("mpquic: serving on {} (controller {}){files}", addrs.join(", "), args.transport.cc);
+}
+
+/// Run the handshake; a failure (e.g. a client without a valid certificate) is logged.
+async fn handshake(accepting: Accepting, policy: &Policy) -> Option<MultipathConnection> {
+    let peer = accepting.remote();
+    match accepting.established().await {
+        Ok(conn) => Some(conn),
+        Err(mpquic::Error::Connection { source, .. }) => {
+            policy.failures.eprint(|| format!("mpquic: handshake with {peer} failed: {source}"));
+            None
+        }
+        Err(e) => {
+            policy.failures.eprint(|| format!("mpquic: {e}"));
+            None
+        }
+    }
 }
 
 /// The transfers running on one connection, and since when it has had none.
