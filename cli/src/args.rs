@@ -274,6 +274,10 @@ pub struct ServeArgs {
     /// Refuse new transfers beyond this many running at once (over all connections).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..), value_name = "N")]
     pub max_active_transfers: u32,
+    /// Every SECS seconds, print each connection's per-path rate, RTT, CE marks, losses,
+    /// window and state, and path events as they happen (JSON lines with --json).
+    #[arg(long, value_name = "SECS", value_parser = parse_interval)]
+    pub interval: Option<Duration>,
     #[command(flatten)]
     pub transport: TransportArgs,
 }

@@ -40,6 +40,12 @@ impl Sink {
         Sink { json, bar: Some(bar.clone()), prefix: String::new() }
     }
 
+    /// Lines for one of a server's connections, each naming the peer.
+    pub fn server(json: bool, conn: &MultipathConnection) -> Self {
+        let peer = conn.remote().map_or_else(|| "?".into(), |r| r.to_string());
+        Sink { json, bar: None, prefix: format!("{peer} ") }
+    }
+
     fn emit(&self, line: &IntervalLine<'_>) {
         if self.json {
             println!("{}", serde_json::to_string(line).unwrap_or_default());
@@ -96,7 +102,10 @@ pub struct PathInterval {
     t_s: f64,
     path: u32,
     route: String,
+    /// Sending rate over the interval (QUIC bytes sent).
     mbit_s: f64,
+    /// Receiving rate over the interval (UDP bytes received).
+    rx_mbit_s: f64,
     rtt_ms: f64,
     ce_marked: u64,
     lost: u64,
@@ -107,11 +116,13 @@ pub struct PathInterval {
 impl PathInterval {
     fn new(t_s: f64, every: Duration, before: Option<&PathReport>, now: &PathReport) -> Self {
         let delta = |f: fn(&PathReport) -> u64| f(now).saturating_sub(before.map_or(0, f));
+        let mbit_s = |bytes: u64| bytes as f64 * 8.0 / every.as_secs_f64() / 1e6;
         PathInterval {
             t_s,
             path: now.id,
             route: route(now),
-            mbit_s: delta(|p| p.bytes_sent) as f64 * 8.0 / every.as_secs_f64() / 1e6,
+            mbit_s: mbit_s(delta(|p| p.bytes_sent)),
+            rx_mbit_s: mbit_s(delta(|p| p.bytes_received)),
             rtt_ms: now.rtt_smoothed_ms,
             ce_marked: delta(|p| p.ce_marked.unwrap_or(0)),
             lost: delta(|p| p.lost_packets),
@@ -135,11 +146,12 @@ impl IntervalLine<'_> {
     fn text(&self) -> String {
         match self {
             IntervalLine::Path(p) => format!(
-                "[{:7.2} s] path {:>2} {:<34} {:>9.1} Mbit/s  rtt {:>7.2} ms  CE {:>6}  lost {:>4}  cwnd {:>10}  {}",
+                "[{:7.2} s] path {:>2} {:<34} tx {:>8.1} rx {:>8.1} Mbit/s  rtt {:>7.2} ms  CE {:>6}  lost {:>4}  cwnd {:>10}  {}",
                 p.t_s,
                 p.path,
                 p.route,
                 p.mbit_s,
+                p.rx_mbit_s,
                 p.rtt_ms,
                 p.ce_marked,
                 p.lost,

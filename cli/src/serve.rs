@@ -17,6 +17,7 @@ use tokio::sync::{Notify, Semaphore};
 use crate::args::ServeArgs;
 use crate::files::{Dir, PartialFile};
 use crate::output::TransferResult;
+use crate::progress::{self, Sink};
 use crate::ratelimit::LogLimiter;
 use crate::transfer::{receive_body, send_body, write_reply, Request};
 
@@ -125,8 +126,10 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
                     done.notify_one();
                 }
             };
+            let (interval, json) = (args.interval, args.json);
             tokio::spawn(async move {
                 if let Some(conn) = handshake(accepting, &policy).await {
+                    let _live = progress::start(&conn, interval, Sink::server(json, &conn));
                     serve_connection(conn, policy, reporting, on_done).await;
                 }
                 drop(permit);

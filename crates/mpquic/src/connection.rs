@@ -383,6 +383,8 @@ pub struct PathReport {
     pub open: bool,
     /// QUIC bytes sent (ack-eliciting packets).
     pub bytes_sent: u64,
+    /// UDP payload bytes received on the path (what a receiver's interval lines show).
+    pub bytes_received: u64,
     /// This path's share of all bytes sent, in [0, 1].
     pub share: f64,
     /// Packets sent.
@@ -428,6 +430,7 @@ impl PathReport {
             remote: record.remote,
             open: !record.closed,
             bytes_sent: stats.map_or(0, |s| s.sent_bytes),
+            bytes_received: stats.map_or(0, |s| s.udp_rx.bytes),
             share: 0.0,
             packets_sent: stats.map_or(0, |s| s.sent_packets),
             lost_packets: stats.map_or(0, |s| s.lost_packets),
