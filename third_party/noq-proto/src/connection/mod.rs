@@ -1077,7 +1077,10 @@ impl Connection {
             _ => false,
         };
 
-        // Schedule an ACK_FREQUENCY frame if a new one needs to be sent.
+        // Schedule an ACK_FREQUENCY frame if a new one needs to be sent. Or-ed in, not assigned:
+        // the flag may already be set because a packet carrying the frame was declared lost,
+        // and this check only asks whether the wanted parameters moved, so it would cancel the
+        // retransmission.
         if let Some(config) = &self.config.ack_frequency_config {
             let rtt = self
                 .paths
@@ -1085,7 +1088,7 @@ impl Connection {
                 .map(|p| p.data.rtt.get())
                 .min()
                 .expect("one path exists");
-            self.spaces[SpaceId::Data].pending.ack_frequency = self
+            self.spaces[SpaceId::Data].pending.ack_frequency |= self
                 .ack_frequency
                 .should_send_ack_frequency(rtt, config, &self.peer_params)
                 && self.highest_space == SpaceKind::Data
@@ -6885,6 +6888,16 @@ impl Connection {
                     Timer::Conn(ConnTimer::Idle) | Timer::PerPath(_, PathTimer::PathIdle)
                 )
             })
+    }
+
+    /// The ACK frequency the peer asked of us: its max_ack_delay and, on path 0, its
+    /// ack-eliciting threshold.
+    #[cfg(test)]
+    pub(crate) fn requested_ack_frequency(&self) -> (Duration, u64) {
+        let threshold = self.spaces[SpaceId::Data].number_spaces[&PathId::ZERO]
+            .pending_acks
+            .ack_eliciting_threshold();
+        (self.ack_frequency.max_ack_delay, threshold)
     }
 
     /// Whether explicit congestion notification is in use on outgoing packets.
