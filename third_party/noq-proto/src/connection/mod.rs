@@ -6171,9 +6171,11 @@ impl Connection {
             }
         }
 
-        // ACK_FREQUENCY
+        // ACK_FREQUENCY (left pending when it does not fit: a tail-loss probe's datagram can be
+        // as small as the first datagram of its batch)
         if !scheduling_info.is_abandoned
             && scheduling_info.may_send_data
+            && frame::AckFrequency::SIZE_BOUND <= builder.frame_space_remaining()
             && mem::replace(&mut space.pending.ack_frequency, false)
         {
             let sequence_number = self.ack_frequency.next_sequence_number();

@@ -3930,6 +3930,44 @@ fn ack_frequency_resent_after_loss() {
     );
 }
 
+/// An ACK_FREQUENCY frame that does not fit the packet being built waits for the next one.
+///
+/// The datagrams of a batch are no larger than its first, so the second tail-loss probe of a
+/// PTO can have much less room than a full packet: here the first probe re-sends a lost
+/// MAX_STREAMS frame (a tiny packet), the second a lost ACK_FREQUENCY frame, which did not fit
+/// and panicked in `populate_packet` ("advance out of bounds").
+#[test]
+fn ack_frequency_waits_for_room_in_a_small_probe() {
+    let _guard = subscribe();
+    let max_ack_delay = Duration::from_millis(40);
+    let (mut pair, client_ch, server_ch) = setup_ack_frequency_test(max_ack_delay);
+
+    // A ping gets through at eight times the RTT: its RTT sample makes the client send a new
+    // request (40 ms instead of 25 ms). (Whether that lands in a probe depends on the timing:
+    // from 6x to 15x, except 10x where the request happens to ride in the first probe, the
+    // unpatched code panics.)
+    pair.routes.as_basic_mut().latency *= 8;
+    pair.client_conn_mut(client_ch).ping();
+    pair.drive_client();
+    // Everything the client sends next is lost for a while: a tiny MAX_STREAMS packet first,
+    // then the new request, and the probes that re-send the two, oldest first.
+    pair.client_conn_mut(client_ch)
+        .set_max_concurrent_streams(Dir::Uni, 200u32.into());
+    let lossy_until = pair.time + Duration::from_secs(2);
+    while pair.time < lossy_until {
+        pair.client.drive(pair.time);
+        pair.client.outbound.clear();
+        pair.drive_server();
+        assert!(pair.advance_time(), "idle while the client's packets were lost");
+    }
+    pair.drive();
+
+    // The new request arrived (its value follows the smoothed RTT at the time it was built).
+    let (delay, threshold) = pair.server_conn_mut(server_ch).requested_ack_frequency();
+    assert!(delay > Duration::from_millis(25), "max_ack_delay {delay:?}");
+    assert_eq!(threshold, 10);
+}
+
 fn stream_chunks(mut recv: RecvStream<'_>) -> Vec<u8> {
     let mut buf = Vec::new();
 
