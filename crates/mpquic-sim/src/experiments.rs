@@ -631,7 +631,7 @@ pub fn e7(base: &Scenario, o: &ExpOptions) -> Result<(), String> {
         m.insert("jct_mean_ms".into(), mean_std(&jct).0);
         let pa: Vec<&FlowReport> = group_flows(r, "pa").collect();
         m.insert("pa_pto".into(), pa.iter().map(|f| (f.pto_client + f.pto_server) as f64).sum());
-        // Job flows where an end's ACK_FREQUENCY request was lost (and never repeated).
+        // Job flows where an end's ACK_FREQUENCY request never reached its peer.
         m.insert(
             "pa_ack_request_lost".into(),
             pa.iter().filter(|f| f.ack_frequency_lost.0 || f.ack_frequency_lost.1).count() as f64,

@@ -166,8 +166,8 @@ pub struct FlowReport {
     pub pto_server: u64,
     /// Virtual time of the first PTO expiry of either end, microseconds.
     pub first_pto_us: Option<f64>,
-    /// Whether the client's / the server's ACK_FREQUENCY request never reached its peer (lost,
-    /// and not repeated; see [`Sim::ack_frequency_lost`]).
+    /// Whether the client's / the server's ACK_FREQUENCY request never reached its peer (see
+    /// [`Sim::ack_frequency_lost`]).
     pub ack_frequency_lost: (bool, bool),
     /// Connection error, if any.
     pub error: Option<String>,

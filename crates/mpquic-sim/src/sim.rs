@@ -569,10 +569,11 @@ impl Sim {
 
     /// Whether the client's and the server's ACK_FREQUENCY request (QUIC's ACK frequency
     /// extension) never reached the peer. With an ACK profile (exact ECN, or
-    /// `transport.max_ack_delay`) each end sends one request after the handshake; noq-proto 1.4
-    /// does not send a lost one again (its per-poll "should send a new request" check overwrites
-    /// the retransmission flag), so that connection keeps the peer's default ACK behaviour and,
-    /// for the PTO, its 25 ms max_ack_delay.
+    /// `transport.max_ack_delay`) each end sends one request after the handshake; released
+    /// noq-proto 1.4 does not send a lost one again (its per-poll "should send a new request"
+    /// check overwrites the retransmission flag; fixed in the vendored copy, PATCHES.md D1), so
+    /// such a connection keeps the peer's default ACK behaviour and, for the PTO, its 25 ms
+    /// max_ack_delay.
     pub fn ack_frequency_lost(&mut self, f: usize) -> (bool, bool) {
         let (client, server) = (self.flows[f].client_ep, self.flows[f].server_ep);
         let mut frames = |ep: usize| {

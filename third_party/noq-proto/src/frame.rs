@@ -2084,6 +2084,8 @@ pub(crate) struct AckFrequency {
 }
 
 impl AckFrequency {
+    pub(crate) const SIZE_BOUND: usize = FrameType::AckFrequency.size() + 8 + 8 + 8 + 8;
+
     const fn get_type(&self) -> FrameType {
         FrameType::AckFrequency
     }

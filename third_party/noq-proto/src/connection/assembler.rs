@@ -115,34 +115,44 @@ impl Assembler {
         self.data.insert(idx, chunk);
     }
 
-    /// Copy fragmented chunk data to new chunks backed by a single buffer
+    /// Copy fragmented chunk data to new chunks backed by a single buffer, and return the number
+    /// of gaps in the buffered data (before the first chunk and between chunks)
     ///
     /// This makes sure we're not unnecessarily holding on to many larger allocations.
-    /// We merge contiguous chunks in the process of doing so.
-    fn defragment(&mut self) {
+    /// We merge contiguous chunks in the process of doing so: fragmented ones, and well utilized
+    /// ones below `buffered / MAX_CHUNKS` bytes, so that contiguous data never needs more than
+    /// about `MAX_CHUNKS` entries, while a chunk of a good size is not copied again.
+    fn defragment(&mut self) -> usize {
         let mut buffers = mem::take(&mut self.data);
         self.buffered = 0;
-        let mut fragmented_buffered = 0;
+        let mut gaps = 0;
         let mut offset = self.bytes_read;
         for chunk in &mut buffers {
             chunk.try_mark_defragment(offset);
             let size = chunk.bytes.len();
+            if size > 0 && chunk.offset > offset {
+                gaps += 1;
+            }
             offset = chunk.offset + size as u64;
             self.buffered += size;
-            if !chunk.defragmented {
-                fragmented_buffered += size;
-            }
         }
         self.allocated = self.buffered;
+        let coalesce_below = self.buffered / MAX_CHUNKS;
+        let is_copied = |chunk: &Buffer| !chunk.defragmented || chunk.bytes.len() < coalesce_below;
+        let copied: usize = buffers
+            .iter()
+            .filter(|chunk| is_copied(chunk))
+            .map(|chunk| chunk.bytes.len())
+            .sum();
         self.data.reserve(buffers.len());
-        let mut buffer = BytesMut::with_capacity(fragmented_buffered);
+        let mut buffer = BytesMut::with_capacity(copied);
         let mut offset = self.bytes_read;
         for chunk in buffers {
-            if chunk.defragmented {
-                // bytes might be empty after try_mark_defragment
-                if chunk.bytes.is_empty() {
-                    continue;
-                }
+            // bytes might be empty after try_mark_defragment
+            if chunk.bytes.is_empty() {
+                continue;
+            }
+            if !is_copied(&chunk) {
                 // The accumulated chunk starts before this one, so it goes first
                 if !buffer.is_empty() {
                     self.data
@@ -166,6 +176,7 @@ impl Assembler {
             self.data
                 .push_back(Buffer::new_defragmented(offset, buffer.split().freeze()));
         }
+        gaps
     }
 
     // Note: If a packet contains many frames from the same stream, the estimated over-allocation
@@ -235,9 +246,10 @@ impl Assembler {
         let threshold = 32768.max(buffered * 3 / 2);
         // Small gapped frames hold over-allocation below the threshold, so bound the count too.
         if over_allocation > threshold || self.data.len() > COMPACT_THRESHOLD {
-            self.defragment();
+            // Only gaps cost an entry each after compaction, so they are what is bounded: the
+            // bytes themselves are bounded by the receive window.
             // ngtcp2 uses a threshold of 4000 -- try to be a little more conservative?
-            if self.data.len() > MAX_CHUNKS {
+            if self.defragment() > MAX_CHUNKS {
                 return Err(TooManyChunks);
             }
         }
@@ -391,10 +403,11 @@ fn insert_ordered(data: &mut VecDeque<Buffer>, buffer: Buffer) {
     data.insert(idx, buffer);
 }
 
-/// Bound on the number of distinct spans kept for a stream.
+/// Bound on the number of gaps in the data buffered for a stream.
 ///
 /// Independent of how much memory those spans over-allocate. A frame is rejected only
-/// if compaction cannot get the count back down to this.
+/// if compaction still leaves more gaps than this. Contiguous data is never rejected:
+/// compaction merges it into a small multiple of this many entries.
 const MAX_CHUNKS: usize = 1024;
 
 /// Chunk count past which `insert` compacts before deciding whether to reject.
@@ -803,6 +816,33 @@ mod test {
             max_len > MAX_CHUNKS,
             "buffer compacted on every frame (max observed len {max_len})"
         );
+    }
+
+    #[test]
+    fn contiguous_chunks_behind_one_gap_are_accepted() {
+        // Multipath reordering: one path's packet is late, and the other paths' full-size frames
+        // pile up behind it, contiguous among themselves, far more than `MAX_CHUNKS` of them.
+        const FRAME: usize = 1200;
+        const FRAMES: usize = 4 * MAX_CHUNKS;
+        let payload = |i: usize| Bytes::from(vec![(i % 251) as u8; FRAME]);
+        let mut x = Assembler::new();
+        for i in 1..=FRAMES {
+            x.insert((i * FRAME) as u64, payload(i), FRAME)
+                .unwrap_or_else(|_| panic!("frame {i} rejected"));
+            assert!(x.data.len() <= COMPACT_THRESHOLD + 1, "{} entries", x.data.len());
+        }
+        // The late frame arrives and the stream reads back whole and in order.
+        x.insert(0, payload(0), FRAME).unwrap();
+        let mut offset = 0;
+        while let Some(chunk) = x.read(usize::MAX, true) {
+            assert_eq!(chunk.offset, offset);
+            for (k, byte) in chunk.bytes.iter().enumerate() {
+                let i = (offset as usize + k) / FRAME;
+                assert_eq!(*byte, (i % 251) as u8, "byte {}", offset as usize + k);
+            }
+            offset += chunk.bytes.len() as u64;
+        }
+        assert_eq!(offset, ((FRAMES + 1) * FRAME) as u64);
     }
 
     fn new_rng() -> impl Rng {

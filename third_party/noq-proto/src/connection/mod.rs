@@ -1078,7 +1078,10 @@ impl Connection {
             _ => false,
         };
 
-        // Schedule an ACK_FREQUENCY frame if a new one needs to be sent.
+        // Schedule an ACK_FREQUENCY frame if a new one needs to be sent. Or-ed in, not assigned:
+        // the flag may already be set because a packet carrying the frame was declared lost,
+        // and this check only asks whether the wanted parameters moved, so it would cancel the
+        // retransmission.
         if let Some(config) = &self.config.ack_frequency_config {
             let rtt = self
                 .paths
@@ -1086,7 +1089,7 @@ impl Connection {
                 .map(|p| p.data.rtt.get())
                 .min()
                 .expect("one path exists");
-            self.spaces[SpaceId::Data].pending.ack_frequency = self
+            self.spaces[SpaceId::Data].pending.ack_frequency |= self
                 .ack_frequency
                 .should_send_ack_frequency(rtt, config, &self.peer_params)
                 && self.highest_space == SpaceKind::Data
@@ -6198,9 +6201,11 @@ impl Connection {
             }
         }
 
-        // ACK_FREQUENCY
+        // ACK_FREQUENCY (left pending when it does not fit: a tail-loss probe's datagram can be
+        // as small as the first datagram of its batch)
         if !scheduling_info.is_abandoned
             && scheduling_info.may_send_data
+            && frame::AckFrequency::SIZE_BOUND <= builder.frame_space_remaining()
             && mem::replace(&mut space.pending.ack_frequency, false)
         {
             let sequence_number = self.ack_frequency.next_sequence_number();
@@ -6915,6 +6920,16 @@ impl Connection {
                     Timer::Conn(ConnTimer::Idle) | Timer::PerPath(_, PathTimer::PathIdle)
                 )
             })
+    }
+
+    /// The ACK frequency the peer asked of us: its max_ack_delay and, on path 0, its
+    /// ack-eliciting threshold.
+    #[cfg(test)]
+    pub(crate) fn requested_ack_frequency(&self) -> (Duration, u64) {
+        let threshold = self.spaces[SpaceId::Data].number_spaces[&PathId::ZERO]
+            .pending_acks
+            .ack_eliciting_threshold();
+        (self.ack_frequency.max_ack_delay, threshold)
     }
 
     /// Whether explicit congestion notification is in use on outgoing packets.

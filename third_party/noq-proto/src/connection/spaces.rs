@@ -1171,6 +1171,11 @@ impl PendingAcks {
         self.reordering_threshold = frame.reordering_threshold.into_inner();
     }
 
+    #[cfg(test)]
+    pub(super) fn ack_eliciting_threshold(&self) -> u64 {
+        self.ack_eliciting_threshold
+    }
+
     pub(super) fn set_immediate_ack_required(&mut self) {
         self.immediate_ack_required = true;
     }

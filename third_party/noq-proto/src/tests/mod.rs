@@ -3626,7 +3626,9 @@ fn single_ack_eliciting_packet_with_ce_bit_triggers_immediate_ack() {
     );
 }
 
-fn setup_ack_frequency_test(max_ack_delay: Duration) -> (Pair, ConnectionHandle, ConnectionHandle) {
+/// A client asking its peer for `max_ack_delay` and an ack-eliciting threshold of 10, and a pair
+/// with 10 ms latency to connect it with.
+fn ack_frequency_pair(max_ack_delay: Duration) -> (Pair, ClientConfig) {
     let mut client_config = client_config_with_deterministic_pns();
     let mut ack_freq_config = AckFrequencyConfig::default();
     ack_freq_config
@@ -3640,6 +3642,11 @@ fn setup_ack_frequency_test(max_ack_delay: Duration) -> (Pair, ConnectionHandle,
 
     let mut pair = Pair::default_with_deterministic_pns();
     pair.routes.set_latency(Duration::from_millis(10)); // Need latency to avoid an RTT = 0
+    (pair, client_config)
+}
+
+fn setup_ack_frequency_test(max_ack_delay: Duration) -> (Pair, ConnectionHandle, ConnectionHandle) {
+    let (mut pair, client_config) = ack_frequency_pair(max_ack_delay);
     let (client_ch, server_ch) = pair.connect_with(client_config);
     pair.drive();
 
@@ -3949,6 +3956,91 @@ fn ack_frequency_update_max_delay() {
             .ack_frequency
             >= 2
     );
+}
+
+/// A lost ACK_FREQUENCY frame is sent again, so the peer ends up with the requested parameters.
+#[test]
+fn ack_frequency_resent_after_loss() {
+    let _guard = subscribe();
+    // The first request is clamped to max(RTT, 25 ms) = 25 ms; once the RTT exceeds 40 ms the
+    // client asks for 40 ms.
+    let max_ack_delay = Duration::from_millis(40);
+    let (mut pair, client_ch, server_ch) = setup_ack_frequency_test(max_ack_delay);
+    let first_request = (Duration::from_millis(25), 10);
+    assert_eq!(
+        pair.server_conn_mut(server_ch).requested_ack_frequency(),
+        first_request
+    );
+
+    // The RTT grows tenfold, so the ping's RTT sample makes the client send a new request (in
+    // both of the probes that go out at that moment): lose the datagrams carrying it.
+    pair.routes.as_basic_mut().latency *= 10;
+    pair.client_conn_mut(client_ch).ping();
+    let sent_when_lost = loop {
+        pair.client.drive(pair.time);
+        let sent = pair.client_conn_mut(client_ch).stats().frame_tx.ack_frequency;
+        if sent > 1 {
+            pair.client.outbound.clear();
+            break sent;
+        }
+        pair.drive_client();
+        pair.drive_server();
+        assert!(pair.advance_time(), "idle before a new ACK_FREQUENCY was sent");
+    };
+    // Packets sent after the lost one arrive, so the loss is found from their ACKs, not by a
+    // probe timeout (a tail-loss probe takes the lost packet's frames along anyway).
+    for _ in 0..3 {
+        pair.client_conn_mut(client_ch).ping();
+        pair.drive_client();
+    }
+    pair.drive();
+
+    assert!(
+        pair.client_conn_mut(client_ch).stats().frame_tx.ack_frequency > sent_when_lost,
+        "the lost ACK_FREQUENCY frame was not sent again"
+    );
+    assert_eq!(
+        pair.server_conn_mut(server_ch).requested_ack_frequency(),
+        (max_ack_delay, 10)
+    );
+}
+
+/// An ACK_FREQUENCY frame that does not fit the packet being built waits for the next one.
+///
+/// The datagrams of a batch are no larger than its first, so the second tail-loss probe of a
+/// PTO can have much less room than a full packet: here the first probe re-sends a lost
+/// MAX_STREAMS frame (a tiny packet), the second a lost ACK_FREQUENCY frame, which did not fit
+/// and panicked in `populate_packet` ("advance out of bounds").
+#[test]
+fn ack_frequency_waits_for_room_in_a_small_probe() {
+    let _guard = subscribe();
+    let max_ack_delay = Duration::from_millis(40);
+    let (mut pair, client_ch, server_ch) = setup_ack_frequency_test(max_ack_delay);
+
+    // A ping gets through at eight times the RTT: its RTT sample makes the client send a new
+    // request (40 ms instead of 25 ms). (Whether that lands in a probe depends on the timing:
+    // from 6x to 15x, except 10x where the request happens to ride in the first probe, the
+    // unpatched code panics.)
+    pair.routes.as_basic_mut().latency *= 8;
+    pair.client_conn_mut(client_ch).ping();
+    pair.drive_client();
+    // Everything the client sends next is lost for a while: a tiny MAX_STREAMS packet first,
+    // then the new request, and the probes that re-send the two, oldest first.
+    pair.client_conn_mut(client_ch)
+        .set_max_concurrent_streams(Dir::Uni, 200u32.into());
+    let lossy_until = pair.time + Duration::from_secs(2);
+    while pair.time < lossy_until {
+        pair.client.drive(pair.time);
+        pair.client.outbound.clear();
+        pair.drive_server();
+        assert!(pair.advance_time(), "idle while the client's packets were lost");
+    }
+    pair.drive();
+
+    // The new request arrived (its value follows the smoothed RTT at the time it was built).
+    let (delay, threshold) = pair.server_conn_mut(server_ch).requested_ack_frequency();
+    assert!(delay > Duration::from_millis(25), "max_ack_delay {delay:?}");
+    assert_eq!(threshold, 10);
 }
 
 fn stream_chunks(mut recv: RecvStream<'_>) -> Vec<u8> {
