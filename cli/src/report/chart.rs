@@ -223,6 +223,17 @@ fn values(path: u64, s: &Series, scale: f64, style: Style, suffix: &str) -> Line
     }
 }
 
+/// Buckets per bin of the grid rates are computed on: rates over a few buckets read better
+/// than per-bucket bursts.
+const BUCKETS_PER_RATE_BIN: usize = 4;
+
+/// The bin width (ms) of the one time grid all rates of a report are computed on: a report
+/// spanning `x_max` ms with series of `buckets` buckets. It is a whole multiple of every
+/// series' bucket width, so no bucket straddles two bins.
+pub fn rate_grid(x_max: f64, buckets: usize) -> f64 {
+    Series::width_for(x_max, (buckets / BUCKETS_PER_RATE_BIN).max(2))
+}
+
 /// A counter as a rate per second (× `scale`) on the grid of `width` ms bins from 0 to `end`,
 /// empty bins included as zeros (idle is a rate of 0, not a gap to draw across).
 ///
@@ -260,6 +271,7 @@ mod tests {
         assert!(b.width() < a.width() / 1000.0);
         let grid = Series::width_for(4000.0, 1000);
         assert_eq!(grid, a.width());
+        assert_eq!(rate_grid(4000.0, 1000), grid * 4.0);
         let ra = rate(&a, 8.0 / 1e6, grid, 4000.0);
         let rb = rate(&b, 8.0 / 1e6, grid, 4000.0);
         assert_eq!(ra.len(), rb.len());

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use super::chart::{css, Line, Style};
+use super::chart::{css, Line, Panel, Style};
 use super::connection::Connection;
 use super::fit::YAxis;
 use super::plots::intervals;
@@ -51,12 +51,13 @@ fn series(l: &Line) -> Value {
 }
 
 /// One chart: its lines, the shared time range and y axis, and the suppressed/eliminated bands.
-pub fn chart(conn: &Connection, lines: &[Line], x_max: f64, axis: YAxis) -> Value {
+pub fn chart(panel: Panel, conn: &Connection, lines: &[Line], x_max: f64, axis: YAxis) -> Value {
     let bands: Vec<Value> = intervals(conn, conn.end_time.min(x_max))
         .into_iter()
         .map(|(path, from, to, eliminated)| json!([path, from, to, eliminated]))
         .collect();
     json!({
+        "panel": panel.slug(),
         "series": lines.iter().map(series).collect::<Vec<_>>(),
         "x_max": x_max,
         "top": axis.top,

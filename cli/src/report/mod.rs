@@ -23,7 +23,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use self::chart::Panel;
 use self::connection::Connection;
-use self::series::Series;
 
 /// Arguments of `mpquic report`.
 #[derive(Args, Debug)]
@@ -203,7 +202,7 @@ fn plot_row(
         cells.push(Some(match panel {
             Panel::Episodes => html::Plot::Svg(svg),
             _ if interactive::all_zero(lines) => html::Plot::Empty,
-            _ => html::Plot::Chart(interactive::chart(conn, lines, x_max, axis)),
+            _ => html::Plot::Chart(interactive::chart(panel, conn, lines, x_max, axis)),
         }));
     }
     Ok(html::PlotRow { heading: panel.title().to_owned(), cells })
@@ -244,7 +243,7 @@ pub fn report(args: ReportArgs) -> Result<()> {
 
     let panels: Vec<Panel> = Panel::ALL.into_iter().filter(|p| p.has_data(all())).collect();
     // Counters become rates on one grid for the whole report (see `chart::rate`).
-    let grid = Series::width_for(x_max, args.buckets);
+    let grid = chart::rate_grid(x_max, args.buckets);
     let max_conns = runs.iter().map(|r| r.connections.len()).max().unwrap_or(0);
     let mut sections = Vec::new();
     for i in 0..max_conns {
