@@ -191,14 +191,8 @@ fn plotted_series_and_markers_match_the_trace_events() {
 /// A small hand-written trace with controller episodes (AMP suppression, MPTCP-D elimination):
 /// loopback never marks, so real traces of these need the testbed.
 fn episode_trace(path: &Path) {
-    let mut text = String::new();
-    let mut rec = |v: Value| {
-        text.push('\u{1e}');
-        text.push_str(&v.to_string());
-        text.push('\n');
-    };
-    rec(serde_json::json!({"file_schema": "urn:ietf:params:qlog:file:sequential",
-        "serialization_format": "JSON-SEQ", "trace": {"vantage_point": {"type": "client"}}}));
+    let mut events = Vec::new();
+    let mut rec = |v: Value| events.push(v);
     rec(
         serde_json::json!({"time": 0.0, "name": "mpquic:configured", "data": {"controller": "amp"}}),
     );
@@ -220,6 +214,15 @@ fn episode_trace(path: &Path) {
     rec(
         serde_json::json!({"time": 10.0, "name": "quic:packet_sent", "data": {"header": {"path_id": 0, "length": 100}, "frames": []}}),
     );
+    write_trace(path, &events);
+}
+
+/// Write a client's qlog JSON-SEQ file: the header, then `events`.
+fn write_trace(path: &Path, events: &[Value]) {
+    let header = serde_json::json!({"file_schema": "urn:ietf:params:qlog:file:sequential",
+        "serialization_format": "JSON-SEQ", "trace": {"vantage_point": {"type": "client"}}});
+    let text: String =
+        std::iter::once(&header).chain(events).map(|v| format!("\u{1e}{v}\n")).collect();
     std::fs::write(path, text).unwrap();
 }
 
@@ -435,14 +438,7 @@ fn page_charts(html: &str) -> Vec<Value> {
 fn a_burst_is_clipped_and_said_and_a_path_that_stops_early_does_not_spike() {
     let tmp = tempfile::tempdir().unwrap();
     let trace = tmp.path().join("burst.sqlog");
-    let mut text = String::new();
-    let mut rec = |v: Value| {
-        text.push('\u{1e}');
-        text.push_str(&v.to_string());
-        text.push('\n');
-    };
-    rec(serde_json::json!({"file_schema": "urn:ietf:params:qlog:file:sequential",
-        "serialization_format": "JSON-SEQ", "trace": {"vantage_point": {"type": "client"}}}));
+    let mut events = Vec::new();
     let sent = |t: f64, path: u64| {
         serde_json::json!({"time": t, "name": "quic:packet_sent",
             "data": {"header": {"path_id": path, "length": 1200}, "frames": []}})
@@ -450,12 +446,12 @@ fn a_burst_is_clipped_and_said_and_a_path_that_stops_early_does_not_spike() {
     // Path 1: 100 packets within 100 µs, then never again (its own buckets stay 2 µs wide: the
     // old plot showed 2400 B / 2 µs = 9600 Mbit/s). Path 0: 1200 B every ms for 2 s.
     for i in 0..100 {
-        rec(sent(1.0 + i as f64 * 0.001, 1));
+        events.push(sent(1.0 + i as f64 * 0.001, 1));
     }
     for ms in 0..2000 {
-        rec(sent(ms as f64, 0));
+        events.push(sent(ms as f64, 0));
     }
-    std::fs::write(&trace, text).unwrap();
+    write_trace(&trace, &events);
     let out = tmp.path().join("report");
     let run = report(&[trace.to_str().unwrap()], &out, &[]);
     assert!(run.status.success(), "{}", stderr(&run));

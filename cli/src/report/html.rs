@@ -101,27 +101,8 @@ pub fn page(p: &Page<'_>) -> String {
             let _ = write!(h, "<tr>");
             for (ri, cell) in row.cells.iter().enumerate() {
                 let _ = write!(h, "<td class=\"run-{ri}\" title=\"{}\">", esc(&row.heading));
-                match cell {
-                    Some(Plot::Svg(svg)) => h.push_str(svg),
-                    Some(Plot::Chart(chart)) => {
-                        let _ = write!(
-                            h,
-                            "<div class=\"ptitle\">{}</div><div class=\"mpq-chart\" \
-                             data-chart=\"{}\"></div>",
-                            esc(&row.heading),
-                            charts.len()
-                        );
-                        charts.push(chart);
-                    }
-                    Some(Plot::Empty) => {
-                        let _ = write!(
-                            h,
-                            "<div class=\"ptitle\">{}</div><div class=\"empty\">every value \
-                             is 0 in this trace</div>",
-                            esc(&row.heading)
-                        );
-                    }
-                    None => {}
+                if let Some(plot) = cell {
+                    plot_cell(&mut h, &row.heading, plot, &mut charts);
                 }
                 h.push_str("</td>");
             }
@@ -141,6 +122,31 @@ pub fn page(p: &Page<'_>) -> String {
         esc(UPLOT_LICENSE)
     );
     h
+}
+
+/// One plot: inline SVG, a chart's placeholder (its spec goes to `charts`), or the words for an
+/// all-zero panel.
+fn plot_cell<'a>(h: &mut String, heading: &str, plot: &'a Plot, charts: &mut Vec<&'a Value>) {
+    match plot {
+        Plot::Svg(svg) => h.push_str(svg),
+        Plot::Chart(chart) => {
+            let _ = write!(
+                h,
+                "<div class=\"ptitle\">{}</div><div class=\"mpq-chart\" data-chart=\"{}\"></div>",
+                esc(heading),
+                charts.len()
+            );
+            charts.push(chart);
+        }
+        Plot::Empty => {
+            let _ = write!(
+                h,
+                "<div class=\"ptitle\">{}</div><div class=\"empty\">every value is 0 in this \
+                 trace</div>",
+                esc(heading)
+            );
+        }
+    }
 }
 
 /// The sticky bar: per-path and per-run toggles, zoom help.
