@@ -364,6 +364,10 @@ fn check_page(page: &Path, shot: &Path) -> (usize, String) {
     assert!(with_path > 0, "no chart has path 0");
     assert_eq!(changed, with_path, "hiding path 0 left some of its charts unchanged");
     assert_eq!(restored, charts, "showing path 0 again did not restore every chart");
+    assert!(
+        log.contains(&format!("\"mpquic zoom: {charts} of {charts} charts follow\"")),
+        "zooming one chart did not zoom them all: {log}"
+    );
     let png = std::fs::read(shot).expect("screenshot written");
     assert!(png.starts_with(b"\x89PNG") && png.len() > 20_000, "screenshot: {} bytes", png.len());
     (charts, log)

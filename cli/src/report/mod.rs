@@ -37,7 +37,7 @@ pub struct ReportArgs {
     /// Only traces from this vantage point (client, server); e.g. `client` skips receivers.
     #[arg(long)]
     pub vantage: Option<String>,
-    /// Time buckets per series (memory and plot resolution).
+    /// Time buckets per series (memory and plot resolution; rates are per 4 buckets).
     #[arg(long, default_value_t = series::DEFAULT_BUCKETS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(2..=100_000))]
     pub buckets: usize,
     /// Report title.

@@ -80,7 +80,7 @@
     const spec = specs[+el.dataset.chart];
     // One x column for all series; a series has null where it has no sample (spanGaps).
     const data = uPlot.join(spec.series.map((s) => [s.t, s.v]));
-    const series = [{ label: "ms" }].concat(spec.series.map((s) => ({
+    const series = [{ label: "time (ms)" }].concat(spec.series.map((s) => ({
       label: s.label,
       stroke: s.color,
       width: 1,
@@ -175,6 +175,15 @@
     const restored = plots.map(pixels).filter((h, i) => h === before[i]).length;
     console.log("mpquic toggle path " + box.dataset.path + ": changed " + changed + " of " +
       withPath + " charts with that path; restored " + restored + " of " + plots.length);
+    // Zooming one chart (what a drag selection does) zooms them all.
+    const { min, max } = plots[0].scales.x;
+    plots[0].setScale("x", { min: min + (max - min) / 4, max: max - (max - min) / 4 });
+    await later();
+    const followed = plots.filter((u) => u.scales.x.min === plots[0].scales.x.min &&
+      u.scales.x.max === plots[0].scales.x.max).length;
+    console.log("mpquic zoom: " + followed + " of " + plots.length + " charts follow");
+    document.getElementById("reset-zoom").click();
+    await later();
   }
 
   async function main() {
