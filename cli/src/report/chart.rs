@@ -198,6 +198,34 @@ impl Panel {
     }
 }
 
+/// Suppression / elimination intervals, per path: (path, from, to, eliminated?).
+pub fn intervals(conn: &Connection, x_end: f64) -> Vec<(u64, f64, f64, bool)> {
+    let mut open: Vec<(u64, f64, bool)> = Vec::new();
+    let mut done = Vec::new();
+    for e in &conn.episodes {
+        match e.kind.as_str() {
+            "suppressed" | "eliminated" => {
+                for &p in &e.paths {
+                    if !open.iter().any(|o| o.0 == p) {
+                        open.push((p, e.time, e.kind == "eliminated"));
+                    }
+                }
+            }
+            "released" => {
+                for &p in &e.paths {
+                    if let Some(i) = open.iter().position(|o| o.0 == p) {
+                        let (p, from, elim) = open.remove(i);
+                        done.push((p, from, e.time, elim));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    done.extend(open.into_iter().map(|(p, from, elim)| (p, from, x_end, elim)));
+    done
+}
+
 fn line(path: u64, style: Style, suffix: &str) -> Line {
     Line {
         label: format!("path {path}{suffix}"),

@@ -4,10 +4,9 @@
 
 use serde_json::{json, Value};
 
-use super::chart::{css, Line, Panel, Style};
+use super::chart::{css, intervals, Line, Panel, Style};
 use super::connection::Connection;
 use super::fit::YAxis;
-use super::plots::intervals;
 
 /// uPlot's version (vendored).
 pub const UPLOT_VERSION: &str = include_str!("vendor/uPlot.VERSION");

@@ -4,7 +4,7 @@ use anyhow::{anyhow, Result};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
-use super::chart::{path_color, Line, Panel, Style};
+use super::chart::{intervals, path_color, Line, Panel, Style};
 use super::connection::{Connection, CAUSES};
 use super::fit::YAxis;
 
@@ -64,34 +64,6 @@ pub fn render(
         root.present().map_err(plot_err)?;
     }
     Ok(svg)
-}
-
-/// Suppression / elimination intervals, per path: (path, from, to, eliminated?).
-pub fn intervals(conn: &Connection, x_end: f64) -> Vec<(u64, f64, f64, bool)> {
-    let mut open: Vec<(u64, f64, bool)> = Vec::new();
-    let mut done = Vec::new();
-    for e in &conn.episodes {
-        match e.kind.as_str() {
-            "suppressed" | "eliminated" => {
-                for &p in &e.paths {
-                    if !open.iter().any(|o| o.0 == p) {
-                        open.push((p, e.time, e.kind == "eliminated"));
-                    }
-                }
-            }
-            "released" => {
-                for &p in &e.paths {
-                    if let Some(i) = open.iter().position(|o| o.0 == p) {
-                        let (p, from, elim) = open.remove(i);
-                        done.push((p, from, e.time, elim));
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    done.extend(open.into_iter().map(|(p, from, elim)| (p, from, x_end, elim)));
-    done
 }
 
 /// Light bands where any path is suppressed or eliminated; phase switches as vertical lines.
