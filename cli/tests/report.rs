@@ -191,14 +191,8 @@ fn plotted_series_and_markers_match_the_trace_events() {
 /// A small hand-written trace with controller episodes (AMP suppression, MPTCP-D elimination):
 /// loopback never marks, so real traces of these need the testbed.
 fn episode_trace(path: &Path) {
-    let mut text = String::new();
-    let mut rec = |v: Value| {
-        text.push('\u{1e}');
-        text.push_str(&v.to_string());
-        text.push('\n');
-    };
-    rec(serde_json::json!({"file_schema": "urn:ietf:params:qlog:file:sequential",
-        "serialization_format": "JSON-SEQ", "trace": {"vantage_point": {"type": "client"}}}));
+    let mut events = Vec::new();
+    let mut rec = |v: Value| events.push(v);
     rec(
         serde_json::json!({"time": 0.0, "name": "mpquic:configured", "data": {"controller": "amp"}}),
     );
@@ -220,6 +214,15 @@ fn episode_trace(path: &Path) {
     rec(
         serde_json::json!({"time": 10.0, "name": "quic:packet_sent", "data": {"header": {"path_id": 0, "length": 100}, "frames": []}}),
     );
+    write_trace(path, &events);
+}
+
+/// Write a client's qlog JSON-SEQ file: the header, then `events`.
+fn write_trace(path: &Path, events: &[Value]) {
+    let header = serde_json::json!({"file_schema": "urn:ietf:params:qlog:file:sequential",
+        "serialization_format": "JSON-SEQ", "trace": {"vantage_point": {"type": "client"}}});
+    let text: String =
+        std::iter::once(&header).chain(events).map(|v| format!("\u{1e}{v}\n")).collect();
     std::fs::write(path, text).unwrap();
 }
 
@@ -271,7 +274,8 @@ fn chromium() -> String {
     );
 }
 
-/// Open `page` headless; returns Chromium's log (console messages included) and the screenshot.
+/// Open `page` (with `#selftest`: the page also toggles path 0 off and on) headless; returns
+/// Chromium's log (console messages included) and writes the screenshot.
 fn open_in_chromium(page: &Path, shot: &Path) -> String {
     let profile = tempfile::tempdir().unwrap();
     let out = Command::new(chromium())
@@ -287,10 +291,12 @@ fn open_in_chromium(page: &Path, shot: &Path) -> String {
             "--enable-logging=stderr",
             "--v=0",
             "--window-size=1400,3000",
+            // Run the page's timers (its self-check) before the screenshot is taken.
+            "--virtual-time-budget=10000",
         ])
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .arg(format!("--screenshot={}", shot.display()))
-        .arg(format!("file://{}", page.display()))
+        .arg(format!("file://{}#selftest", page.display()))
         .stdin(Stdio::null())
         .output()
         .expect("run chromium");
@@ -310,8 +316,65 @@ fn page_errors(log: &str) -> Vec<&str> {
         .collect()
 }
 
+/// What the page's self-check logged: every chart's (index, data reach / axis top), and the
+/// path toggle's (charts changed, charts with the path, charts restored, charts).
+fn self_check(log: &str) -> (Vec<(usize, f64)>, [usize; 4]) {
+    let quoted = |l: &str| l.split('"').nth(1).unwrap_or("").to_owned();
+    let reach: Vec<(usize, f64)> = log
+        .lines()
+        .filter(|l| l.contains("\"mpquic chart "))
+        .map(|l| {
+            let msg = quoted(l);
+            let index = msg["mpquic chart ".len()..msg.find(':').unwrap()].parse().unwrap();
+            let frac = msg.rsplit('(').next().unwrap().trim_end_matches(')').parse().unwrap();
+            (index, frac)
+        })
+        .collect();
+    let toggle = log
+        .lines()
+        .find(|l| l.contains("\"mpquic toggle path 0:"))
+        .unwrap_or_else(|| panic!("the page did not toggle path 0: {log}"));
+    let numbers: Vec<usize> = quoted(toggle)
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    // "mpquic toggle path 0: changed C of W charts with that path; restored R of N"
+    (reach, [numbers[1], numbers[2], numbers[3], numbers[4]])
+}
+
+/// Open `page` in Chromium and check what the issue asks of every report: no console errors,
+/// every interactive chart's data reaches at least a fifth of its y axis (not a flat line on
+/// the floor), and hiding path 0 changes every chart that has it, showing it again restores
+/// them. Returns the number of charts and the log.
+fn check_page(page: &Path, shot: &Path) -> (usize, String) {
+    let _ = std::fs::remove_file(shot);
+    let log = open_in_chromium(page, shot);
+    assert!(page_errors(&log).is_empty(), "console errors: {:?}", page_errors(&log));
+    let ready = log
+        .lines()
+        .find_map(|l| l.split("mpquic report ready: ").nth(1))
+        .unwrap_or_else(|| panic!("page did not finish: {log}"));
+    let charts: usize = ready.split(' ').next().unwrap().parse().unwrap();
+    let (reach, [changed, with_path, restored, total]) = self_check(&log);
+    assert_eq!(reach.iter().map(|r| r.0).collect::<Vec<_>>(), (0..charts).collect::<Vec<_>>());
+    for (i, frac) in &reach {
+        assert!(*frac >= 0.2, "chart {i}: data reaches only {frac} of its y axis: {log}");
+    }
+    assert_eq!(total, charts);
+    assert!(with_path > 0, "no chart has path 0");
+    assert_eq!(changed, with_path, "hiding path 0 left some of its charts unchanged");
+    assert_eq!(restored, charts, "showing path 0 again did not restore every chart");
+    assert!(
+        log.contains(&format!("\"mpquic zoom: {charts} of {charts} charts follow\"")),
+        "zooming one chart did not zoom them all: {log}"
+    );
+    let png = std::fs::read(shot).expect("screenshot written");
+    assert!(png.starts_with(b"\x89PNG") && png.len() > 20_000, "screenshot: {} bytes", png.len());
+    (charts, log)
+}
+
 #[test]
-fn the_report_opens_in_headless_chromium_without_console_errors() {
+fn the_report_opens_in_headless_chromium_and_every_chart_shows_its_data() {
     let tmp = tempfile::tempdir().unwrap();
     let (client, server) = demo_traces(tmp.path(), "amp");
     let out = tmp.path().join("report");
@@ -321,21 +384,100 @@ fn the_report_opens_in_headless_chromium_without_console_errors() {
         &[],
     );
     assert!(run.status.success(), "{}", stderr(&run));
-    let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let shot = shots.join("report-screenshot.png");
-    let _ = std::fs::remove_file(&shot);
-    let log = open_in_chromium(&out.join("index.html"), &shot);
-    assert!(page_errors(&log).is_empty(), "console errors: {:?}", page_errors(&log));
-    // The page's script ran and saw the plots (2 runs x 6 panels; no alpha for AMP).
-    assert!(log.contains("mpquic report ready: 12 plots"), "page did not finish: {log}");
-    let png = std::fs::read(&shot).expect("screenshot written");
-    assert!(png.starts_with(b"\x89PNG") && png.len() > 20_000, "screenshot: {} bytes", png.len());
+    let shot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report-screenshot.png");
+    let (charts, log) = check_page(&out.join("index.html"), &shot);
+    // 2 runs x 5 chart panels (no alpha for AMP; episodes stay SVG), less the panels whose
+    // values are all zero, which the page names instead of drawing a flat line: CE marks and
+    // losses when loopback had none.
+    let data = data_json(&out);
+    let quiet: Vec<bool> = data["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let s = &r["connections"][0]["summary"];
+            let ce: u64 = s["shares"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["ce_marks"].as_u64().unwrap())
+                .sum();
+            ce == 0 && s["lost_packets"] == 0
+        })
+        .collect();
+    let empty = quiet.iter().filter(|q| **q).count();
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert_eq!(html.matches("every value is 0 in this trace</div>").count(), empty);
+    assert_eq!(charts, 10 - empty, "{log}");
+    assert!(log.contains(&format!("{charts} charts, 2 static plots")), "{log}");
+    // Offline: nothing is loaded from anywhere else.
+    assert!(!html.contains("src=\"http") && !html.contains("href=\"http"));
 
     // The check itself catches a broken page.
     let broken = tmp.path().join("broken.html");
     std::fs::write(&broken, "<!DOCTYPE html><body><script>notDefined()</script></body>").unwrap();
     let log = open_in_chromium(&broken, &tmp.path().join("broken.png"));
     assert!(!page_errors(&log).is_empty(), "a script error went unnoticed: {log}");
+}
+
+#[test]
+fn the_committed_example_shows_every_series_above_its_floor() {
+    let example =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/report-amp-vs-xmp/index.html");
+    let shot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("example-screenshot.png");
+    // 4 connections x 2 runs x 5 chart panels (CE marks everywhere: the testbed marks).
+    let (charts, _) = check_page(&example, &shot);
+    assert_eq!(charts, 40);
+}
+
+/// The embedded chart specs of a report page.
+fn page_charts(html: &str) -> Vec<Value> {
+    let tag = "id=\"mpq-charts\">";
+    let start = html.find(tag).expect("chart data in the page") + tag.len();
+    let end = start + html[start..].find("</script>").unwrap();
+    serde_json::from_str(&html[start..end]).expect("chart data is JSON")
+}
+
+#[test]
+fn a_burst_is_clipped_and_said_and_a_path_that_stops_early_does_not_spike() {
+    let tmp = tempfile::tempdir().unwrap();
+    let trace = tmp.path().join("burst.sqlog");
+    let mut events = Vec::new();
+    let sent = |t: f64, path: u64| {
+        serde_json::json!({"time": t, "name": "quic:packet_sent",
+            "data": {"header": {"path_id": path, "length": 1200}, "frames": []}})
+    };
+    // Path 1: 100 packets within 100 µs, then never again (its own buckets stay 2 µs wide: the
+    // old plot showed 2400 B / 2 µs = 9600 Mbit/s). Path 0: 1200 B every ms for 2 s.
+    for i in 0..100 {
+        events.push(sent(1.0 + i as f64 * 0.001, 1));
+    }
+    for ms in 0..2000 {
+        events.push(sent(ms as f64, 0));
+    }
+    write_trace(&trace, &events);
+    let out = tmp.path().join("report");
+    let run = report(&[trace.to_str().unwrap()], &out, &[]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    let charts = page_charts(&html);
+    let rate = charts.iter().find(|c| c["panel"] == "rate").expect("rate chart");
+    let values = |path: u64| -> Vec<f64> {
+        let s = rate["series"].as_array().unwrap().iter().find(|s| s["path"] == path).unwrap();
+        s["v"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect()
+    };
+    // One grid (8.192 ms bins for a 2 s trace, 4 buckets each): path 1's burst is 120000 B in
+    // one bin, 117.2 Mbit/s.
+    let burst = values(1).into_iter().fold(0.0, f64::max);
+    assert!((burst - 120000.0 * 8.0 / 1e6 / 0.008192).abs() < 0.1, "{burst}");
+    // Path 0: 8 or 9 packets per bin (9.4 or 10.5 Mbit/s); the burst is above 1.5x the 99.5th
+    // percentile, so the axis stops at p99.5 + 10% and says so.
+    let top = rate["top"].as_f64().unwrap();
+    assert!((10.0..12.0).contains(&top), "axis top {top}");
+    let note = rate["note"].as_str().expect("clipping is said");
+    assert!(note.contains("clipped") && note.contains("max 117"), "{note}");
+    let svg = std::fs::read_to_string(out.join("plots/run0-conn0-rate.svg")).unwrap();
+    assert!(svg.contains("axis clipped at p99.5"), "the static plot says it too");
 }
 
 #[test]

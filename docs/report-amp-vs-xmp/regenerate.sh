@@ -3,7 +3,8 @@
 # bottleneck on the netns testbed, once with AMP and once with XMP, traced with qlog, then
 # `mpquic report` and a headless-Chromium screenshot. Needs root (network namespaces), chromium,
 # and a testbed runner that accepts per-flow `ecn` (branch `testbed`, ef19b60 or later): set
-# TESTBED to its binary if this checkout's is older.
+# TESTBED to its binary if this checkout's is older. With TRACES=DIR the traces are kept in DIR,
+# and a DIR that already holds them (amp-qlog/, xmp-qlog/) is reported on without a new run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 here=docs/report-amp-vs-xmp
@@ -13,8 +14,9 @@ if [ -z "$TESTBED" ]; then
   cargo build --release -p mpquic-testbed
   TESTBED=target/release/mpquic-testbed
 fi
-work=$(mktemp -d)
+work=${TRACES:-$(mktemp -d)}
 for cc in amp xmp; do
+  [ -d "$work/$cc-qlog" ] && continue
   mkdir -p "$work/$cc-qlog"
   MPQUIC_REAL="$PWD/target/release/mpquic" QLOG_DIR="$work/$cc-qlog" \
     MPQUIC_BIN="$PWD/$here/with-qlog.sh" "$TESTBED" run "$here/m2o-$cc.toml" --out "$work/$cc"
@@ -26,6 +28,7 @@ target/release/mpquic report "amp=$work/amp-qlog" "xmp=$work/xmp-qlog" -o "$here
 profile=$(mktemp -d)
 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
   --disable-background-networking --disable-component-update --disable-sync \
-  --user-data-dir="$profile" --window-size=1400,3000 \
+  --user-data-dir="$profile" --window-size=1400,3000 --virtual-time-budget=10000 \
   --screenshot="$PWD/$here/screenshot.png" "file://$PWD/$here/index.html"
-rm -rf "$work" "$profile" "$here/data.json"
+[ -n "${TRACES:-}" ] || rm -rf "$work"
+rm -rf "$profile" "$here/data.json"

@@ -1,13 +1,16 @@
 //! `mpquic report`: qlog traces in, a self-contained HTML report with SVG plots out.
 //!
 //! Each input is one run (a qlog file, or a directory of them: one file per connection); runs
-//! are shown side by side with shared axes. Files are streamed record by record and every series
+//! are shown side by side with shared axes (see `fit` for when a plot gets its own y axis). Files are streamed record by record and every series
 //! is downsampled into a fixed number of time buckets, so memory does not grow with the input.
 
+mod chart;
 mod connection;
 mod data;
 mod events;
+mod fit;
 mod html;
+mod interactive;
 mod plots;
 mod qlog_reader;
 mod series;
@@ -18,8 +21,8 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use self::chart::Panel;
 use self::connection::Connection;
-use self::plots::Panel;
 
 /// Arguments of `mpquic report`.
 #[derive(Args, Debug)]
@@ -34,7 +37,7 @@ pub struct ReportArgs {
     /// Only traces from this vantage point (client, server); e.g. `client` skips receivers.
     #[arg(long)]
     pub vantage: Option<String>,
-    /// Time buckets per series (memory and plot resolution).
+    /// Time buckets per series (memory and plot resolution; rates are per 4 buckets).
     #[arg(long, default_value_t = series::DEFAULT_BUCKETS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(2..=100_000))]
     pub buckets: usize,
     /// Report title.
@@ -173,6 +176,38 @@ fn read_runs(args: &ReportArgs) -> Result<Vec<Run>> {
     Ok(runs)
 }
 
+/// One row of the page: `panel` for the same connection of each run, each also written as a
+/// static SVG to `svg_path(run index)`.
+fn plot_row(
+    panel: Panel,
+    conns: &[Option<&Connection>],
+    grid: f64,
+    x_max: f64,
+    svg_path: impl Fn(usize) -> PathBuf,
+) -> Result<html::PlotRow> {
+    let lines: Vec<Option<Vec<chart::Line>>> =
+        conns.iter().map(|c| c.map(|c| panel.lines(c, grid))).collect();
+    let plots: Vec<_> =
+        conns.iter().zip(&lines).map(|(c, l)| Some(((*c)?, l.as_deref()?))).collect();
+    let axes = panel.row_axes(&plots);
+    let mut cells = Vec::new();
+    for (ri, (plot, axis)) in plots.into_iter().zip(axes).enumerate() {
+        let Some((conn, lines)) = plot else {
+            cells.push(None);
+            continue;
+        };
+        let svg = plots::render(panel, conn, lines, x_max, axis)?;
+        let name = svg_path(ri);
+        std::fs::write(&name, &svg).with_context(|| format!("cannot write {}", name.display()))?;
+        cells.push(Some(match panel {
+            Panel::Episodes => html::Plot::Svg(svg),
+            _ if interactive::all_zero(lines) => html::Plot::Empty,
+            _ => html::Plot::Chart(interactive::chart(panel, conn, lines, x_max, axis)),
+        }));
+    }
+    Ok(html::PlotRow { heading: panel.title().to_owned(), cells })
+}
+
 /// `mpquic report`.
 pub fn report(args: ReportArgs) -> Result<()> {
     let runs = read_runs(&args)?;
@@ -207,25 +242,18 @@ pub fn report(args: ReportArgs) -> Result<()> {
     }
 
     let panels: Vec<Panel> = Panel::ALL.into_iter().filter(|p| p.has_data(all())).collect();
+    // Counters become rates on one grid for the whole report (see `chart::rate`).
+    let grid = chart::rate_grid(x_max, args.buckets);
     let max_conns = runs.iter().map(|r| r.connections.len()).max().unwrap_or(0);
     let mut sections = Vec::new();
     for i in 0..max_conns {
         let mut rows = Vec::new();
         for &panel in &panels {
-            let y_max = all().map(|c| panel.y_max(c)).fold(0.0, f64::max);
-            let mut cells = Vec::new();
-            for (ri, run) in runs.iter().enumerate() {
-                let Some(conn) = run.connections.get(i) else {
-                    cells.push(None);
-                    continue;
-                };
-                let svg = plots::render(panel, conn, x_max, y_max)?;
-                let name = plots_dir.join(format!("run{ri}-conn{i}-{}.svg", panel.slug()));
-                std::fs::write(&name, &svg)
-                    .with_context(|| format!("cannot write {}", name.display()))?;
-                cells.push(Some(svg));
-            }
-            rows.push(html::PlotRow { heading: panel.title().to_owned(), cells });
+            let conns: Vec<Option<&Connection>> =
+                runs.iter().map(|r| r.connections.get(i)).collect();
+            rows.push(plot_row(panel, &conns, grid, x_max, |ri| {
+                plots_dir.join(format!("run{ri}-conn{i}-{}.svg", panel.slug()))
+            })?);
         }
         sections.push((format!("Connection {}", i + 1), rows));
     }

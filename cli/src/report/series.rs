@@ -101,6 +101,16 @@ impl Series {
         self.width *= 2.0;
     }
 
+    /// The bucket width of a series of `capacity` buckets whose latest sample is at `span` ms:
+    /// the width every series of a trace that long ends up with, at most.
+    pub fn width_for(span: f64, capacity: usize) -> f64 {
+        let mut width = INITIAL_WIDTH_MS;
+        while span >= width * capacity.max(2) as f64 {
+            width *= 2.0;
+        }
+        width
+    }
+
     /// Bucket width, ms.
     pub fn width(&self) -> f64 {
         self.width
@@ -117,11 +127,6 @@ impl Series {
             .iter()
             .enumerate()
             .filter_map(move |(i, b)| b.as_ref().map(|b| (i as f64 * self.width, b)))
-    }
-
-    /// Largest value of any sample.
-    pub fn max(&self) -> Option<f64> {
-        self.buckets().map(|(_, b)| b.max).reduce(f64::max)
     }
 
     /// Sum over all samples.
