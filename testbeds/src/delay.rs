@@ -203,7 +203,7 @@ impl Stats {
             return;
         }
         let h = &self.late_us;
-        if h.len() > 0 {
+        if !h.is_empty() {
             eprintln!(
                 "queue {}: {:.0} pkt/s, release lateness p50 {} us p99 {} us max {} us, max held {}",
                 self.num,
