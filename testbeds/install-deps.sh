@@ -4,6 +4,8 @@
 #   clang llvm: compile bpf/ecn_marker.c at setup
 #   libbpf-dev: bpf/bpf_helpers.h; linux-libc-dev: linux/bpf.h and asm/types.h
 #   procps    : sysctl (per-namespace ECN / MPTCP / forwarding switches)
+#   iptables  : the NFQUEUE rule of the delay line (link delay on kernels without netem)
+#   iputils-ping: the delay line's test measures RTT with ping
 set -euo pipefail
 if [ "$(id -u)" -ne 0 ]; then
   echo "install-deps.sh: needs root" >&2
@@ -11,5 +13,6 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-apt-get install -y -qq --no-install-recommends iproute2 clang llvm libbpf-dev linux-libc-dev procps >/dev/null
+apt-get install -y -qq --no-install-recommends iproute2 clang llvm libbpf-dev linux-libc-dev procps \
+  iptables iputils-ping >/dev/null
 echo "testbed dependencies installed: $(ip -V), $(clang --version | head -1)"

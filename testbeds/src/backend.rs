@@ -1,10 +1,12 @@
 //! Link-shaping backends, detected at run time.
 //!
-//! - `red`: on kernels with `red` (and `netem` for delay/loss): htb rate R -> red with
-//!   min = max = K, probability 1, `ecn` (the DCTCP switch), netem in front for delay and loss.
+//! - `red`: on kernels with `red` (and `netem` for loss): htb rate R -> red with
+//!   min = max = K, probability 1, `ecn` (the DCTCP switch), netem in front for loss.
 //! - `ebpf`: htb rate R -> bfifo, with the eBPF marker (`bpf/ecn_marker.c`) on clsact egress
 //!   modelling the FIFO and marking above K (closed-loop, see `sampler`), and dropping for loss.
-//!   Delay needs netem (or an EDT-capable `fq`): without them a scenario asking for delay fails.
+//!
+//! Delay, with either backend: netem in front of the rate where the kernel has it, else the
+//! NFQUEUE delay line (`delay`) in front of the qdisc.
 //!
 //! Which one ran is recorded in every result. Nothing degrades silently.
 
@@ -61,23 +63,37 @@ pub fn detect(run_id: u32) -> Result<Capabilities> {
     Ok(caps)
 }
 
+/// How link delay is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DelayMethod {
+    /// `netem delay` in front of the rate (the standard, where the kernel has it).
+    Netem,
+    /// The NFQUEUE delay line (`delay`).
+    Nfqueue,
+}
+
+impl Capabilities {
+    /// netem where present, else the delay line.
+    pub fn delay_method(&self) -> DelayMethod {
+        if self.netem {
+            DelayMethod::Netem
+        } else {
+            DelayMethod::Nfqueue
+        }
+    }
+}
+
 /// Chooses the backend for a link spec, or says why none can run it.
 pub fn choose(caps: &Capabilities, link: &LinkSpec) -> Result<Backend> {
     if !caps.htb {
         bail!("the kernel has no htb qdisc: no rate limiting available");
     }
-    if caps.red && (link.delay_ms == 0.0 && link.loss == 0.0 || caps.netem) {
+    if caps.red && (link.loss == 0.0 || caps.netem) {
         return Ok(Backend::Red);
     }
     if !caps.bfifo || !caps.clsact_bpf {
         bail!("the kernel has neither red nor (bfifo + clsact) for ECN marking");
-    }
-    if link.delay_ms > 0.0 {
-        bail!(
-            "delay_ms = {} requested, but this kernel has no netem qdisc (and no fq for \
-             EDT-based delay): link delay is unavailable here; set delay_ms = 0",
-            link.delay_ms
-        );
     }
     Ok(Backend::Ebpf)
 }
@@ -92,16 +108,29 @@ pub const FRAME: u64 = 1514;
 
 /// Installs rate + FIFO (+ red marking / netem) on the egress of `dev` in `ns`. Returns the
 /// handle ("10:") of the qdisc that holds the bottleneck queue. The eBPF marker, if any, is
-/// attached separately (`marker`).
-pub fn shape(ns: &str, dev: &str, link: &LinkSpec, backend: Backend) -> Result<u32> {
+/// attached separately (`marker`), and so is the NFQUEUE delay line (`delay`).
+pub fn shape(
+    ns: &str,
+    dev: &str,
+    link: &LinkSpec,
+    backend: Backend,
+    delay: DelayMethod,
+) -> Result<u32> {
     let rate = format!("{}kbit", (link.rate_mbit * 1000.0).round() as u64);
     let mut parent = "root".to_string();
-    if backend == Backend::Red && (link.delay_ms > 0.0 || link.loss > 0.0) {
+    let netem_delay = delay == DelayMethod::Netem && link.delay_ms > 0.0;
+    let netem_loss = backend == Backend::Red && link.loss > 0.0;
+    if netem_delay || netem_loss {
         let mut netem = format!("dev {dev} root handle 1: netem limit 100000");
-        if link.delay_ms > 0.0 {
-            netem += &format!(" delay {}us", (link.delay_ms * 1000.0).round() as u64);
+        if netem_delay {
+            let us = |ms: f64| (ms * 1000.0).round() as u64;
+            netem += &format!(" delay {}us", us(link.delay_ms));
+            if link.jitter_ms > 0.0 {
+                // netem's jitter reorders packets (its queue is sorted by send time).
+                netem += &format!(" {}us", us(link.jitter_ms));
+            }
         }
-        if link.loss > 0.0 {
+        if netem_loss {
             netem += &format!(" loss {}%", link.loss * 100.0);
         }
         tc(ns, &format!("qdisc add {netem}"))?;

@@ -2,6 +2,7 @@
 
 mod backend;
 mod cleanup;
+mod delay;
 mod flows;
 mod marker;
 mod netns;
@@ -47,6 +48,13 @@ enum Cmd {
     Table {
         /// result.json files or the directories holding them.
         results: Vec<PathBuf>,
+    },
+    /// The NFQUEUE delay line of one router namespace (started by `run`, see `delay`).
+    #[command(name = "__delay-line", hide = true)]
+    DelayLine {
+        /// NUM:DELAY_US:JITTER_US, one per delayed link direction.
+        #[arg(long = "queue")]
+        queues: Vec<delay::QueueSpec>,
     },
     #[command(name = "__sink", hide = true)]
     Sink {
@@ -126,6 +134,7 @@ fn main() -> Result<()> {
                 println!("{}", results::table_row(&v));
             }
         }
+        Cmd::DelayLine { queues } => delay::serve(queues)?,
         Cmd::Sink { listen, proto, interval_ms } => {
             flows::sink_main(runner::parse_addr(&listen)?, proto == "mptcp", interval_ms)?
         }

@@ -1,8 +1,9 @@
 //! Runs a scenario: builds the topology, shapes the bottlenecks, attaches markers, starts the
 //! sampler, sinks and flows, collects everything, tears down, writes the result and plots.
 
-use crate::backend::{self, Backend, FRAME};
+use crate::backend::{self, Backend, DelayMethod, FRAME};
 use crate::cleanup;
+use crate::delay::{DelayLine, QueueSpec};
 use crate::flows::{self, Proc, SendRecord, SinkRecord};
 use crate::marker::{self, Marker, MarkerConfig};
 use crate::netns::{self, run};
@@ -55,7 +56,7 @@ pub fn run_scenario(sc: &Scenario, out: &Path) -> Result<RunResult> {
     let run_id = std::process::id();
     let caps = backend::detect(run_id)?;
     let be = backend::choose(&caps, &sc.link)?;
-    let detail = match be {
+    let mut detail = match be {
         Backend::Red => "htb rate + red(min=max=K, probability 1, ecn) [+ netem]".to_string(),
         Backend::Ebpf => {
             marker::check_tools()?;
@@ -63,13 +64,28 @@ pub fn run_scenario(sc: &Scenario, out: &Path) -> Result<RunResult> {
                 .to_string()
         }
     };
+    let delay = caps.delay_method();
+    if sc.links().iter().any(|(_, _, l)| l.delay_ms > 0.0) {
+        detail += match delay {
+            DelayMethod::Netem => "; delay: netem",
+            DelayMethod::Nfqueue => {
+                if marker::which("iptables").is_none() {
+                    bail!(
+                        "this kernel has no netem: link delay needs the NFQUEUE delay line, \
+                           which needs `iptables` (Debian package `iptables`)"
+                    );
+                }
+                "; delay: NFQUEUE delay line (no netem on this kernel)"
+            }
+        };
+    }
     if sc.flows.iter().any(|f| f.kind == FlowKind::Mpquic) || !sc.jobs.is_empty() {
         flows::mpquic_bin()?;
     }
     std::fs::create_dir_all(out)?;
     let mut reps = Vec::new();
     for rep in 0..sc.repetitions {
-        let r = run_rep(sc, rep, run_id, be, out);
+        let r = run_rep(sc, rep, run_id, (be, delay), out);
         cleanup::cleanup_run(run_id);
         reps.push(r?);
     }
@@ -102,9 +118,16 @@ struct Bottleneck {
     to_node: usize,
     /// The addresses this direction delivers to (the receiving end's).
     to_addrs: Vec<std::net::Ipv4Addr>,
+    rate_mbit: f64,
 }
 
-fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Result<RepResult> {
+fn run_rep(
+    sc: &Scenario,
+    rep: u32,
+    run_id: u32,
+    (be, delay): (Backend, DelayMethod),
+    out: &Path,
+) -> Result<RepResult> {
     let net = topology::build(&sc.topology);
     let dir = cleanup::run_dir(run_id);
     std::fs::create_dir_all(&dir)?;
@@ -118,19 +141,29 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
     // Bottlenecks.
     let mut probes = Vec::new();
     let mut bns = Vec::new();
+    let mut delayed: BTreeMap<String, Vec<(String, QueueSpec)>> = BTreeMap::new();
     for d in net.bottlenecks() {
         let ns = nss.ns(d.from.node).to_string();
-        let handle = backend::shape(&ns, &d.from.dev, &sc.link, be)?;
+        let (from, to) = (net.nodes[d.from.node].name.clone(), net.nodes[d.to.node].name.clone());
+        let link = sc.link_for(&from, &to);
+        let handle = backend::shape(&ns, &d.from.dev, &link, be, delay)?;
+        if delay == DelayMethod::Nfqueue && link.delay_ms > 0.0 {
+            let queues = delayed.entry(ns.clone()).or_default();
+            let us = |ms: f64| Duration::from_micros((ms * 1000.0).round() as u64);
+            let num = queues.len() as u16;
+            let q = QueueSpec { num, delay: us(link.delay_ms), jitter: us(link.jitter_ms) };
+            queues.push((d.from.dev.clone(), q));
+        }
         let m = if use_marker {
-            let k = if sc.link.ecn { sc.link.k_packets as u64 * FRAME } else { u64::MAX };
-            let rate = (sc.link.rate_mbit * 1e6 / 8.0) as u64;
+            let k = if link.ecn { link.k_packets as u64 * FRAME } else { u64::MAX };
+            let rate = (link.rate_mbit * 1e6 / 8.0) as u64;
             Some(Marker::attach(
                 &dir,
                 &bpffs,
                 d.id,
                 &ns,
                 &d.from.dev,
-                MarkerConfig { rate_bytes_per_s: rate, k_bytes: k, loss: sc.link.loss },
+                MarkerConfig { rate_bytes_per_s: rate, k_bytes: k, loss: link.loss },
             )?)
         } else {
             None
@@ -139,11 +172,17 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
         probes.push(Probe { link_id: d.id, ns, ifindex, handle, marker: m });
         bns.push(Bottleneck {
             link_id: d.id,
-            from: net.nodes[d.from.node].name.clone(),
-            to: net.nodes[d.to.node].name.clone(),
+            from,
+            to,
             to_node: d.to.node,
             to_addrs: d.to.addrs.clone(),
+            rate_mbit: link.rate_mbit,
         });
+    }
+    let mut delay_lines = Vec::new();
+    for (ns, dirs) in &delayed {
+        let log = out.join(format!("delay-line-{ns}-rep{rep}.log"));
+        delay_lines.push(DelayLine::start(ns, dirs, &log)?);
     }
 
     // Receivers: sinks and servers, MPTCP endpoints.
@@ -450,6 +489,7 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
             sink_errors.push(err.join(" / "));
         }
     }
+    drop(delay_lines);
     drop(nss);
     if use_marker {
         let _ = nix::mount::umount2(&bpffs, nix::mount::MntFlags::MNT_DETACH);
@@ -459,8 +499,7 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
     let start_ns = marker::mono_ns() - t0.elapsed().as_nanos() as u64;
     let flows_res: Vec<FlowResult> =
         outcomes.into_iter().map(|o| flow_result(o, &sink_records, start_ns)).collect();
-    let links: Vec<LinkResult> =
-        series.iter().zip(&bns).map(|(s, b)| link_result(s, b, &sc.link)).collect();
+    let links: Vec<LinkResult> = series.iter().zip(&bns).map(|(s, b)| link_result(s, b)).collect();
     let mut counters = BTreeMap::new();
     let mut receiver_ce = 0;
     for ((h, b), a) in recv_hosts.iter().zip(&before).zip(&after) {
@@ -517,8 +556,8 @@ fn run_rep(sc: &Scenario, rep: u32, run_id: u32, be: Backend, out: &Path) -> Res
         0.0
     };
     // The capacity into the flows' receivers: the bottleneck directions that end at one.
-    let into_receivers = bns.iter().filter(|b| recv_hosts.contains(&b.to_node)).count();
-    let link_sum = sc.link.rate_mbit * into_receivers as f64;
+    let link_sum: f64 =
+        bns.iter().filter(|b| recv_hosts.contains(&b.to_node)).map(|b| b.rate_mbit).sum();
     let mut jobs_res = jobs_res;
     for (j, errs) in jobs_res.iter_mut().zip(worker_errors) {
         if !errs.is_empty() && !j.completed {
@@ -836,7 +875,7 @@ fn rate_series(samples: &[(u64, u64)], start_ns: u64, bin_s: f64) -> Vec<(f64, f
     out
 }
 
-fn link_result(s: &Series, b: &Bottleneck, link: &crate::spec::LinkSpec) -> LinkResult {
+fn link_result(s: &Series, b: &Bottleneck) -> LinkResult {
     // Busy samples: the link sent bytes since the previous sample.
     let mut qp = Vec::new();
     let mut qb = Vec::new();
@@ -856,7 +895,6 @@ fn link_result(s: &Series, b: &Bottleneck, link: &crate::spec::LinkSpec) -> Link
         let v: Vec<f64> = s.model_minus_real.iter().map(|x| *x as f64 / FRAME as f64).collect();
         Some(Summary::of(&v))
     };
-    let _ = link;
     LinkResult {
         link_id: b.link_id,
         from: b.from.clone(),

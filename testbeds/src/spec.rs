@@ -17,10 +17,19 @@
 //! rate_mbit = 100.0
 //! k_packets = 20              # ECN marking threshold (instantaneous queue)
 //! buffer_bytes = 150000       # FIFO size
-//! delay_ms = 0.0              # one-way extra delay (needs netem, or fq for the eBPF backend)
+//! delay_ms = 0.0              # one-way extra delay of this direction (netem where the kernel
+//!                             # has it, else the NFQUEUE delay line, see `delay`)
+//! jitter_ms = 0.0             # uniform +- jitter on that delay (<= delay_ms; FIFO, no reordering
+//!                             # on the delay line)
 //! loss = 0.0                  # random loss probability
 //! ecn = true                  # false: plain drop-tail
 //! sender_offload = false      # segmentation offload on senders (GSO/TSO batches cross as one skb)
+//!
+//! [[link_overrides]]          # per-direction exceptions to [link] (heterogeneous paths)
+//! from = "r2"                 # the node whose egress it is (multi-path: router r<i> of path i)
+//! to = "d"                    # optional: only the direction toward this node
+//! rate_mbit = 20.0            # any of rate_mbit, k_packets, buffer_bytes, delay_ms, jitter_ms
+//! delay_ms = 40.0
 //!
 //! [[flows]]
 //! kind = "kernel-mptcp"       # "mpquic" | "kernel-tcp" | "kernel-mptcp"
@@ -68,6 +77,9 @@ pub struct Scenario {
     pub repetitions: u32,
     pub topology: TopologySpec,
     pub link: LinkSpec,
+    /// Per-direction exceptions to `link`.
+    #[serde(default)]
+    pub link_overrides: Vec<LinkOverride>,
     #[serde(default)]
     pub flows: Vec<FlowSpec>,
     #[serde(default)]
@@ -131,8 +143,12 @@ pub struct LinkSpec {
     pub rate_mbit: f64,
     pub k_packets: u32,
     pub buffer_bytes: u64,
+    /// One-way extra delay of every shaped direction.
     #[serde(default)]
     pub delay_ms: f64,
+    /// Uniform jitter (+-) on `delay_ms`.
+    #[serde(default)]
+    pub jitter_ms: f64,
     #[serde(default)]
     pub loss: f64,
     #[serde(default = "yes")]
@@ -140,6 +156,63 @@ pub struct LinkSpec {
     #[serde(default)]
     pub sender_offload: bool,
 }
+
+/// The link parameters of some shaped directions that differ from `[link]`: the egress of node
+/// `from` (toward `to` only, if given).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkOverride {
+    pub from: String,
+    #[serde(default)]
+    pub to: Option<String>,
+    pub rate_mbit: Option<f64>,
+    pub k_packets: Option<u32>,
+    pub buffer_bytes: Option<u64>,
+    pub delay_ms: Option<f64>,
+    pub jitter_ms: Option<f64>,
+}
+
+impl LinkOverride {
+    fn matches(&self, from: &str, to: &str) -> bool {
+        self.from == from && self.to.as_deref().is_none_or(|t| t == to)
+    }
+
+    fn apply(&self, link: &mut LinkSpec) {
+        link.rate_mbit = self.rate_mbit.unwrap_or(link.rate_mbit);
+        link.k_packets = self.k_packets.unwrap_or(link.k_packets);
+        link.buffer_bytes = self.buffer_bytes.unwrap_or(link.buffer_bytes);
+        link.delay_ms = self.delay_ms.unwrap_or(link.delay_ms);
+        link.jitter_ms = self.jitter_ms.unwrap_or(link.jitter_ms);
+    }
+}
+
+impl LinkSpec {
+    /// Checks one direction's parameters; `what` names it in the error.
+    fn validate(&self, what: &str) -> Result<()> {
+        if self.rate_mbit.is_nan() || self.rate_mbit <= 0.0 || self.buffer_bytes < 3000 {
+            bail!("{what}: rate_mbit must be > 0 and buffer_bytes >= 3000");
+        }
+        if !(0.0..1.0).contains(&self.loss) {
+            bail!("{what}: loss must be in [0, 1)");
+        }
+        if !(0.0..=MAX_DELAY_MS).contains(&self.delay_ms) {
+            bail!("{what}: delay_ms must be in [0, {MAX_DELAY_MS}], not {}", self.delay_ms);
+        }
+        if !(0.0..=self.delay_ms).contains(&self.jitter_ms) {
+            bail!(
+                "{what}: jitter_ms must be in [0, delay_ms = {}] (a packet is never sent before it \
+                 arrived), not {}",
+                self.delay_ms,
+                self.jitter_ms
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The longest delay a direction may have: the delay line holds every packet of that many
+/// milliseconds in the kernel queue.
+pub const MAX_DELAY_MS: f64 = 1000.0;
 
 fn yes() -> bool {
     true
@@ -247,12 +320,8 @@ impl Scenario {
     }
 
     pub fn validate(&self) -> Result<()> {
-        if self.link.rate_mbit <= 0.0 || self.link.buffer_bytes < 3000 {
-            bail!("link: rate_mbit must be > 0 and buffer_bytes >= 3000");
-        }
-        if !(0.0..1.0).contains(&self.link.loss) {
-            bail!("link.loss must be in [0, 1)");
-        }
+        self.link.validate("link")?;
+        self.validate_overrides()?;
         if self.sample_interval_ms <= 0.0 || self.duration_s <= 0.0 {
             bail!("sample_interval_ms and duration_s must be > 0");
         }
@@ -308,6 +377,110 @@ impl Scenario {
             }
         }
         Ok(())
+    }
+
+    /// The parameters of the shaped direction from node `from` to node `to`: `[link]` with the
+    /// matching overrides applied in order.
+    pub fn link_for(&self, from: &str, to: &str) -> LinkSpec {
+        let mut link = self.link.clone();
+        for o in self.link_overrides.iter().filter(|o| o.matches(from, to)) {
+            o.apply(&mut link);
+        }
+        link
+    }
+
+    /// Every shaped direction's parameters, as (from, to, link).
+    pub fn links(&self) -> Vec<(String, String, LinkSpec)> {
+        let net = crate::topology::build(&self.topology);
+        let name = |n: usize| net.nodes[n].name.clone();
+        net.bottlenecks()
+            .iter()
+            .map(|d| {
+                let (from, to) = (name(d.from.node), name(d.to.node));
+                let link = self.link_for(&from, &to);
+                (from, to, link)
+            })
+            .collect()
+    }
+
+    fn validate_overrides(&self) -> Result<()> {
+        let links = self.links();
+        for o in &self.link_overrides {
+            if !links.iter().any(|(f, t, _)| o.matches(f, t)) {
+                bail!(
+                    "link_overrides: no shaped link direction from {:?}{} in this topology",
+                    o.from,
+                    o.to.as_ref().map(|t| format!(" to {t:?}")).unwrap_or_default()
+                );
+            }
+        }
+        for (from, to, link) in &links {
+            link.validate(&format!("link {from} -> {to}"))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HETERO: &str = r#"
+name = "t"
+[topology]
+kind = "multi-path"
+paths = 2
+[link]
+rate_mbit = 100.0
+k_packets = 20
+buffer_bytes = 150000
+delay_ms = 2.0
+[[link_overrides]]
+from = "r2"
+rate_mbit = 20.0
+delay_ms = 40.0
+jitter_ms = 1.0
+[[flows]]
+kind = "mpquic"
+from = "s"
+to = "d"
+bytes = 1000
+"#;
+
+    fn parse(text: &str) -> Result<Scenario> {
+        let s: Scenario = toml::from_str(text)?;
+        s.validate()?;
+        Ok(s)
+    }
+
+    fn error_of(text: &str) -> String {
+        format!("{:#}", parse(text).unwrap_err())
+    }
+
+    #[test]
+    fn overrides_apply_to_their_direction_only() {
+        let s = parse(HETERO).unwrap();
+        let links = s.links();
+        assert_eq!(links.len(), 2);
+        let (r1, r2) = (&links[0], &links[1]);
+        assert_eq!((r1.0.as_str(), r1.2.rate_mbit, r1.2.delay_ms), ("r1", 100.0, 2.0));
+        assert_eq!((r2.0.as_str(), r2.2.rate_mbit, r2.2.delay_ms), ("r2", 20.0, 40.0));
+        assert_eq!((r1.2.jitter_ms, r2.2.jitter_ms), (0.0, 1.0));
+        assert_eq!(r2.2.k_packets, 20, "unset fields keep [link]'s value");
+    }
+
+    #[test]
+    fn bad_delay_and_overrides_are_refused_with_the_reason() {
+        let e = error_of(&HETERO.replace("jitter_ms = 1.0", "jitter_ms = 50.0"));
+        assert!(e.contains("link r2 -> d: jitter_ms must be in [0, delay_ms = 40]"), "{e}");
+        let e = error_of(&HETERO.replace("delay_ms = 2.0", "delay_ms = -1.0"));
+        assert!(e.contains("link: delay_ms must be in [0, 1000]"), "{e}");
+        let e = error_of(&HETERO.replace("from = \"r2\"", "from = \"r3\""));
+        assert!(e.contains("no shaped link direction from \"r3\""), "{e}");
+        let e = error_of(&HETERO.replace("[[link_overrides]]", "[[link_overrides]]\nto = \"s\""));
+        assert!(e.contains("from \"r2\" to \"s\""), "{e}");
+        let e = error_of(&HETERO.replace("delay_ms = 40.0", "delay_ms = 40.0\nloss = 0.1"));
+        assert!(e.contains("unknown field `loss`"), "{e}");
     }
 }
 
