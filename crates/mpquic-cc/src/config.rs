@@ -182,7 +182,8 @@ impl Default for MptcpDConfig {
 pub struct MmptcpConfig {
     /// Bytes sent in packet-scatter phase before switching to per-path windows. At least 1.
     pub switch_bytes: u64,
-    /// Also switch at the first congestion event (loss or CE).
+    /// Also switch at the first congestion event: a loss (the paper's fast retransmission or RTO;
+    /// a CE mark is not one).
     pub switch_on_congestion: bool,
 }
 
