@@ -135,7 +135,7 @@ impl Default for AmpConfig {
 /// XMP parameters (XMP paper, section 3).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct XmpConfig {
-    /// ECN cut: `w -= max(w / beta, MSS)`. At least 2.
+    /// ECN cut, in whole packets: `cwnd -= max(floor(cwnd / beta), 1)`. At least 2.
     pub beta: f64,
 }
 
