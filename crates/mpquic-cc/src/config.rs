@@ -135,7 +135,7 @@ impl Default for AmpConfig {
 /// XMP parameters (XMP paper, section 3).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct XmpConfig {
-    /// ECN cut: `w -= max(w / beta, MSS)`. At least 2.
+    /// ECN cut, in whole packets: `cwnd -= max(floor(cwnd / beta), 1)`. At least 2.
     pub beta: f64,
 }
 
@@ -182,7 +182,8 @@ impl Default for MptcpDConfig {
 pub struct MmptcpConfig {
     /// Bytes sent in packet-scatter phase before switching to per-path windows. At least 1.
     pub switch_bytes: u64,
-    /// Also switch at the first congestion event (loss or CE).
+    /// Also switch at the first congestion event: a loss (the paper's fast retransmission or RTO;
+    /// a CE mark is not one).
     pub switch_on_congestion: bool,
 }
 

@@ -4,6 +4,12 @@
 //! `alpha = (1 - g) * alpha + g * F`. On an ECN reaction (once per round) the window becomes
 //! `w * (1 - alpha / 2)`.
 //!
+//! Order (RFC 8257 section 3.3 and Linux's `tcp_dctcp.c`): an ACK's marks are counted, then, if
+//! the ACK ends the observation window, alpha is updated, and only then does the ACK's ECE cut
+//! the window, with the new alpha (Linux: `dctcp_update_alpha` runs from `in_ack_event` before
+//! `tcp_fastretrans_alert` enters CWR and calls `dctcp_ssthresh`). So when the ACK frame that
+//! raises the CE count also ends the round, [`end_round_before_cut`] closes the round first.
+//!
 //! Readings:
 //! - `alpha` starts at 1 (RFC 8257 section 3.3 recommends 1, the conservative choice: the first
 //!   reaction halves, as Reno would, before any estimate exists).
@@ -33,6 +39,16 @@ pub(crate) fn update(core: &mut Core<Alpha>, i: usize, round: &RoundStats, g: f6
     p.ext.0 = (1.0 - g) * p.ext.0 + g * fraction;
     let (path, alpha) = (p.id, p.ext.0);
     core.notify(Notice::AlphaUpdated { path, alpha, marked_fraction: fraction });
+}
+
+/// A CE increase on path `i`: if its ACK frame also ends the round, close the round now (the
+/// frame's marks are already counted in it), so that the cut that follows uses the updated
+/// alpha. The frame's end then finds no round to close.
+pub(crate) fn end_round_before_cut(core: &mut Core<Alpha>, i: usize, g: f64) {
+    if let Some(round) = core.paths[i].take_round_end() {
+        update(core, i, &round, g);
+        core.round_ended();
+    }
 }
 
 /// The window after an ECN reaction on path `i`: `w * (1 - alpha / 2)`.

@@ -36,6 +36,10 @@ impl Algorithm for Dcm {
         alpha::cut(core, i)
     }
 
+    fn on_ce_signal(&mut self, core: &mut Core<Alpha>, i: usize) {
+        alpha::end_round_before_cut(core, i, self.g);
+    }
+
     fn on_round_end(&mut self, core: &mut Core<Alpha>, i: usize, round: &RoundStats) {
         alpha::update(core, i, round, self.g);
     }
@@ -81,13 +85,21 @@ mod tests {
         d.add_path(0);
         d.round(0, 10, 0); // alpha 0, w 24000, slow start
         d.round(0, 4, 0); // 28800
-        d.round(0, 8, 2); // ACKs first: 28800 + 9600 = 38400 in slow start; alpha still 0: no cut
-        assert_eq!(d.window(0), 38_400);
+                          // RFC 8257 section 3.3 for an ACK frame that carries ECE and ends the observation
+                          // window: its ACKs grow w to 28800 + 8 * 1200 = 38400 (slow start), alpha takes in the
+                          // round's fraction (g = 1: alpha = 2/8), then the cut uses that alpha.
+        d.round(0, 8, 2);
         assert_eq!(d.path(0).alpha, Some(0.25));
+        assert_eq!(d.window(0), (38_400.0 * (1.0 - 0.25 / 2.0)) as u64);
+        // In congestion avoidance: 4 ACKs of LIA's increase (one path: Reno's MSS * acked / w),
+        // then alpha = 1/4, then the cut.
         d.force_window(0, 40_000);
-        d.send(0, 1);
-        d.ack(0, 1, 1); // the ACK's increase first, then the cut with alpha 0.25
-        let grown = 40_000.0 + 1200.0 * 1200.0 / 40_000.0;
+        d.send(0, 4);
+        d.ack(0, 4, 1);
+        let mut grown = 40_000.0;
+        for _ in 0..4 {
+            grown += 1200.0 * 1200.0 / grown;
+        }
         assert_eq!(d.window(0), (grown * (1.0 - 0.125)) as u64);
     }
 

@@ -29,6 +29,10 @@ impl Algorithm for Dctcp {
         alpha::cut(core, i)
     }
 
+    fn on_ce_signal(&mut self, core: &mut Core<Alpha>, i: usize) {
+        alpha::end_round_before_cut(core, i, self.g);
+    }
+
     fn on_round_end(&mut self, core: &mut Core<Alpha>, i: usize, round: &RoundStats) {
         alpha::update(core, i, round, self.g);
     }
@@ -51,7 +55,7 @@ mod tests {
     }
 
     /// RFC 8257 section 3.3, step by step: alpha from the marked fraction of each round, the
-    /// cut `w * (1 - alpha / 2)` with the alpha of the moment.
+    /// cut `w * (1 - alpha / 2)` with the alpha updated by the ACK that carries the ECE.
     #[test]
     fn alpha_and_cut_follow_rfc8257() {
         let g = 1.0 / 16.0;
@@ -62,13 +66,14 @@ mod tests {
         alpha *= 1.0 - g;
         assert_eq!(d.path(0).alpha, Some(alpha));
         assert_eq!(d.window(0), 24_000);
-        // Round 2: 20 acked, 5 marked. The frame's 20 ACKs grow the window to 48000 first (the
-        // CE count follows the ACKs); the cut then uses the alpha of round 1, and only the end
-        // of the frame closes round 2 and folds its fraction into alpha.
+        // Round 2: 20 acked, 5 marked, all in one ACK frame that also ends the round. RFC 8257
+        // section 3.3 per ACK: bytes_acked and bytes_marked take in the ACK (steps 2-3); the
+        // ACK passes WindowEnd, so M = 5/20 and alpha = (1 - g) * alpha + g * M (steps 4-6);
+        // then the ECE cuts cwnd = cwnd * (1 - alpha / 2) with that new alpha. The frame's 20
+        // ACKs grow the window to 48000 first (slow start; the CE count follows the ACKs).
         d.round(0, 20, 5);
-        let cut_alpha = alpha;
         alpha = (1.0 - g) * alpha + g * 0.25;
-        assert_eq!(d.window(0), (48_000.0 * (1.0 - cut_alpha / 2.0)) as u64);
+        assert_eq!(d.window(0), (48_000.0 * (1.0 - alpha / 2.0)) as u64);
         assert!((d.path(0).alpha.unwrap() - alpha).abs() < 1e-12);
         let notices = d.drain();
         assert!(notices.contains(&Notice::AlphaUpdated {
@@ -89,13 +94,18 @@ mod tests {
         assert_eq!(d.path(0).alpha, Some(1.0));
     }
 
+    /// With `g = 1` alpha is the last round's marked fraction. A CE inside a round (its frame
+    /// does not end it) cuts by the alpha of the moment: 0 after a clean round, so nothing.
     #[test]
     fn small_alpha_cuts_little() {
         let mut d = dctcp(1.0);
-        d.round(0, 10, 0); // alpha 0
+        d.round(0, 10, 0);
+        d.send(0, 20);
+        d.ack(0, 1, 0); // ends a round with 1 acked, 0 marked: alpha = 0
+        assert_eq!(d.path(0).alpha, Some(0.0));
         let w = d.window(0);
-        d.round(0, 1, 1); // cut with alpha = 0: no change beyond the ACK's growth
-        assert_eq!(d.window(0), w + 1200);
+        d.ack(0, 5, 1); // within the next round: the 5 ACKs grow it (slow start), the cut is nil
+        assert_eq!(d.window(0), w + 5 * 1200);
         assert_eq!(d.path(0).ecn_reductions, 1);
         assert!(!d.path(0).in_slow_start);
     }

@@ -2,25 +2,40 @@
 //! MPTCP.
 //!
 //! - Phase 1, packet scatter: one Reno window `W` for the whole connection (slow start
-//!   `W += acked`, then `W += MSS * acked / W`; halved once per round on loss or CE). Its
-//!   packets are spread evenly over the paths: each path's `window()` is its share
-//!   `max(W / n_paths, cwnd_min)`, so a scheduler that fills paths in turn scatters the packets.
-//! - The switch (the paper's "data volume" strategy): once the connection has sent
-//!   `switch_bytes` (default 100 KB), or, with `switch_on_congestion` (the "congestion event"
-//!   strategy), at the first loss or CE.
-//! - Phase 2: each path runs LIA ([`lia_increase`], halving on loss or CE) starting from
-//!   `W / n_paths`, and from `ssthresh_W / n_paths` if `W` had left slow start.
+//!   `W += acked`, then `W += MSS * acked / W`; halved once per round on loss or CE, never below
+//!   2 packets). `W` is spread over the paths in whole packets: its `P = floor(W / MSS)` packets
+//!   go `P / n` to each of the `n` paths and the `P % n` left over one each to the first paths,
+//!   so the paths together hold at most `W`, and a path may get no packet while `W` is small.
+//! - The switch, as the paper's two strategies: "Data Volume", once the connection has sent
+//!   `switch_bytes` (default 100 KB); and, with `switch_on_congestion`, "Congestion Event":
+//!   "when congestion is first inferred (i.e. when fast retransmission or an RTO is
+//!   triggered)", here QUIC's loss detection (a declared loss or persistent congestion). A CE
+//!   mark does not switch.
+//! - Phase 2: "MMPTCP initiates a number of sub-flows and data transport is governed by MPTCP's
+//!   congestion control". Every path starts as a new LIA subflow ([`lia_increase`], halving on
+//!   loss or CE): the initial window, slow start, nothing inherited from `W`.
 //!
 //! Readings:
 //! - "Once per round" for the connection window: a reaction closes the gate of every path
 //!   (each records its own next unsent packet number), so a signal about any packet sent
 //!   before the cut is ignored, as with one packet-number space.
-//! - At a congestion switch the connection first reacts (halves `W`), then switches: phase 2
-//!   starts from the reduced window, since the congestion happened under `W`.
+//! - CE halves `W` like a loss: the paper's single window is a TCP window, and TCP with ECN
+//!   (RFC 3168) halves on ECE.
 //! - The paper scatters by randomizing source ports under ECMP; here the paths are the QUIC
-//!   paths the connection already has, and the share is even rather than random.
+//!   paths the connection already has, and the packets are dealt out evenly rather than at
+//!   random. A packet is the largest MSS among the paths, so every path's share holds whole
+//!   packets of its own MSS. The 2-packet floor is applied to `W` when it is spread (as well as
+//!   at a cut), so a larger MSS learnt later cannot leave every path without a packet.
+//! - The paper's phase-2 subflows are new connections beside the PS flow, which "is
+//!   deactivated when its window gets emptied". Here the subflows are the same QUIC paths: at
+//!   the switch each path closes its once-per-round gate, so ACKs, losses and CE marks of
+//!   packets sent in phase 1 (the PS flow's) neither grow nor cut the new subflow, but those
+//!   packets still count against the path's new window until they leave the network.
+//! - At a congestion switch the connection first reacts (halves `W`; the notices say so),
+//!   then switches; the subflows start at the initial window whatever `W` became.
 //! - In the scatter phase, `WindowReduced` and `SlowStartExited` notices carry the connection
-//!   window `W` (on the path whose signal caused them), and snapshots show each path's share.
+//!   window `W` (on the path whose signal caused them); snapshots show each path's share of `W`
+//!   as its window and the connection's threshold as its ssthresh.
 //! - Paths added in phase 2 start like any LIA path (initial window, slow start).
 
 use super::lia::lia_increase;
@@ -45,6 +60,22 @@ pub(crate) struct Mmptcp {
     sent_bytes: u64,
 }
 
+/// The packet size `W` is counted in: the largest MSS among the paths, so that a share of `k`
+/// packets holds `k` packets of any path's own MSS.
+fn scatter_packet(core: &Core<()>) -> u64 {
+    core.paths.iter().map(|p| p.mss).max().unwrap_or(1)
+}
+
+/// Path `i`'s share of `w`, in bytes: whole packets dealt out evenly, the remainder to the
+/// first paths.
+fn scatter_share(core: &Core<()>, w: f64, i: usize) -> u64 {
+    let packet = scatter_packet(core);
+    let packets = (w / packet as f64).floor().max(2.0) as u64;
+    let n = core.paths.len() as u64;
+    let share = packets / n + u64::from((i as u64) < packets % n);
+    share * packet
+}
+
 impl Mmptcp {
     pub(crate) fn new(cfg: MmptcpConfig) -> Self {
         // W starts as soon as the first path says what its MSS is.
@@ -52,14 +83,15 @@ impl Mmptcp {
     }
 
     fn switch(&mut self, core: &mut Core<()>) {
-        let Phase::Scatter { w, ssthresh } = self.phase else { return };
+        let Phase::Scatter { w, .. } = self.phase else { return };
         self.phase = Phase::Multipath;
-        let n = core.paths.len().max(1) as f64;
         for i in 0..core.paths.len() {
-            let p = &mut core.paths[i];
-            p.ssthresh =
-                if ssthresh.is_finite() { (ssthresh / n).max(p.cwnd_min) } else { f64::INFINITY };
-            core.set_window(i, w / n);
+            // A new subflow: initial window, slow start, and the PS flow's packets in flight
+            // are not its own (see the readings).
+            core.paths[i].ssthresh = f64::INFINITY;
+            let initial = initial_window(core.paths[i].mss);
+            core.set_window(i, initial);
+            core.paths[i].close_gate();
         }
         core.set_coupling(Coupling::Rates);
         core.notify(Notice::PhaseSwitched { window: w as u64, sent_bytes: self.sent_bytes });
@@ -110,7 +142,7 @@ impl Algorithm for Mmptcp {
             return standard_congestion(self, core, i, cause);
         };
         let (from, was_slow_start) = (*w, *w < *ssthresh);
-        let floor = core.paths[i].cwnd_min;
+        let floor = 2.0 * scatter_packet(core) as f64;
         if cause == ReductionCause::PersistentCongestion {
             *ssthresh = (*w / 2.0).max(floor);
             *w = floor;
@@ -124,17 +156,15 @@ impl Algorithm for Mmptcp {
         }
         core.record_reaction(i, cause);
         core.report_reduction(i, from, to, cause, left_slow_start);
-        if self.cfg.switch_on_congestion {
+        // The paper's congestion event is a fast retransmission or an RTO: a loss, not a mark.
+        if self.cfg.switch_on_congestion && cause != ReductionCause::Ecn {
             self.switch(core);
         }
     }
 
     fn window(&self, core: &Core<()>, i: usize) -> u64 {
         match self.phase {
-            Phase::Scatter { w, .. } => {
-                let p = &core.paths[i];
-                (w / core.paths.len() as f64).max(p.cwnd_min) as u64
-            }
+            Phase::Scatter { w, .. } => scatter_share(core, w, i),
             Phase::Multipath => core.paths[i].window(),
         }
     }
@@ -142,8 +172,7 @@ impl Algorithm for Mmptcp {
     fn slow_start_view(&self, core: &Core<()>, i: usize) -> (Option<u64>, bool) {
         match self.phase {
             Phase::Scatter { w, ssthresh } => {
-                let share = (ssthresh / core.paths.len() as f64).max(core.paths[i].cwnd_min);
-                (ssthresh.is_finite().then_some(share as u64), w < ssthresh)
+                (ssthresh.is_finite().then_some(ssthresh as u64), w < ssthresh)
             }
             Phase::Multipath => {
                 let p = &core.paths[i];
@@ -164,6 +193,8 @@ impl Algorithm for Mmptcp {
 mod tests {
     use std::time::Duration;
 
+    use proptest::prelude::*;
+
     use super::{Mmptcp, Phase};
     use crate::conn::Conn;
     use crate::testkit::Driver;
@@ -181,47 +212,57 @@ mod tests {
         (0..paths).map(|id| d.window(id)).collect()
     }
 
+    /// "Packets are randomly scattered in the network under a single TCP congestion window":
+    /// the paths' windows are `W`'s whole packets dealt out, never more than `W` in all.
     #[test]
-    fn one_window_spread_evenly() {
+    fn one_window_dealt_out_in_whole_packets() {
         let mut d = mmptcp(MmptcpConfig::default(), 4);
         assert_eq!(d.snapshot().mode, Some("scatter"));
-        // W = 12000 initially: 3000 per path.
-        assert_eq!(windows(&d, 4), vec![3_000; 4]);
-        // ACKs on any path grow the one window (slow start: W += acked).
+        // W = RFC 9002's initial window, 10 packets of 1200: 2 each, the 2 left over to paths 0
+        // and 1.
+        assert_eq!(windows(&d, 4), vec![3_600, 3_600, 2_400, 2_400]);
+        // ACKs on any path grow the one window (TCP slow start: W += acked): 10 + 36 = 46
+        // packets, 11 each and 2 left over.
         d.send(2, 40);
         d.ack(2, 36, 0);
-        assert_eq!(windows(&d, 4), vec![13_800; 4]);
-        // A CE on another path halves W once: 56400 -> 28200, 7050 per path.
+        assert_eq!(windows(&d, 4), vec![14_400, 14_400, 13_200, 13_200]);
+        // A CE on another path halves the one TCP window once (RFC 3168): the frame's ACK first
+        // makes W 47 packets (56400), the CE halves it to 28200, 23 whole packets: 5 each and 3
+        // left over. The threshold is the connection's.
         d.send(1, 1);
         d.ack(1, 1, 1);
-        assert_eq!(windows(&d, 4), vec![7_050; 4]);
+        assert_eq!(windows(&d, 4), vec![7_200, 7_200, 7_200, 6_000]);
         let snap = d.snapshot();
-        assert!(snap.paths.iter().all(|p| p.ssthresh == Some(7_050) && !p.in_slow_start));
+        assert!(snap.paths.iter().all(|p| p.ssthresh == Some(28_200) && !p.in_slow_start));
         // The same round on any path: no second cut. Path 2 loses a packet sent before the cut,
         // path 1 reports more CE before anything sent after the cut is acknowledged.
         d.send(3, 1);
         d.lose(2, 1);
         d.ack(1, 0, 1);
         assert_eq!(d.cc.alg.phase, Phase::Scatter { w: 28_200.0, ssthresh: 28_200.0 });
-        // Congestion avoidance: W += MSS * acked / W, from an ACK on yet another path.
+        // Congestion avoidance (Reno): W += MSS * acked / W, from an ACK on yet another path.
         d.ack(3, 1, 0);
         let w = 28_200.0 + 1200.0 * 1200.0 / 28_200.0;
         assert_eq!(d.cc.alg.phase, Phase::Scatter { w, ssthresh: 28_200.0 });
-        assert_eq!(windows(&d, 4), vec![(w / 4.0) as u64; 4]);
-        // A path added later takes its share; so does a path's removal.
+        // Still 23 whole packets: a path added later takes part of them (4 each, 3 left over),
+        // and a removed path's part goes back to the others.
         d.add_path(4);
-        assert_eq!(windows(&d, 5), vec![(w / 5.0) as u64; 5]);
+        assert_eq!(windows(&d, 5), vec![6_000, 6_000, 6_000, 4_800, 4_800]);
         d.remove_path(0);
-        assert_eq!(d.window(1), (w / 4.0) as u64);
-        // Shares never go below cwnd_min.
+        assert_eq!((1..5).map(|id| d.window(id)).sum::<u64>(), 23 * 1200);
+        // The floor is W's (2 packets), not each path's: at it, two paths hold one packet each
+        // and two hold none.
         for _ in 0..10 {
             d.round(1, 1, 1);
         }
-        assert_eq!(d.window(1), 2_400);
+        assert_eq!((1..5).map(|id| d.window(id)).collect::<Vec<_>>(), vec![1_200, 1_200, 0, 0]);
     }
 
+    /// "MMPTCP initiates a number of sub-flows and data transport is governed by MPTCP's
+    /// congestion control": each path starts as a new LIA subflow, at the initial window in
+    /// slow start, whatever `W` was.
     #[test]
-    fn switches_at_switch_bytes_to_lia_from_w_over_n() {
+    fn switches_at_switch_bytes_to_new_lia_subflows() {
         let cfg = MmptcpConfig { switch_bytes: 30_000, ..Default::default() };
         let mut d = mmptcp(cfg, 3);
         d.set_rtt(1, Duration::from_micros(300));
@@ -229,55 +270,147 @@ mod tests {
         d.ack(0, 12, 0); // W = 12000 + 14400 = 26400 (slow start)
         d.send(1, 12); // 28800 bytes
         assert_eq!(d.snapshot().mode, Some("scatter"));
-        d.send(2, 1); // 30000 bytes: switch
+        d.send(2, 1); // 30000 bytes: "when a certain amount of data has been transmitted"
         let snap = d.snapshot();
         assert_eq!(snap.mode, Some("multipath"));
-        assert_eq!(windows(&d, 3), vec![8_800; 3]);
-        assert!(snap.paths.iter().all(|p| p.in_slow_start), "W was in slow start");
+        // RFC 9002's initial window for MSS 1200: min(10 * 1200, max(14720, 2400)).
+        assert_eq!(windows(&d, 3), vec![12_000; 3]);
+        assert!(snap.paths.iter().all(|p| p.in_slow_start && p.ssthresh.is_none()));
         assert!(d.drain().contains(&Notice::PhaseSwitched { window: 26_400, sent_bytes: 30_000 }));
-        // Phase 2 is per-path LIA: the same ACKs as on a LIA controller in the same state give
-        // the same windows, and a CE on one path halves only that path.
+        // The 12 packets path 1 sent in phase 1 belong to the PS flow: their ACKs and CE marks
+        // neither grow nor cut the new subflow.
         d.ack(1, 12, 1);
-        assert_eq!(d.window(0), 8_800);
-        assert_eq!(d.window(1), (8_800 + 12 * 1200) / 2);
-        let lia_like = d.cc.core.paths[1].w;
+        assert_eq!(windows(&d, 3), vec![12_000; 3]);
+        // Packets of the subflow's own: slow start (w += acked), then a frame whose ACK grows
+        // the window to 14400 before its CE halves this path only, then LIA's coupled
+        // increase, computed on a copy of the state.
+        d.send(1, 2);
+        d.ack(1, 1, 0);
+        assert_eq!(d.window(1), 13_200);
+        d.ack(1, 1, 1);
+        assert_eq!(windows(&d, 3), vec![12_000, 7_200, 12_000]);
         d.send(1, 1);
         let mut expect = d.cc.core.clone();
         let inc = crate::alg::lia::lia_increase(&expect, 1, 1200);
         expect.grow(1, inc);
         d.ack(1, 1, 0);
-        assert!(d.cc.core.paths[1].w > lia_like);
+        assert!(d.cc.core.paths[1].w > 7_200.0);
         assert_eq!(d.cc.core.paths[1].w, expect.paths[1].w);
     }
 
+    /// A switch after `W` left slow start still starts fresh subflows: nothing of `W`'s
+    /// threshold is inherited.
     #[test]
-    fn switch_after_congestion_avoidance_splits_ssthresh() {
+    fn switch_after_congestion_avoidance_starts_in_slow_start() {
         let cfg = MmptcpConfig { switch_bytes: 20 * 1200, ..Default::default() };
         let mut d = mmptcp(cfg, 2);
         d.send(0, 10);
-        d.ack(0, 10, 1); // W: 24000 then halved to 12000, CA
+        d.ack(0, 10, 1); // W: 24000 then halved to 12000, congestion avoidance
         d.send(1, 10); // 20 packets sent: switch
-        assert_eq!(windows(&d, 2), vec![6_000, 6_000]);
+        assert_eq!(windows(&d, 2), vec![12_000, 12_000]);
         let snap = d.snapshot();
-        assert!(snap.paths.iter().all(|p| !p.in_slow_start && p.ssthresh == Some(6_000)));
+        assert!(snap.paths.iter().all(|p| p.in_slow_start && p.ssthresh.is_none()));
     }
 
+    /// "Congestion Event: Switching occurs when congestion is first inferred (i.e. when fast
+    /// retransmission or an RTO is triggered)": a loss switches, a CE mark does not.
     #[test]
-    fn switch_on_first_congestion_when_asked() {
+    fn switch_on_first_loss_when_asked() {
         let cfg = MmptcpConfig { switch_on_congestion: true, ..Default::default() };
         let mut d = mmptcp(cfg, 2);
         d.send(0, 10);
         d.ack(0, 10, 0); // W 24000
+        d.send(0, 1);
+        d.ack(0, 1, 1); // a mark halves W (25200 -> 12600) but is not a congestion event
         assert_eq!(d.snapshot().mode, Some("scatter"));
         d.send(1, 2);
-        d.lose(1, 1); // halve to 12000, then switch: 6000 each
+        d.ack(1, 1, 0); // passes the gate of the cut above
+        d.lose(1, 1);
         assert_eq!(d.snapshot().mode, Some("multipath"));
-        assert_eq!(windows(&d, 2), vec![6_000, 6_000]);
+        assert_eq!(windows(&d, 2), vec![12_000, 12_000]);
         // Without the option the same loss does not switch.
         let mut d = mmptcp(MmptcpConfig::default(), 2);
         d.send(1, 2);
         d.lose(1, 1);
         assert_eq!(d.snapshot().mode, Some("scatter"));
         assert!(d.cc.may_send(PathId(0)));
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Add { path: u32, mss: u64 },
+        Remove { path: u32 },
+        Send { path: u32, n: u64 },
+        Ack { path: u32, n: usize, ce: u64 },
+        Lose { path: u32, n: usize },
+        Persistent { path: u32 },
+        Mss { path: u32, mss: u64 },
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let path = 0u32..6;
+        prop_oneof![
+            1 => (path.clone(), 1u64..9000).prop_map(|(path, mss)| Op::Add { path, mss }),
+            1 => path.clone().prop_map(|path| Op::Remove { path }),
+            8 => (path.clone(), 1u64..40).prop_map(|(path, n)| Op::Send { path, n }),
+            8 => (path.clone(), 0usize..40, prop_oneof![3 => Just(0u64), 1 => 1u64..10])
+                .prop_map(|(path, n, ce)| Op::Ack { path, n, ce }),
+            2 => (path.clone(), 1usize..5).prop_map(|(path, n)| Op::Lose { path, n }),
+            1 => path.clone().prop_map(|path| Op::Persistent { path }),
+            1 => (path, 1u64..9000).prop_map(|(path, mss)| Op::Mss { path, mss }),
+        ]
+    }
+
+    fn apply(d: &mut Driver<Conn<Mmptcp>>, live: &mut [bool], op: &Op) {
+        match *op {
+            Op::Add { path, mss } if !live[path as usize] => {
+                d.add_path_mss(path, mss);
+                live[path as usize] = true;
+            }
+            Op::Remove { path } if live[path as usize] => {
+                d.remove_path(path);
+                live[path as usize] = false;
+            }
+            Op::Add { .. } | Op::Remove { .. } => {}
+            Op::Send { path, .. }
+            | Op::Ack { path, .. }
+            | Op::Lose { path, .. }
+            | Op::Persistent { path }
+            | Op::Mss { path, .. }
+                if !live[path as usize] => {}
+            Op::Send { path, n } => d.send(path, n),
+            Op::Ack { path, n, ce } => d.ack(path, n, ce),
+            Op::Lose { path, n } => d.lose(path, n),
+            Op::Persistent { path } => d.lose_pn(path, 0, true),
+            Op::Mss { path, mss } => d.change_mss(path, mss),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        /// In the scatter phase the paths together never hold more than the one window `W`
+        /// (its 2-packet floor included), plus one packet of rounding.
+        #[test]
+        fn scatter_total_never_exceeds_w(ops in prop::collection::vec(op(), 1..300)) {
+            // A switch volume no script reaches: the whole script runs in the scatter phase.
+            let cfg = MmptcpConfig { switch_bytes: u64::MAX, ..Default::default() };
+            let mut d = Driver::with(Conn::new(Mmptcp::new(cfg)));
+            let mut live = [false; 6];
+            apply(&mut d, &mut live, &Op::Add { path: 0, mss: 1200 });
+            for op in &ops {
+                apply(&mut d, &mut live, op);
+                let Phase::Scatter { w, .. } = d.cc.alg.phase else {
+                    return Err(TestCaseError::fail("left the scatter phase"));
+                };
+                let snap = d.snapshot();
+                let Some(packet) = d.cc.core.paths.iter().map(|p| p.mss).max() else { continue };
+                let total: u64 = snap.paths.iter().map(|p| p.window).sum();
+                let w = w.max(2.0 * packet as f64);
+                prop_assert!(total as f64 <= w + packet as f64, "total {} > W {}", total, w);
+                // At least the floor's 2 packets are out, so some path can always send.
+                prop_assert!(total >= 2 * packet, "total {} < 2 * {}", total, packet);
+            }
+        }
     }
 }

@@ -2,9 +2,10 @@
 //! BOS, an ECN reaction that cuts by a constant `1/beta`, and TraSh, a rate-based coupled
 //! increase applied once per round.
 //!
-//! - Slow start: `w += acked` for each packet acknowledged by an ACK frame that raised no CE
+//! - Slow start: `w += MSS` for each ACK frame that acknowledged new packets and raised no CE
 //!   (BOS rule 3: "increases cwnd by one if receiving an acknowledgement packet whose ECE and
-//!   CWR are both zero").
+//!   CWR are both zero"; Algorithm 1: `snd_cwnd <- snd_cwnd + 1` per new ack), as
+//!   ALGORITHMS.md says: one packet per ACK, not per packet acknowledged.
 //! - The first CE in slow start ends it without a cut: `ssthresh = w - MSS` (the pseudo-code's
 //!   reduction is guarded by `snd_cwnd > snd_ssthresh`, which is false in slow start, while
 //!   `snd_ssthresh = snd_cwnd - 1` is not).
@@ -12,11 +13,22 @@
 //!   `rate_k = w_k / srtt_k` for every path, `total = sum(rate)`, `min_rtt = min(srtt)`,
 //!   `delta_r = w_r / (total * min_rtt)` packets; `adder += delta_r`, and whole packets of
 //!   `adder` move into `w_r`. This is paper eq. (9) with the converged rate taken as `w / srtt`.
-//! - ECN, once per round, in congestion avoidance: `w -= max(w / beta, MSS)`,
-//!   `w = max(w, cwnd_min)`, `ssthresh = w - MSS` (so slow start is never re-entered).
+//! - ECN, once per round, in congestion avoidance, in whole packets ("cwnd changes with packet
+//!   granularity"; Algorithm 1 on Linux's integer `snd_cwnd`): with `c = floor(w / MSS)`,
+//!   `c -= max(floor(c / beta), 1)`, `c = max(c, 2)`, `w = c * MSS`, `ssthresh = w - MSS` (so
+//!   slow start is never re-entered). From 5, 6 and 7 packets this leaves 4, 5 and 6.
 //! - Loss halves (common ground).
 //!
 //! Readings:
+//! - One QUIC ACK frame is the paper's acknowledgement packet. QUIC receivers acknowledge at
+//!   least every second ack-eliciting packet (RFC 9000 section 13.2.2), like the delayed ACKs
+//!   the paper assumes ("one cumulative acknowledgement for at most every two consecutively
+//!   received packets"), so slow start grows by about half the packets acknowledged.
+//! - The cut is in whole packets, which differs from ALGORITHMS.md (`w -= max(w / beta, MSS)`
+//!   in bytes): the paper's cwnd is Linux's packet count and its `tmp` an integer division,
+//!   and the paper chooses `beta` "considering cwnd changes with packet granularity". The
+//!   window's fraction of a packet (from slow start's byte counts or an MSS change) is dropped
+//!   at the cut.
 //! - QUIC reports the CE count after the ACK frame's acknowledged packets, so slow-start growth
 //!   is held until the end of the frame and dropped if the frame raised the CE count.
 //! - The pseudo-code skips the round's increase while the path is in its REDUCED state; here a
@@ -34,8 +46,9 @@ use crate::{ControllerKind, ReductionCause, XmpConfig};
 pub(crate) struct XmpPath {
     /// TraSh's fractional packets not yet added to the window.
     adder: f64,
-    /// Slow-start growth of the current ACK frame, applied at its end if it carried no CE.
-    pending: f64,
+    /// Whether the current ACK frame acknowledged a packet that may grow the window in slow
+    /// start; one packet is added at the frame's end if it carried no CE.
+    pending: bool,
 }
 
 /// XMP with BOS reduction factor `beta`.
@@ -53,22 +66,23 @@ impl Algorithm for Xmp {
         0.0
     }
 
-    fn on_ack(&mut self, core: &mut Core<XmpPath>, i: usize, bytes: u64) {
+    fn on_ack(&mut self, core: &mut Core<XmpPath>, i: usize, _bytes: u64) {
         let p = &mut core.paths[i];
         if p.in_slow_start() {
-            p.ext.pending += bytes as f64;
+            p.ext.pending = true;
         }
     }
 
     fn on_ce_signal(&mut self, core: &mut Core<XmpPath>, i: usize) {
-        core.paths[i].ext.pending = 0.0;
+        core.paths[i].ext.pending = false;
     }
 
     fn on_batch_end(&mut self, core: &mut Core<XmpPath>, i: usize) {
         let p = &mut core.paths[i];
         let pending = std::mem::take(&mut p.ext.pending);
-        if pending > 0.0 && p.in_slow_start() && p.active {
-            core.grow(i, pending);
+        if pending && p.in_slow_start() && p.active {
+            let packet = p.mss_f();
+            core.grow(i, packet);
         }
     }
 
@@ -81,7 +95,9 @@ impl Algorithm for Xmp {
         if p.in_slow_start() {
             core.reduce(i, w, w - mss, cause);
         } else {
-            let to = (w - (w / self.cfg.beta).max(mss)).max(p.cwnd_min);
+            let packets = (w / mss).floor();
+            let cut = (packets / self.cfg.beta).floor().max(1.0);
+            let to = (packets - cut).max(2.0) * mss;
             core.reduce(i, to, to - mss, cause);
         }
     }
@@ -128,33 +144,59 @@ mod tests {
         d
     }
 
+    /// BOS rule 3: "The source increases cwnd by one if receiving an acknowledgement packet whose
+    /// ECE and CWR are both zero; otherwise, it stops increasing cwnd, and meanwhile enters
+    /// Congestion Avoidance", with no cut (the reduction is guarded by `snd_cwnd >
+    /// snd_ssthresh`) and `snd_ssthresh = snd_cwnd - 1`.
     #[test]
     fn first_ce_in_slow_start_ends_it_without_a_cut() {
         let mut d = xmp(1);
+        // One acknowledgement for 10 packets: one packet more than the initial 10.
         d.round(0, 10, 0);
-        assert_eq!(d.window(0), 24_000);
+        assert_eq!(d.window(0), 11 * 1200);
+        // Ten acknowledgements of one packet each: ten packets more.
+        d.ack_each_round(0, 10);
+        assert_eq!(d.window(0), 21 * 1200);
         d.drain();
-        d.round(0, 20, 1); // this frame raised CE: its ACKs do not grow the window either
+        d.round(0, 20, 1); // this acknowledgement carries CE: no increase, slow start ends
         let p = d.path(0);
-        assert_eq!(p.window, 24_000);
-        assert_eq!(p.ssthresh, Some(22_800));
+        assert_eq!(p.window, 21 * 1200);
+        assert_eq!(p.ssthresh, Some(20 * 1200));
         assert!(!p.in_slow_start);
         let notices = d.drain();
-        assert_eq!(notices, vec![Notice::SlowStartExited { path: PathId(0), window: 24_000 }]);
+        assert_eq!(notices, vec![Notice::SlowStartExited { path: PathId(0), window: 25_200 }]);
     }
 
+    /// Algorithm 1 on packets: `tmp = snd_cwnd / reducer` (integer division),
+    /// `snd_cwnd -= max{tmp, 1}`, `snd_cwnd = max{snd_cwnd, 2}`, `snd_ssthresh = snd_cwnd - 1`.
     #[test]
-    fn cut_in_congestion_avoidance_is_max_of_w_over_beta_and_mss() {
+    fn cut_in_congestion_avoidance_is_in_whole_packets() {
         let mut d = xmp(1);
-        d.round(0, 10, 1); // leave slow start at 12000
+        d.round(0, 10, 1); // leave slow start at 12000 (10 packets)
         d.round(0, 1, 0); // a clean round
-        for (w, expect) in [(40_000, 30_000), (3_600, 2_400), (4_000, 2_800), (2_500, 2_400)] {
-            d.force_window(0, w);
+        let cases = [
+            // (packets before, packets after): 40 - 40/4; 5, 6, 7 each lose one packet (5/4,
+            // 6/4 and 7/4 are 1); 8 - 8/4; 3 - max{0, 1}; 2 stays at the floor of 2.
+            (40, 30),
+            (5, 4),
+            (6, 5),
+            (7, 6),
+            (8, 6),
+            (3, 2),
+            (2, 2),
+        ];
+        for (before, after) in cases {
+            d.force_window(0, before * 1200);
             d.round(0, 1, 1);
             let p = d.path(0);
-            assert_eq!(p.window, expect, "from {w}");
-            assert_eq!(p.ssthresh, Some(expect - 1200), "from {w}");
+            assert_eq!(p.window, after * 1200, "from {before} packets");
+            assert_eq!(p.ssthresh, Some((after - 1) * 1200), "from {before} packets");
         }
+        // A window that is not whole packets counts its whole packets: 4000 bytes are 3
+        // packets, which leave 2.
+        d.force_window(0, 4_000);
+        d.round(0, 1, 1);
+        assert_eq!(d.window(0), 2_400);
     }
 
     #[test]
