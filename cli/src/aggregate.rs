@@ -58,15 +58,13 @@ impl JctPercentiles {
         if jcts_s.is_empty() {
             return None;
         }
-        let mut v: Vec<f64> = jcts_s.iter().map(|s| s * 1e3).collect();
-        v.sort_by(f64::total_cmp);
-        let rank = |p: f64| v[((p * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
+        let v = mpquic_stats::Sorted::new(&jcts_s.iter().map(|s| s * 1e3).collect::<Vec<_>>());
         Some(JctPercentiles {
             n: v.len(),
-            p50: rank(0.50),
-            p90: rank(0.90),
-            p99: rank(0.99),
-            max: v[v.len() - 1],
+            p50: v.quantile(0.50)?,
+            p90: v.quantile(0.90)?,
+            p99: v.quantile(0.99)?,
+            max: v.max()?,
         })
     }
 }

@@ -54,21 +54,30 @@ fn every_controller_moves_a_file_intact_over_two_paths() {
         assert_eq!(files_in(store.path()), ["payload.bin"], "{cc}");
         let paths = result["paths"].as_array().unwrap();
         assert_eq!(paths.len(), 2, "{cc}: {result}");
-        let state = &result["controller_state"];
-        let suppressing = state["suppressions"].as_u64().unwrap_or(0)
-            + state["eliminations"].as_u64().unwrap_or(0)
-            > 0;
         for path in paths {
             // A path that carried only its validation exchange has sent well under 10 KB.
             let sent = path["bytes_sent"].as_u64().unwrap();
             assert!(
-                sent > 50_000 || suppressing,
-                "{cc}: path {} carried {sent} bytes: {result}",
+                sent > 50_000 || taken_off_by_the_controller(&result, &path["id"]),
+                "{cc}: path {} carried {sent} bytes, and the controller did not take it off: \
+                 {result}",
                 path["id"]
             );
         }
         assert_eq!(result["controller"], cc);
     }
+}
+
+/// Whether the controller kept path `id` from new data on purpose, as its state shows: AMP's
+/// suppression holds every path but the initial one; MPTCP-D's elimination is permanent, so an
+/// eliminated path is still inactive at the end.
+fn taken_off_by_the_controller(result: &Value, id: &Value) -> bool {
+    let state = &result["controller_state"];
+    let count = |field: &str| state[field].as_u64().unwrap_or(0);
+    let inactive = state["paths"]
+        .as_array()
+        .is_some_and(|paths| paths.iter().any(|p| &p["path"] == id && p["active"] == false));
+    (count("suppressions") > 0 && id != 0) || (count("eliminations") > 0 && inactive)
 }
 
 #[test]
@@ -106,7 +115,12 @@ fn a_certificate_from_another_ca_is_rejected_and_the_right_one_accepted() {
     };
     let wrong = send(&["--ca", b.join("cert.pem").to_str().unwrap()]);
     assert!(!wrong.status.success());
-    assert!(stderr(&wrong).contains("certificate"), "{}", stderr(&wrong));
+    // Both CAs are named "localhost": the issuer matches by name, its signature does not.
+    assert!(
+        stderr(&wrong).contains("invalid peer certificate: BadSignature"),
+        "{}",
+        stderr(&wrong)
+    );
     assert_eq!(stderr(&wrong).lines().count(), 1, "one clear line: {}", stderr(&wrong));
 
     let system_roots = send(&[]);
@@ -114,6 +128,8 @@ fn a_certificate_from_another_ca_is_rejected_and_the_right_one_accepted() {
         !system_roots.status.success(),
         "a self-signed server must not pass the system's roots"
     );
+    let why = stderr(&system_roots);
+    assert!(why.contains("invalid peer certificate: UnknownIssuer"), "{why}");
 
     let right = send(&["--ca", a.join("cert.pem").to_str().unwrap()]);
     assert_eq!(json(&right)["bytes"], 100_000);
@@ -373,18 +389,20 @@ fn bad_input_gets_one_clear_line() {
 
 #[test]
 fn a_full_disk_fails_the_upload_and_leaves_no_file() {
+    const TEST: &str = "a_full_disk_fails_the_upload_and_leaves_no_file";
     if !nix_is_root() {
-        eprintln!("skipped: mounting a small tmpfs needs root");
-        return;
+        return mpquic_skip::skip(TEST, "not root: mounting a small tmpfs needs root");
     }
     let mount = tempfile::tempdir().unwrap();
     let mounted = Command::new("mount")
         .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs", mount.path().to_str().unwrap()])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !mounted {
-        eprintln!("skipped: cannot mount a tmpfs here");
-        return;
+        .output();
+    match mounted {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => {
+            return mpquic_skip::skip(TEST, &format!("cannot mount a tmpfs: {}", stderr(&out)))
+        }
+        Err(e) => return mpquic_skip::skip(TEST, &format!("cannot run mount: {e}")),
     }
     struct Unmount<'a>(&'a Path);
     impl Drop for Unmount<'_> {

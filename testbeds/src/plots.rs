@@ -94,10 +94,8 @@ pub fn fct_cdf(path: &Path, flows: &[FlowResult], jobs: &[JobsResult]) -> Result
 }
 
 /// (ms, cumulative fraction) points of durations in seconds.
-fn cdf(mut s: Vec<f64>) -> Vec<(f64, f64)> {
-    s.sort_by(|a, b| a.total_cmp(b));
-    let n = s.len().max(1) as f64;
-    s.iter().enumerate().map(|(i, x)| (x * 1000.0, (i + 1) as f64 / n)).collect()
+fn cdf(s: Vec<f64>) -> Vec<(f64, f64)> {
+    mpquic_stats::Sorted::new(&s).cdf().into_iter().map(|(x, p)| (x * 1000.0, p)).collect()
 }
 
 impl FlowResult {

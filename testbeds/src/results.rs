@@ -20,22 +20,19 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// Percentiles by the suite's rule, nearest rank (`mpquic_stats`); all zero without values.
     pub fn of(values: &[f64]) -> Summary {
-        if values.is_empty() {
-            return Summary::default();
-        }
-        let mut v = values.to_vec();
-        v.sort_by(|a, b| a.total_cmp(b));
-        let q = |p: f64| v[((p * (v.len() - 1) as f64).round() as usize).min(v.len() - 1)];
+        let v = mpquic_stats::Sorted::new(values);
+        let q = |p: f64| v.quantile(p).unwrap_or(0.0);
         Summary {
             n: v.len(),
-            mean: v.iter().sum::<f64>() / v.len() as f64,
-            min: v[0],
+            mean: mpquic_stats::mean(values).unwrap_or(0.0),
+            min: q(0.0),
             p5: q(0.05),
             median: q(0.5),
             p95: q(0.95),
             p99: q(0.99),
-            max: v[v.len() - 1],
+            max: q(1.0),
         }
     }
 }

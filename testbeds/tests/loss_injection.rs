@@ -30,11 +30,10 @@ bytes = 10000000
     let rep = &r["repetitions"][0];
     assert_eq!(rep["flows"][0]["completed"], true, "{}", rep["flows"][0]["error"]);
     if r["backend"] != "ebpf" {
-        println!(
-            "backend {} injects loss with netem; the marker counters do not apply",
-            r["backend"]
-        );
-        return;
+        // The red backend drops with netem, whose drops the result does not count: the rate
+        // cannot be checked there, so the test did not do its job.
+        let reason = format!("backend {} injects loss with netem, not the marker", r["backend"]);
+        return mpquic_skip::skip("marker_drops_at_the_requested_rate", &reason);
     }
     let m = &rep["links"][0]["marker"];
     let rate = f(m, &["loss_drops"]) / f(m, &["packets"]);

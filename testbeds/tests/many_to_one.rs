@@ -40,7 +40,7 @@ buffer_bytes = 151400
         })
         .collect();
     let sum: f64 = g.iter().sum();
-    let jain = sum * sum / (g.len() as f64 * g.iter().map(|x| x * x).sum::<f64>());
+    let jain = mpquic_stats::jain(&g).unwrap();
     assert!(jain > 0.9, "unfair sharing: {g:?}, Jain {jain}");
     assert!(sum > 75.0, "the bottleneck is under-used: {sum} Mbit/s of 100");
     let l = &rep["links"][0];

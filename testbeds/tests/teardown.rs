@@ -45,7 +45,7 @@ fn start(dir: &std::path::Path) -> std::process::Child {
         .arg("--out")
         .arg(dir.join("out"))
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("stderr")).unwrap())
         .spawn()
         .unwrap()
 }
@@ -80,6 +80,8 @@ fn teardown_leaves_nothing_behind() {
     nix_kill(c.id(), "-INT");
     let st = c.wait().unwrap();
     assert!(!st.success(), "an interrupted run should not report success");
+    let said = std::fs::read_to_string(dir.join("stderr")).unwrap();
+    assert!(said.contains("interrupted"), "the run does not say it was interrupted: {said}");
     assert_clean("after SIGINT");
 
     // A crash leaves things behind; `cleanup` removes them, and so would the next run.

@@ -507,7 +507,11 @@ mod tests {
         ];
         for (name, param) in bad {
             let err = ControllerConfig::parse(name, [param]).unwrap_err();
-            assert!(matches!(err, ConfigError::BadValue { .. }), "{name} {param}: {err}");
+            let key = param.split('=').next().unwrap();
+            assert!(
+                matches!(err, ConfigError::BadValue { param: p, .. } if p == key),
+                "{name} {param}: {err}"
+            );
         }
         let good = [
             ("amp", "beta=2"),
@@ -526,20 +530,31 @@ mod tests {
     #[test]
     fn validate_catches_hand_built_values() {
         let bad = [
-            ControllerConfig::Amp(AmpConfig { beta: 1.5, ..Default::default() }),
-            ControllerConfig::Amp(AmpConfig { gamma: 0, ..Default::default() }),
-            ControllerConfig::Amp(AmpConfig { tau: 0, ..Default::default() }),
-            ControllerConfig::Xmp(XmpConfig { beta: f64::NAN }),
-            ControllerConfig::Dcm(AlphaConfig { g: 0.0 }),
-            ControllerConfig::Dctcp(AlphaConfig { g: 2.0 }),
-            ControllerConfig::MptcpD(MptcpDConfig { alpha: 0.9, ..Default::default() }),
-            ControllerConfig::MptcpD(MptcpDConfig { beta: -1.0, ..Default::default() }),
-            ControllerConfig::MptcpD(MptcpDConfig { candidates: 0, ..Default::default() }),
-            ControllerConfig::Mmptcp(MmptcpConfig { switch_bytes: 0, ..Default::default() }),
+            (ControllerConfig::Amp(AmpConfig { beta: 1.5, ..Default::default() }), "beta"),
+            (ControllerConfig::Amp(AmpConfig { gamma: 0, ..Default::default() }), "gamma"),
+            (ControllerConfig::Amp(AmpConfig { tau: 0, ..Default::default() }), "tau"),
+            (ControllerConfig::Xmp(XmpConfig { beta: f64::NAN }), "beta"),
+            (ControllerConfig::Dcm(AlphaConfig { g: 0.0 }), "g"),
+            (ControllerConfig::Dctcp(AlphaConfig { g: 2.0 }), "g"),
+            (ControllerConfig::MptcpD(MptcpDConfig { alpha: 0.9, ..Default::default() }), "alpha"),
+            (ControllerConfig::MptcpD(MptcpDConfig { beta: -1.0, ..Default::default() }), "beta"),
+            (
+                ControllerConfig::MptcpD(MptcpDConfig { candidates: 0, ..Default::default() }),
+                "candidates",
+            ),
+            (
+                ControllerConfig::Mmptcp(MmptcpConfig { switch_bytes: 0, ..Default::default() }),
+                "switch_bytes",
+            ),
         ];
-        for config in bad {
-            assert!(config.validate().is_err(), "{config:?}");
-            assert!(config.try_build().is_err(), "{config:?}");
+        for (config, param) in bad {
+            let err = config.validate().unwrap_err();
+            assert!(
+                matches!(err, ConfigError::BadValue { param: p, .. } if p == param),
+                "{config:?}: expected a bad `{param}`, got: {err}"
+            );
+            let build = config.try_build().err().map(|e| e.to_string());
+            assert_eq!(build, Some(err.to_string()), "{config:?}");
         }
     }
 

@@ -283,26 +283,15 @@ pub fn group_flows<'a>(
     r.flows.iter().filter(move |f| f.group.as_deref().is_some_and(|g| g.starts_with(prefix)))
 }
 
-/// Mean and standard deviation.
+/// Mean and population standard deviation ([`mpquic_stats::mean_std`]); NaN without values.
 pub fn mean_std(xs: &[f64]) -> (f64, f64) {
-    if xs.is_empty() {
-        return (f64::NAN, f64::NAN);
-    }
-    let n = xs.len() as f64;
-    let m = xs.iter().sum::<f64>() / n;
-    let v = xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / n;
-    (m, v.sqrt())
+    mpquic_stats::mean_std(xs).unwrap_or((f64::NAN, f64::NAN))
 }
 
-/// The `q`-quantile (nearest rank) of `xs`.
+/// The `q`-quantile of `xs` by the suite's rule, nearest rank ([`mpquic_stats`]); NaN without
+/// values.
 pub fn quantile(xs: &[f64], q: f64) -> f64 {
-    if xs.is_empty() {
-        return f64::NAN;
-    }
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    let idx = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
-    v[idx]
+    mpquic_stats::quantile(xs, q).unwrap_or(f64::NAN)
 }
 
 /// Jain's index of the given flows' last-half goodput.

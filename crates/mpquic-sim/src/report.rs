@@ -298,18 +298,7 @@ fn us(ps: Ps) -> f64 {
     ps as f64 / 1e6
 }
 
-/// Jain's fairness index.
-pub fn jain(xs: &[f64]) -> Option<f64> {
-    if xs.is_empty() {
-        return None;
-    }
-    let sum: f64 = xs.iter().sum();
-    let sq: f64 = xs.iter().map(|x| x * x).sum();
-    if sq == 0.0 {
-        return None;
-    }
-    Some(sum * sum / (xs.len() as f64 * sq))
-}
+pub use mpquic_stats::jain;
 
 /// Active interval of a flow, picoseconds.
 fn active(flow: &Flow, end: Ps) -> (Ps, Ps) {

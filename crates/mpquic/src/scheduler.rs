@@ -114,6 +114,6 @@ mod tests {
         for s in Scheduler::ALL {
             assert_eq!(s.name().parse::<Scheduler>(), Ok(s));
         }
-        assert!("fastest".parse::<Scheduler>().is_err());
+        assert_eq!("fastest".parse::<Scheduler>(), Err(UnknownScheduler("fastest".into())));
     }
 }

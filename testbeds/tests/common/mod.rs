@@ -50,12 +50,12 @@ fn nix_is_root() -> bool {
         .unwrap_or(false)
 }
 
-/// Prints the reason and returns true if the test must be skipped.
-/// Start a netns test: `None` (and a line saying why) when they cannot run here, otherwise the
+/// Start a netns test: `None` when they cannot run here (the test is then reported as skipped,
+/// with the reason, or fails under `MPQUIC_FAIL_ON_SKIP=1`: see `mpquic_skip`), otherwise the
 /// lock that keeps this binary's testbed runs one at a time; hold it for the whole test.
 pub fn netns_test(test: &str) -> Option<MutexGuard<'static, ()>> {
     if let Some(reason) = skip_reason() {
-        println!("SKIPPED {test}: {reason}");
+        mpquic_skip::skip(test, &reason);
         return None;
     }
     Some(SERIAL.lock().unwrap_or_else(|e| e.into_inner()))
