@@ -13,7 +13,12 @@ use tokio_stream::StreamExt;
 use tracing::Instrument;
 
 use crate::congestion::{slot_of, SharedController, SlotReport};
+pub use crate::failover::FailoverEvent;
+use crate::failover::{FailureDetector, PathFailure, PathSample};
 use crate::options::Transport;
+
+/// How often the paths' counters are read for failure detection: the detection's granularity.
+const FAILURE_POLL: Duration = Duration::from_millis(25);
 
 /// One path to open: a remote address and, optionally, the local address to send from.
 ///
@@ -90,6 +95,36 @@ pub struct MultipathConnection {
     paths: Arc<Mutex<BTreeMap<PathId, PathRecord>>>,
     controller_name: &'static str,
     exact_ecn: bool,
+    failover: Arc<Failover>,
+}
+
+/// The connection's path failure rule and what it has seen, shared by its tasks.
+struct Failover {
+    rule: PathFailure,
+    started: Instant,
+    history: Mutex<Vec<FailoverEvent>>,
+    events: tokio::sync::broadcast::Sender<FailoverEvent>,
+}
+
+impl Failover {
+    fn new(rule: PathFailure) -> Self {
+        Failover {
+            rule,
+            started: Instant::now(),
+            history: Mutex::default(),
+            events: tokio::sync::broadcast::channel(64).0,
+        }
+    }
+
+    fn since_start(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+
+    fn publish(&self, event: FailoverEvent) {
+        tracing::warn!("{event}");
+        self.history.lock().unwrap_or_else(|p| p.into_inner()).push(event.clone());
+        let _ = self.events.send(event);
+    }
 }
 
 impl MultipathConnection {
@@ -106,6 +141,7 @@ impl MultipathConnection {
             paths: Arc::default(),
             controller_name,
             exact_ecn: transport.exact_ecn,
+            failover: Arc::new(Failover::new(transport.path_failure)),
         };
         let events = this.conn.path_events();
         this.register(PathId::ZERO);
@@ -140,9 +176,70 @@ impl MultipathConnection {
                     this.probe_silent_paths(&mut sent_before);
                 }
             }
+            .instrument(span.clone()),
+        );
+        this.spawn_failure_watch(span);
+        this
+    }
+
+    /// Read the open paths' counters every [`FAILURE_POLL`] and abandon those that fail.
+    fn spawn_failure_watch(&self, span: tracing::Span) {
+        let follower = self.clone_weak();
+        let mut detector = FailureDetector::new(self.failover.rule);
+        tokio::spawn(
+            async move {
+                let mut ticks = tokio::time::interval(FAILURE_POLL);
+                loop {
+                    ticks.tick().await;
+                    let Some(this) = follower.upgrade() else { break };
+                    if this.conn.close_reason().is_some() {
+                        break;
+                    }
+                    for id in detector.observe(Instant::now(), &this.path_samples()) {
+                        this.fail_path(id);
+                    }
+                }
+            }
             .instrument(span),
         );
-        this
+    }
+
+    fn path_samples(&self) -> Vec<(PathId, PathSample)> {
+        let sample = |id| {
+            let stats = self.conn.path_stats(id)?;
+            let received = stats.udp_rx.datagrams;
+            Some((id, PathSample { sent_bytes: stats.sent_bytes, received, srtt: stats.rtt }))
+        };
+        self.open_paths_now().into_iter().filter_map(sample).collect()
+    }
+
+    /// Abandon a failed path (noq re-sends its in-flight data on the others when it discards
+    /// it) and, on the client, keep trying to open it again.
+    fn fail_path(&self, id: PathId) {
+        if let Err(e) = self.close_path(id) {
+            tracing::warn!(path = %id, "path failed but cannot be abandoned: {e}");
+            return;
+        }
+        let record = self.ledger().get(&id).cloned();
+        let (local, remote) = record.map_or((None, None), |r| (r.local, r.remote));
+        let continuing_on =
+            self.open_paths_now().into_iter().filter(|&p| p != id).map(path_number).collect();
+        self.failover.publish(FailoverEvent::PathFailed {
+            path: path_number(id),
+            local,
+            remote,
+            at_s: self.failover.since_start(),
+            continuing_on,
+        });
+        if let (Some(remote), true) = (remote, self.conn.side().is_client()) {
+            let follower = self.clone_weak();
+            tokio::spawn(follower.reopen(id, PathSpec::new(local, remote)));
+        }
+    }
+
+    /// Failures and recoveries of this connection's paths, as they happen.
+    pub fn failover_events(&self) -> tokio::sync::broadcast::Receiver<FailoverEvent> {
+        self.failover.events.subscribe()
     }
 
     /// Ping every open path that sent nothing since the last call.
@@ -182,6 +279,7 @@ impl MultipathConnection {
             paths: Arc::downgrade(&self.paths),
             controller_name: self.controller_name,
             exact_ecn: self.exact_ecn,
+            failover: self.failover.clone(),
         }
     }
 
@@ -313,11 +411,13 @@ impl MultipathConnection {
         for path in &mut paths {
             path.share = if total == 0 { 0.0 } else { path.bytes_sent as f64 / total as f64 };
         }
+        let failovers = self.failover.history.lock().unwrap_or_else(|p| p.into_inner()).clone();
         ConnectionReport {
             controller: self.controller_name,
             exact_ecn: self.exact_ecn,
             paths,
             controller_state: snapshot,
+            failovers,
         }
     }
 }
@@ -328,6 +428,7 @@ struct WeakConnection {
     paths: std::sync::Weak<Mutex<BTreeMap<PathId, PathRecord>>>,
     controller_name: &'static str,
     exact_ecn: bool,
+    failover: Arc<Failover>,
 }
 
 impl WeakConnection {
@@ -338,7 +439,34 @@ impl WeakConnection {
             paths: self.paths.upgrade()?,
             controller_name: self.controller_name,
             exact_ecn: self.exact_ecn,
+            failover: self.failover.clone(),
         })
+    }
+
+    /// Try to open a path over `spec` every retry interval until it answers (a failed path
+    /// comes back as a new one) or the connection ends.
+    async fn reopen(self, failed: PathId, spec: PathSpec) {
+        let retry = self.failover.rule.retry;
+        loop {
+            tokio::time::sleep(retry).await;
+            let Some(this) = self.upgrade() else { return };
+            if this.conn.close_reason().is_some() {
+                return;
+            }
+            match this.open_path(spec).await {
+                Ok(path) => {
+                    this.failover.publish(FailoverEvent::PathRecovered {
+                        path: path_number(path),
+                        failed_path: path_number(failed),
+                        local: spec.local,
+                        remote: Some(spec.remote),
+                        at_s: this.failover.since_start(),
+                    });
+                    return;
+                }
+                Err(e) => tracing::debug!("{e}; retrying"),
+            }
+        }
     }
 }
 
@@ -438,4 +566,6 @@ pub struct ConnectionReport {
     pub paths: Vec<PathReport>,
     /// The coupled controller's state, if it is one of ours.
     pub controller_state: Option<ConnectionSnapshot>,
+    /// Paths that failed and came back, in order.
+    pub failovers: Vec<FailoverEvent>,
 }

@@ -11,6 +11,7 @@ use noq::{AckFrequencyConfig, TransportConfig, VarInt};
 use serde::Serialize;
 
 use crate::congestion::{CoupledFactory, SharedController};
+use crate::failover::PathFailure;
 use crate::scheduler::Scheduler;
 
 /// Which congestion control a connection runs.
@@ -136,6 +137,8 @@ pub struct Options {
     pub idle_timeout: Duration,
     /// Write a qlog trace per connection into this directory.
     pub qlog_dir: Option<PathBuf>,
+    /// When a path counts as failed (and is abandoned for the live ones).
+    pub path_failure: PathFailure,
 }
 
 impl Default for Options {
@@ -147,6 +150,7 @@ impl Default for Options {
             max_paths: 16,
             idle_timeout: Duration::from_secs(10),
             qlog_dir: None,
+            path_failure: PathFailure::default(),
         }
     }
 }
@@ -162,6 +166,8 @@ pub struct Transport {
     /// How often a path that sent nothing is probed, so that the peer (which abandons a path
     /// that receives nothing for the idle timeout) keeps it.
     pub path_keep_alive: Duration,
+    /// When a path counts as failed.
+    pub path_failure: PathFailure,
 }
 
 impl Options {
@@ -236,6 +242,7 @@ impl Options {
             controller,
             exact_ecn,
             path_keep_alive: self.idle_timeout / 3,
+            path_failure: self.path_failure,
         }
     }
 }
