@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use futures_util::future::join_all;
 use mpquic_cc::ConnectionSnapshot;
 use noq::{FourTuple, PathError, PathEvent, PathId, PathStats, PathStatus};
+use noq_proto::PathAbandonReason;
 use serde::Serialize;
 use tokio_stream::StreamExt;
 use tracing::Instrument;
@@ -220,6 +221,12 @@ impl MultipathConnection {
             tracing::warn!(path = %id, "path failed but cannot be abandoned: {e}");
             return;
         }
+        self.announce_failure(id);
+    }
+
+    /// Tell the application that path `id` failed (here or at the peer) and, on the client,
+    /// keep trying to open it again.
+    fn announce_failure(&self, id: PathId) {
         let record = self.ledger().get(&id).cloned();
         let (local, remote) = record.map_or((None, None), |r| (r.local, r.remote));
         let continuing_on =
@@ -311,6 +318,9 @@ impl MultipathConnection {
             PathEvent::Established { id, .. } => self.register(id),
             PathEvent::Abandoned { id, reason, .. } => {
                 tracing::info!(path = %id, ?reason, "path abandoned");
+                // Our peer abandons a path only when it found it failed (a server never closes
+                // paths otherwise), e.g. the sender of a download.
+                let failed_at_peer = matches!(reason, PathAbandonReason::RemoteAbandoned { .. });
                 let slot = {
                     let mut ledger = self.ledger();
                     let record = ledger.get_mut(&id);
@@ -321,6 +331,12 @@ impl MultipathConnection {
                 };
                 if let (Some(Some(slot)), Some(controller)) = (slot, &self.controller) {
                     controller.remove_path(slot);
+                }
+                if failed_at_peer
+                    && self.conn.side().is_client()
+                    && self.conn.close_reason().is_none()
+                {
+                    self.announce_failure(id);
                 }
             }
             PathEvent::Discarded { id, path_stats, .. } => {

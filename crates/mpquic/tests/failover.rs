@@ -135,12 +135,10 @@ async fn black_hole_is_survived(dead: u32) {
     assert!(received.longest_stall < Duration::from_secs(1), "stall {:?}", received.longest_stall);
 }
 
+/// One test for both paths, run one after the other: two transfers at once on a 2-core machine
+/// would measure each other rather than the failover.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn path_zero_black_holed_fails_over_and_comes_back() {
+async fn a_black_holed_path_fails_over_and_comes_back() {
     black_hole_is_survived(0).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn path_one_black_holed_fails_over_and_comes_back() {
     black_hole_is_survived(1).await;
 }
