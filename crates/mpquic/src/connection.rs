@@ -102,15 +102,19 @@ pub struct MultipathConnection {
 /// The connection's path failure rule and what it has seen, shared by its tasks.
 struct Failover {
     rule: PathFailure,
+    #[cfg(feature = "qlog")]
+    qlog: Option<crate::qlog::QlogEvents>,
     started: Instant,
     history: Mutex<Vec<FailoverEvent>>,
     events: tokio::sync::broadcast::Sender<FailoverEvent>,
 }
 
 impl Failover {
-    fn new(rule: PathFailure) -> Self {
+    fn new(transport: &Transport) -> Self {
         Failover {
-            rule,
+            rule: transport.path_failure,
+            #[cfg(feature = "qlog")]
+            qlog: transport.qlog_events.clone(),
             started: Instant::now(),
             history: Mutex::default(),
             events: tokio::sync::broadcast::channel(64).0,
@@ -123,6 +127,10 @@ impl Failover {
 
     fn publish(&self, event: FailoverEvent) {
         tracing::warn!("{event}");
+        #[cfg(feature = "qlog")]
+        if let (Some(qlog), Ok(data)) = (&self.qlog, serde_json::to_value(&event)) {
+            qlog.write(event.qlog_name(), data);
+        }
         self.history.lock().unwrap_or_else(|p| p.into_inner()).push(event.clone());
         let _ = self.events.send(event);
     }
@@ -136,13 +144,14 @@ impl MultipathConnection {
         transport: Transport,
         controller_name: &'static str,
     ) -> Self {
+        let failover = Arc::new(Failover::new(&transport));
         let this = MultipathConnection {
             conn,
             controller: transport.controller,
             paths: Arc::default(),
             controller_name,
             exact_ecn: transport.exact_ecn,
-            failover: Arc::new(Failover::new(transport.path_failure)),
+            failover,
         };
         let events = this.conn.path_events();
         this.register(PathId::ZERO);

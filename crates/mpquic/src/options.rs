@@ -168,6 +168,9 @@ pub struct Transport {
     pub path_keep_alive: Duration,
     /// When a path counts as failed.
     pub path_failure: PathFailure,
+    /// The qlog trace's sink for the connection's own events, when tracing.
+    #[cfg(feature = "qlog")]
+    pub qlog_events: Option<crate::qlog::QlogEvents>,
 }
 
 impl Options {
@@ -215,6 +218,8 @@ impl Options {
             config.enable_segmentation_offload(false).ack_frequency_config(Some(ack_frequency));
         }
 
+        #[cfg(feature = "qlog")]
+        let mut qlog_events = None;
         #[cfg(not(feature = "qlog"))]
         if self.qlog_dir.is_some() {
             let _ = label;
@@ -230,12 +235,14 @@ impl Options {
                 "exact_ecn": exact_ecn,
                 "max_paths": self.max_paths,
             });
-            config.qlog_factory(Arc::new(crate::qlog::ConnectionQlog::new(
+            let factory = crate::qlog::ConnectionQlog::new(
                 dir.clone(),
                 label,
                 controller.clone(),
                 configuration,
-            )));
+            );
+            qlog_events = Some(factory.events());
+            config.qlog_factory(Arc::new(factory));
         }
         Transport {
             config: Arc::new(config),
@@ -243,6 +250,8 @@ impl Options {
             exact_ecn,
             path_keep_alive: self.idle_timeout / 3,
             path_failure: self.path_failure,
+            #[cfg(feature = "qlog")]
+            qlog_events,
         }
     }
 }

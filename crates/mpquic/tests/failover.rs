@@ -89,7 +89,14 @@ async fn transfer_with_black_hole(dead: usize) -> (Received, Vec<FailoverEvent>)
         PathSpec::new(Some(ip("127.0.0.1")), relay0),
         PathSpec::new(Some(ip("127.0.0.2")), relay1),
     ];
-    let options = Options { idle_timeout: Duration::from_secs(3), ..Options::default() };
+    let qlog_dir =
+        std::env::temp_dir().join(format!("mpquic-failover-{}-{dead}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&qlog_dir);
+    let options = Options {
+        idle_timeout: Duration::from_secs(3),
+        qlog_dir: Some(qlog_dir.clone()),
+        ..Options::default()
+    };
     let (conn, failures) =
         client.connect("localhost", &paths, &options, Duration::from_secs(5)).await.unwrap();
     assert!(failures.is_empty(), "{failures:?}");
@@ -113,9 +120,26 @@ async fn transfer_with_black_hole(dead: usize) -> (Received, Vec<FailoverEvent>)
     let events = conn.report().failovers;
     conn.connection().close(0u32.into(), b"done");
     let received = serving.await.unwrap();
+    drop(conn);
+    let _ = tokio::time::timeout(Duration::from_secs(3), client.wait_idle()).await;
+    drop(client);
+    let trace = qlog_text(&qlog_dir);
+    let _ = std::fs::remove_dir_all(&qlog_dir);
+    for name in ["mpquic:path_failed", "mpquic:path_recovered"] {
+        assert!(
+            trace.contains(&format!("\"name\":\"{name}\"")),
+            "no {name} event in the client's qlog"
+        );
+    }
     let expected: u64 = data.iter().map(|&b| u64::from(b)).sum();
     assert_eq!((received.len, received.sum), (PAYLOAD as u64, expected), "data corrupted");
     (received, events)
+}
+
+/// Every trace file in `dir`, concatenated.
+fn qlog_text(dir: &std::path::Path) -> String {
+    let files = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    files.map(|f| std::fs::read_to_string(f.unwrap().path()).unwrap()).collect()
 }
 
 async fn black_hole_is_survived(dead: u32) {
