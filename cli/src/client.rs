@@ -64,6 +64,13 @@ async fn open_connection(client: &Client, args: &ConnectArgs) -> Result<Multipat
     for failure in failures {
         eprintln!("mpquic: warning: {failure}; continuing on the other paths");
     }
+    // Say when a path fails or comes back while it happens, not only in the final table.
+    let mut failovers = conn.failover_events();
+    tokio::spawn(async move {
+        while let Ok(event) = failovers.recv().await {
+            eprintln!("mpquic: {event}");
+        }
+    });
     Ok(conn)
 }
 

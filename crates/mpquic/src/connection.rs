@@ -8,12 +8,18 @@ use std::time::{Duration, Instant};
 use futures_util::future::join_all;
 use mpquic_cc::ConnectionSnapshot;
 use noq::{FourTuple, PathError, PathEvent, PathId, PathStats, PathStatus};
+use noq_proto::PathAbandonReason;
 use serde::Serialize;
 use tokio_stream::StreamExt;
 use tracing::Instrument;
 
 use crate::congestion::{slot_of, SharedController, SlotReport};
+pub use crate::failover::FailoverEvent;
+use crate::failover::{FailureDetector, PathFailure, PathSample};
 use crate::options::Transport;
+
+/// How often the paths' counters are read for failure detection: the detection's granularity.
+const FAILURE_POLL: Duration = Duration::from_millis(25);
 
 /// One path to open: a remote address and, optionally, the local address to send from.
 ///
@@ -103,6 +109,44 @@ pub struct MultipathConnection {
     paths: Arc<Mutex<BTreeMap<PathId, PathRecord>>>,
     controller_name: &'static str,
     exact_ecn: bool,
+    failover: Arc<Failover>,
+}
+
+/// The connection's path failure rule and what it has seen, shared by its tasks.
+struct Failover {
+    rule: PathFailure,
+    #[cfg(feature = "qlog")]
+    qlog: Option<crate::qlog::QlogEvents>,
+    started: Instant,
+    history: Mutex<Vec<FailoverEvent>>,
+    events: tokio::sync::broadcast::Sender<FailoverEvent>,
+}
+
+impl Failover {
+    fn new(transport: &Transport) -> Self {
+        Failover {
+            rule: transport.path_failure,
+            #[cfg(feature = "qlog")]
+            qlog: transport.qlog_events.clone(),
+            started: Instant::now(),
+            history: Mutex::default(),
+            events: tokio::sync::broadcast::channel(64).0,
+        }
+    }
+
+    fn since_start(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+
+    fn publish(&self, event: FailoverEvent) {
+        tracing::warn!("{event}");
+        #[cfg(feature = "qlog")]
+        if let (Some(qlog), Ok(data)) = (&self.qlog, serde_json::to_value(&event)) {
+            qlog.write(event.qlog_name(), data);
+        }
+        self.history.lock().unwrap_or_else(|p| p.into_inner()).push(event.clone());
+        let _ = self.events.send(event);
+    }
 }
 
 impl MultipathConnection {
@@ -113,12 +157,14 @@ impl MultipathConnection {
         transport: Transport,
         controller_name: &'static str,
     ) -> Self {
+        let failover = Arc::new(Failover::new(&transport));
         let this = MultipathConnection {
             conn,
             controller: transport.controller,
             paths: Arc::default(),
             controller_name,
             exact_ecn: transport.exact_ecn,
+            failover,
         };
         let events = this.conn.path_events();
         this.register(PathId::ZERO);
@@ -153,9 +199,76 @@ impl MultipathConnection {
                     this.probe_silent_paths(&mut sent_before);
                 }
             }
+            .instrument(span.clone()),
+        );
+        this.spawn_failure_watch(span);
+        this
+    }
+
+    /// Read the open paths' counters every [`FAILURE_POLL`] and abandon those that fail.
+    fn spawn_failure_watch(&self, span: tracing::Span) {
+        let follower = self.clone_weak();
+        let mut detector = FailureDetector::new(self.failover.rule);
+        tokio::spawn(
+            async move {
+                let mut ticks = tokio::time::interval(FAILURE_POLL);
+                loop {
+                    ticks.tick().await;
+                    let Some(this) = follower.upgrade() else { break };
+                    if this.conn.close_reason().is_some() {
+                        break;
+                    }
+                    for id in detector.observe(Instant::now(), &this.path_samples()) {
+                        this.fail_path(id);
+                    }
+                }
+            }
             .instrument(span),
         );
-        this
+    }
+
+    fn path_samples(&self) -> Vec<(PathId, PathSample)> {
+        let sample = |id| {
+            let stats = self.conn.path_stats(id)?;
+            let received = stats.udp_rx.datagrams;
+            Some((id, PathSample { sent_bytes: stats.sent_bytes, received, srtt: stats.rtt }))
+        };
+        self.open_paths_now().into_iter().filter_map(sample).collect()
+    }
+
+    /// Abandon a failed path (noq re-sends its in-flight data on the others when it discards
+    /// it) and, on the client, keep trying to open it again.
+    fn fail_path(&self, id: PathId) {
+        if let Err(e) = self.close_path(id) {
+            tracing::warn!(path = %id, "path failed but cannot be abandoned: {e}");
+            return;
+        }
+        self.announce_failure(id);
+    }
+
+    /// Tell the application that path `id` failed (here or at the peer) and, on the client,
+    /// keep trying to open it again.
+    fn announce_failure(&self, id: PathId) {
+        let record = self.ledger().get(&id).cloned();
+        let (local, remote) = record.map_or((None, None), |r| (r.local, r.remote));
+        let continuing_on =
+            self.open_paths_now().into_iter().filter(|&p| p != id).map(path_number).collect();
+        self.failover.publish(FailoverEvent::PathFailed {
+            path: path_number(id),
+            local,
+            remote,
+            at_s: self.failover.since_start(),
+            continuing_on,
+        });
+        if let (Some(remote), true) = (remote, self.conn.side().is_client()) {
+            let follower = self.clone_weak();
+            tokio::spawn(follower.reopen(id, PathSpec::new(local, remote)));
+        }
+    }
+
+    /// Failures and recoveries of this connection's paths, as they happen.
+    pub fn failover_events(&self) -> tokio::sync::broadcast::Receiver<FailoverEvent> {
+        self.failover.events.subscribe()
     }
 
     /// Ping every open path that sent nothing since the last call.
@@ -191,6 +304,7 @@ impl MultipathConnection {
             paths: Arc::downgrade(&self.paths),
             controller_name: self.controller_name,
             exact_ecn: self.exact_ecn,
+            failover: self.failover.clone(),
         }
     }
 
@@ -222,6 +336,9 @@ impl MultipathConnection {
             PathEvent::Established { id, .. } => self.register(id),
             PathEvent::Abandoned { id, reason, .. } => {
                 tracing::info!(path = %id, ?reason, "path abandoned");
+                // Our peer abandons a path only when it found it failed (a server never closes
+                // paths otherwise), e.g. the sender of a download.
+                let failed_at_peer = matches!(reason, PathAbandonReason::RemoteAbandoned { .. });
                 let slot = {
                     let mut ledger = self.ledger();
                     let record = ledger.get_mut(&id);
@@ -232,6 +349,12 @@ impl MultipathConnection {
                 };
                 if let (Some(Some(slot)), Some(controller)) = (slot, &self.controller) {
                     controller.remove_path(slot);
+                }
+                if failed_at_peer
+                    && self.conn.side().is_client()
+                    && self.conn.close_reason().is_none()
+                {
+                    self.announce_failure(id);
                 }
             }
             PathEvent::Discarded { id, path_stats, .. } => {
@@ -341,11 +464,13 @@ impl MultipathConnection {
         for path in &mut paths {
             path.share = if total == 0 { 0.0 } else { path.bytes_sent as f64 / total as f64 };
         }
+        let failovers = self.failover.history.lock().unwrap_or_else(|p| p.into_inner()).clone();
         ConnectionReport {
             controller: self.controller_name,
             exact_ecn: self.exact_ecn,
             paths,
             controller_state: snapshot,
+            failovers,
         }
     }
 }
@@ -356,6 +481,7 @@ struct WeakConnection {
     paths: std::sync::Weak<Mutex<BTreeMap<PathId, PathRecord>>>,
     controller_name: &'static str,
     exact_ecn: bool,
+    failover: Arc<Failover>,
 }
 
 impl WeakConnection {
@@ -366,7 +492,34 @@ impl WeakConnection {
             paths: self.paths.upgrade()?,
             controller_name: self.controller_name,
             exact_ecn: self.exact_ecn,
+            failover: self.failover.clone(),
         })
+    }
+
+    /// Try to open a path over `spec` every retry interval until it answers (a failed path
+    /// comes back as a new one) or the connection ends.
+    async fn reopen(self, failed: PathId, spec: PathSpec) {
+        let retry = self.failover.rule.retry;
+        loop {
+            tokio::time::sleep(retry).await;
+            let Some(this) = self.upgrade() else { return };
+            if this.conn.close_reason().is_some() {
+                return;
+            }
+            match this.open_path(spec).await {
+                Ok(path) => {
+                    this.failover.publish(FailoverEvent::PathRecovered {
+                        path: path_number(path),
+                        failed_path: path_number(failed),
+                        local: spec.local,
+                        remote: Some(spec.remote),
+                        at_s: this.failover.since_start(),
+                    });
+                    return;
+                }
+                Err(e) => tracing::debug!("{e}; retrying"),
+            }
+        }
     }
 }
 
@@ -464,4 +617,6 @@ pub struct ConnectionReport {
     pub paths: Vec<PathReport>,
     /// The coupled controller's state, if it is one of ours.
     pub controller_state: Option<ConnectionSnapshot>,
+    /// Paths that failed and came back, in order.
+    pub failovers: Vec<FailoverEvent>,
 }

@@ -33,14 +33,18 @@
 pub mod congestion;
 mod connection;
 mod endpoint;
+mod failover;
 mod options;
 #[cfg(feature = "qlog")]
 pub mod qlog;
 mod scheduler;
 pub mod tls;
 
-pub use connection::{ConnectionReport, MultipathConnection, PathOpenError, PathReport, PathSpec};
+pub use connection::{
+    ConnectionReport, FailoverEvent, MultipathConnection, PathOpenError, PathReport, PathSpec,
+};
 pub use endpoint::{Accepting, Client, Error, Server};
+pub use failover::PathFailure;
 pub use mpquic_cc;
 pub use noq;
 pub use options::{Congestion, EcnPrecision, InvalidOptions, Options, Transport};

@@ -11,6 +11,7 @@ use noq::{AckFrequencyConfig, TransportConfig, VarInt};
 use serde::Serialize;
 
 use crate::congestion::{CoupledFactory, SharedController};
+use crate::failover::PathFailure;
 use crate::scheduler::Scheduler;
 
 /// Which congestion control a connection runs.
@@ -182,6 +183,8 @@ pub struct Options {
     pub idle_timeout: Duration,
     /// Write a qlog trace per connection into this directory.
     pub qlog_dir: Option<PathBuf>,
+    /// When a path counts as failed (and is abandoned for the live ones).
+    pub path_failure: PathFailure,
 }
 
 impl Default for Options {
@@ -195,6 +198,7 @@ impl Default for Options {
             max_paths: 16,
             idle_timeout: Duration::from_secs(10),
             qlog_dir: None,
+            path_failure: PathFailure::default(),
         }
     }
 }
@@ -216,6 +220,11 @@ pub struct Transport {
     /// How often a path that sent nothing is probed, so that the peer (which abandons a path
     /// that receives nothing for the idle timeout) keeps it.
     pub path_keep_alive: Duration,
+    /// When a path counts as failed.
+    pub path_failure: PathFailure,
+    /// The qlog trace's sink for the connection's own events, when tracing.
+    #[cfg(feature = "qlog")]
+    pub qlog_events: Option<crate::qlog::QlogEvents>,
 }
 
 impl Options {
@@ -320,6 +329,8 @@ impl Options {
         // Mutated only to attach the qlog trace, which the `qlog` feature may leave out.
         #[allow(unused_mut)]
         let (mut config, controller) = self.transport_config();
+        #[cfg(feature = "qlog")]
+        let mut qlog_events = None;
         #[cfg(not(feature = "qlog"))]
         if self.qlog_dir.is_some() {
             let _ = label;
@@ -336,18 +347,23 @@ impl Options {
                 "max_ack_delay_ms": self.max_ack_delay.map(|d| d.as_secs_f64() * 1e3),
                 "max_paths": self.max_paths,
             });
-            config.qlog_factory(Arc::new(crate::qlog::ConnectionQlog::new(
+            let factory = crate::qlog::ConnectionQlog::new(
                 dir.clone(),
                 label,
                 controller.clone(),
                 configuration,
-            )));
+            );
+            qlog_events = Some(factory.events());
+            config.qlog_factory(Arc::new(factory));
         }
         Transport {
             config: Arc::new(config),
             exact_ecn: controller.is_some(),
             controller,
             path_keep_alive: self.idle_timeout / 3,
+            path_failure: self.path_failure,
+            #[cfg(feature = "qlog")]
+            qlog_events,
         }
     }
 }

@@ -114,6 +114,24 @@ pub struct ConnectionQlog {
     label: String,
     controller: Option<Arc<SharedController>>,
     configuration: serde_json::Value,
+    events: QlogEvents,
+}
+
+/// Where the connection writes its own `mpquic:*` events (path failures), once noq has opened
+/// the trace.
+#[derive(Clone, Default)]
+pub struct QlogEvents(Arc<Mutex<Option<Arc<Mutex<Trace>>>>>);
+
+impl QlogEvents {
+    /// Append the custom event `mpquic:<name>` now; nothing if the trace is not open.
+    pub fn write(&self, name: &str, data: serde_json::Value) {
+        let trace = self.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some(trace) = trace {
+            if let Err(e) = Trace::lock(&trace).write_event(Instant::now(), name, data) {
+                tracing::warn!("qlog: cannot write {name} event: {e}");
+            }
+        }
+    }
 }
 
 impl ConnectionQlog {
@@ -125,7 +143,18 @@ impl ConnectionQlog {
         controller: Option<Arc<SharedController>>,
         configuration: serde_json::Value,
     ) -> Self {
-        ConnectionQlog { dir, label: label.into(), controller, configuration }
+        ConnectionQlog {
+            dir,
+            label: label.into(),
+            controller,
+            configuration,
+            events: QlogEvents::default(),
+        }
+    }
+
+    /// The handle through which the connection adds its own events to the trace.
+    pub fn events(&self) -> QlogEvents {
+        self.events.clone()
     }
 }
 
@@ -156,6 +185,7 @@ impl QlogFactory for ConnectionQlog {
         {
             tracing::warn!("qlog: cannot write to {}: {e}", path.display());
         }
+        *self.events.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(trace.clone());
         if let Some(controller) = &self.controller {
             let trace = trace.clone();
             controller.set_notice_sink(Box::new(move |at, notice| {

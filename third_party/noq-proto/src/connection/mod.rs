@@ -2242,7 +2242,6 @@ impl Connection {
         packet_size: usize,
         connection_close_pending: bool,
     ) -> SendableFrames {
-        let space = &mut self.spaces[space_id];
         let space_has_crypto = self.crypto_state.has_keys(space_id.encryption_level());
 
         if !space_has_crypto
@@ -2254,11 +2253,12 @@ impl Connection {
             return SendableFrames::empty();
         }
 
-        let mut can_send = space.can_send(path_id, &self.streams);
+        let mut can_send = self.spaces[space_id].can_send(path_id, &self.streams);
+        can_send.acks = !self.acks_carried_by(space_id, path_id).is_empty();
 
         // Check for 1RTT space.
         if space_id == SpaceId::Data {
-            let pn = space.for_path(path_id).peek_tx_number();
+            let pn = self.spaces[space_id].for_path(path_id).peek_tx_number();
             // Number of bytes available for frames if this is a 1-RTT packet. We're
             // guaranteed to be able to send an individual frame at least this large in the
             // next 1-RTT packet. This could be generalized to support every space, but it's
@@ -6142,13 +6142,14 @@ impl Connection {
         let is_multipath_negotiated = self.is_multipath_negotiated();
         let space_has_keys = self.crypto_state.has_keys(space_id.encryption_level());
         let is_0rtt = space_id == SpaceId::Data && !space_has_keys;
-        let stats = &mut self.path_stats.get_mut(path_id).frame_tx;
-        let space = &mut self.spaces[space_id];
-        let path = &mut self.paths.get_mut(&path_id).expect("known path").data;
-        space
+        self.spaces[space_id]
             .for_path(path_id)
             .pending_acks
             .maybe_ack_non_eliciting();
+        let ack_paths = self.acks_carried_by(space_id, path_id);
+        let stats = &mut self.path_stats.get_mut(path_id).frame_tx;
+        let space = &mut self.spaces[space_id];
+        let path = &mut self.paths.get_mut(&path_id).expect("known path").data;
 
         // HANDSHAKE_DONE
         if !is_0rtt
@@ -6180,13 +6181,7 @@ impl Connection {
 
         // ACK
         if !scheduling_info.is_abandoned && scheduling_info.may_send_data {
-            for path_id in space
-                .number_spaces
-                .iter_mut()
-                .filter(|(_, pns)| pns.pending_acks.can_send())
-                .map(|(&path_id, _)| path_id)
-                .collect::<Vec<_>>()
-            {
+            for path_id in ack_paths {
                 Self::populate_acks(
                     now,
                     self.receiving_ecn,
@@ -6623,6 +6618,41 @@ impl Connection {
             self.streams
                 .write_stream_frames(builder, self.config.send_fairness, stats);
         }
+    }
+
+    /// The paths whose pending ACKs a packet on `carrier` should include
+    ///
+    /// With multipath, a path's PATH_ACKs ride that path whenever it may send data, so that
+    /// one path's loss or queue does not take the feedback of every other path with it
+    /// (noq #799). A path that cannot carry its own ACKs (not validated, abandoned, no CIDs,
+    /// or a backup while an available path exists) has them sent on the lowest-RTT path that
+    /// can; if there is none, any path takes them, as before.
+    fn acks_carried_by(&self, space_id: SpaceId, carrier: PathId) -> Vec<PathId> {
+        let pending = self.spaces[space_id]
+            .number_spaces
+            .iter()
+            .filter(|(_, pns)| pns.pending_acks.can_send())
+            .map(|(&acked, _)| acked);
+        if space_id != SpaceId::Data || !self.is_multipath_negotiated() {
+            return pending.collect();
+        }
+        let can_carry_data = |id: PathId| {
+            self.paths.contains_key(&id) && self.scheduling_info(id).may_send_data
+        };
+        let fastest_carrier = || {
+            self.paths
+                .iter()
+                .filter(|(id, _)| can_carry_data(**id))
+                .min_by_key(|(_, path)| path.data.rtt.get())
+                .map(|(id, _)| *id)
+        };
+        pending
+            .filter(|&acked| {
+                acked == carrier
+                    || (!can_carry_data(acked)
+                        && fastest_carrier().is_none_or(|fastest| fastest == carrier))
+            })
+            .collect()
     }
 
     /// Write pending ACKs into a buffer

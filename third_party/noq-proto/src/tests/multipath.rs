@@ -2402,4 +2402,51 @@ fn send_rank_orders_the_paths() {
     // A path ranked `None` takes no data while another path ranks.
     let (on_0, on_1) = client_bytes_per_path(|index, _| (index == 1).then_some(0));
     assert!(on_1 > 200_000 && on_0 < 10_000, "path 0 excluded: {on_0} / {on_1}");
+
+/// PATH_ACKs ride the path they acknowledge (noq #799): when path 0 goes silent, the
+/// receiver's ACKs for path 1 keep flowing on path 1 instead of vanishing into path 0.
+#[test]
+fn path_acks_stay_on_their_path_when_path_zero_is_black_holed() -> TestResult {
+    let _guard = subscribe();
+    let mut pair = ConnPair::builder().enable_multipath().connect();
+    let first_client_addr = pair.routes.as_basic().client_addr;
+    let first_server_addr = pair.routes.as_basic().server_addr;
+    let mut second_client_addr = first_client_addr;
+    let mut second_server_addr = first_server_addr;
+    second_client_addr.set_port(second_client_addr.port() + 1);
+    second_server_addr.set_port(second_server_addr.port() + 1);
+    pair.routes = ManyToManyRouting::simple_symmetric(
+        [first_client_addr, second_client_addr],
+        [first_server_addr, second_server_addr],
+    )
+    .into();
+    let second_path = FourTuple {
+        local_ip: Some(second_client_addr.ip()),
+        remote: second_server_addr,
+    };
+    let path1 = pair.open_path(Client, second_path, PathStatus::Available)?;
+    pair.drive();
+    while pair.poll(Client).is_some() {}
+    while pair.poll(Server).is_some() {}
+
+    info!("black-holing path 0 in both directions");
+    pair.routes =
+        ManyToManyRouting::simple_symmetric([second_client_addr], [second_server_addr]).into();
+    let acks_sent_before = pair.path_stats(Server, path1).unwrap().frame_tx.path_acks;
+    let acks_received_before = pair.path_stats(Client, path1).unwrap().frame_rx.path_acks;
+
+    let s = pair.streams(Client).open(Dir::Uni).unwrap();
+    pair.send_stream(Client, s).write(&[7u8; 100_000])?;
+    for _ in 0..200 {
+        pair.step();
+    }
+
+    let acks_sent = pair.path_stats(Server, path1).unwrap().frame_tx.path_acks - acks_sent_before;
+    let acks_received =
+        pair.path_stats(Client, path1).unwrap().frame_rx.path_acks - acks_received_before;
+    info!(acks_sent, acks_received, "PATH_ACKs on path 1 while path 0 is dark");
+    assert!(acks_sent > 0, "the server sent no PATH_ACK on path 1");
+    assert!(acks_received > 0, "the client received no PATH_ACK on path 1");
+    assert!(!pair.is_closed(Client) && !pair.is_closed(Server));
+    Ok(())
 }

@@ -1,0 +1,168 @@
+//! Path failover over loopback: each path crosses a UDP relay that the test can black-hole.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mpquic::{Client, FailoverEvent, Identity, Options, PathSpec, Server, Trust};
+use tokio::net::UdpSocket;
+
+const PAYLOAD: usize = 48 << 20;
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
+}
+
+/// Forwards datagrams between one client and `server` while `forwarding` is set; drops them
+/// (both ways) while it is not. Returns the address the client sends to.
+async fn relay(bind: IpAddr, server: SocketAddr, forwarding: Arc<AtomicBool>) -> SocketAddr {
+    let front = Arc::new(UdpSocket::bind(SocketAddr::new(bind, 0)).await.unwrap());
+    let back = Arc::new(UdpSocket::bind(SocketAddr::new(bind, 0)).await.unwrap());
+    let address = front.local_addr().unwrap();
+    let (client_tx, mut client_rx) = tokio::sync::watch::channel(None::<SocketAddr>);
+    let (f, b, on) = (front.clone(), back.clone(), forwarding.clone());
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65536];
+        while let Ok((n, from)) = f.recv_from(&mut buf).await {
+            client_tx.send_replace(Some(from));
+            if on.load(Ordering::Relaxed) {
+                let _ = b.send_to(&buf[..n], server).await;
+            }
+        }
+    });
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65536];
+        while let Ok((n, _)) = back.recv_from(&mut buf).await {
+            let client = *client_rx.borrow_and_update();
+            if let (Some(client), true) = (client, forwarding.load(Ordering::Relaxed)) {
+                let _ = front.send_to(&buf[..n], client).await;
+            }
+        }
+    });
+    address
+}
+
+/// What the receiving server saw: bytes, their sum, and the longest wait between two reads.
+struct Received {
+    len: u64,
+    sum: u64,
+    longest_stall: Duration,
+}
+
+/// Upload `PAYLOAD` bytes over two relayed paths and black-hole path `dead` for 1.5 s, 300 ms
+/// into the transfer; the sender's idle timeout (3 s) is shorter than the server's (10 s).
+async fn transfer_with_black_hole(dead: usize) -> (Received, Vec<FailoverEvent>) {
+    let listen = [SocketAddr::new(ip("127.0.0.1"), 0), SocketAddr::new(ip("127.0.0.2"), 0)];
+    let server = Server::bind(
+        &listen,
+        &Identity::self_signed(&["localhost".into()]).unwrap(),
+        Options::default(),
+    )
+    .unwrap();
+    let port = server.local_addr().unwrap().port();
+    let serving = tokio::spawn(async move {
+        let conn = server.accept().await.unwrap().established().await.unwrap();
+        let (mut send, mut recv) = conn.connection().accept_bi().await.unwrap();
+        let (mut len, mut sum, mut longest_stall) = (0u64, 0u64, Duration::ZERO);
+        let mut last = Instant::now();
+        while let Some(chunk) = recv.read_chunk(usize::MAX).await.unwrap() {
+            longest_stall = longest_stall.max(last.elapsed());
+            last = Instant::now();
+            len += chunk.len() as u64;
+            sum += chunk.iter().map(|&b| u64::from(b)).sum::<u64>();
+        }
+        send.write_all(b"ok").await.unwrap();
+        send.finish().unwrap();
+        let _ = send.stopped().await;
+        conn.connection().closed().await;
+        Received { len, sum, longest_stall }
+    });
+
+    let forwarding = [Arc::new(AtomicBool::new(true)), Arc::new(AtomicBool::new(true))];
+    let relay0 =
+        relay(ip("127.0.0.3"), SocketAddr::new(ip("127.0.0.1"), port), forwarding[0].clone()).await;
+    let relay1 =
+        relay(ip("127.0.0.4"), SocketAddr::new(ip("127.0.0.2"), port), forwarding[1].clone()).await;
+    let client = Client::new(&Trust::InsecureAnyCertificate, ip("127.0.0.1")).unwrap();
+    let paths = [
+        PathSpec::new(Some(ip("127.0.0.1")), relay0),
+        PathSpec::new(Some(ip("127.0.0.2")), relay1),
+    ];
+    let qlog_dir =
+        std::env::temp_dir().join(format!("mpquic-failover-{}-{dead}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&qlog_dir);
+    let options = Options {
+        idle_timeout: Duration::from_secs(3),
+        qlog_dir: Some(qlog_dir.clone()),
+        ..Options::default()
+    };
+    let (conn, failures) =
+        client.connect("localhost", &paths, &options, Duration::from_secs(5)).await.unwrap();
+    assert!(failures.is_empty(), "{failures:?}");
+
+    let switch = forwarding[dead].clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        switch.store(false, Ordering::Relaxed);
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        switch.store(true, Ordering::Relaxed);
+    });
+    let data: Vec<u8> = (0..PAYLOAD).map(|i| (i * 7 + i / 4099) as u8).collect();
+    let (mut send, mut recv) = conn.connection().open_bi().await.unwrap();
+    // Paced in 1 MB pieces so that the transfer outlasts the black hole on loopback.
+    for piece in data.chunks(1 << 20) {
+        send.write_all(piece).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    send.finish().unwrap();
+    assert_eq!(recv.read_to_end(16).await.unwrap(), b"ok");
+    let events = conn.report().failovers;
+    conn.connection().close(0u32.into(), b"done");
+    let received = serving.await.unwrap();
+    drop(conn);
+    let _ = tokio::time::timeout(Duration::from_secs(3), client.wait_idle()).await;
+    drop(client);
+    let trace = qlog_text(&qlog_dir);
+    let _ = std::fs::remove_dir_all(&qlog_dir);
+    for name in ["mpquic:path_failed", "mpquic:path_recovered"] {
+        assert!(
+            trace.contains(&format!("\"name\":\"{name}\"")),
+            "no {name} event in the client's qlog"
+        );
+    }
+    let expected: u64 = data.iter().map(|&b| u64::from(b)).sum();
+    assert_eq!((received.len, received.sum), (PAYLOAD as u64, expected), "data corrupted");
+    (received, events)
+}
+
+/// Every trace file in `dir`, concatenated.
+fn qlog_text(dir: &std::path::Path) -> String {
+    let files = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    files.map(|f| std::fs::read_to_string(f.unwrap().path()).unwrap()).collect()
+}
+
+async fn black_hole_is_survived(dead: u32) {
+    let (received, events) = transfer_with_black_hole(dead as usize).await;
+    println!(
+        "path {dead} black-holed: longest stall {:?}; events {events:?}",
+        received.longest_stall
+    );
+    assert!(
+        matches!(events.first(), Some(FailoverEvent::PathFailed { path, .. }) if *path == dead),
+        "path {dead} was not declared failed: {events:?}"
+    );
+    assert!(
+        events.iter().any(|e| matches!(e, FailoverEvent::PathRecovered { failed_path, .. } if *failed_path == dead)),
+        "path {dead} did not come back once restored: {events:?}"
+    );
+    assert!(received.longest_stall < Duration::from_secs(1), "stall {:?}", received.longest_stall);
+}
+
+/// One test for both paths, run one after the other: two transfers at once on a 2-core machine
+/// would measure each other rather than the failover.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_black_holed_path_fails_over_and_comes_back() {
+    black_hole_is_survived(0).await;
+    black_hole_is_survived(1).await;
+}
