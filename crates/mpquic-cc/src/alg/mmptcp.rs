@@ -37,6 +37,12 @@
 //!   window `W` (on the path whose signal caused them); snapshots show each path's share of `W`
 //!   as its window and the connection's threshold as its ssthresh.
 //! - Paths added in phase 2 start like any LIA path (initial window, slow start).
+//!
+//! Known consequence (E6 in the simulator, docs/results/E6-sim.md): a QUIC receiver
+//! acknowledges every second packet of each path, or after its `max_ack_delay`, so a path dealt a
+//! single packet waits that delay (25 ms by default) for its ACK, while the paper's one TCP flow
+//! has one ACK clock for all its packets. With `W` at a few packets over 4-8 paths this stalls
+//! short flows unless the peer's `max_ack_delay` is small.
 
 use super::lia::lia_increase;
 use crate::conn::{standard_ack, standard_congestion, Algorithm};
