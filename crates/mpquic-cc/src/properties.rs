@@ -16,7 +16,7 @@ use crate::{
 /// One step of a script. Structured steps go through the driver (realistic packet numbers);
 /// raw steps hand the controller arbitrary values.
 #[derive(Debug, Clone)]
-enum Op {
+pub(crate) enum Op {
     Add { path: u32, mss: u64 },
     Remove { path: u32 },
     Send { path: u32, n: u64 },
@@ -57,7 +57,7 @@ fn raw_event() -> impl Strategy<Value = Event> {
     ]
 }
 
-fn op(paths: u32) -> impl Strategy<Value = Op> {
+pub(crate) fn op(paths: u32) -> impl Strategy<Value = Op> {
     let path = 0..paths;
     prop_oneof![
         1 => (path.clone(), 1u64..9000).prop_map(|(path, mss)| Op::Add { path, mss }),
@@ -93,7 +93,7 @@ fn configs() -> Vec<ControllerConfig> {
 }
 
 /// Apply `op` to a driver, keeping `mss` (the effective MSS of each live path) up to date.
-fn apply(d: &mut Driver, live: &mut [Option<u64>], op: &Op) {
+pub(crate) fn apply<C: Controller>(d: &mut Driver<C>, live: &mut [Option<u64>], op: &Op) {
     let clamp = |mss: u64| mss.clamp(1, 1 << 16);
     match *op {
         Op::Add { path, mss } => {

@@ -37,6 +37,12 @@
 //!   window `W` (on the path whose signal caused them); snapshots show each path's share of `W`
 //!   as its window and the connection's threshold as its ssthresh.
 //! - Paths added in phase 2 start like any LIA path (initial window, slow start).
+//!
+//! Known consequence (E6 in the simulator, docs/results/E6-sim.md): a QUIC receiver
+//! acknowledges every second packet of each path, or after its `max_ack_delay`, so a path dealt a
+//! single packet waits that delay (25 ms by default) for its ACK, while the paper's one TCP flow
+//! has one ACK clock for all its packets. With `W` at a few packets over 4-8 paths this stalls
+//! short flows unless the peer's `max_ack_delay` is small.
 
 use super::lia::lia_increase;
 use crate::conn::{standard_ack, standard_congestion, Algorithm};
@@ -197,6 +203,7 @@ mod tests {
 
     use super::{Mmptcp, Phase};
     use crate::conn::Conn;
+    use crate::properties::{apply, op, Op};
     use crate::testkit::Driver;
     use crate::{Controller, MmptcpConfig, Notice, PathId};
 
@@ -336,73 +343,22 @@ mod tests {
         assert!(d.cc.may_send(PathId(0)));
     }
 
-    #[derive(Debug, Clone)]
-    enum Op {
-        Add { path: u32, mss: u64 },
-        Remove { path: u32 },
-        Send { path: u32, n: u64 },
-        Ack { path: u32, n: usize, ce: u64 },
-        Lose { path: u32, n: usize },
-        Persistent { path: u32 },
-        Mss { path: u32, mss: u64 },
-    }
-
-    fn op() -> impl Strategy<Value = Op> {
-        let path = 0u32..6;
-        prop_oneof![
-            1 => (path.clone(), 1u64..9000).prop_map(|(path, mss)| Op::Add { path, mss }),
-            1 => path.clone().prop_map(|path| Op::Remove { path }),
-            8 => (path.clone(), 1u64..40).prop_map(|(path, n)| Op::Send { path, n }),
-            8 => (path.clone(), 0usize..40, prop_oneof![3 => Just(0u64), 1 => 1u64..10])
-                .prop_map(|(path, n, ce)| Op::Ack { path, n, ce }),
-            2 => (path.clone(), 1usize..5).prop_map(|(path, n)| Op::Lose { path, n }),
-            1 => path.clone().prop_map(|path| Op::Persistent { path }),
-            1 => (path, 1u64..9000).prop_map(|(path, mss)| Op::Mss { path, mss }),
-        ]
-    }
-
-    fn apply(d: &mut Driver<Conn<Mmptcp>>, live: &mut [bool], op: &Op) {
-        match *op {
-            Op::Add { path, mss } if !live[path as usize] => {
-                d.add_path_mss(path, mss);
-                live[path as usize] = true;
-            }
-            Op::Remove { path } if live[path as usize] => {
-                d.remove_path(path);
-                live[path as usize] = false;
-            }
-            Op::Add { .. } | Op::Remove { .. } => {}
-            Op::Send { path, .. }
-            | Op::Ack { path, .. }
-            | Op::Lose { path, .. }
-            | Op::Persistent { path }
-            | Op::Mss { path, .. }
-                if !live[path as usize] => {}
-            Op::Send { path, n } => d.send(path, n),
-            Op::Ack { path, n, ce } => d.ack(path, n, ce),
-            Op::Lose { path, n } => d.lose(path, n),
-            Op::Persistent { path } => d.lose_pn(path, 0, true),
-            Op::Mss { path, mss } => d.change_mss(path, mss),
-        }
-    }
-
     proptest! {
         #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
         /// In the scatter phase the paths together never hold more than the one window `W`
         /// (its 2-packet floor included), plus one packet of rounding.
         #[test]
-        fn scatter_total_never_exceeds_w(ops in prop::collection::vec(op(), 1..300)) {
-            // A switch volume no script reaches: the whole script runs in the scatter phase.
+        fn scatter_total_never_exceeds_w(ops in prop::collection::vec(op(6), 1..300)) {
+            // A switch volume no structured step reaches: the script runs in the scatter phase.
             let cfg = MmptcpConfig { switch_bytes: u64::MAX, ..Default::default() };
             let mut d = Driver::with(Conn::new(Mmptcp::new(cfg)));
-            let mut live = [false; 6];
+            let mut live = vec![None; 6];
             apply(&mut d, &mut live, &Op::Add { path: 0, mss: 1200 });
             for op in &ops {
                 apply(&mut d, &mut live, op);
-                let Phase::Scatter { w, .. } = d.cc.alg.phase else {
-                    return Err(TestCaseError::fail("left the scatter phase"));
-                };
+                // Only a raw PacketSent of some 2^64 bytes reaches the switch volume.
+                let Phase::Scatter { w, .. } = d.cc.alg.phase else { break };
                 let snap = d.snapshot();
                 let Some(packet) = d.cc.core.paths.iter().map(|p| p.mss).max() else { continue };
                 let total: u64 = snap.paths.iter().map(|p| p.window).sum();
