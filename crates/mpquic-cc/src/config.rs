@@ -60,12 +60,6 @@ impl ControllerKind {
             ControllerKind::Reno => "reno",
         }
     }
-
-    /// Whether the algorithm needs the fraction of marked packets (not just "some were marked"),
-    /// so the transport should make CE counts as exact as it can.
-    pub fn needs_marked_fraction(self) -> bool {
-        matches!(self, ControllerKind::Dcm | ControllerKind::Dctcp)
-    }
 }
 
 impl fmt::Display for ControllerKind {
