@@ -63,6 +63,11 @@ pub struct TransportArgs {
     /// Close a connection (or path) silent for this many seconds.
     #[arg(long, default_value_t = 10.0, value_name = "SECS")]
     pub idle_timeout: f64,
+    /// Detect failed paths (unanswered for 3 of their PTOs and at least 200 ms while another
+    /// path answers), abandon them and re-open them when they answer. Experimental: see the
+    /// README's limits.
+    #[arg(long)]
+    pub failover: bool,
     /// Ask the peer to acknowledge within this many milliseconds (1-25, QUIC's ACK frequency
     /// extension; default: noq's 25). 1 is a data-center profile: at microsecond RTTs the
     /// default puts a 26 ms floor under loss recovery.
@@ -89,6 +94,7 @@ impl TransportArgs {
             qlog_dir: self.qlog.clone(),
             idle_timeout: Duration::from_secs_f64(self.idle_timeout),
             max_ack_delay,
+            path_failure: self.failover.then(mpquic::PathFailure::default),
             ..Options::default()
         };
         options.validate()?;

@@ -114,7 +114,7 @@ pub struct MultipathConnection {
 
 /// The connection's path failure rule and what it has seen, shared by its tasks.
 struct Failover {
-    rule: PathFailure,
+    rule: Option<PathFailure>,
     #[cfg(feature = "qlog")]
     qlog: Option<crate::qlog::QlogEvents>,
     started: Instant,
@@ -207,8 +207,9 @@ impl MultipathConnection {
 
     /// Read the open paths' counters every [`FAILURE_POLL`] and abandon those that fail.
     fn spawn_failure_watch(&self, span: tracing::Span) {
+        let Some(rule) = self.failover.rule else { return };
         let follower = self.clone_weak();
-        let mut detector = FailureDetector::new(self.failover.rule);
+        let mut detector = FailureDetector::new(rule);
         tokio::spawn(
             async move {
                 let mut ticks = tokio::time::interval(FAILURE_POLL);
@@ -227,8 +228,20 @@ impl MultipathConnection {
         );
     }
 
+    /// The counters of the open paths that carry data: a path the controller keeps from data
+    /// (AMP's suppression, MPTCP-D's elimination) sends only probes, whose silence is no sign of
+    /// failure (measured in netns: AMP's suppressed paths were declared failed and re-opened
+    /// every 0.75 s); it is watched again from when it is released.
     fn path_samples(&self) -> Vec<(PathId, PathSample)> {
+        let snapshot = self.controller_snapshot();
+        let kept_from_data = |id: PathId| {
+            let slot = self.ledger().get(&id).and_then(|r| r.slot);
+            slot.and_then(|slot| snapshot.as_ref()?.path(slot).map(|p| !p.active)).unwrap_or(false)
+        };
         let sample = |id| {
+            if kept_from_data(id) {
+                return None;
+            }
             let stats = self.conn.path_stats(id)?;
             let received = stats.udp_rx.datagrams;
             Some((id, PathSample { sent_bytes: stats.sent_bytes, received, srtt: stats.rtt }))
@@ -499,7 +512,7 @@ impl WeakConnection {
     /// Try to open a path over `spec` every retry interval until it answers (a failed path
     /// comes back as a new one) or the connection ends.
     async fn reopen(self, failed: PathId, spec: PathSpec) {
-        let retry = self.failover.rule.retry;
+        let retry = self.failover.rule.unwrap_or_default().retry;
         loop {
             tokio::time::sleep(retry).await;
             let Some(this) = self.upgrade() else { return };

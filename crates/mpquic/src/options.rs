@@ -183,8 +183,10 @@ pub struct Options {
     pub idle_timeout: Duration,
     /// Write a qlog trace per connection into this directory.
     pub qlog_dir: Option<PathBuf>,
-    /// When a path counts as failed (and is abandoned for the live ones).
-    pub path_failure: PathFailure,
+    /// When a path counts as failed (and is abandoned for the live ones); `None`: no failure
+    /// detection (the default for now: in a netns many-to-one run with AMP the rule declared
+    /// live, queued paths failed; see the README's limits).
+    pub path_failure: Option<PathFailure>,
 }
 
 impl Default for Options {
@@ -198,7 +200,7 @@ impl Default for Options {
             max_paths: 16,
             idle_timeout: Duration::from_secs(10),
             qlog_dir: None,
-            path_failure: PathFailure::default(),
+            path_failure: None,
         }
     }
 }
@@ -220,8 +222,8 @@ pub struct Transport {
     /// How often a path that sent nothing is probed, so that the peer (which abandons a path
     /// that receives nothing for the idle timeout) keeps it.
     pub path_keep_alive: Duration,
-    /// When a path counts as failed.
-    pub path_failure: PathFailure,
+    /// When a path counts as failed (`None`: not watched).
+    pub path_failure: Option<PathFailure>,
     /// The qlog trace's sink for the connection's own events, when tracing.
     #[cfg(feature = "qlog")]
     pub qlog_events: Option<crate::qlog::QlogEvents>,

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mpquic::{Client, FailoverEvent, Identity, Options, PathSpec, Server, Trust};
+use mpquic::{Client, FailoverEvent, Identity, Options, PathFailure, PathSpec, Server, Trust};
 use tokio::net::UdpSocket;
 
 const PAYLOAD: usize = 48 << 20;
@@ -57,7 +57,7 @@ async fn transfer_with_black_hole(dead: usize) -> (Received, Vec<FailoverEvent>)
     let server = Server::bind(
         &listen,
         &Identity::self_signed(&["localhost".into()]).unwrap(),
-        Options::default(),
+        Options { path_failure: Some(PathFailure::default()), ..Options::default() },
     )
     .unwrap();
     let port = server.local_addr().unwrap().port();
@@ -95,6 +95,7 @@ async fn transfer_with_black_hole(dead: usize) -> (Received, Vec<FailoverEvent>)
     let options = Options {
         idle_timeout: Duration::from_secs(3),
         qlog_dir: Some(qlog_dir.clone()),
+        path_failure: Some(PathFailure::default()),
         ..Options::default()
     };
     let (conn, failures) =

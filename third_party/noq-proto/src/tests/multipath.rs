@@ -2402,6 +2402,7 @@ fn send_rank_orders_the_paths() {
     // A path ranked `None` takes no data while another path ranks.
     let (on_0, on_1) = client_bytes_per_path(|index, _| (index == 1).then_some(0));
     assert!(on_1 > 200_000 && on_0 < 10_000, "path 0 excluded: {on_0} / {on_1}");
+}
 
 /// PATH_ACKs ride the path they acknowledge (noq #799): when path 0 goes silent, the
 /// receiver's ACKs for path 1 keep flowing on path 1 instead of vanishing into path 0.
