@@ -108,7 +108,6 @@ pub struct MultipathConnection {
     controller: Option<Arc<SharedController>>,
     paths: Arc<Mutex<BTreeMap<PathId, PathRecord>>>,
     controller_name: &'static str,
-    exact_ecn: bool,
     failover: Arc<Failover>,
 }
 
@@ -163,7 +162,6 @@ impl MultipathConnection {
             controller: transport.controller,
             paths: Arc::default(),
             controller_name,
-            exact_ecn: transport.exact_ecn,
             failover,
         };
         let events = this.conn.path_events();
@@ -316,7 +314,6 @@ impl MultipathConnection {
             controller: self.controller.clone(),
             paths: Arc::downgrade(&self.paths),
             controller_name: self.controller_name,
-            exact_ecn: self.exact_ecn,
             failover: self.failover.clone(),
         }
     }
@@ -480,7 +477,9 @@ impl MultipathConnection {
         let failovers = self.failover.history.lock().unwrap_or_else(|p| p.into_inner()).clone();
         ConnectionReport {
             controller: self.controller_name,
-            exact_ecn: self.exact_ecn,
+            // Every controller of ours gets the exact CE counts; noq's own hears only that a
+            // frame raised the count.
+            exact_ecn: self.controller.is_some(),
             paths,
             controller_state: snapshot,
             failovers,
@@ -493,7 +492,6 @@ struct WeakConnection {
     controller: Option<Arc<SharedController>>,
     paths: std::sync::Weak<Mutex<BTreeMap<PathId, PathRecord>>>,
     controller_name: &'static str,
-    exact_ecn: bool,
     failover: Arc<Failover>,
 }
 
@@ -504,7 +502,6 @@ impl WeakConnection {
             controller: self.controller.clone(),
             paths: self.paths.upgrade()?,
             controller_name: self.controller_name,
-            exact_ecn: self.exact_ecn,
             failover: self.failover.clone(),
         })
     }

@@ -216,9 +216,6 @@ pub struct Transport {
     pub config: Arc<TransportConfig>,
     /// The connection's controller (`None` for the stack's own).
     pub controller: Option<Arc<SharedController>>,
-    /// Whether the controller is told the exact CE counts (every controller of ours is; noq's
-    /// own Cubic hears only that a frame raised the count).
-    pub exact_ecn: bool,
     /// How often a path that sent nothing is probed, so that the peer (which abandons a path
     /// that receives nothing for the idle timeout) keeps it.
     pub path_keep_alive: Duration,
@@ -360,7 +357,6 @@ impl Options {
         }
         Transport {
             config: Arc::new(config),
-            exact_ecn: controller.is_some(),
             controller,
             path_keep_alive: self.idle_timeout / 3,
             path_failure: self.path_failure,
