@@ -106,6 +106,44 @@ fn tc(ns: &str, args: &str) -> Result<()> {
 
 pub const FRAME: u64 = 1514;
 
+/// Whether netem sits in front of the rate (it delays, or drops for the red backend).
+fn has_netem(link: &LinkSpec, backend: Backend, delay: DelayMethod) -> bool {
+    (delay == DelayMethod::Netem && link.delay_ms > 0.0) || (backend == Backend::Red && link.loss > 0.0)
+}
+
+/// The htb's handle: 2: at the root, 3: under netem.
+fn htb_handle(link: &LinkSpec, backend: Backend, delay: DelayMethod) -> u32 {
+    if has_netem(link, backend, delay) {
+        3
+    } else {
+        2
+    }
+}
+
+/// Where the bottleneck queue of `dev` sits: `dev D parent H:1 handle 10:`, under the htb class.
+/// A fault swaps the qdisc there (see `fault`).
+pub fn leaf_position(dev: &str, link: &LinkSpec, backend: Backend, delay: DelayMethod) -> String {
+    format!("dev {dev} parent {}:1 handle 10:", htb_handle(link, backend, delay))
+}
+
+/// The bottleneck queue itself: a byte FIFO, or red marking at K on the red backend with ECN.
+pub fn leaf_qdisc(link: &LinkSpec, backend: Backend) -> String {
+    match backend {
+        Backend::Red if link.ecn => {
+            let rate = format!("{}kbit", (link.rate_mbit * 1000.0).round() as u64);
+            let k = link.k_packets as u64 * FRAME;
+            let burst = link.k_packets + 1;
+            format!(
+                "red limit {} min {k} max {} avpkt {FRAME} burst {burst} probability 1.0 ecn \
+                 bandwidth {rate}",
+                link.buffer_bytes,
+                k + 1
+            )
+        }
+        Backend::Ebpf | Backend::Red => format!("bfifo limit {}", link.buffer_bytes),
+    }
+}
+
 /// Installs rate + FIFO (+ red marking / netem) on the egress of `dev` in `ns`. Returns the
 /// handle ("10:") of the qdisc that holds the bottleneck queue. The eBPF marker, if any, is
 /// attached separately (`marker`), and so is the NFQUEUE delay line (`delay`).
@@ -117,10 +155,9 @@ pub fn shape(
     delay: DelayMethod,
 ) -> Result<u32> {
     let rate = format!("{}kbit", (link.rate_mbit * 1000.0).round() as u64);
-    let mut parent = "root".to_string();
     let netem_delay = delay == DelayMethod::Netem && link.delay_ms > 0.0;
     let netem_loss = backend == Backend::Red && link.loss > 0.0;
-    if netem_delay || netem_loss {
+    if has_netem(link, backend, delay) {
         let mut netem = format!("dev {dev} root handle 1: netem limit 100000");
         if netem_delay {
             let us = |ms: f64| (ms * 1000.0).round() as u64;
@@ -134,28 +171,12 @@ pub fn shape(
             netem += &format!(" loss {}%", link.loss * 100.0);
         }
         tc(ns, &format!("qdisc add {netem}"))?;
-        parent = "parent 1:1".into();
     }
-    let htb_handle = if parent == "root" { 2 } else { 3 };
+    let htb_handle = htb_handle(link, backend, delay);
+    let parent = if htb_handle == 3 { "parent 1:1" } else { "root" };
     tc(ns, &format!("qdisc add dev {dev} {parent} handle {htb_handle}: htb default 1"))?;
     tc(ns, &format!("class add dev {dev} parent {htb_handle}: classid {htb_handle}:1 htb rate {rate} ceil {rate} quantum {FRAME}"))?;
-    let leaf = format!("dev {dev} parent {htb_handle}:1 handle 10:");
-    match backend {
-        Backend::Ebpf => tc(ns, &format!("qdisc add {leaf} bfifo limit {}", link.buffer_bytes))?,
-        Backend::Red if link.ecn => {
-            let k = link.k_packets as u64 * FRAME;
-            let burst = link.k_packets + 1;
-            tc(
-                ns,
-                &format!(
-                    "qdisc add {leaf} red limit {} min {k} max {} avpkt {FRAME} burst {burst} \
-                     probability 1.0 ecn bandwidth {rate}",
-                    link.buffer_bytes,
-                    k + 1
-                ),
-            )?
-        }
-        Backend::Red => tc(ns, &format!("qdisc add {leaf} bfifo limit {}", link.buffer_bytes))?,
-    }
+    let leaf = leaf_position(dev, link, backend, delay);
+    tc(ns, &format!("qdisc add {leaf} {}", leaf_qdisc(link, backend)))?;
     Ok(0x0010_0000) // "10:" (tc handles are hex)
 }

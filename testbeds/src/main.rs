@@ -3,6 +3,8 @@
 mod backend;
 mod cleanup;
 mod delay;
+mod failover;
+mod fault;
 mod flows;
 mod marker;
 mod netns;
@@ -11,6 +13,7 @@ mod results;
 mod runner;
 mod sampler;
 mod spec;
+mod stall;
 mod topology;
 
 use anyhow::Result;
@@ -41,6 +44,9 @@ enum Cmd {
         #[arg(long)]
         all: bool,
     },
+    /// Black-hole one of two shaped paths under an `mpquic send` and restore it: the receiver's
+    /// longest stall, the failure and recovery reports (issue #12). Prints one JSON line.
+    Failover(failover::FailoverArgs),
     /// Print which link backend this kernel supports.
     Detect,
     /// One Markdown table row per scenario: goodput and queue (medians over repetitions), CE
@@ -89,25 +95,18 @@ fn main() -> Result<()> {
                 sc.repetitions = r;
             }
             let out = out.unwrap_or_else(|| PathBuf::from("testbed-results").join(&sc.name));
-            let run_id = std::process::id();
-            // The handler's teardown kills the flows, which can let the run below finish while
-            // the handler still works: the flag keeps that from passing for a completed run.
-            static INTERRUPTED: std::sync::atomic::AtomicBool =
-                std::sync::atomic::AtomicBool::new(false);
-            ctrlc::set_handler(move || {
-                INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
-                eprintln!("interrupted: tearing down");
+            let res = torn_down(|run_id| {
+                let res = runner::run_scenario(&sc, &out);
                 cleanup::cleanup_run(run_id);
-                std::process::exit(130);
+                res
             })?;
-            let res = runner::run_scenario(&sc, &out);
-            cleanup::cleanup_run(run_id);
-            if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
-                anyhow::bail!("interrupted");
-            }
-            let res = res?;
             println!("{}", serde_json::to_string(&summary(&res))?);
             eprintln!("wrote {}", out.join("result.json").display());
+        }
+        Cmd::Failover(args) => {
+            let res = torn_down(|run_id| failover::run_failover(&args, run_id))?;
+            println!("{}", serde_json::to_string(&res)?);
+            eprintln!("wrote {}", args.out.join("result.json").display());
         }
         Cmd::Cleanup { all } => {
             let removed = cleanup::cleanup_stale(all);
@@ -143,6 +142,25 @@ fn main() -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Runs `f` with this process's run id, tearing the run down on Ctrl-C.
+fn torn_down<T>(f: impl FnOnce(u32) -> Result<T>) -> Result<T> {
+    let run_id = std::process::id();
+    // The handler's teardown kills the flows, which can let the run below finish while
+    // the handler still works: the flag keeps that from passing for a completed run.
+    static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    ctrlc::set_handler(move || {
+        INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+        eprintln!("interrupted: tearing down");
+        cleanup::cleanup_run(run_id);
+        std::process::exit(130);
+    })?;
+    let res = f(run_id);
+    if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+        anyhow::bail!("interrupted");
+    }
+    res
 }
 
 /// A one-line digest of a run for the terminal.

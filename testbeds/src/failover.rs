@@ -1,0 +1,415 @@
+//! The failover experiment (`mpquic-testbed failover`): one `mpquic send` of a file over two
+//! shaped, marked paths, one path black-holed mid-transfer on both ends and restored later,
+//! measuring how long the receiver waited for data and when the sender reported the failure
+//! and the recovery.
+//!
+//! The topology is the runner's two-path one (s -> r1/r2 -> d, the r -> d directions shaped
+//! and marked as `backend`, `marker` and `sampler` do for a scenario); the path's last link
+//! (r -> d and d -> r) is what fails (`fault`). The server keeps its default idle timeout and
+//! failure rule; the sender's idle timeout is shorter (3 s by default), as in issue #12.
+
+use crate::backend::{self, Backend, FRAME};
+use crate::cleanup;
+use crate::fault::{Egress, LinkFault};
+use crate::flows::{self, Proc};
+use crate::marker::{self, Marker, MarkerConfig};
+use crate::netns::{self, run};
+use crate::sampler::{self, Probe};
+use crate::spec::{LinkSpec, TopologySpec};
+use crate::stall::{Progress, ReceiveWatch, Stall};
+use crate::topology;
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const QUIC_PORT: u16 = 4433;
+/// Namespaces are `mqtb-<pid>-failover-<node>`: this experiment's, at a glance.
+const NODE_TAG: &str = "failover-";
+/// The received file's name on the server.
+const NAME: &str = "payload";
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct FailoverArgs {
+    /// The path to black-hole: 0 (the connection's first path) or 1.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub path: u8,
+    /// Bytes to send (a file of random bytes).
+    #[arg(long, default_value_t = 150_000_000)]
+    pub bytes: u64,
+    /// Rate of each path's bottleneck, Mbit/s.
+    #[arg(long, default_value_t = 100.0)]
+    pub rate_mbit: f64,
+    /// Marking threshold K, packets.
+    #[arg(long, default_value_t = 20)]
+    pub k_packets: u32,
+    /// Black-hole the path this many seconds after starting the sender.
+    #[arg(long, default_value_t = 1.5)]
+    pub blackhole_at: f64,
+    /// Restore it this many seconds later.
+    #[arg(long, default_value_t = 3.0)]
+    pub restore_after: f64,
+    /// The sender's idle timeout, seconds (the server keeps its default).
+    #[arg(long, default_value_t = 3.0)]
+    pub sender_idle_timeout: f64,
+    /// Run the sender without failure detection, for contrast.
+    #[arg(long)]
+    pub no_failover: bool,
+    /// Give up on the sender after this many seconds.
+    #[arg(long, default_value_t = 120.0)]
+    pub deadline_s: f64,
+    /// Write the sender's qlog into <out>/qlog.
+    #[arg(long)]
+    pub qlog: bool,
+    /// Output directory: result.json, the processes' output, the qlog.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// What one failover run measured. Times are seconds since the sender was started.
+#[derive(Debug, Serialize)]
+pub struct FailoverResult {
+    pub path: u8,
+    pub bytes: u64,
+    pub rate_mbit: f64,
+    pub failover: bool,
+    pub backend: Backend,
+    /// The sender exited successfully (the CLI checks the receiver's BLAKE3 verdict).
+    pub completed: bool,
+    /// The sender's report says the receiver verified the data.
+    pub verified: bool,
+    /// The stored file is byte for byte the one sent.
+    pub identical: bool,
+    /// Sender start to exit.
+    pub duration_s: f64,
+    /// First received byte to last.
+    pub receive_span_s: Option<f64>,
+    pub bytes_received: u64,
+    pub longest_stall: Option<Stall>,
+    /// How precise the stall is (see `stall`).
+    pub longest_poll_gap_s: f64,
+    pub blackhole_at_s: Option<f64>,
+    pub restored_at_s: Option<f64>,
+    /// When the sender printed its first failure line, and the line.
+    pub failure_at_s: Option<f64>,
+    pub failure_line: Option<String>,
+    /// Black-hole to failure line.
+    pub detection_s: Option<f64>,
+    /// When the sender printed its first recovery line after the restore, and the line.
+    pub recovered_at_s: Option<f64>,
+    pub recovered_line: Option<String>,
+    /// Failure lines naming the path that was not black-holed (false positives).
+    pub live_path_failures: Vec<String>,
+    /// The dead path's server address.
+    pub dead_server: String,
+    pub sender_error: Option<String>,
+    pub host_loadavg_1min: [f64; 2],
+}
+
+/// Runs the experiment, tears it down, writes `<out>/result.json`.
+pub fn run_failover(args: &FailoverArgs, run_id: u32) -> Result<FailoverResult> {
+    crate::runner::require_root()?;
+    let removed = cleanup::cleanup_stale(false);
+    if !removed.is_empty() {
+        eprintln!("removed leftovers of crashed runs: {removed:?}");
+    }
+    let mpquic = flows::mpquic_bin()?;
+    std::fs::create_dir_all(&args.out)?;
+    let res = run_inner(args, run_id, &mpquic);
+    cleanup::cleanup_run(run_id);
+    let res = res?;
+    std::fs::write(args.out.join("result.json"), serde_json::to_string_pretty(&res)?)?;
+    Ok(res)
+}
+
+fn run_inner(args: &FailoverArgs, run_id: u32, mpquic: &str) -> Result<FailoverResult> {
+    let link = LinkSpec {
+        rate_mbit: args.rate_mbit,
+        k_packets: args.k_packets,
+        buffer_bytes: 150_000,
+        delay_ms: 0.0,
+        jitter_ms: 0.0,
+        loss: 0.0,
+        ecn: true,
+        sender_offload: false,
+    };
+    let caps = backend::detect(run_id)?;
+    let be = backend::choose(&caps, &link)?;
+    let delay = caps.delay_method();
+    if be == Backend::Ebpf {
+        marker::check_tools()?;
+    }
+    let mut net = topology::build(&TopologySpec::MultiPath {
+        paths: 2,
+        addrs_per_link: 1,
+        cross_hosts: false,
+    });
+    let (s, d) = (net.node("s").context("no s")?, net.node("d").context("no d")?);
+    for n in &mut net.nodes {
+        n.name = format!("{NODE_TAG}{}", n.name);
+    }
+    let dir = cleanup::run_dir(run_id);
+    std::fs::create_dir_all(&dir)?;
+    let nss = netns::setup(&net, run_id, false)?;
+
+    // Shape and mark every bottleneck as the runner does; the sampler closes the markers' loop.
+    let bpffs = dir.join("bpffs0");
+    if be == Backend::Ebpf {
+        marker::mount_bpffs(&bpffs)?;
+    }
+    let mut probes = Vec::new();
+    for b in net.bottlenecks() {
+        let ns = nss.ns(b.from.node).to_string();
+        let handle = backend::shape(&ns, &b.from.dev, &link, be, delay)?;
+        let m = if be == Backend::Ebpf {
+            let conf = MarkerConfig {
+                rate_bytes_per_s: (link.rate_mbit * 1e6 / 8.0) as u64,
+                k_bytes: link.k_packets as u64 * FRAME,
+                loss: 0.0,
+            };
+            Some(Marker::attach(&dir, &bpffs, b.id, &ns, &b.from.dev, conf)?)
+        } else {
+            None
+        };
+        let ifindex = netns::ifindex(&ns, &b.from.dev)? as i32;
+        probes.push(Probe { link_id: b.id, ns, ifindex, handle, marker: m });
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampling = stop.clone();
+    let sampler =
+        std::thread::spawn(move || sampler::run(probes, Duration::from_millis(5), sampling));
+
+    // The dead path's last link: r -> d (shaped) and d -> r.
+    let pairs = net.path_pairs(s, d);
+    let dead_server = pairs.get(args.path as usize).context("no such path")?.1;
+    let last = net
+        .links
+        .iter()
+        .find(|l| l.b.node == d && l.b.addrs.contains(&dead_server))
+        .context("the dead path's last link")?;
+    let fault = LinkFault {
+        directions: [
+            Egress::Shaped {
+                ns: nss.ns(last.a.node).into(),
+                dev: last.a.dev.clone(),
+                link: link.clone(),
+                backend: be,
+                delay,
+            },
+            Egress::Plain { ns: nss.ns(d).into(), dev: last.b.dev.clone() },
+        ],
+    };
+
+    // The file, the server, the sender.
+    let source = dir.join(NAME);
+    write_random(&source, args.bytes)?;
+    let received = dir.join("received");
+    std::fs::create_dir_all(&received)?;
+    let mut serve = vec!["serve".to_string()];
+    for (_, e) in net.ends_of(d) {
+        serve.extend(["--listen".into(), format!("{}:{QUIC_PORT}", e.addrs[0])]);
+    }
+    serve.extend(["--dir".into(), received.display().to_string()]);
+    serve.extend(
+        ["--insecure", "--allow-anonymous", "--json", "--interval", "0.05"].map(String::from),
+    );
+    let mut server = Proc::spawn(nss.ns(d), mpquic, &serve)?;
+    if !server.wait_err_line(Duration::from_secs(10), |l| l.starts_with("mpquic: serving on")) {
+        let (_, err) = server.stop();
+        bail!("mpquic serve did not start: {}", err.trim());
+    }
+    let (l0, r0) = pairs[0];
+    let mut send = vec![
+        "send".to_string(),
+        source.display().to_string(),
+        "--server".into(),
+        format!("{r0}:{QUIC_PORT}"),
+    ];
+    for (l, r) in &pairs {
+        send.extend(["--path".into(), format!("{l}={r}:{QUIC_PORT}")]);
+    }
+    send.extend(["--idle-timeout".into(), args.sender_idle_timeout.to_string()]);
+    send.extend(failover_flag(mpquic, !args.no_failover)?);
+    send.extend(["--insecure", "--json", "--interval", "0.05"].map(String::from));
+    if args.qlog {
+        send.extend(["--qlog".into(), args.out.join("qlog").display().to_string()]);
+    }
+    let route_src = run("ip", &["-n", nss.ns(s), "route", "get", &r0.to_string()])?;
+    if !route_src.contains(&format!("src {l0} ")) {
+        bail!("path 0 would not leave from {l0}: {route_src}");
+    }
+
+    let load_before = loadavg();
+    let t0 = Instant::now();
+    let watch = ReceiveWatch::start(received.clone(), t0);
+    let mut sender = Proc::spawn(nss.ns(s), mpquic, &send)?;
+    let mut r = Timeline::default();
+    let secs = |t: Instant| (t - t0).as_secs_f64();
+    let ok = loop {
+        if let Some(ok) = sender.try_done()? {
+            break ok;
+        }
+        let now = Instant::now();
+        if now - t0 > Duration::from_secs_f64(args.deadline_s) {
+            break false;
+        }
+        if r.blackhole_at.is_none() && secs(now) >= args.blackhole_at {
+            fault.blackhole()?;
+            r.blackhole_at = Some(secs(Instant::now()));
+        }
+        if let (Some(at), None) = (r.blackhole_at, r.restored_at) {
+            if secs(now) >= at + args.restore_after {
+                fault.restore()?;
+                r.restored_at = Some(secs(Instant::now()));
+            }
+        }
+        r.read_events(&sender.stderr(), secs(Instant::now()), &dead_server.to_string());
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    let duration_s = secs(Instant::now());
+    let (lines, stderr, _) = sender.stop_cpu();
+    r.read_events(&stderr, duration_s, &dead_server.to_string());
+    let progress: Progress = watch.finish()?;
+    let (server_lines, server_err) = server.stop();
+    stop.store(true, Ordering::Relaxed);
+    let sampled = sampler.join();
+    let load_after = loadavg();
+
+    save(&args.out.join("sender.stdout"), &lines.join("\n"))?;
+    save(&args.out.join("sender.stderr"), &stderr)?;
+    save(&args.out.join("server.stdout"), &server_lines.join("\n"))?;
+    save(&args.out.join("server.stderr"), &server_err)?;
+    save(&args.out.join("receive-progress.json"), &serde_json::to_string(&progress)?)?;
+    if let Ok(Err(e)) = &sampled {
+        eprintln!("note: the queue sampler stopped: {e:#}");
+    }
+    let report = lines.iter().rev().find_map(|l| {
+        let v: serde_json::Value = serde_json::from_str(l).ok()?;
+        v.get("verified").is_some().then_some(v)
+    });
+    let verified = report.as_ref().is_some_and(|v| v["verified"] == true);
+    let stored = received.join(NAME);
+    let identical = ok && stored.is_file() && same_contents(&source, &stored)?;
+    let detection_s = r.failure.as_ref().zip(r.blackhole_at).map(|((t, _), b)| t - b);
+    Ok(FailoverResult {
+        path: args.path,
+        bytes: args.bytes,
+        rate_mbit: args.rate_mbit,
+        failover: !args.no_failover,
+        backend: be,
+        completed: ok,
+        verified,
+        identical,
+        duration_s,
+        receive_span_s: progress.span_s(),
+        bytes_received: progress.bytes(),
+        longest_stall: progress.longest_stall(),
+        longest_poll_gap_s: progress.longest_poll_gap_s,
+        blackhole_at_s: r.blackhole_at,
+        restored_at_s: r.restored_at,
+        failure_at_s: r.failure.as_ref().map(|f| f.0),
+        failure_line: r.failure.map(|f| f.1),
+        detection_s,
+        recovered_at_s: r.recovered.as_ref().map(|f| f.0),
+        recovered_line: r.recovered.map(|f| f.1),
+        live_path_failures: r.live_path_failures,
+        dead_server: dead_server.to_string(),
+        sender_error: (!ok).then(|| stderr.trim().to_string()),
+        host_loadavg_1min: [load_before, load_after],
+    })
+}
+
+/// The fault's instants and the sender's failover lines, stamped as they arrive.
+#[derive(Default)]
+struct Timeline {
+    blackhole_at: Option<f64>,
+    restored_at: Option<f64>,
+    failure: Option<(f64, String)>,
+    recovered: Option<(f64, String)>,
+    live_path_failures: Vec<String>,
+    seen: usize,
+}
+
+impl Timeline {
+    /// Takes in the sender's stderr lines not seen yet, stamping them `now`.
+    fn read_events(&mut self, stderr: &str, now: f64, dead_server: &str) {
+        let lines: Vec<&str> = stderr.lines().collect();
+        // The CLI's own lines (the log's copies carry timestamps and colours):
+        // "mpquic: path 0 10.1.0.1 -> 10.2.0.2 failed at 1.83 s; continuing on path 1"
+        // "mpquic: path 0 10.1.0.1 -> 10.2.0.2 answers again at 5.1 s; reopened as path 2"
+        let new = lines[self.seen.min(lines.len())..].iter();
+        for line in new.filter(|l| l.starts_with("mpquic: path ")) {
+            if let Some((route, _)) = line.split_once(" failed at ") {
+                if route.ends_with(&format!("-> {dead_server}")) {
+                    self.failure.get_or_insert((now, line.to_string()));
+                } else {
+                    self.live_path_failures.push(line.to_string());
+                }
+            } else if line.contains(" answers again at ") && self.restored_at.is_some() {
+                self.recovered.get_or_insert((now, line.to_string()));
+            }
+        }
+        self.seen = lines.len();
+    }
+}
+
+/// The CLI's switch for failure detection, whichever way its default is: `--failover` while
+/// it is opt-in, `--no-failover` once it is on by default.
+fn failover_flag(mpquic: &str, on: bool) -> Result<Vec<String>> {
+    let help = run(mpquic, &["send", "--help"])?;
+    let has = |flag: &str| help.lines().any(|l| l.trim_start().starts_with(flag));
+    Ok(match (on, has("--failover"), has("--no-failover")) {
+        (true, true, _) => vec!["--failover".into()],
+        (false, _, true) => vec!["--no-failover".into()],
+        (true, false, true) | (false, false, false) | (false, true, false) => vec![],
+        (true, false, false) => bail!("`mpquic send` has neither --failover nor --no-failover"),
+    })
+}
+
+fn write_random(path: &Path, bytes: u64) -> Result<()> {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let mut rng = fastrand::Rng::new();
+    let mut block = vec![0u8; 1 << 20];
+    let mut left = bytes;
+    while left > 0 {
+        rng.fill(&mut block);
+        let n = left.min(block.len() as u64) as usize;
+        f.write_all(&block[..n])?;
+        left -= n as u64;
+    }
+    f.flush()?;
+    Ok(())
+}
+
+fn same_contents(a: &Path, b: &Path) -> Result<bool> {
+    use std::io::Read;
+    let (mut fa, mut fb) = (std::fs::File::open(a)?, std::fs::File::open(b)?);
+    if fa.metadata()?.len() != fb.metadata()?.len() {
+        return Ok(false);
+    }
+    let (mut ba, mut bb) = (vec![0u8; 1 << 20], vec![0u8; 1 << 20]);
+    loop {
+        let n = fa.read(&mut ba)?;
+        if n == 0 {
+            return Ok(true);
+        }
+        fb.read_exact(&mut bb[..n])?;
+        if ba[..n] != bb[..n] {
+            return Ok(false);
+        }
+    }
+}
+
+fn save(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+fn loadavg() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::NAN)
+}
