@@ -108,7 +108,8 @@ pub const FRAME: u64 = 1514;
 
 /// Whether netem sits in front of the rate (it delays, or drops for the red backend).
 fn has_netem(link: &LinkSpec, backend: Backend, delay: DelayMethod) -> bool {
-    (delay == DelayMethod::Netem && link.delay_ms > 0.0) || (backend == Backend::Red && link.loss > 0.0)
+    (delay == DelayMethod::Netem && link.delay_ms > 0.0)
+        || (backend == Backend::Red && link.loss > 0.0)
 }
 
 /// The htb's handle: 2: at the root, 3: under netem.

@@ -106,6 +106,8 @@ pub struct FailoverResult {
     /// The dead path's server address.
     pub dead_server: String,
     pub sender_error: Option<String>,
+    /// The sender's final JSON report (paths, failovers).
+    pub sender_report: Option<serde_json::Value>,
     pub host_loadavg_1min: [f64; 2],
 }
 
@@ -318,6 +320,7 @@ fn run_inner(args: &FailoverArgs, run_id: u32, mpquic: &str) -> Result<FailoverR
         live_path_failures: r.live_path_failures,
         dead_server: dead_server.to_string(),
         sender_error: (!ok).then(|| stderr.trim().to_string()),
+        sender_report: report,
         host_loadavg_1min: [load_before, load_after],
     })
 }

@@ -32,7 +32,9 @@ impl Egress {
                 let leaf = backend::leaf_position(dev, link, *backend, *delay);
                 (ns, vec![format!("qdisc del {leaf}"), format!("qdisc add {leaf} blackhole")])
             }
-            Egress::Plain { ns, dev } => (ns, vec![format!("qdisc replace dev {dev} root blackhole")]),
+            Egress::Plain { ns, dev } => {
+                (ns, vec![format!("qdisc replace dev {dev} root blackhole")])
+            }
         }
     }
 
