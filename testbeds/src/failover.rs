@@ -416,3 +416,29 @@ fn loadavg() -> f64 {
         .and_then(|s| s.split_whitespace().next()?.parse().ok())
         .unwrap_or(f64::NAN)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_timeline_takes_the_cli_lines_of_the_dead_path_once() {
+        let mut t = Timeline::default();
+        let log = "\x1b[2m...\x1b[0m WARN path 0 10.1.0.1 -> 10.2.0.2 failed at 1.70 s; continuing on path 1\n\
+                   mpquic: path 0 10.1.0.1 -> 10.2.0.2 failed at 1.70 s; continuing on path 1";
+        t.read_events(log, 1.8, "10.2.0.2");
+        let restored = format!(
+            "{log}\nmpquic: path 1 10.3.0.1 -> 10.4.0.2 failed at 2.00 s; continuing on path 0\n\
+             mpquic: path 0 10.1.0.1 -> 10.2.0.2 answers again at 3.0 s; reopened as path 2"
+        );
+        t.restored_at = Some(2.5);
+        t.read_events(&restored, 3.1, "10.2.0.2");
+        assert_eq!(t.failure.as_ref().map(|f| f.0), Some(1.8), "stamped when first read");
+        assert!(
+            t.failure.unwrap().1.starts_with("mpquic: path 0"),
+            "the CLI's line, not the log's"
+        );
+        assert_eq!(t.live_path_failures.len(), 1);
+        assert_eq!(t.recovered.map(|r| r.0), Some(3.1));
+    }
+}
