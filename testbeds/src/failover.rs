@@ -93,6 +93,9 @@ pub struct FailoverResult {
     pub longest_poll_gap_s: f64,
     pub blackhole_at_s: Option<f64>,
     pub restored_at_s: Option<f64>,
+    /// The dead link's qdiscs (`tc qdisc show`) before the black hole, while it lasts, and after
+    /// the restore.
+    pub qdiscs: [Option<String>; 3],
     /// When the sender printed its first failure line, and the line.
     pub failure_at_s: Option<f64>,
     pub failure_line: Option<String>,
@@ -244,11 +247,11 @@ fn run_inner(args: &FailoverArgs, run_id: u32, mpquic: &str) -> Result<FailoverR
         bail!("path 0 would not leave from {l0}: {route_src}");
     }
 
+    let mut r = Timeline { qdiscs: [Some(fault.qdiscs()?), None, None], ..Timeline::default() };
     let load_before = loadavg();
     let t0 = Instant::now();
     let watch = ReceiveWatch::start(received.clone(), t0);
     let mut sender = Proc::spawn(nss.ns(s), mpquic, &send)?;
-    let mut r = Timeline::default();
     let secs = |t: Instant| (t - t0).as_secs_f64();
     let ok = loop {
         if let Some(ok) = sender.try_done()? {
@@ -261,11 +264,13 @@ fn run_inner(args: &FailoverArgs, run_id: u32, mpquic: &str) -> Result<FailoverR
         if r.blackhole_at.is_none() && secs(now) >= args.blackhole_at {
             fault.blackhole()?;
             r.blackhole_at = Some(secs(Instant::now()));
+            r.qdiscs[1] = Some(fault.qdiscs()?);
         }
         if let (Some(at), None) = (r.blackhole_at, r.restored_at) {
             if secs(now) >= at + args.restore_after {
                 fault.restore()?;
                 r.restored_at = Some(secs(Instant::now()));
+                r.qdiscs[2] = Some(fault.qdiscs()?);
             }
         }
         r.read_events(&sender.stderr(), secs(Instant::now()), &dead_server.to_string());
@@ -312,6 +317,7 @@ fn run_inner(args: &FailoverArgs, run_id: u32, mpquic: &str) -> Result<FailoverR
         longest_poll_gap_s: progress.longest_poll_gap_s,
         blackhole_at_s: r.blackhole_at,
         restored_at_s: r.restored_at,
+        qdiscs: r.qdiscs,
         failure_at_s: r.failure.as_ref().map(|f| f.0),
         failure_line: r.failure.map(|f| f.1),
         detection_s,
@@ -330,6 +336,7 @@ fn run_inner(args: &FailoverArgs, run_id: u32, mpquic: &str) -> Result<FailoverR
 struct Timeline {
     blackhole_at: Option<f64>,
     restored_at: Option<f64>,
+    qdiscs: [Option<String>; 3],
     failure: Option<(f64, String)>,
     recovered: Option<(f64, String)>,
     live_path_failures: Vec<String>,

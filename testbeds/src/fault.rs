@@ -11,6 +11,7 @@
 //! on veth) back.
 
 use crate::backend::{self, Backend, DelayMethod};
+use crate::netns::run;
 use crate::spec::LinkSpec;
 use anyhow::{bail, Context, Result};
 use std::io::Write;
@@ -26,6 +27,12 @@ pub enum Egress {
 }
 
 impl Egress {
+    fn device(&self) -> (&str, &str) {
+        match self {
+            Egress::Shaped { ns, dev, .. } | Egress::Plain { ns, dev } => (ns, dev),
+        }
+    }
+
     fn blackhole_commands(&self) -> (&str, Vec<String>) {
         match self {
             Egress::Shaped { ns, dev, link, backend, delay } => {
@@ -73,6 +80,20 @@ impl LinkFault {
             tc_batch(ns, &cmds).context("restoring a link")?;
         }
         Ok(())
+    }
+}
+
+impl LinkFault {
+    /// Both directions' qdiscs and egress filters (the marker) as `tc` lists them: `restore`
+    /// gives back this.
+    pub fn qdiscs(&self) -> Result<String> {
+        let mut listing = String::new();
+        for d in &self.directions {
+            let (ns, dev) = d.device();
+            listing += &run("tc", &["-n", ns, "qdisc", "show", "dev", dev])?;
+            listing += &run("tc", &["-n", ns, "filter", "show", "dev", dev, "egress"])?;
+        }
+        Ok(listing)
     }
 }
 

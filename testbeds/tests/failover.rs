@@ -77,6 +77,17 @@ fn assert_fails_over(r: &Value, restore_after: f64) {
         events.iter().any(|e| e["event"] == "path_failed" && e["remote"].as_str().unwrap().starts_with(dead)),
         "the sender's report has no failure of {dead}: {events:?}"
     );
+    // Restoring gives the link back exactly what it had (rate, queue, marker), and the black hole
+    // replaced its queue.
+    let qdiscs = |i: usize| r["qdiscs"][i].as_str().unwrap_or_else(|| panic!("no qdiscs {i}: {r}"));
+    let marked = |q: &str| q.contains("ecn_marker") && q.contains("direct-action");
+    assert!(qdiscs(0).contains("bfifo 10:") && marked(qdiscs(0)), "{}", qdiscs(0));
+    let holed = qdiscs(1);
+    assert!(
+        holed.contains("blackhole 10:") && !holed.contains("bfifo") && marked(holed),
+        "{holed}"
+    );
+    assert_eq!(qdiscs(2), qdiscs(0), "the restored link's qdiscs differ");
     // Once restored, the path answers and is re-opened within a few retries (0.5 s each).
     let restored = f(r, &["restored_at_s"]);
     if f(r, &["duration_s"]) > restored + 1.5 {
