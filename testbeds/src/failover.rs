@@ -8,22 +8,24 @@
 //! (r -> d and d -> r) is what fails (`fault`). The server keeps its default idle timeout and
 //! failure rule; the sender's idle timeout is shorter (3 s by default), as in issue #12.
 
-use crate::backend::{self, Backend, FRAME};
+use crate::backend::{self, Backend, DelayMethod, FRAME};
 use crate::cleanup;
 use crate::fault::{Egress, LinkFault};
 use crate::flows::{self, Proc};
 use crate::marker::{self, Marker, MarkerConfig};
-use crate::netns::{self, run};
+use crate::netns::{self, run, Namespaces};
 use crate::sampler::{self, Probe};
 use crate::spec::{LinkSpec, TopologySpec};
 use crate::stall::{Progress, ReceiveWatch, Stall};
-use crate::topology;
-use anyhow::{bail, Context, Result};
+use crate::topology::{self, Net};
+use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 use std::io::Write;
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 const QUIC_PORT: u16 = 4433;
@@ -31,6 +33,8 @@ const QUIC_PORT: u16 = 4433;
 const NODE_TAG: &str = "failover-";
 /// The received file's name on the server.
 const NAME: &str = "payload";
+/// How often the sampler re-synchronizes the markers with their queues.
+const SAMPLE: Duration = Duration::from_millis(5);
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct FailoverArgs {
@@ -131,158 +135,45 @@ pub fn run_failover(args: &FailoverArgs, run_id: u32) -> Result<FailoverResult> 
 }
 
 fn run_inner(args: &FailoverArgs, run_id: u32, mpquic: &str) -> Result<FailoverResult> {
-    let link = LinkSpec {
-        rate_mbit: args.rate_mbit,
-        k_packets: args.k_packets,
-        buffer_bytes: 150_000,
-        delay_ms: 0.0,
-        jitter_ms: 0.0,
-        loss: 0.0,
-        ecn: true,
-        sender_offload: false,
-    };
-    let caps = backend::detect(run_id)?;
-    let be = backend::choose(&caps, &link)?;
-    let delay = caps.delay_method();
-    if be == Backend::Ebpf {
-        marker::check_tools()?;
-    }
-    let mut net = topology::build(&TopologySpec::MultiPath {
-        paths: 2,
-        addrs_per_link: 1,
-        cross_hosts: false,
-    });
-    let (s, d) = (net.node("s").context("no s")?, net.node("d").context("no d")?);
-    for n in &mut net.nodes {
-        n.name = format!("{NODE_TAG}{}", n.name);
-    }
     let dir = cleanup::run_dir(run_id);
     std::fs::create_dir_all(&dir)?;
-    let nss = netns::setup(&net, run_id, false)?;
-
-    // Shape and mark every bottleneck as the runner does; the sampler closes the markers' loop.
-    let bpffs = dir.join("bpffs0");
-    if be == Backend::Ebpf {
-        marker::mount_bpffs(&bpffs)?;
-    }
-    let mut probes = Vec::new();
-    for b in net.bottlenecks() {
-        let ns = nss.ns(b.from.node).to_string();
-        let handle = backend::shape(&ns, &b.from.dev, &link, be, delay)?;
-        let m = if be == Backend::Ebpf {
-            let conf = MarkerConfig {
-                rate_bytes_per_s: (link.rate_mbit * 1e6 / 8.0) as u64,
-                k_bytes: link.k_packets as u64 * FRAME,
-                loss: 0.0,
-            };
-            Some(Marker::attach(&dir, &bpffs, b.id, &ns, &b.from.dev, conf)?)
-        } else {
-            None
-        };
-        let ifindex = netns::ifindex(&ns, &b.from.dev)? as i32;
-        probes.push(Probe { link_id: b.id, ns, ifindex, handle, marker: m });
-    }
-    let stop = Arc::new(AtomicBool::new(false));
-    let sampling = stop.clone();
-    let sampler =
-        std::thread::spawn(move || sampler::run(probes, Duration::from_millis(5), sampling));
-
-    // The dead path's last link: r -> d (shaped) and d -> r.
-    let pairs = net.path_pairs(s, d);
+    let tb = TwoPaths::setup(args, run_id, &dir)?;
+    let pairs = tb.net.path_pairs(tb.s, tb.d);
     let dead_server = pairs.get(args.path as usize).context("no such path")?.1;
-    let last = net
-        .links
-        .iter()
-        .find(|l| l.b.node == d && l.b.addrs.contains(&dead_server))
-        .context("the dead path's last link")?;
-    let fault = LinkFault {
-        directions: [
-            Egress::Shaped {
-                ns: nss.ns(last.a.node).into(),
-                dev: last.a.dev.clone(),
-                link: link.clone(),
-                backend: be,
-                delay,
-            },
-            Egress::Plain { ns: nss.ns(d).into(), dev: last.b.dev.clone() },
-        ],
-    };
+    let fault = tb.fault_on(dead_server)?;
 
-    // The file, the server, the sender.
     let source = dir.join(NAME);
     write_random(&source, args.bytes)?;
     let received = dir.join("received");
     std::fs::create_dir_all(&received)?;
-    let mut serve = vec!["serve".to_string()];
-    for (_, e) in net.ends_of(d) {
-        serve.extend(["--listen".into(), format!("{}:{QUIC_PORT}", e.addrs[0])]);
-    }
-    serve.extend(["--dir".into(), received.display().to_string()]);
-    serve.extend(
-        ["--insecure", "--allow-anonymous", "--json", "--interval", "0.05"].map(String::from),
-    );
-    let mut server = Proc::spawn(nss.ns(d), mpquic, &serve)?;
+    let mut server = Proc::spawn(tb.nss.ns(tb.d), mpquic, &tb.server_args(&received))?;
     if !server.wait_err_line(Duration::from_secs(10), |l| l.starts_with("mpquic: serving on")) {
         let (_, err) = server.stop();
         bail!("mpquic serve did not start: {}", err.trim());
     }
-    let (l0, r0) = pairs[0];
-    let mut send = vec![
-        "send".to_string(),
-        source.display().to_string(),
-        "--server".into(),
-        format!("{r0}:{QUIC_PORT}"),
-    ];
-    for (l, r) in &pairs {
-        send.extend(["--path".into(), format!("{l}={r}:{QUIC_PORT}")]);
-    }
+    let mut send = tb.sender_args(&source)?;
     send.extend(["--idle-timeout".into(), args.sender_idle_timeout.to_string()]);
     send.extend(failover_flag(mpquic, !args.no_failover)?);
-    send.extend(["--insecure", "--json", "--interval", "0.05"].map(String::from));
     if args.qlog {
         send.extend(["--qlog".into(), args.out.join("qlog").display().to_string()]);
     }
-    let route_src = run("ip", &["-n", nss.ns(s), "route", "get", &r0.to_string()])?;
-    if !route_src.contains(&format!("src {l0} ")) {
-        bail!("path 0 would not leave from {l0}: {route_src}");
-    }
 
-    let mut r = Timeline { qdiscs: [Some(fault.qdiscs()?), None, None], ..Timeline::default() };
+    let mut r = Timeline {
+        dead_server: dead_server.to_string(),
+        qdiscs: [Some(fault.qdiscs()?), None, None],
+        ..Timeline::default()
+    };
     let load_before = loadavg();
     let t0 = Instant::now();
     let watch = ReceiveWatch::start(received.clone(), t0);
-    let mut sender = Proc::spawn(nss.ns(s), mpquic, &send)?;
-    let secs = |t: Instant| (t - t0).as_secs_f64();
-    let ok = loop {
-        if let Some(ok) = sender.try_done()? {
-            break ok;
-        }
-        let now = Instant::now();
-        if now - t0 > Duration::from_secs_f64(args.deadline_s) {
-            break false;
-        }
-        if r.blackhole_at.is_none() && secs(now) >= args.blackhole_at {
-            fault.blackhole()?;
-            r.blackhole_at = Some(secs(Instant::now()));
-            r.qdiscs[1] = Some(fault.qdiscs()?);
-        }
-        if let (Some(at), None) = (r.blackhole_at, r.restored_at) {
-            if secs(now) >= at + args.restore_after {
-                fault.restore()?;
-                r.restored_at = Some(secs(Instant::now()));
-                r.qdiscs[2] = Some(fault.qdiscs()?);
-            }
-        }
-        r.read_events(&sender.stderr(), secs(Instant::now()), &dead_server.to_string());
-        std::thread::sleep(Duration::from_millis(2));
-    };
-    let duration_s = secs(Instant::now());
-    let (lines, stderr, _) = sender.stop_cpu();
-    r.read_events(&stderr, duration_s, &dead_server.to_string());
+    let sender = Proc::spawn(tb.nss.ns(tb.s), mpquic, &send)?;
+    let (ok, lines, stderr) = r.drive(sender, &fault, args, t0)?;
+    let duration_s = t0.elapsed().as_secs_f64();
     let progress: Progress = watch.finish()?;
     let (server_lines, server_err) = server.stop();
-    stop.store(true, Ordering::Relaxed);
-    let sampled = sampler.join();
+    if let Err(e) = tb.sampling.finish() {
+        eprintln!("note: the queue sampler stopped early (the markers ran open-loop): {e:#}");
+    }
     let load_after = loadavg();
 
     save(&args.out.join("sender.stdout"), &lines.join("\n"))?;
@@ -290,9 +181,6 @@ fn run_inner(args: &FailoverArgs, run_id: u32, mpquic: &str) -> Result<FailoverR
     save(&args.out.join("server.stdout"), &server_lines.join("\n"))?;
     save(&args.out.join("server.stderr"), &server_err)?;
     save(&args.out.join("receive-progress.json"), &serde_json::to_string(&progress)?)?;
-    if let Ok(Err(e)) = &sampled {
-        eprintln!("note: the queue sampler stopped: {e:#}");
-    }
     let report = lines.iter().rev().find_map(|l| {
         let v: serde_json::Value = serde_json::from_str(l).ok()?;
         v.get("verified").is_some().then_some(v)
@@ -306,7 +194,7 @@ fn run_inner(args: &FailoverArgs, run_id: u32, mpquic: &str) -> Result<FailoverR
         bytes: args.bytes,
         rate_mbit: args.rate_mbit,
         failover: !args.no_failover,
-        backend: be,
+        backend: tb.backend,
         completed: ok,
         verified,
         identical,
@@ -324,16 +212,166 @@ fn run_inner(args: &FailoverArgs, run_id: u32, mpquic: &str) -> Result<FailoverR
         recovered_at_s: r.recovered.as_ref().map(|f| f.0),
         recovered_line: r.recovered.map(|f| f.1),
         live_path_failures: r.live_path_failures,
-        dead_server: dead_server.to_string(),
+        dead_server: r.dead_server,
         sender_error: (!ok).then(|| stderr.trim().to_string()),
         sender_report: report,
         host_loadavg_1min: [load_before, load_after],
     })
 }
 
+/// The two-path testbed, shaped and marked, its markers' loop closed by the sampler.
+struct TwoPaths {
+    net: Net,
+    nss: Namespaces,
+    /// The sending and receiving hosts.
+    s: usize,
+    d: usize,
+    link: LinkSpec,
+    backend: Backend,
+    delay: DelayMethod,
+    sampling: Sampling,
+}
+
+impl TwoPaths {
+    /// Builds it in namespaces `mqtb-<run_id>-failover-<node>`, scratch files in `dir`.
+    fn setup(args: &FailoverArgs, run_id: u32, dir: &Path) -> Result<TwoPaths> {
+        let link = LinkSpec {
+            rate_mbit: args.rate_mbit,
+            k_packets: args.k_packets,
+            buffer_bytes: 150_000,
+            delay_ms: 0.0,
+            jitter_ms: 0.0,
+            loss: 0.0,
+            ecn: true,
+            sender_offload: false,
+        };
+        let caps = backend::detect(run_id)?;
+        let be = backend::choose(&caps, &link)?;
+        let delay = caps.delay_method();
+        if be == Backend::Ebpf {
+            marker::check_tools()?;
+        }
+        let mut net = topology::build(&TopologySpec::MultiPath {
+            paths: 2,
+            addrs_per_link: 1,
+            cross_hosts: false,
+        });
+        let (s, d) = (net.node("s").context("no s")?, net.node("d").context("no d")?);
+        for n in &mut net.nodes {
+            n.name = format!("{NODE_TAG}{}", n.name);
+        }
+        let nss = netns::setup(&net, run_id, false)?;
+
+        // Shape and mark every bottleneck as the runner does.
+        let bpffs = dir.join("bpffs0");
+        if be == Backend::Ebpf {
+            marker::mount_bpffs(&bpffs)?;
+        }
+        let mut probes = Vec::new();
+        for b in net.bottlenecks() {
+            let ns = nss.ns(b.from.node).to_string();
+            let handle = backend::shape(&ns, &b.from.dev, &link, be, delay)?;
+            let m = if be == Backend::Ebpf {
+                let conf = MarkerConfig {
+                    rate_bytes_per_s: (link.rate_mbit * 1e6 / 8.0) as u64,
+                    k_bytes: link.k_packets as u64 * FRAME,
+                    loss: 0.0,
+                };
+                Some(Marker::attach(dir, &bpffs, b.id, &ns, &b.from.dev, conf)?)
+            } else {
+                None
+            };
+            let ifindex = netns::ifindex(&ns, &b.from.dev)? as i32;
+            probes.push(Probe { link_id: b.id, ns, ifindex, handle, marker: m });
+        }
+        let sampling = Sampling::start(probes);
+        Ok(TwoPaths { net, nss, s, d, link, backend: be, delay, sampling })
+    }
+
+    /// The fault of the path to `server`: its last link, r -> d (shaped) and d -> r.
+    fn fault_on(&self, server: Ipv4Addr) -> Result<LinkFault> {
+        let last = (self.net.links.iter())
+            .find(|l| l.b.node == self.d && l.b.addrs.contains(&server))
+            .with_context(|| format!("no link delivers to {server}"))?;
+        Ok(LinkFault {
+            directions: [
+                Egress::Shaped {
+                    ns: self.nss.ns(last.a.node).into(),
+                    dev: last.a.dev.clone(),
+                    link: self.link.clone(),
+                    backend: self.backend,
+                    delay: self.delay,
+                },
+                Egress::Plain { ns: self.nss.ns(self.d).into(), dev: last.b.dev.clone() },
+            ],
+        })
+    }
+
+    /// `mpquic serve` on every address of d, storing into `received`.
+    fn server_args(&self, received: &Path) -> Vec<String> {
+        let mut serve = vec!["serve".to_string()];
+        for (_, e) in self.net.ends_of(self.d) {
+            serve.extend(["--listen".into(), format!("{}:{QUIC_PORT}", e.addrs[0])]);
+        }
+        serve.extend(["--dir".into(), received.display().to_string()]);
+        let lab = ["--insecure", "--allow-anonymous", "--json", "--interval", "0.05"];
+        serve.extend(lab.map(String::from));
+        serve
+    }
+
+    /// `mpquic send` of `source` over both paths, the first the one routing gives (noq cannot
+    /// bind path 0's source).
+    fn sender_args(&self, source: &Path) -> Result<Vec<String>> {
+        let pairs = self.net.path_pairs(self.s, self.d);
+        let (l0, r0) = pairs[0];
+        let route = run("ip", &["-n", self.nss.ns(self.s), "route", "get", &r0.to_string()])?;
+        if !route.contains(&format!("src {l0} ")) {
+            bail!("path 0 would not leave from {l0}: {route}");
+        }
+        let mut send = vec!["send".to_string(), source.display().to_string()];
+        send.extend(["--server".into(), format!("{r0}:{QUIC_PORT}")]);
+        for (l, r) in &pairs {
+            send.extend(["--path".into(), format!("{l}={r}:{QUIC_PORT}")]);
+        }
+        send.extend(["--insecure", "--json", "--interval", "0.05"].map(String::from));
+        Ok(send)
+    }
+}
+
+/// The sampler's thread, stopped on `finish` or drop.
+struct Sampling {
+    stop: Arc<AtomicBool>,
+    /// The series are not kept: the sampler is here for the markers' loop.
+    thread: Option<JoinHandle<Result<()>>>,
+}
+
+impl Sampling {
+    fn start(probes: Vec<Probe>) -> Sampling {
+        let stop = Arc::new(AtomicBool::new(false));
+        let sampling = stop.clone();
+        let thread = std::thread::spawn(move || sampler::run(probes, SAMPLE, sampling).map(|_| ()));
+        Sampling { stop, thread: Some(thread) }
+    }
+
+    /// Stops it; an error if it had stopped early.
+    fn finish(mut self) -> Result<()> {
+        self.stop.store(true, Ordering::Relaxed);
+        let thread = self.thread.take().context("sampler already finished")?;
+        thread.join().map_err(|_| anyhow!("the sampler panicked"))?
+    }
+}
+
+impl Drop for Sampling {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
 /// The fault's instants and the sender's failover lines, stamped as they arrive.
 #[derive(Default)]
 struct Timeline {
+    /// The black-holed path's server address.
+    dead_server: String,
     blackhole_at: Option<f64>,
     restored_at: Option<f64>,
     qdiscs: [Option<String>; 3],
@@ -344,8 +382,48 @@ struct Timeline {
 }
 
 impl Timeline {
+    /// Runs the fault on the sender's schedule (seconds after `t0`) until it exits or the
+    /// deadline; returns whether it succeeded, its stdout lines and stderr.
+    fn drive(
+        &mut self,
+        mut sender: Proc,
+        fault: &LinkFault,
+        args: &FailoverArgs,
+        t0: Instant,
+    ) -> Result<(bool, Vec<String>, String)> {
+        let secs = || t0.elapsed().as_secs_f64();
+        let ok = loop {
+            if let Some(ok) = sender.try_done()? {
+                break ok;
+            }
+            let now = secs();
+            if now > args.deadline_s {
+                break false;
+            }
+            if self.blackhole_at.is_none() && now >= args.blackhole_at {
+                fault.blackhole()?;
+                self.blackhole_at = Some(secs());
+                self.qdiscs[1] = Some(fault.qdiscs()?);
+            }
+            if let (Some(at), None) = (self.blackhole_at, self.restored_at) {
+                if now >= at + args.restore_after {
+                    fault.restore()?;
+                    self.restored_at = Some(secs());
+                    self.qdiscs[2] = Some(fault.qdiscs()?);
+                }
+            }
+            self.read_events(&sender.stderr(), secs());
+            std::thread::sleep(Duration::from_millis(2));
+        };
+        let end = secs();
+        let (lines, stderr, _) = sender.stop_cpu();
+        self.read_events(&stderr, end);
+        Ok((ok, lines, stderr))
+    }
+
     /// Takes in the sender's stderr lines not seen yet, stamping them `now`.
-    fn read_events(&mut self, stderr: &str, now: f64, dead_server: &str) {
+    fn read_events(&mut self, stderr: &str, now: f64) {
+        let dead_server = &self.dead_server;
         let lines: Vec<&str> = stderr.lines().collect();
         // The CLI's own lines (the log's copies carry timestamps and colours):
         // "mpquic: path 0 10.1.0.1 -> 10.2.0.2 failed at 1.83 s; continuing on path 1"
@@ -430,16 +508,16 @@ mod tests {
 
     #[test]
     fn the_timeline_takes_the_cli_lines_of_the_dead_path_once() {
-        let mut t = Timeline::default();
+        let mut t = Timeline { dead_server: "10.2.0.2".into(), ..Timeline::default() };
         let log = "\x1b[2m...\x1b[0m WARN path 0 10.1.0.1 -> 10.2.0.2 failed at 1.70 s; continuing on path 1\n\
                    mpquic: path 0 10.1.0.1 -> 10.2.0.2 failed at 1.70 s; continuing on path 1";
-        t.read_events(log, 1.8, "10.2.0.2");
+        t.read_events(log, 1.8);
         let restored = format!(
             "{log}\nmpquic: path 1 10.3.0.1 -> 10.4.0.2 failed at 2.00 s; continuing on path 0\n\
              mpquic: path 0 10.1.0.1 -> 10.2.0.2 answers again at 3.0 s; reopened as path 2"
         );
         t.restored_at = Some(2.5);
-        t.read_events(&restored, 3.1, "10.2.0.2");
+        t.read_events(&restored, 3.1);
         assert_eq!(t.failure.as_ref().map(|f| f.0), Some(1.8), "stamped when first read");
         assert!(
             t.failure.unwrap().1.starts_with("mpquic: path 0"),
