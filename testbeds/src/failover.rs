@@ -97,8 +97,8 @@ pub struct FailoverResult {
     pub longest_poll_gap_s: f64,
     pub blackhole_at_s: Option<f64>,
     pub restored_at_s: Option<f64>,
-    /// The dead link's qdiscs (`tc qdisc show`) before the black hole, while it lasts, and after
-    /// the restore.
+    /// The dead link's qdiscs and egress filters (`LinkFault::qdiscs`) before the black hole,
+    /// while it lasts, and after the restore.
     pub qdiscs: [Option<String>; 3],
     /// When the sender printed its first failure line, and the line.
     pub failure_at_s: Option<f64>,
