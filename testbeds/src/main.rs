@@ -36,6 +36,9 @@ enum Cmd {
         #[arg(long)]
         repetitions: Option<u32>,
     },
+    /// Check scenario files without building anything: parameters, host and link names,
+    /// controllers, ECN modes and schedulers (by the library that will parse them).
+    Validate { scenarios: Vec<PathBuf> },
     /// Remove namespaces and scratch files left by runs whose process is gone (--all: every run's).
     Cleanup {
         #[arg(long)]
@@ -108,6 +111,12 @@ fn main() -> Result<()> {
             let res = res?;
             println!("{}", serde_json::to_string(&summary(&res))?);
             eprintln!("wrote {}", out.join("result.json").display());
+        }
+        Cmd::Validate { scenarios } => {
+            for s in &scenarios {
+                spec::Scenario::load(s)?;
+                println!("{}: ok", s.display());
+            }
         }
         Cmd::Cleanup { all } => {
             let removed = cleanup::cleanup_stale(all);

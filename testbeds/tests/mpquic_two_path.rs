@@ -4,6 +4,7 @@
 //! - the marking bounds each queue near K; goodput is near the sum of the links;
 //! - the CE estimation (marker marks vs what the sender reports, per link and in total, vs the
 //!   receiver's InCEPkts) is in the result, and the sender's count is the marks' (within 1%).
+//!
 //! And with GSO batches (`--ecn auto`, sender offload on): the controller's count is the packets
 //! the marker's marks covered, within 1%.
 
