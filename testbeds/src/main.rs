@@ -2,7 +2,9 @@
 
 mod backend;
 mod cleanup;
+mod compile;
 mod delay;
+mod experiment;
 mod flows;
 mod marker;
 mod netns;
@@ -26,13 +28,15 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Build the scenario's topology, run its flows, write result.json and SVG plots.
+    /// Run an experiment file (experiments/*.toml): every sweep point in interleaved rounds,
+    /// one per seed; per run result.json and SVG plots, then results.json and table.md.
+    /// (A file of the old testbed dialect runs its repetitions back to back.)
     Run {
         scenario: PathBuf,
-        /// Output directory (default: testbed-results/<scenario name>)
+        /// Output directory (default: testbed-results/<name>)
         #[arg(long)]
         out: Option<PathBuf>,
-        /// Override the scenario's repetitions.
+        /// Override the rounds (repetitions).
         #[arg(long)]
         repetitions: Option<u32>,
     },
@@ -87,35 +91,42 @@ fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Run { scenario, out, repetitions } => {
-            let mut sc = spec::Scenario::load(&scenario)?;
+            let mut sc = match load(&scenario)? {
+                File::Experiment(c) => {
+                    let name = &c.experiment.base.name;
+                    let out = out.unwrap_or_else(|| PathBuf::from("testbed-results").join(name));
+                    let rounds = repetitions.map(|r| r as usize);
+                    return with_teardown(|| experiment::run(&c, &out, rounds));
+                }
+                File::Legacy(sc) => *sc,
+            };
             if let Some(r) = repetitions {
                 sc.repetitions = r;
             }
             let out = out.unwrap_or_else(|| PathBuf::from("testbed-results").join(&sc.name));
-            let run_id = std::process::id();
-            // The handler's teardown kills the flows, which can let the run below finish while
-            // the handler still works: the flag keeps that from passing for a completed run.
-            static INTERRUPTED: std::sync::atomic::AtomicBool =
-                std::sync::atomic::AtomicBool::new(false);
-            ctrlc::set_handler(move || {
-                INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
-                eprintln!("interrupted: tearing down");
-                cleanup::cleanup_run(run_id);
-                std::process::exit(130);
+            with_teardown(|| {
+                let res = runner::run_scenario(&sc, &out)?;
+                println!("{}", serde_json::to_string(&summary(&res))?);
+                eprintln!("wrote {}", out.join("result.json").display());
+                Ok(())
             })?;
-            let res = runner::run_scenario(&sc, &out);
-            cleanup::cleanup_run(run_id);
-            if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
-                anyhow::bail!("interrupted");
-            }
-            let res = res?;
-            println!("{}", serde_json::to_string(&summary(&res))?);
-            eprintln!("wrote {}", out.join("result.json").display());
         }
         Cmd::Validate { scenarios } => {
+            let mut failed = 0;
             for s in &scenarios {
-                spec::Scenario::load(s)?;
-                println!("{}: ok", s.display());
+                match load(s) {
+                    Ok(File::Experiment(c)) => {
+                        println!("{}: ok ({} points)", s.display(), c.points.len())
+                    }
+                    Ok(File::Legacy(_)) => println!("{}: ok (old testbed dialect)", s.display()),
+                    Err(e) => {
+                        eprintln!("{e:#}");
+                        failed += 1;
+                    }
+                }
+            }
+            if failed > 0 {
+                anyhow::bail!("{failed} of {} files failed", scenarios.len());
             }
         }
         Cmd::Cleanup { all } => {
@@ -152,6 +163,43 @@ fn main() -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A scenario file: the shared experiment language, or the testbed's old dialect.
+enum File {
+    Experiment(Box<experiment::Compiled>),
+    Legacy(Box<spec::Scenario>),
+}
+
+/// Reads `path` in the experiment language, else in the old dialect; a file that is neither
+/// gets the experiment language's error (`file:line:column: reason`).
+fn load(path: &std::path::Path) -> Result<File> {
+    match experiment::load(path) {
+        Ok(c) => Ok(File::Experiment(Box::new(c))),
+        Err(e) => {
+            spec::Scenario::load(path).map(|s| File::Legacy(Box::new(s))).map_err(|_| e.into())
+        }
+    }
+}
+
+/// Runs `f` and removes this run's namespaces afterwards, also on Ctrl-C.
+fn with_teardown(f: impl FnOnce() -> Result<()>) -> Result<()> {
+    let run_id = std::process::id();
+    // The handler's teardown kills the flows, which can let the run finish while the handler
+    // still works: the flag keeps that from passing for a completed run.
+    static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    ctrlc::set_handler(move || {
+        INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+        eprintln!("interrupted: tearing down");
+        cleanup::cleanup_run(run_id);
+        std::process::exit(130);
+    })?;
+    let res = f();
+    cleanup::cleanup_run(run_id);
+    if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+        anyhow::bail!("interrupted");
+    }
+    res
 }
 
 /// A one-line digest of a run for the terminal.

@@ -125,7 +125,33 @@ pub enum TopologySpec {
         #[serde(default = "one")]
         addrs_per_host: usize,
     },
+    /// Hosts and routers by name and the links between them, with the directions to shape:
+    /// what the shared scenario language's topologies compile to (`compile`).
+    Custom { hosts: Vec<CustomHost>, switches: Vec<String>, links: Vec<CustomLink> },
 }
+
+/// A host of a custom topology.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CustomHost {
+    pub name: String,
+}
+
+/// A link of a custom topology: its ends, the addresses of each end on it, and which of its
+/// directions are shaped bottlenecks.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CustomLink {
+    pub a: String,
+    pub b: String,
+    pub a_addrs: usize,
+    pub b_addrs: usize,
+    pub shape_a_to_b: bool,
+    pub shape_b_to_a: bool,
+}
+
+/// The most namespaces a run builds (the k = 4 fat-tree's 36, with room).
+const MAX_NODES: usize = 64;
 
 fn one() -> usize {
     1
@@ -320,11 +346,6 @@ impl Scenario {
     }
 
     pub fn validate(&self) -> Result<()> {
-        self.link.validate("link")?;
-        self.validate_overrides()?;
-        if self.sample_interval_ms <= 0.0 || self.duration_s <= 0.0 {
-            bail!("sample_interval_ms and duration_s must be > 0");
-        }
         match self.topology {
             TopologySpec::MultiPath { paths, addrs_per_link, .. } => {
                 if !(1..=8).contains(&paths) || !(1..=8).contains(&addrs_per_link) {
@@ -344,6 +365,32 @@ impl Scenario {
                     bail!("many-to-one: senders must be in 1..=16, addrs_per_host in 1..=8");
                 }
             }
+            TopologySpec::Custom { ref hosts, ref switches, ref links } => {
+                let names: Vec<&str> = hosts
+                    .iter()
+                    .map(|h| h.name.as_str())
+                    .chain(switches.iter().map(String::as_str))
+                    .collect();
+                if names.len() > MAX_NODES {
+                    bail!(
+                        "{} nodes: the testbed builds at most {MAX_NODES} namespaces",
+                        names.len()
+                    );
+                }
+                for l in links {
+                    if !names.contains(&l.a.as_str()) || !names.contains(&l.b.as_str()) {
+                        bail!("link {} -- {}: unknown node", l.a, l.b);
+                    }
+                    if !(1..=8).contains(&l.a_addrs) || !(1..=8).contains(&l.b_addrs) {
+                        bail!("link {} -- {}: 1..=8 addresses per end", l.a, l.b);
+                    }
+                }
+            }
+        }
+        self.link.validate("link")?;
+        self.validate_overrides()?;
+        if self.sample_interval_ms <= 0.0 || self.duration_s <= 0.0 {
+            bail!("sample_interval_ms and duration_s must be > 0");
         }
         if self.flows.is_empty() && self.jobs.is_empty() {
             bail!("no flows and no jobs");

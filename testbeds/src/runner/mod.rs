@@ -258,7 +258,7 @@ fn transport_args(cc: &str, cc_params: &[String], ecn: &str) -> Vec<String> {
 
 /// The host's 1-minute load average (the machine may be shared: a measurement on a loaded
 /// host is CPU-bound, and the result should say so).
-fn loadavg() -> f64 {
+pub fn loadavg() -> f64 {
     std::fs::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|s| s.split_whitespace().next()?.parse().ok())
