@@ -18,8 +18,16 @@ use mpquic_scenario::{self as lang, Amount, LinkConfig, NetnsSettings, Workload}
 
 /// The queue sampling (and marker resynchronisation) period: the scenario's `queue_sample`
 /// is the simulator's (microseconds); an rtnetlink dump per namespace every millisecond is
-/// what the testbed sustains next to the flows.
-const SAMPLE_INTERVAL_MS: f64 = 1.0;
+/// what the testbed sustains next to the flows, every 5 ms with more than
+/// `MANY_DIRECTIONS` shaped directions (a fat-tree's 80 in 20 namespaces).
+fn sample_interval_ms(shaped: usize) -> f64 {
+    if shaped > MANY_DIRECTIONS {
+        5.0
+    } else {
+        1.0
+    }
+}
+const MANY_DIRECTIONS: usize = 32;
 
 /// Link delays (after `time_scale`) below this are not added: the delay line cannot hold a
 /// packet for less than its 100 us poll period, and a veth hop already takes ~50-150 us here,
@@ -70,7 +78,7 @@ pub fn compile(s: &lang::Scenario, name: &str) -> Result<Scenario, ScenarioError
     let plan = Scenario {
         name: name.to_string(),
         duration_s: s.duration.secs() * scale.time_scale,
-        sample_interval_ms: SAMPLE_INTERVAL_MS,
+        sample_interval_ms: sample_interval_ms(directions.len()),
         repetitions: 1,
         topology,
         link: base,
@@ -212,13 +220,18 @@ fn controller(c: &str) -> (String, Vec<String>) {
     }
 }
 
+/// The kernel's own default controller, for kernel flows that name none.
+const KERNEL_CC: &str = "cubic";
+
 /// One expanded flow as the runner starts it.
 fn flow(
     s: &lang::Scenario,
     f: &lang::FlowSpec,
     scale: &NetnsSettings,
 ) -> Result<FlowSpec, ScenarioError> {
-    let (cc, cc_params) = controller(f.controller.as_deref().unwrap_or(&s.controller));
+    // Kernel flows name the kernel's controller; the document's default is the library's.
+    let default = if f.kind == lang::FlowKind::Mpquic { &s.controller[..] } else { KERNEL_CC };
+    let (cc, cc_params) = controller(f.controller.as_deref().unwrap_or(default));
     let kind = match f.kind {
         lang::FlowKind::Mpquic => FlowKind::Mpquic,
         lang::FlowKind::KernelTcp => FlowKind::KernelTcp,

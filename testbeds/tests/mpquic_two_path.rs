@@ -22,20 +22,21 @@ fn mpquic_two_paths_see_ce_on_both_and_bound_the_queues() {
     let sc = format!(
         r#"
 name = "mpquic-two-path"
-duration_s = 20.0
-[topology]
-kind = "multi-path"
-paths = 2
+duration = "20s"
+controller = "amp"
 [link]
-rate_mbit = 50.0
-k_packets = {K}
-buffer_bytes = 150000
-[[flows]]
-kind = "mpquic"
-from = "s"
-to = "d"
-cc = "amp"
+rate = "50Mbps"
+buffer = "150000B"
+k = {K}
+[transport]
 ecn = "per-packet"
+[topology]
+kind = "two-path"
+cross_hosts = 0
+[[flows]]
+from = "src"
+to = "dst"
+paths = 2
 bytes = 20000000
 "#
     );
@@ -96,21 +97,23 @@ fn offload_batches_cross_the_marker_as_one_skb() {
     let sc = format!(
         r#"
 name = "mpquic-offload"
-duration_s = 20.0
-[topology]
-kind = "multi-path"
-paths = 2
+duration = "20s"
+controller = "amp"
 [link]
-rate_mbit = 50.0
-k_packets = {K}
-buffer_bytes = 150000
-sender_offload = true
-[[flows]]
-kind = "mpquic"
-from = "s"
-to = "d"
-cc = "amp"
+rate = "50Mbps"
+buffer = "150000B"
+k = {K}
+[transport]
 ecn = "auto"
+[netns]
+sender_offload = true
+[topology]
+kind = "two-path"
+cross_hosts = 0
+[[flows]]
+from = "src"
+to = "dst"
+paths = 2
 bytes = 20000000
 "#
     );
