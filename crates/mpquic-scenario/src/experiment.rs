@@ -183,6 +183,11 @@ fn check_axes(s: &Scenario) -> Result<(), ScenarioError> {
     if s.seeds.is_empty() {
         return Err(at("seeds", "needs at least one seed"));
     }
+    for (j, entry) in s.skip.iter().enumerate() {
+        if let Some(k) = entry.keys().find(|k| !s.sweep.iter().any(|a| &a.name == *k)) {
+            return Err(at(format!("skip.{j}.{k}"), format!("`{k}` is not a sweep axis")));
+        }
+    }
     for (i, axis) in s.sweep.iter().enumerate() {
         let here = |what: &str| format!("sweep.{i}.{what}");
         if s.sweep[..i].iter().any(|a| a.name == axis.name) {
@@ -195,6 +200,14 @@ fn check_axes(s: &Scenario) -> Result<(), ScenarioError> {
             return Err(at(here("set"), format!("axis `{}` sets no field", axis.name)));
         }
         let labels: Vec<String> = axis.values.iter().map(label).collect();
+        for (j, entry) in s.skip.iter().enumerate() {
+            if let Some(v) = entry.get(&axis.name).filter(|v| !labels.contains(&label(v))) {
+                return Err(at(
+                    format!("skip.{j}.{}", axis.name),
+                    format!("`{}` is not a value of axis `{}`", label(v), axis.name),
+                ));
+            }
+        }
         if let Some(k) = axis.when.keys().find(|k| !labels.contains(k)) {
             return Err(at(
                 format!("sweep.{i}.when.{k}"),
@@ -220,8 +233,16 @@ fn expand(base: &Scenario, table: &Table) -> Result<Vec<Point>, ScenarioError> {
             })
             .collect();
     }
+    let skipped = |combo: &Vec<usize>| {
+        base.skip.iter().any(|entry| {
+            base.sweep.iter().zip(combo).all(|(axis, &j)| {
+                entry.get(&axis.name).is_none_or(|v| label(v) == label(&axis.values[j]))
+            })
+        })
+    };
     combos
         .into_iter()
+        .filter(|c| !skipped(c))
         .map(|combo| {
             let mut doc = table.clone();
             let mut labels = vec![];
