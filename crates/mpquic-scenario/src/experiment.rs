@@ -124,35 +124,73 @@ pub struct Experiment {
 }
 
 impl Experiment {
-    /// Read and check `path`; errors are `file:line:column: reason`.
+    /// Read and check `path`; errors are `file:line:column: reason`. A file may start from
+    /// another with `extends = "E1-incast.toml"` (relative to it): its tables merge into the
+    /// other's key by key, arrays of tables entry by entry, other values replace.
     pub fn load(path: &Path) -> Result<Experiment, ScenarioError> {
         let file = path.display().to_string();
         let text = std::fs::read_to_string(path)
             .map_err(|e| ScenarioError::Invalid(format!("{file}: {e}")))?;
-        Experiment::parse(&text, &file)
+        let table: Table =
+            text.parse().map_err(|e: toml::de::Error| locate(e.into(), &file, &text))?;
+        let Some(parent) = table.get("extends") else {
+            return Experiment::parse(&text, &file);
+        };
+        let Some(parent) = parent.as_str() else {
+            return Err(locate(at("extends", "must be a file name"), &file, &text));
+        };
+        let parent_path = path.parent().unwrap_or(Path::new("")).join(parent);
+        let parent_file = parent_path.display().to_string();
+        let parent_text = std::fs::read_to_string(&parent_path)
+            .map_err(|e| locate(at("extends", format!("{parent_file}: {e}")), &file, &text))?;
+        let mut doc: Table = parent_text
+            .parse()
+            .map_err(|e: toml::de::Error| locate(e.into(), &parent_file, &parent_text))?;
+        if doc.contains_key("extends") {
+            return Err(locate(
+                at("extends", format!("{parent_file} extends another file (one level only)")),
+                &file,
+                &text,
+            ));
+        }
+        let mut child = table;
+        child.remove("extends");
+        merge(&mut doc, child);
+        Experiment::check(&doc).map_err(|e| match &e {
+            ScenarioError::At { path, .. } if crate::error::span_of(&text, path).is_none() => {
+                locate(e, &parent_file, &parent_text)
+            }
+            _ => locate(e, &file, &text),
+        })
     }
 
     /// Parse and check the text of `file`: the TOML and its keys, then every point of the
     /// sweep as [`validate`] checks a scenario, and the report against the sweep.
     pub fn parse(text: &str, file: &str) -> Result<Experiment, ScenarioError> {
         let inner = || -> Result<Experiment, ScenarioError> {
-            let base: Scenario = toml::from_str(text)?;
-            let table: Table = text.parse()?;
-            check_axes(&base)?;
-            let points = expand(&base, &table)?;
-            for p in &points {
-                if let Err(e) = validate(&p.scenario) {
-                    // An error of the document as written needs no point to explain it.
-                    return Err(match validate(&base) {
-                        Err(same) if same == e => e,
-                        _ => in_point(e, p),
-                    });
-                }
-            }
-            crate::metrics::check_report(&base)?;
-            Ok(Experiment { base, points })
+            // Deserializing the text (not a table) keeps the parser's spans in its errors.
+            let _: Scenario = toml::from_str(text)?;
+            Experiment::check(&text.parse()?)
         };
         inner().map_err(|e| locate(e, file, text))
+    }
+
+    /// Check a document and expand its sweep.
+    fn check(doc: &Table) -> Result<Experiment, ScenarioError> {
+        let base: Scenario = Value::Table(doc.clone()).try_into()?;
+        check_axes(&base)?;
+        let points = expand(&base, doc)?;
+        for p in &points {
+            if let Err(e) = validate(&p.scenario) {
+                // An error of the document as written needs no point to explain it.
+                return Err(match validate(&base) {
+                    Err(same) if same == e => e,
+                    _ => in_point(e, p),
+                });
+            }
+        }
+        crate::metrics::check_report(&base)?;
+        Ok(Experiment { base, points })
     }
 
     /// Every run: each point with each seed (the seed set in the scenario), seeds fastest.
@@ -183,6 +221,11 @@ fn check_axes(s: &Scenario) -> Result<(), ScenarioError> {
     if s.seeds.is_empty() {
         return Err(at("seeds", "needs at least one seed"));
     }
+    for (j, entry) in s.skip.iter().enumerate() {
+        if let Some(k) = entry.keys().find(|k| !s.sweep.iter().any(|a| &a.name == *k)) {
+            return Err(at(format!("skip.{j}.{k}"), format!("`{k}` is not a sweep axis")));
+        }
+    }
     for (i, axis) in s.sweep.iter().enumerate() {
         let here = |what: &str| format!("sweep.{i}.{what}");
         if s.sweep[..i].iter().any(|a| a.name == axis.name) {
@@ -195,6 +238,14 @@ fn check_axes(s: &Scenario) -> Result<(), ScenarioError> {
             return Err(at(here("set"), format!("axis `{}` sets no field", axis.name)));
         }
         let labels: Vec<String> = axis.values.iter().map(label).collect();
+        for (j, entry) in s.skip.iter().enumerate() {
+            if let Some(v) = entry.get(&axis.name).filter(|v| !labels.contains(&label(v))) {
+                return Err(at(
+                    format!("skip.{j}.{}", axis.name),
+                    format!("`{}` is not a value of axis `{}`", label(v), axis.name),
+                ));
+            }
+        }
         if let Some(k) = axis.when.keys().find(|k| !labels.contains(k)) {
             return Err(at(
                 format!("sweep.{i}.when.{k}"),
@@ -220,8 +271,16 @@ fn expand(base: &Scenario, table: &Table) -> Result<Vec<Point>, ScenarioError> {
             })
             .collect();
     }
+    let skipped = |combo: &Vec<usize>| {
+        base.skip.iter().any(|entry| {
+            base.sweep.iter().zip(combo).all(|(axis, &j)| {
+                entry.get(&axis.name).is_none_or(|v| label(v) == label(&axis.values[j]))
+            })
+        })
+    };
     combos
         .into_iter()
+        .filter(|c| !skipped(c))
         .map(|combo| {
             let mut doc = table.clone();
             let mut labels = vec![];
@@ -248,6 +307,28 @@ fn expand(base: &Scenario, table: &Table) -> Result<Vec<Point>, ScenarioError> {
             Ok(point)
         })
         .collect()
+}
+
+/// `over` merged into `doc`: tables key by key, arrays of tables entry by entry (a longer
+/// array adds entries), any other value replaces.
+fn merge(doc: &mut Table, over: Table) {
+    let tables = |items: &[Value]| items.iter().all(Value::is_table);
+    for (k, v) in over {
+        match (doc.get_mut(&k), v) {
+            (Some(Value::Table(mine)), Value::Table(theirs)) => merge(mine, theirs),
+            (Some(Value::Array(mine)), Value::Array(theirs)) if tables(mine) && tables(&theirs) => {
+                for (i, entry) in theirs.into_iter().enumerate() {
+                    match (mine.get_mut(i), entry) {
+                        (Some(Value::Table(a)), Value::Table(b)) => merge(a, b),
+                        (_, entry) => mine.push(entry),
+                    }
+                }
+            }
+            (_, v) => {
+                doc.insert(k, v);
+            }
+        }
+    }
 }
 
 /// `table`'s leaves as (dotted path, value); nested tables are paths, not values.

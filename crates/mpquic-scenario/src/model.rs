@@ -645,6 +645,10 @@ pub struct Scenario {
     /// Sweep axes: every combination of their values is one point (first axis slowest).
     #[serde(default, skip_serializing)]
     pub sweep: Vec<Axis>,
+    /// Points left out of the sweep: each entry names axis values (`{ controller = "dctcp",
+    /// paths = 6 }`); a point with all of one entry's values is not run.
+    #[serde(default, skip_serializing)]
+    pub skip: Vec<toml::Table>,
     /// What to compute per run and tabulate.
     #[serde(default, skip_serializing)]
     pub report: Option<ReportSpec>,
@@ -687,6 +691,7 @@ impl Scenario {
             output: OutputSettings::default(),
             netns: None,
             sweep: vec![],
+            skip: vec![],
             report: None,
             plot: None,
         }

@@ -15,11 +15,10 @@ use serde::Serialize;
 use crate::rng::SimRng;
 use crate::scenario::{Expanded, HostSpec, LinkSpec, Scenario, ScenarioError};
 
-/// Virtual time in picoseconds.
-pub type Ps = u64;
-
-/// Picoseconds per microsecond.
-pub const PS_PER_US: Ps = 1_000_000;
+/// Virtual time in picoseconds, and picoseconds per microsecond.
+pub use mpquic_scenario::units::{Ps, PS_PER_US};
+/// Switch routing.
+pub use mpquic_scenario::Routing;
 
 /// Bytes of IPv4 + UDP header added to each QUIC datagram on the wire.
 pub const WIRE_OVERHEAD: usize = 28;
@@ -219,17 +218,6 @@ pub struct Interface {
     pub ip: IpAddr,
     /// The outgoing link.
     pub link: LinkId,
-}
-
-/// Switch routing: how a switch picks among equal-cost next hops.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum Routing {
-    /// Always the first of the equal-cost links (in link order).
-    Static,
-    /// Hash of (source address, source port, destination address, destination port).
-    #[default]
-    Ecmp,
 }
 
 /// A node of the network.
@@ -447,12 +435,25 @@ fn build_links(
     let mut adjacency: Adjacency = vec![vec![]; nodes.len()];
     for spec in specs {
         let (a, b) = (node(&spec.a)?, node(&spec.b)?);
-        let config = spec.config.or(&scenario.link);
-        let (Some(rate), Some(delay), Some(buffer)) = (config.rate, config.delay, config.buffer)
-        else {
-            return Err(invalid(format!("link {}-{} lacks rate, delay or buffer", spec.a, spec.b)));
-        };
+        // Queue amounts in bytes count full packets on the wire.
+        let packet = u64::from(scenario.transport.mtu) + WIRE_OVERHEAD as u64;
         for (from, to, monitor) in [(a, b, spec.monitor), (b, a, spec.monitor_reverse)] {
+            let config = scenario.link_for(nodes[from].name(), nodes[to].name(), &spec.config);
+            let (Some(rate), Some(delay), Some(buffer)) =
+                (config.rate, config.delay, config.buffer)
+            else {
+                return Err(invalid(format!(
+                    "link {}-{} lacks rate, delay or buffer",
+                    spec.a, spec.b
+                )));
+            };
+            if config.jitter.is_some_and(|j| j.0 > 0) {
+                return Err(invalid(format!(
+                    "link {}-{}: per-link jitter is not simulated (use host_jitter)",
+                    spec.a, spec.b
+                )));
+            }
+            let buffer = buffer.packets(packet) as usize;
             let host_queue = if from == a { spec.host_queue } else { None };
             let host_queue = host_queue.unwrap_or(from < hosts);
             let id = links.len();
@@ -463,7 +464,11 @@ fn build_links(
                 rate_bps: rate.0,
                 delay_ps: delay.0,
                 buffer_packets: if host_queue { scenario.host_buffer } else { buffer },
-                ecn_k: if host_queue { None } else { config.ecn_k.filter(|&k| k > 0) },
+                ecn_k: if host_queue {
+                    None
+                } else {
+                    config.k.map(|k| k.packets(packet) as usize).filter(|&k| k > 0)
+                },
                 loss: config.loss.unwrap_or(0.0),
                 monitor,
             };

@@ -12,6 +12,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use mpquic_cc::{ConnectionSnapshot, Notice};
+use mpquic_scenario::metrics::{FlowOutcome, LinkOutcome, Outcome, QueueOutcome};
 
 use crate::net::Ps;
 use crate::scenario::Scenario;
@@ -328,6 +329,42 @@ pub fn goodput_between(flow: &Flow, bucket: Ps, from: Ps, to: Ps) -> f64 {
 }
 
 impl Report {
+    /// The run in the schema the experiment metrics read (shared with the testbed).
+    pub fn outcome(&self) -> Outcome {
+        let flows = self
+            .flows
+            .iter()
+            .map(|f| FlowOutcome {
+                name: f.name.clone(),
+                group: f.group.clone(),
+                fct_us: f.fct_us,
+                goodput_bps: f.goodput_bps,
+                goodput_last_half_bps: f.goodput_last_half_bps,
+                pto_client: f.pto_client,
+                pto_server: f.pto_server,
+                suppressions: f.notice_counts.get("suppressed").copied().unwrap_or(0),
+                ack_request_lost: f.ack_frequency_lost.0,
+            })
+            .collect();
+        let links = self
+            .links
+            .iter()
+            .map(|l| LinkOutcome {
+                name: l.name.clone(),
+                marked: l.marked,
+                dropped: l.dropped_overflow,
+                utilization: l.utilization,
+                queue: l.queue.as_ref().map(|q| QueueOutcome {
+                    p50: q.p50 as f64,
+                    p90: q.p90 as f64,
+                    p99: q.p99 as f64,
+                    mean: q.mean,
+                }),
+            })
+            .collect();
+        Outcome { flows, links }
+    }
+
     /// Summarize a finished run.
     pub fn new(sim: &mut Sim) -> Report {
         let end = sim.end_time();
