@@ -10,7 +10,7 @@ use crate::results::RunResult;
 use crate::runner;
 use crate::spec;
 use anyhow::{Context, Result};
-use mpquic_scenario::error::locate;
+use mpquic_scenario::error::{locate, span_of};
 use mpquic_scenario::expand::expand_workloads;
 use mpquic_scenario::metrics::{self, FlowOutcome, LinkOutcome, Outcome, QueueOutcome, RunRow};
 use mpquic_scenario::{Experiment, Point, ScenarioError};
@@ -33,23 +33,43 @@ pub struct CompiledPoint {
     pub flows: Vec<(String, Option<String>)>,
 }
 
-/// Reads, checks and compiles `path`; errors are `file:line:column: reason`.
+/// Reads, checks and compiles `path` (and the file it `extends`); errors are
+/// `file:line:column: reason`, in the file that holds the field.
 pub fn load(path: &Path) -> Result<Compiled, ScenarioError> {
+    let experiment = Experiment::load(path)?;
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| ScenarioError::Invalid(format!("{file}: {e}")))?;
-    load_text(&text, &file)
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let parent = text.parse::<toml::Table>().ok().and_then(|t| {
+        let name = t.get("extends")?.as_str()?.to_string();
+        let parent = path.parent().unwrap_or(Path::new("")).join(name);
+        Some((parent.display().to_string(), std::fs::read_to_string(parent).ok()?))
+    });
+    compile_points(experiment, |e| match (&e, &parent) {
+        (ScenarioError::At { path, .. }, Some((pfile, ptext)))
+            if span_of(&text, path).is_none() =>
+        {
+            locate(e, pfile, ptext)
+        }
+        _ => locate(e, &file, &text),
+    })
 }
 
-/// Checks and compiles the text of `file`.
+/// Checks and compiles the text of `file` (no `extends`).
+#[cfg(test)]
 pub fn load_text(text: &str, file: &str) -> Result<Compiled, ScenarioError> {
-    let experiment = Experiment::parse(text, file)?;
+    compile_points(Experiment::parse(text, file)?, |e| locate(e, file, text))
+}
+
+/// Compiles every point; `place` puts a point's error in its file.
+fn compile_points(
+    experiment: Experiment,
+    place: impl Fn(ScenarioError) -> ScenarioError,
+) -> Result<Compiled, ScenarioError> {
     let mut points = Vec::new();
     for p in &experiment.points {
         let dir = point_dir(&experiment.base.name, p);
-        let in_file = |e| locate(e, file, text);
-        let plan = compile(&p.scenario, &dir).map_err(in_file)?;
-        points.push(CompiledPoint { dir, plan, flows: flow_labels(p).map_err(in_file)? });
+        let plan = compile(&p.scenario, &dir).map_err(&place)?;
+        points.push(CompiledPoint { dir, plan, flows: flow_labels(p).map_err(&place)? });
     }
     Ok(Compiled { experiment, points })
 }
