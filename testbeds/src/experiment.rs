@@ -80,7 +80,7 @@ fn point_dir(name: &str, p: &Point) -> String {
     for (_, v) in &p.labels {
         let v: String = v
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '_' })
+            .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' })
             .collect();
         dir += &format!("-{v}");
     }
