@@ -366,4 +366,57 @@ bytes = "1MB"
         let e = crate::experiment::load_text(&text, "t.toml").err().unwrap().to_string();
         assert!(e.contains("t.toml:18:") && e.contains("loss is one value"), "{e}");
     }
+
+    #[test]
+    fn workloads_become_flows_and_jobs_at_the_netns_scale() {
+        let text = r#"
+name = "w"
+duration = "100ms"
+controller = "amp"
+[link]
+rate = "10Gbps"
+delay = "2us"
+buffer = 100
+k = 10
+[netns]
+rate_scale = 0.01
+time_scale = 10
+size_scale = 2
+[topology]
+kind = "many-to-one"
+senders = 6
+sender_addrs = 4
+[[workloads]]
+kind = "incast"
+receiver = "r"
+senders = ["s0", "s1", "s2"]
+bytes = "128KB"
+rounds = 2
+interval = "30ms"
+stagger = "50us"
+start = "5ms"
+paths = 4
+[[workloads]]
+kind = "partition-aggregate"
+aggregator = "r"
+workers = ["s3", "s4", "s5"]
+response_bytes = "64KB"
+jobs = 5
+parallel = 2
+controller = "dctcp"
+"#;
+        let p = plan(text).unwrap();
+        assert_eq!(p.duration_s, 1.0);
+        assert_eq!(p.flows.len(), 6, "3 senders x 2 rounds");
+        let starts: Vec<f64> = p.flows.iter().map(|f| (f.start_s * 1e4).round() / 1e4).collect();
+        assert_eq!(starts, [0.05, 0.0505, 0.051, 0.35, 0.3505, 0.351]);
+        assert!(p.flows.iter().all(|f| f.bytes == 2 * 128 * 1024 && f.paths == 4));
+        assert_eq!(p.jobs.len(), 1);
+        let j = &p.jobs[0];
+        assert_eq!((j.jobs, j.parallel, j.response_bytes), (5, 2, 2 * 64 * 1024));
+        assert_eq!((j.cc.as_str(), j.workers.len()), ("dctcp", 3));
+        let links = p.links();
+        assert_eq!(links.len(), 1, "only sw->r is shaped");
+        assert_eq!((&links[0].0[..], &links[0].1[..], links[0].2.rate_mbit), ("sw", "r", 100.0));
+    }
 }
