@@ -2,14 +2,14 @@
 //! compiled whole before anything is built, then run in interleaved rounds (round 1 of every
 //! sweep point, then round 2, ...: one round per seed, so that a shared machine's load drift
 //! hits every point alike). Each run writes its `result.json` and plots under
-//! `<out>/<point>/round<i>/`; the experiment writes `results.json` (every run's report metrics
-//! and the median, min and max per point) and `table.md` (the report's tables).
+//! `<out>/<point>/round<i>/`; the experiment writes `experiment.json` (every run's report metrics
+//! and the median, min and max per point) and `tables.md` (the report's tables).
 
 use crate::compile::compile;
 use crate::results::RunResult;
 use crate::runner;
 use crate::spec;
-use anyhow::{Context, Result};
+use anyhow::{bail, Result};
 use mpquic_scenario::error::{locate, span_of};
 use mpquic_scenario::expand::expand_workloads;
 use mpquic_scenario::metrics::{self, FlowOutcome, LinkOutcome, Outcome, QueueOutcome, RunRow};
@@ -100,7 +100,7 @@ fn flow_labels(p: &Point) -> Result<Vec<(String, Option<String>)>, ScenarioError
         .collect())
 }
 
-/// One run's row in `results.json`.
+/// One run's row in `experiment.json`.
 #[derive(Serialize)]
 struct RunEntry {
     point: String,
@@ -113,18 +113,29 @@ struct RunEntry {
 }
 
 /// Runs every point `rounds` times (default: one round per seed), interleaved; writes
-/// `results.json` and `table.md` in `out`, and prints the tables.
+/// `experiment.json` and `tables.md` in `out`, and prints the tables.
 pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
     let seeds = &c.experiment.base.seeds;
     let rounds = rounds.unwrap_or(seeds.len());
     let mut entries = Vec::new();
     let mut rows: Vec<Vec<RunRow>> = vec![Vec::new(); c.points.len()];
+    let mut failed = Vec::new();
+    runner::require_root()?;
     for round in 0..rounds {
         for (i, CompiledPoint { dir, plan, flows }) in c.points.iter().enumerate() {
             let run_dir = out.join(dir).join(format!("round{}", round + 1));
             eprintln!("round {}: {dir} (load {:.1})", round + 1, runner::loadavg());
-            let result = runner::run_scenario(plan, &run_dir)
-                .with_context(|| format!("{dir} round {}", round + 1))?;
+            // A failed run is reported and the others go on, as on a long unattended sweep.
+            let result = match runner::run_scenario(plan, &run_dir) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("FAILED: {dir} round {}: {e:#}", round + 1);
+                    failed.push(serde_json::json!({
+                        "point": dir, "round": round + 1, "error": format!("{e:#}"),
+                    }));
+                    continue;
+                }
+            };
             let point = &c.experiment.points[i];
             let seed = seeds[round % seeds.len()];
             let m = metrics::compute(&point.scenario, &outcome(&result, flows));
@@ -157,22 +168,27 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
         "backend": "netns",
         "definition": c.experiment.base.report.as_ref().map(|r| r.definition.clone()),
         "runs": entries,
+        "failed": failed,
         "summary": summary,
     });
     std::fs::create_dir_all(out)?;
-    std::fs::write(out.join("results.json"), serde_json::to_string_pretty(&json)?)?;
+    std::fs::write(out.join("experiment.json"), serde_json::to_string_pretty(&json)?)?;
     let mut tables = String::new();
     for t in c.experiment.base.report.iter().flat_map(|r| &r.table) {
         tables += &metrics::markdown_table(&t.title, "point", "x", &summary, &t.metrics);
         tables += "\n";
     }
-    std::fs::write(out.join("table.md"), &tables)?;
+    std::fs::write(out.join("tables.md"), &tables)?;
     print!("{tables}");
     eprintln!(
         "wrote {} and {}",
-        out.join("results.json").display(),
-        out.join("table.md").display()
+        out.join("experiment.json").display(),
+        out.join("tables.md").display()
     );
+    if !failed.is_empty() {
+        let runs = rounds * c.points.len();
+        bail!("{} of {runs} runs failed (listed in experiment.json)", failed.len());
+    }
     Ok(())
 }
 

@@ -29,7 +29,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Run an experiment file (experiments/*.toml): every sweep point in interleaved rounds,
-    /// one per seed; per run result.json and SVG plots, then results.json and table.md.
+    /// one per seed; per run result.json and SVG plots, then experiment.json and tables.md (as mpquic-sim run).
     /// (A file of the old testbed dialect runs its repetitions back to back.)
     Run {
         scenario: PathBuf,

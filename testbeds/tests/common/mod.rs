@@ -79,7 +79,7 @@ pub fn run_scenario(name: &str, toml: &str) -> Value {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "run {name} failed: {stderr}");
     println!("{name}: {}", String::from_utf8_lossy(&o.stdout));
-    let results = std::fs::read_to_string(dir.join("out/results.json")).unwrap();
+    let results = std::fs::read_to_string(dir.join("out/experiment.json")).unwrap();
     let results: Value = serde_json::from_str(&results).unwrap();
     let out = PathBuf::from(results["runs"][0]["dir"].as_str().unwrap());
     for p in ["result.json", "rep0-throughput.svg", "rep0-queue.svg", "rep0-fct-cdf.svg"] {
