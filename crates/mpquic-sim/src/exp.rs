@@ -1,6 +1,7 @@
-//! Experiment sweeps (E1, E2, E4, E6, E7 of `design/EXPERIMENTS.md`): a base scenario, a list of
-//! variants (series x point), several seeds each; per run a few metrics taken from the
-//! [`Report`]; per variant the median, min and max over seeds; one JSON file and one SVG.
+//! Experiment sweeps: a list of variants (series x point), several seeds each; per run a few
+//! metrics taken from the [`Report`]; per variant the median, min and max over seeds; one JSON
+//! file, the markdown tables and one SVG. [`run_experiment`] runs an experiment file (its
+//! points, seeds and `[report]`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -11,7 +12,7 @@ use plotters::prelude::*;
 use mpquic_scenario::metrics::{compute, markdown_table, summarize, CATALOGUE};
 use mpquic_scenario::{Experiment, Point};
 
-use crate::report::{jain, Report};
+use crate::report::Report;
 use crate::scenario::Scenario;
 use crate::Sim;
 
@@ -25,7 +26,7 @@ pub struct Variant {
     pub scenario: Scenario,
 }
 
-pub use mpquic_scenario::metrics::{spread, Metrics, RunRow, Spread, SummaryRow};
+pub use mpquic_scenario::metrics::{Metrics, RunRow, Spread, SummaryRow};
 
 /// Run every variant with every seed; `metrics` extracts a run's numbers.
 pub fn sweep(
@@ -205,31 +206,6 @@ pub fn write_json(
     doc["summary"] = serde_json::to_value(summary).map_err(|e| e.to_string())?;
     std::fs::write(path, serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?)
         .map_err(|e| format!("{}: {e}", path.display()))
-}
-
-/// Flows of a report whose group starts with `prefix`.
-pub fn group_flows<'a>(
-    r: &'a Report,
-    prefix: &'a str,
-) -> impl Iterator<Item = &'a crate::report::FlowReport> + 'a {
-    r.flows.iter().filter(move |f| f.group.as_deref().is_some_and(|g| g.starts_with(prefix)))
-}
-
-/// Mean and population standard deviation ([`mpquic_stats::mean_std`]); NaN without values.
-pub fn mean_std(xs: &[f64]) -> (f64, f64) {
-    mpquic_stats::mean_std(xs).unwrap_or((f64::NAN, f64::NAN))
-}
-
-/// The `q`-quantile of `xs` by the suite's rule, nearest rank ([`mpquic_stats`]); NaN without
-/// values.
-pub fn quantile(xs: &[f64], q: f64) -> f64 {
-    mpquic_stats::quantile(xs, q).unwrap_or(f64::NAN)
-}
-
-/// Jain's index of the given flows' last-half goodput.
-pub fn jain_of(flows: &[&crate::report::FlowReport]) -> f64 {
-    let xs: Vec<f64> = flows.iter().map(|f| f.goodput_last_half_bps).collect();
-    jain(&xs).unwrap_or(f64::NAN)
 }
 
 /// Where a point sits in the sweep plot: x is the value of the plot's axis (the last axis
