@@ -391,6 +391,9 @@ pub struct SummaryRow {
     pub series: String,
     /// X value.
     pub x: f64,
+    /// The point's (axis, value) pairs, when it comes from an experiment file's sweep.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<(String, String)>,
     /// Metric -> median/min/max over seeds.
     pub metrics: BTreeMap<String, Spread>,
 }
@@ -407,34 +410,34 @@ pub fn summarize(series: &str, x: f64, runs: &[RunRow]) -> SummaryRow {
             spread(&xs).map(|s| (k.clone(), s))
         })
         .collect();
-    SummaryRow { series: series.to_string(), x, metrics }
+    SummaryRow { series: series.to_string(), x, labels: vec![], metrics }
 }
 
-/// A markdown table: one row per summary row, `median (min-max)` per metric.
-pub fn markdown_table(
-    title: &str,
-    series_name: &str,
-    x_name: &str,
-    summary: &[SummaryRow],
-    metrics: &[String],
-) -> String {
-    let mut out =
-        format!("### {title}\n\n| {series_name} | {x_name} | {} |\n", metrics.join(" | "));
-    out += &format!("|---|---|{}\n", "---|".repeat(metrics.len()));
+/// A markdown table: one row per summary row (its axis values, or else its series and x),
+/// `median (min-max)` per metric.
+pub fn markdown_table(title: &str, summary: &[SummaryRow], metrics: &[String]) -> String {
+    let keys: Vec<String> = match summary.first() {
+        Some(row) if !row.labels.is_empty() => row.labels.iter().map(|(a, _)| a.clone()).collect(),
+        _ => vec!["series".into(), "x".into()],
+    };
+    let mut out = format!("### {title}\n\n| {} | {} |\n", keys.join(" | "), metrics.join(" | "));
+    out += &format!("|{}\n", "---|".repeat(keys.len() + metrics.len()));
     for row in summary {
-        let cells: Vec<String> = metrics
-            .iter()
-            .map(|m| {
-                row.metrics.get(m).map_or("-".into(), |s| {
-                    if s.n > 1 && s.min != s.max {
-                        format!("{} ({}-{})", s.median, s.min, s.max)
-                    } else {
-                        s.median.to_string()
-                    }
-                })
+        let mut cells: Vec<String> = if row.labels.is_empty() {
+            vec![row.series.clone(), row.x.to_string()]
+        } else {
+            row.labels.iter().map(|(_, v)| v.clone()).collect()
+        };
+        cells.extend(metrics.iter().map(|m| {
+            row.metrics.get(m).map_or("-".into(), |s| {
+                if s.n > 1 && s.min != s.max {
+                    format!("{} ({}-{})", s.median, s.min, s.max)
+                } else {
+                    s.median.to_string()
+                }
             })
-            .collect();
-        out += &format!("| {} | {} | {} |\n", row.series, row.x, cells.join(" | "));
+        }));
+        out += &format!("| {} |\n", cells.join(" | "));
     }
     out
 }

@@ -185,15 +185,16 @@ fn extends_merges_tables_by_key_and_arrays_of_tables_by_entry() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("base.toml"), INCAST).unwrap();
     let child = "extends = \"base.toml\"\nname = \"bigger\"\n[[workloads]]\nbytes = \"256KB\"\n\
-                 [[sweep]]\nvalues = [\"amp\"]\n[transport]\nmax_ack_delay = \"1ms\"\n";
+                 [[sweep]]\nvalues = [\"dctcp\"]\n[transport]\nmax_ack_delay = \"1ms\"\n";
     std::fs::write(dir.join("child.toml"), child).unwrap();
     let e = Experiment::load(&dir.join("child.toml")).unwrap();
     assert_eq!(e.base.name, "bigger");
     assert_eq!(e.base.transport.max_ack_delay, Some(Dur::ms(1)));
-    assert_eq!(e.points.len(), 2, "controller axis narrowed to amp, k axis kept");
+    assert_eq!(e.points.len(), 2, "controller axis narrowed to dctcp, k axis kept");
     let hosts = e.base.topology.expand().unwrap().hosts;
     let flows = expand_workloads(&e.points[0].scenario, &hosts).unwrap();
-    assert!(flows.iter().all(|f| f.bytes == Some(262_144) && f.paths == 4), "interval etc. kept");
+    assert!(flows.iter().all(|f| f.bytes == Some(262_144) && f.paths == 1), "the parent's when");
+    assert!(flows.iter().all(|f| f.controller.as_deref() == Some("dctcp")));
     // An error of the merged document that the child does not write is placed in the parent.
     std::fs::write(
         dir.join("bad.toml"),

@@ -68,8 +68,9 @@ metrics = ["flows", "unfinished", "fct_mean_ms", "fct_max_ms", "pto_per_round", 
         metrics: [("fct_mean_ms".to_string(), v)].into(),
         wall_s: 0.0,
     };
-    let summary = summarize("amp", 10.0, &[row(1, 1.0), row(2, 3.0), row(3, 2.0)]);
-    let table = markdown_table("T", "controller", "k", &[summary], &["fct_mean_ms".into()]);
+    let mut summary = summarize("amp", 10.0, &[row(1, 1.0), row(2, 3.0), row(3, 2.0)]);
+    summary.labels = vec![("controller".into(), "amp".into()), ("k".into(), "10".into())];
+    let table = markdown_table("T", &[summary], &["fct_mean_ms".into()]);
     assert_eq!(
         table,
         "### T\n\n| controller | k | fct_mean_ms |\n|---|---|---|\n| amp | 10 | 2 (1-3) |\n"

@@ -248,8 +248,11 @@ pub fn run_experiment(e: &Experiment, file: &str, out: &Path, command: &str) -> 
         })
         .collect();
     eprintln!("{}: {} points x {} seeds", s.name, variants.len(), s.seeds.len());
-    let (rows, summary) =
+    let (rows, mut summary) =
         sweep(&variants, &s.seeds, &|r: &Report| compute(&r.scenario, &r.outcome()))?;
+    for (row, point) in summary.iter_mut().zip(&e.points) {
+        row.labels = point.labels.clone();
+    }
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let definitions: BTreeMap<&str, &str> = CATALOGUE
         .iter()
@@ -271,25 +274,13 @@ pub fn run_experiment(e: &Experiment, file: &str, out: &Path, command: &str) -> 
         &rows,
         &summary,
     )?;
-    let (series_name, x_name) = {
-        let x =
-            s.plot.as_ref().map(|p| p.x.clone()).or_else(|| s.sweep.last().map(|a| a.name.clone()));
-        let others: Vec<&str> =
-            s.sweep.iter().map(|a| a.name.as_str()).filter(|n| Some(*n) != x.as_deref()).collect();
-        (
-            if others.is_empty() { "experiment".to_string() } else { others.join("/") },
-            x.unwrap_or_default(),
-        )
-    };
     let tables: Vec<(String, Vec<String>)> = if report.table.is_empty() {
         vec![(s.name.clone(), report.metrics.clone())]
     } else {
         report.table.iter().map(|t| (t.title.clone(), t.metrics.clone())).collect()
     };
-    let md: Vec<String> = tables
-        .iter()
-        .map(|(title, metrics)| markdown_table(title, &series_name, &x_name, &summary, metrics))
-        .collect();
+    let md: Vec<String> =
+        tables.iter().map(|(title, metrics)| markdown_table(title, &summary, metrics)).collect();
     std::fs::write(out.join("tables.md"), md.join("\n")).map_err(|e| e.to_string())?;
     if let Some(plot) = &s.plot {
         let panels: Vec<Panel> = plot
