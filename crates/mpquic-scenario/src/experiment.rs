@@ -21,7 +21,7 @@ pub struct Axis {
     /// Its values, in order.
     pub values: Vec<Value>,
     /// Dotted field paths each value is written to (`"workloads.0.k"`, `"flows.8.controller"`,
-    /// `"transport.max_ack_delay"`); array entries by index.
+    /// `"transport.max_ack_delay"`); array entries by index, `*` for every entry (`"flows.*.paths"`).
     #[serde(default)]
     pub set: Vec<String>,
     /// Per value (by its label): more fields to set, as dotted paths.
@@ -285,20 +285,23 @@ fn expand(base: &Scenario, table: &Table) -> Result<Vec<Point>, ScenarioError> {
             let mut doc = table.clone();
             let mut labels = vec![];
             let mut values = vec![];
+            // Every axis's `set` first, then the `when`s: an irregular case wins over any axis.
             for (i, (axis, &j)) in base.sweep.iter().zip(&combo).enumerate() {
                 let value = &axis.values[j];
                 for path in &axis.set {
                     set_path(&mut doc, path, value.clone())
                         .map_err(|m| at(format!("sweep.{i}.set"), m))?;
                 }
-                if let Some(extra) = axis.when.get(&label(value)) {
+                labels.push((axis.name.clone(), label(value)));
+                values.push(value.clone());
+            }
+            for (i, (axis, &j)) in base.sweep.iter().zip(&combo).enumerate() {
+                if let Some(extra) = axis.when.get(&label(&axis.values[j])) {
                     for (path, v) in flatten(extra, "") {
                         set_path(&mut doc, &path, v)
                             .map_err(|m| at(format!("sweep.{i}.when"), m))?;
                     }
                 }
-                labels.push((axis.name.clone(), label(value)));
-                values.push(value.clone());
             }
             let mut point = Point { labels, values, scenario: base.clone() };
             point.scenario = Value::Table(doc)
@@ -346,34 +349,38 @@ fn flatten(table: &Table, prefix: &str) -> Vec<(String, Value)> {
 }
 
 /// Write `value` at the dotted `path` of `doc`, making missing tables on the way; array
-/// entries by index (which must exist).
+/// entries by index (which must exist), or `*` for every entry.
 pub fn set_path(doc: &mut Table, path: &str, value: Value) -> Result<(), String> {
     let keys: Vec<&str> = path.split('.').collect();
-    let (last, parents) = keys.split_last().ok_or("empty field path")?;
     // Work on a copy, so that an error leaves `doc` as it was.
     let mut root = Value::Table(doc.clone());
-    let mut node = &mut root;
-    for key in parents {
-        node = step(node, key, path)?;
-    }
-    match node {
-        Value::Table(t) => {
-            t.insert(last.to_string(), value);
-        }
-        Value::Array(items) => {
-            let i = index(last, items.len(), path)?;
-            items[i] = value;
-        }
-        _ => {
-            return Err(format!(
-                "`{path}`: `{last}` is inside a value that is not a table or array"
-            ))
-        }
-    }
+    set_in(&mut root, &keys, &value, path)?;
     if let Value::Table(t) = root {
         *doc = t;
     }
     Ok(())
+}
+
+fn set_in(node: &mut Value, keys: &[&str], value: &Value, path: &str) -> Result<(), String> {
+    let Some((key, rest)) = keys.split_first() else {
+        *node = value.clone();
+        return Ok(());
+    };
+    match node {
+        Value::Table(t) => {
+            let missing =
+                if rest.is_empty() { Value::Boolean(false) } else { Value::Table(Table::new()) };
+            set_in(t.entry(key.to_string()).or_insert(missing), rest, value, path)
+        }
+        Value::Array(items) if *key == "*" => {
+            items.iter_mut().try_for_each(|item| set_in(item, rest, value, path))
+        }
+        Value::Array(items) => {
+            let i = index(key, items.len(), path)?;
+            set_in(&mut items[i], rest, value, path)
+        }
+        _ => Err(format!("`{path}`: `{key}` is inside a value that is not a table or array")),
+    }
 }
 
 fn index(key: &str, len: usize, path: &str) -> Result<usize, String> {
@@ -382,17 +389,4 @@ fn index(key: &str, len: usize, path: &str) -> Result<usize, String> {
         return Err(format!("`{path}`: index {i} out of range (the array has {len} entries)"));
     }
     Ok(i)
-}
-
-fn step<'a>(node: &'a mut Value, key: &str, path: &str) -> Result<&'a mut Value, String> {
-    match node {
-        Value::Table(t) => {
-            Ok(t.entry(key.to_string()).or_insert_with(|| Value::Table(Table::new())))
-        }
-        Value::Array(items) => {
-            let i = index(key, items.len(), path)?;
-            Ok(&mut items[i])
-        }
-        _ => Err(format!("`{path}`: `{key}` is inside a value that is not a table or array")),
-    }
 }

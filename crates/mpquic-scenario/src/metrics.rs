@@ -16,6 +16,8 @@ pub struct Outcome {
     pub flows: Vec<FlowOutcome>,
     /// Monitored link directions.
     pub links: Vec<LinkOutcome>,
+    /// Time the run covered, seconds.
+    pub duration_s: f64,
 }
 
 /// One flow's result.
@@ -40,6 +42,12 @@ pub struct FlowOutcome {
     /// Whether the client's ACK_FREQUENCY request never reached the server (the ACK profile did
     /// not take effect for the data the client sends).
     pub ack_request_lost: bool,
+    /// The same for the server's request.
+    pub server_ack_request_lost: bool,
+    /// When the flow started, seconds since the start of the run.
+    pub start_s: f64,
+    /// The job (partition/aggregate) it is part of, numbered within its group.
+    pub job: Option<usize>,
 }
 
 /// One link direction's result.
@@ -94,6 +102,20 @@ pub const CATALOGUE: &[(&str, &str)] = &[
     ("goodput_mean_gbps", "mean goodput of the flows over their lifetime, Gbit/s"),
     ("goodput_last_half_mean_gbps", "mean goodput over the run's second half, Gbit/s"),
     ("jain", "Jain's index of the flows' second-half goodput"),
+    ("jobs", "jobs (flows of one group with one job number; JCT = last answer - first start)"),
+    ("jobs_unfinished", "jobs with a flow not complete at the end of the run"),
+    ("jct_mean_ms", "mean job completion time of the completed jobs, ms"),
+    ("jct_p50_ms", "median JCT, ms"),
+    ("jct_p90_ms", "90th percentile JCT, ms"),
+    ("jct_p99_ms", "99th percentile JCT, ms"),
+    ("jct_all_p90_ms", "90th percentile JCT, unfinished jobs counted until the end (a bound)"),
+    ("jct_all_p99_ms", "99th percentile of the same, ms"),
+    ("jobs_over_10ms", "jobs, finished or not, over 10 ms"),
+    ("jobs_ack_heard", "completed jobs where no flow lost an ACK_FREQUENCY request"),
+    ("jct_p90_ms_ack_heard", "90th percentile JCT of those, ms"),
+    ("jct_p99_ms_ack_heard", "99th percentile JCT of those, ms"),
+    ("ack_request_lost", "flows where either end's ACK_FREQUENCY request was lost"),
+    ("queue_p90_max", "the largest 90th percentile queue over every monitored link, packets"),
     ("drops", "drops at the report's link"),
     ("drops_per_round", "drops / incast rounds"),
     ("marks", "CE marks at the report's link"),
@@ -176,9 +198,74 @@ pub fn compute(s: &Scenario, o: &Outcome) -> BTreeMap<String, f64> {
                     group.is_none_or(|g| f.group.as_deref().is_some_and(|fg| fg.starts_with(g)))
                 })
                 .collect();
-            (m.clone(), metric(name, &flows, link, rounds))
+            let value = match name {
+                _ if name.starts_with("jct") || name.starts_with("jobs") => {
+                    job_metric(name, &flows, o.duration_s)
+                }
+                "queue_p90_max" => {
+                    let p90s: Vec<f64> =
+                        o.links.iter().filter_map(|l| l.queue.as_ref()).map(|q| q.p90).collect();
+                    quantile(&p90s, 1.0)
+                }
+                _ => metric(name, &flows, link, rounds),
+            };
+            (m.clone(), value)
         })
         .collect()
+}
+
+/// A job: first start and last completion (ms), whether all its flows completed and whether
+/// none lost an ACK_FREQUENCY request.
+struct Job {
+    start: f64,
+    end: f64,
+    complete: bool,
+    heard: bool,
+}
+
+fn job_metric(name: &str, flows: &[&FlowOutcome], duration_s: f64) -> f64 {
+    // Keyed as the job names sort (`job10` before `job2`), the order sums are taken in.
+    let mut jobs: BTreeMap<(String, String), Job> = BTreeMap::new();
+    for f in flows {
+        let Some(job) = f.job else { continue };
+        let key = (f.group.clone().unwrap_or_default(), format!("job{job}"));
+        let e = jobs.entry(key).or_insert(Job {
+            start: f64::MAX,
+            end: 0.0,
+            complete: true,
+            heard: true,
+        });
+        let start = f.start_s * 1e3;
+        e.start = e.start.min(start);
+        match f.fct_us {
+            Some(fct) => e.end = e.end.max(start + fct / 1e3),
+            None => e.complete = false,
+        }
+        e.heard &= !(f.ack_request_lost || f.server_ack_request_lost);
+    }
+    let jct: Vec<f64> = jobs.values().filter(|j| j.complete).map(|j| j.end - j.start).collect();
+    let heard: Vec<f64> =
+        jobs.values().filter(|j| j.complete && j.heard).map(|j| j.end - j.start).collect();
+    let end_ms = duration_s * 1e3;
+    let all: Vec<f64> = jobs
+        .values()
+        .map(|j| if j.complete { j.end - j.start } else { end_ms - j.start })
+        .collect();
+    match name {
+        "jobs" => jobs.len() as f64,
+        "jobs_unfinished" => jobs.values().filter(|j| !j.complete).count() as f64,
+        "jct_mean_ms" => mean(&jct),
+        "jct_p50_ms" => quantile(&jct, 0.5),
+        "jct_p90_ms" => quantile(&jct, 0.9),
+        "jct_p99_ms" => quantile(&jct, 0.99),
+        "jct_all_p90_ms" => quantile(&all, 0.9),
+        "jct_all_p99_ms" => quantile(&all, 0.99),
+        "jobs_over_10ms" => all.iter().filter(|&&x| x > 10.0).count() as f64,
+        "jobs_ack_heard" => heard.len() as f64,
+        "jct_p90_ms_ack_heard" => quantile(&heard, 0.9),
+        "jct_p99_ms_ack_heard" => quantile(&heard, 0.99),
+        _ => f64::NAN,
+    }
 }
 
 fn ms(flows: &[&FlowOutcome]) -> Vec<f64> {
@@ -222,6 +309,7 @@ fn metric(name: &str, flows: &[&FlowOutcome], link: Option<&LinkOutcome>, rounds
         "suppressions" => sum(&|f| f.suppressions),
         "suppressions_per_round" => sum(&|f| f.suppressions) / rounds,
         "ack_request_lost_per_round" => count(&|f| f.ack_request_lost) / rounds,
+        "ack_request_lost" => count(&|f| f.ack_request_lost || f.server_ack_request_lost),
         "flows_over_10ms_per_round" => count(&slow) / rounds,
         "over_10ms_with_ack_request_lost_per_round" => {
             count(&|f| slow(f) && f.ack_request_lost) / rounds
@@ -303,6 +391,9 @@ pub struct SummaryRow {
     pub series: String,
     /// X value.
     pub x: f64,
+    /// The point's (axis, value) pairs, when it comes from an experiment file's sweep.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<(String, String)>,
     /// Metric -> median/min/max over seeds.
     pub metrics: BTreeMap<String, Spread>,
 }
@@ -319,34 +410,34 @@ pub fn summarize(series: &str, x: f64, runs: &[RunRow]) -> SummaryRow {
             spread(&xs).map(|s| (k.clone(), s))
         })
         .collect();
-    SummaryRow { series: series.to_string(), x, metrics }
+    SummaryRow { series: series.to_string(), x, labels: vec![], metrics }
 }
 
-/// A markdown table: one row per summary row, `median (min-max)` per metric.
-pub fn markdown_table(
-    title: &str,
-    series_name: &str,
-    x_name: &str,
-    summary: &[SummaryRow],
-    metrics: &[String],
-) -> String {
-    let mut out =
-        format!("### {title}\n\n| {series_name} | {x_name} | {} |\n", metrics.join(" | "));
-    out += &format!("|---|---|{}\n", "---|".repeat(metrics.len()));
+/// A markdown table: one row per summary row (its axis values, or else its series and x),
+/// `median (min-max)` per metric.
+pub fn markdown_table(title: &str, summary: &[SummaryRow], metrics: &[String]) -> String {
+    let keys: Vec<String> = match summary.first() {
+        Some(row) if !row.labels.is_empty() => row.labels.iter().map(|(a, _)| a.clone()).collect(),
+        _ => vec!["series".into(), "x".into()],
+    };
+    let mut out = format!("### {title}\n\n| {} | {} |\n", keys.join(" | "), metrics.join(" | "));
+    out += &format!("|{}\n", "---|".repeat(keys.len() + metrics.len()));
     for row in summary {
-        let cells: Vec<String> = metrics
-            .iter()
-            .map(|m| {
-                row.metrics.get(m).map_or("-".into(), |s| {
-                    if s.n > 1 && s.min != s.max {
-                        format!("{} ({}-{})", s.median, s.min, s.max)
-                    } else {
-                        s.median.to_string()
-                    }
-                })
+        let mut cells: Vec<String> = if row.labels.is_empty() {
+            vec![row.series.clone(), row.x.to_string()]
+        } else {
+            row.labels.iter().map(|(_, v)| v.clone()).collect()
+        };
+        cells.extend(metrics.iter().map(|m| {
+            row.metrics.get(m).map_or("-".into(), |s| {
+                if s.n > 1 && s.min != s.max {
+                    format!("{} ({}-{})", s.median, s.min, s.max)
+                } else {
+                    s.median.to_string()
+                }
             })
-            .collect();
-        out += &format!("| {} | {} | {} |\n", row.series, row.x, cells.join(" | "));
+        }));
+        out += &format!("| {} |\n", cells.join(" | "));
     }
     out
 }

@@ -610,8 +610,9 @@ pub struct Scenario {
     /// Switch routing.
     #[serde(default)]
     pub routing: Routing,
-    /// Default link parameters (the papers' 10 Gbps / 2 us / 100 packets / K = 10).
-    #[serde(default = "LinkConfig::paper_default")]
+    /// Default link parameters; each field left out is the papers' (10 Gbps / 2 us / 100
+    /// packets / K = 10 / no loss).
+    #[serde(default = "LinkConfig::paper_default", deserialize_with = "over_paper_default")]
     pub link: LinkConfig,
     /// Per-direction exceptions to `link`, applied in order over the topology's own settings.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -655,6 +656,10 @@ pub struct Scenario {
     /// The sweep plot.
     #[serde(default, skip_serializing)]
     pub plot: Option<PlotSpec>,
+}
+
+fn over_paper_default<'de, D: serde::Deserializer<'de>>(d: D) -> Result<LinkConfig, D::Error> {
+    LinkConfig::deserialize(d).map(|l| l.or(&LinkConfig::paper_default()))
 }
 
 fn default_controller() -> String {

@@ -128,3 +128,96 @@ stagger = "1ms"
     let e = mpquic_scenario::parse_scenario(&text.replace("s[2..4]", "s[2..9]")).unwrap_err();
     assert_eq!(e.to_string(), "<scenario>:14:8: flows.0.from: no host `s8` in this topology (hosts: s0, s1, s2, s3, s4, s5, ... 9 in all)");
 }
+
+#[test]
+fn skip_wildcards_and_when_after_every_set() {
+    let text = r#"name = "w"
+duration = "10ms"
+[topology]
+kind = "many-to-one"
+senders = 3
+[[flows]]
+from = "s0"
+to = "r"
+[[flows]]
+from = "s1"
+to = "r"
+[[sweep]]
+name = "controller"
+values = ["amp", "dctcp"]
+set = ["controller"]
+[sweep.when.dctcp]
+"flows.*.paths" = 1
+[[sweep]]
+name = "paths"
+values = [4, 8]
+set = ["flows.*.paths"]
+[[skip]]
+controller = "dctcp"
+paths = 4
+"#;
+    let e = Experiment::parse(text, "w.toml").unwrap();
+    let got: Vec<(String, Vec<usize>)> = e
+        .points
+        .iter()
+        .map(|p| (p.name(), p.scenario.flows.iter().map(|f| f.paths).collect()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("controller=amp,paths=4".to_string(), vec![4, 4]),
+            ("controller=amp,paths=8".to_string(), vec![8, 8]),
+            // The `when` wins over the later axis's `set`.
+            ("controller=dctcp,paths=8".to_string(), vec![1, 1]),
+        ]
+    );
+    let e = error(
+        &text
+            .replace("paths = 4\n\"#", "paths = 5\n\"#")
+            .replace("controller = \"dctcp\"\npaths = 4", "controller = \"dctcp\"\npaths = 5"),
+    );
+    assert!(e.contains("skip.0.paths: `5` is not a value of axis `paths`"), "{e}");
+}
+
+#[test]
+fn extends_merges_tables_by_key_and_arrays_of_tables_by_entry() {
+    let dir = std::env::temp_dir().join(format!("mpquic-scenario-extends-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("base.toml"), INCAST).unwrap();
+    let child = "extends = \"base.toml\"\nname = \"bigger\"\n[[workloads]]\nbytes = \"256KB\"\n\
+                 [[sweep]]\nvalues = [\"dctcp\"]\n[transport]\nmax_ack_delay = \"1ms\"\n";
+    std::fs::write(dir.join("child.toml"), child).unwrap();
+    let e = Experiment::load(&dir.join("child.toml")).unwrap();
+    assert_eq!(e.base.name, "bigger");
+    assert_eq!(e.base.transport.max_ack_delay, Some(Dur::ms(1)));
+    assert_eq!(e.points.len(), 2, "controller axis narrowed to dctcp, k axis kept");
+    let hosts = e.base.topology.expand().unwrap().hosts;
+    let flows = expand_workloads(&e.points[0].scenario, &hosts).unwrap();
+    assert!(flows.iter().all(|f| f.bytes == Some(262_144) && f.paths == 1), "the parent's when");
+    assert!(flows.iter().all(|f| f.controller.as_deref() == Some("dctcp")));
+    // An error of the merged document that the child does not write is placed in the parent.
+    std::fs::write(
+        dir.join("bad.toml"),
+        "extends = \"base.toml\"\n[[workloads]]\nreceiver = \"x\"\n",
+    )
+    .unwrap();
+    let err = Experiment::load(&dir.join("bad.toml")).unwrap_err().to_string();
+    assert!(err.contains("bad.toml:3:12: workloads.0.receiver: no host `x`"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn every_file_in_experiments_parses() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../experiments");
+    let mut n = 0;
+    for dir in [root.to_string(), format!("{root}/scenarios"), format!("{root}/scenarios/repro")] {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                Experiment::load(&path).unwrap_or_else(|e| panic!("{e}"));
+                n += 1;
+            }
+        }
+    }
+    assert!(n >= 20, "{n} files");
+}

@@ -1,6 +1,7 @@
-//! Experiment sweeps (E1, E2, E4, E6, E7 of `design/EXPERIMENTS.md`): a base scenario, a list of
-//! variants (series x point), several seeds each; per run a few metrics taken from the
-//! [`Report`]; per variant the median, min and max over seeds; one JSON file and one SVG.
+//! Experiment sweeps: a list of variants (series x point), several seeds each; per run a few
+//! metrics taken from the [`Report`]; per variant the median, min and max over seeds; one JSON
+//! file, the markdown tables and one SVG. [`run_experiment`] runs an experiment file (its
+//! points, seeds and `[report]`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -11,7 +12,7 @@ use plotters::prelude::*;
 use mpquic_scenario::metrics::{compute, markdown_table, summarize, CATALOGUE};
 use mpquic_scenario::{Experiment, Point};
 
-use crate::report::{jain, Report};
+use crate::report::Report;
 use crate::scenario::Scenario;
 use crate::Sim;
 
@@ -25,7 +26,7 @@ pub struct Variant {
     pub scenario: Scenario,
 }
 
-pub use mpquic_scenario::metrics::{spread, Metrics, RunRow, Spread, SummaryRow};
+pub use mpquic_scenario::metrics::{Metrics, RunRow, Spread, SummaryRow};
 
 /// Run every variant with every seed; `metrics` extracts a run's numbers.
 pub fn sweep(
@@ -207,31 +208,6 @@ pub fn write_json(
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Flows of a report whose group starts with `prefix`.
-pub fn group_flows<'a>(
-    r: &'a Report,
-    prefix: &'a str,
-) -> impl Iterator<Item = &'a crate::report::FlowReport> + 'a {
-    r.flows.iter().filter(move |f| f.group.as_deref().is_some_and(|g| g.starts_with(prefix)))
-}
-
-/// Mean and population standard deviation ([`mpquic_stats::mean_std`]); NaN without values.
-pub fn mean_std(xs: &[f64]) -> (f64, f64) {
-    mpquic_stats::mean_std(xs).unwrap_or((f64::NAN, f64::NAN))
-}
-
-/// The `q`-quantile of `xs` by the suite's rule, nearest rank ([`mpquic_stats`]); NaN without
-/// values.
-pub fn quantile(xs: &[f64], q: f64) -> f64 {
-    mpquic_stats::quantile(xs, q).unwrap_or(f64::NAN)
-}
-
-/// Jain's index of the given flows' last-half goodput.
-pub fn jain_of(flows: &[&crate::report::FlowReport]) -> f64 {
-    let xs: Vec<f64> = flows.iter().map(|f| f.goodput_last_half_bps).collect();
-    jain(&xs).unwrap_or(f64::NAN)
-}
-
 /// Where a point sits in the sweep plot: x is the value of the plot's axis (the last axis
 /// without a plot; its index when not a number), the series the other axes' values.
 fn place(e: &Experiment, p: &Point) -> (String, f64) {
@@ -272,8 +248,11 @@ pub fn run_experiment(e: &Experiment, file: &str, out: &Path, command: &str) -> 
         })
         .collect();
     eprintln!("{}: {} points x {} seeds", s.name, variants.len(), s.seeds.len());
-    let (rows, summary) =
+    let (rows, mut summary) =
         sweep(&variants, &s.seeds, &|r: &Report| compute(&r.scenario, &r.outcome()))?;
+    for (row, point) in summary.iter_mut().zip(&e.points) {
+        row.labels = point.labels.clone();
+    }
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let definitions: BTreeMap<&str, &str> = CATALOGUE
         .iter()
@@ -295,25 +274,13 @@ pub fn run_experiment(e: &Experiment, file: &str, out: &Path, command: &str) -> 
         &rows,
         &summary,
     )?;
-    let (series_name, x_name) = {
-        let x =
-            s.plot.as_ref().map(|p| p.x.clone()).or_else(|| s.sweep.last().map(|a| a.name.clone()));
-        let others: Vec<&str> =
-            s.sweep.iter().map(|a| a.name.as_str()).filter(|n| Some(*n) != x.as_deref()).collect();
-        (
-            if others.is_empty() { "experiment".to_string() } else { others.join("/") },
-            x.unwrap_or_default(),
-        )
-    };
     let tables: Vec<(String, Vec<String>)> = if report.table.is_empty() {
         vec![(s.name.clone(), report.metrics.clone())]
     } else {
         report.table.iter().map(|t| (t.title.clone(), t.metrics.clone())).collect()
     };
-    let md: Vec<String> = tables
-        .iter()
-        .map(|(title, metrics)| markdown_table(title, &series_name, &x_name, &summary, metrics))
-        .collect();
+    let md: Vec<String> =
+        tables.iter().map(|(title, metrics)| markdown_table(title, &summary, metrics)).collect();
     std::fs::write(out.join("tables.md"), md.join("\n")).map_err(|e| e.to_string())?;
     if let Some(plot) = &s.plot {
         let panels: Vec<Panel> = plot

@@ -272,82 +272,6 @@ pub fn ecmp_hash(src: &SocketAddr, dst: &SocketAddr, salt: u64) -> u64 {
     h ^ (h >> 33)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn link(k: Option<usize>, buffer: usize) -> Link {
-        Link::new(
-            LinkParams {
-                name: "a->b".into(),
-                from: 0,
-                to: 1,
-                rate_bps: 10_000_000_000,
-                delay_ps: 2 * PS_PER_US,
-                buffer_packets: buffer,
-                ecn_k: k,
-                loss: 0.0,
-                monitor: true,
-            },
-            SimRng::new(1, 1),
-            1_000_000_000,
-        )
-    }
-
-    fn packet(ecn: Option<EcnCodepoint>) -> Packet {
-        Packet {
-            src: "10.0.0.1:1".parse().unwrap(),
-            dst: "10.0.0.2:2".parse().unwrap(),
-            ecn,
-            data: BytesMut::zeroed(1400),
-        }
-    }
-
-    #[test]
-    fn serialization_is_exact_at_10g() {
-        assert_eq!(link(None, 10).serialization(1428), 1_142_400);
-        // Beyond 64-bit products the 128-bit fallback gives the same arithmetic.
-        assert_eq!(link(None, 10).serialization(1 << 22), (1u64 << 22) * 800);
-    }
-
-    #[test]
-    fn fifo_timing_marking_and_tail_drop() {
-        let mut l = link(Some(2), 4);
-        let mut out = vec![];
-        for _ in 0..5 {
-            let mut p = packet(Some(EcnCodepoint::Ect0));
-            out.push((l.offer(0, &mut p), p.ecn));
-        }
-        // Back to back: arrivals one serialization apart, after the propagation delay.
-        assert_eq!(out[0].0, Some(1_142_400 + 2 * PS_PER_US));
-        assert_eq!(out[1].0, Some(2 * 1_142_400 + 2 * PS_PER_US));
-        // Occupancy before each arrival: 0, 1, 2, 3 (> K: marked), 4 (full: dropped).
-        assert_eq!(out[2].1, Some(EcnCodepoint::Ect0));
-        assert_eq!(out[3].1, Some(EcnCodepoint::Ce));
-        assert_eq!(out[4].0, None);
-        assert_eq!((l.stats.marked, l.stats.dropped_overflow), (1, 1));
-        // Once the first packet has left, there is room again.
-        assert_eq!(l.occupancy(1_142_400), 3);
-        // Not-ECT packets are never marked.
-        let mut l = link(Some(0), 10);
-        for _ in 0..3 {
-            l.offer(0, &mut packet(None));
-        }
-        assert_eq!(l.stats.marked, 0);
-    }
-
-    #[test]
-    fn ecmp_hash_spreads_ports() {
-        let dst: SocketAddr = "10.0.0.2:443".parse().unwrap();
-        let mut counts = [0; 4];
-        for port in 0..4000u16 {
-            let src = SocketAddr::new("10.0.0.1".parse().unwrap(), 10_000 + port);
-            counts[(ecmp_hash(&src, &dst, 9) % 4) as usize] += 1;
-        }
-        assert!(counts.iter().all(|&c| c > 850), "{counts:?}");
-    }
-}
-
 /// A scenario's network, built: nodes, links in both directions, host addresses and the
 /// switches' routes.
 pub struct Network {
@@ -567,4 +491,80 @@ fn hops_from(edge: NodeId, hosts: usize, adjacency: &Adjacency) -> Vec<usize> {
         }
     }
     dist
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link(k: Option<usize>, buffer: usize) -> Link {
+        Link::new(
+            LinkParams {
+                name: "a->b".into(),
+                from: 0,
+                to: 1,
+                rate_bps: 10_000_000_000,
+                delay_ps: 2 * PS_PER_US,
+                buffer_packets: buffer,
+                ecn_k: k,
+                loss: 0.0,
+                monitor: true,
+            },
+            SimRng::new(1, 1),
+            1_000_000_000,
+        )
+    }
+
+    fn packet(ecn: Option<EcnCodepoint>) -> Packet {
+        Packet {
+            src: "10.0.0.1:1".parse().unwrap(),
+            dst: "10.0.0.2:2".parse().unwrap(),
+            ecn,
+            data: BytesMut::zeroed(1400),
+        }
+    }
+
+    #[test]
+    fn serialization_is_exact_at_10g() {
+        assert_eq!(link(None, 10).serialization(1428), 1_142_400);
+        // Beyond 64-bit products the 128-bit fallback gives the same arithmetic.
+        assert_eq!(link(None, 10).serialization(1 << 22), (1u64 << 22) * 800);
+    }
+
+    #[test]
+    fn fifo_timing_marking_and_tail_drop() {
+        let mut l = link(Some(2), 4);
+        let mut out = vec![];
+        for _ in 0..5 {
+            let mut p = packet(Some(EcnCodepoint::Ect0));
+            out.push((l.offer(0, &mut p), p.ecn));
+        }
+        // Back to back: arrivals one serialization apart, after the propagation delay.
+        assert_eq!(out[0].0, Some(1_142_400 + 2 * PS_PER_US));
+        assert_eq!(out[1].0, Some(2 * 1_142_400 + 2 * PS_PER_US));
+        // Occupancy before each arrival: 0, 1, 2, 3 (> K: marked), 4 (full: dropped).
+        assert_eq!(out[2].1, Some(EcnCodepoint::Ect0));
+        assert_eq!(out[3].1, Some(EcnCodepoint::Ce));
+        assert_eq!(out[4].0, None);
+        assert_eq!((l.stats.marked, l.stats.dropped_overflow), (1, 1));
+        // Once the first packet has left, there is room again.
+        assert_eq!(l.occupancy(1_142_400), 3);
+        // Not-ECT packets are never marked.
+        let mut l = link(Some(0), 10);
+        for _ in 0..3 {
+            l.offer(0, &mut packet(None));
+        }
+        assert_eq!(l.stats.marked, 0);
+    }
+
+    #[test]
+    fn ecmp_hash_spreads_ports() {
+        let dst: SocketAddr = "10.0.0.2:443".parse().unwrap();
+        let mut counts = [0; 4];
+        for port in 0..4000u16 {
+            let src = SocketAddr::new("10.0.0.1".parse().unwrap(), 10_000 + port);
+            counts[(ecmp_hash(&src, &dst, 9) % 4) as usize] += 1;
+        }
+        assert!(counts.iter().all(|&c| c > 850), "{counts:?}");
+    }
 }

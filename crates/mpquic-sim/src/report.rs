@@ -172,6 +172,10 @@ pub struct FlowReport {
     pub ack_frequency_lost: (bool, bool),
     /// Connection error, if any.
     pub error: Option<String>,
+    /// The job (partition/aggregate) or round (incast) the flow belongs to; for the experiment
+    /// metrics, not written (the name says it).
+    #[serde(skip)]
+    pub job: Option<usize>,
 }
 
 /// FCT statistics of a group of sized flows.
@@ -344,6 +348,9 @@ impl Report {
                 pto_server: f.pto_server,
                 suppressions: f.notice_counts.get("suppressed").copied().unwrap_or(0),
                 ack_request_lost: f.ack_frequency_lost.0,
+                server_ack_request_lost: f.ack_frequency_lost.1,
+                start_s: f.start_s,
+                job: f.job,
             })
             .collect();
         let links = self
@@ -362,7 +369,7 @@ impl Report {
                 }),
             })
             .collect();
-        Outcome { flows, links }
+        Outcome { flows, links, duration_s: self.simulated_s }
     }
 
     /// Summarize a finished run.
@@ -410,6 +417,7 @@ impl Report {
                 controller: flow.controller.clone(),
                 paths: flow.spec.paths,
                 start_s: flow.spec.start.secs(),
+                job: flow.spec.job,
                 bytes: flow.spec.bytes,
                 response_bytes: flow.spec.response_bytes,
                 delivered_bytes: delivered,

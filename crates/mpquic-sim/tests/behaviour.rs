@@ -275,7 +275,7 @@ fn amp_shifts_traffic_by_the_e3_definition() {
     use mpquic_sim::shift::{phase_shift, Criterion};
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../experiments/scenarios/e3-traffic-shifting.toml"
+        "/../../experiments/E3-traffic-shifting.toml"
     ))
     .unwrap();
     let mut s = mpquic_sim::scenario::parse_scenario(&text).unwrap();

@@ -88,3 +88,20 @@ fn bad_path_times_are_rejected_with_the_reason() {
     let unit = scenario("paths = 2\npath_times = [\"0ms\", \"soon\"]").unwrap();
     assert!(unit.contains("bad duration `soon`"), "{unit}");
 }
+
+/// A per-direction override changes that direction only, and queue amounts in bytes become
+/// full packets on the wire (mtu 1400 + 28 bytes of IP and UDP).
+#[test]
+fn link_overrides_and_byte_amounts_reach_the_simulated_links() {
+    let text = "name = \"o\"\nduration = \"1ms\"\n[link]\nbuffer = \"150KB\"\nk = \"28560B\"\n\
+                [topology]\nkind = \"two-path\"\n\
+                [[link_overrides]]\nfrom = \"b\"\nto = \"dst\"\nrate = \"1Gbps\"\nk = 5\n";
+    let sim = Sim::new(parse_scenario(text).unwrap()).unwrap();
+    let link = |name: &str| {
+        let l = sim.links.iter().find(|l| l.params.name == name).unwrap();
+        (l.params.rate_bps, l.params.buffer_packets, l.params.ecn_k)
+    };
+    assert_eq!(link("b->dst"), (1_000_000_000, 107, Some(5)));
+    assert_eq!(link("a->dst"), (10_000_000_000, 107, Some(20)));
+    assert_eq!(link("dst->b").0, 10_000_000_000, "the other direction keeps [link]");
+}

@@ -54,7 +54,7 @@ enum Command {
     /// E3, traffic shifting: run a two-path scenario (flows `mp`, `cross-a`, `cross-b`) once per
     /// controller of `mp`; write `e3.json` (shifting times, definition) and `e3.svg`.
     E3 {
-        /// The scenario (TOML), e.g. scenarios/e3-traffic-shifting.toml.
+        /// The scenario (TOML), e.g. experiments/E3-traffic-shifting.toml.
         scenario: PathBuf,
         /// Output directory.
         #[arg(long, default_value = "e3-out")]
@@ -76,12 +76,12 @@ enum Command {
         #[arg(long)]
         seed: Option<u64>,
     },
-    /// An experiment sweep (e1, e2, e4, e6, e7): variants of the scenario x controllers x seeds;
-    /// writes `<exp>.json` (runs, median/min/max per variant) and SVG plots.
+    /// E4's sweep (its per-phase analysis is not yet a `[report]`): the scenario x controllers x
+    /// seeds; writes `e4.json` (runs, median/min/max per variant) and `e4.svg`.
     Exp {
-        /// e1, e2, e4, e6 or e7.
+        /// e4.
         name: String,
-        /// The base scenario (TOML), e.g. scenarios/e1-incast.toml.
+        /// The base scenario (TOML), e.g. experiments/E4-coexistence.toml.
         scenario: PathBuf,
         /// Output directory.
         #[arg(long)]
@@ -99,9 +99,6 @@ enum Command {
         /// every connection asks its peer to ACK within), e.g. `1ms`.
         #[arg(long)]
         max_ack_delay: Option<String>,
-        /// Override the flow size (bytes) of the scenario's incast workloads, e.g. 262144.
-        #[arg(long)]
-        incast_bytes: Option<u64>,
     },
     /// Parse a scenario and print it with every default filled in.
     Check {
@@ -192,29 +189,13 @@ fn run(cli: Cli) -> Result<(), String> {
             let hold: Dur = hold.parse()?;
             e3(s, &out, &controllers, Criterion { threshold, hold: hold.0 })
         }
-        Command::Exp {
-            name,
-            scenario,
-            out,
-            seeds,
-            controllers,
-            duration,
-            max_ack_delay,
-            incast_bytes,
-        } => {
+        Command::Exp { name, scenario, out, seeds, controllers, duration, max_ack_delay } => {
             let mut s = load(&scenario)?;
             if let Some(d) = duration {
                 s.duration = d.parse()?;
             }
             if let Some(d) = max_ack_delay {
                 s.transport.max_ack_delay = Some(d.parse()?);
-            }
-            if let Some(size) = incast_bytes {
-                for w in &mut s.workloads {
-                    if let mpquic_sim::scenario::Workload::Incast { bytes, .. } = w {
-                        *bytes = size;
-                    }
-                }
             }
             let seeds = seeds
                 .split(',')
@@ -230,12 +211,10 @@ fn run(cli: Cli) -> Result<(), String> {
             };
             let wall = Instant::now();
             let r = match name.as_str() {
-                "e1" => mpquic_sim::experiments::e1(&s, &o),
-                "e2" => mpquic_sim::experiments::e2(&s, &o),
                 "e4" => mpquic_sim::experiments::e4(&s, &o),
-                "e6" => mpquic_sim::experiments::e6(&s, &o),
-                "e7" => mpquic_sim::experiments::e7(&s, &o),
-                _ => Err(format!("unknown experiment {name}")),
+                _ => Err(format!(
+                    "unknown experiment {name} (E1, E2, E6, E7: `mpquic-sim run experiments/...`)"
+                )),
             };
             eprintln!("{name}: {:.0} s wall", wall.elapsed().as_secs_f64());
             r
