@@ -161,7 +161,11 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
         .points
         .iter()
         .zip(&rows)
-        .map(|(p, runs)| metrics::summarize(&p.name(), 0.0, runs))
+        .map(|(p, runs)| {
+            let mut row = metrics::summarize(&p.name(), 0.0, runs);
+            row.labels = p.labels.clone();
+            row
+        })
         .collect();
     let json = serde_json::json!({
         "experiment": c.experiment.base.name,
@@ -175,7 +179,7 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
     std::fs::write(out.join("experiment.json"), serde_json::to_string_pretty(&json)?)?;
     let mut tables = String::new();
     for t in c.experiment.base.report.iter().flat_map(|r| &r.table) {
-        tables += &metrics::markdown_table(&t.title, "point", "x", &summary, &t.metrics);
+        tables += &metrics::markdown_table(&t.title, &summary, &t.metrics);
         tables += "\n";
     }
     std::fs::write(out.join("tables.md"), &tables)?;
@@ -211,6 +215,7 @@ fn outcome(r: &RunResult, labels: &[(String, Option<String>)]) -> Outcome {
                 // The CLI reports totals only: the lifetime goodput stands for both halves.
                 goodput_last_half_bps: goodput,
                 suppressions: state.and_then(|s| s["suppressions"].as_u64()).unwrap_or(0),
+                start_s: f.start_s,
                 ..Default::default()
             }
         })
@@ -229,5 +234,5 @@ fn outcome(r: &RunResult, labels: &[(String, Option<String>)]) -> Outcome {
             }
         })
         .collect();
-    Outcome { flows, links }
+    Outcome { flows, links, duration_s: rep.duration_s }
 }
