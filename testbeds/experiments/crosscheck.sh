@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Cross-check (docs/results/crosscheck.md): the netns scenarios measure-two-path-{amp,xmp,dcm,lia}
-# (3 interleaved rounds) and the simulator's crosscheck-two-path-* at the same scaled parameters
+# Cross-check (docs/results/crosscheck.md): the netns experiment testbeds/scenarios/measure-two-path.toml
+# (amp, xmp, dcm, lia; 3 interleaved rounds) and the simulator's crosscheck-two-path-* at the same scaled parameters
 # (seeds 1-3, niced: virtual time, so the host's load does not change its results).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-testbed-results/crosscheck}
 CCS="amp xmp dcm lia"
-testbeds/experiments/run-interleaved.sh "$OUT" "${ROUNDS:-3}" $(for c in $CCS; do echo measure-two-path-$c; done)
+target/release/mpquic-testbed run testbeds/scenarios/measure-two-path.toml --out "$OUT" --repetitions "${ROUNDS:-3}"
 for c in $CCS; do for seed in 1 2 3; do
   mkdir -p "$OUT/sim/$c"
   nice -n 19 target/release/mpquic-sim run crates/mpquic-sim/scenarios/crosscheck-two-path-$c.toml \

@@ -1,49 +1,22 @@
 #!/usr/bin/env bash
 # The NFQUEUE delay line's own limits (testbeds/README.md, "Link delay"): one kernel TCP (cubic)
-# flow for 8 s through one path with delay_ms = 10 and link rates RATES (Mbit/s; MTU-sized packets,
-# no sender offload, so 1 Mbit/s = 83 pkt/s), ROUNDS rounds each; then, per rate, the packet
+# flow for 8 s through one path with 10 ms of delay at the link rates of
+# testbeds/scenarios/delay-cost.toml, ROUNDS rounds each; then, per rate, the packet
 # rate the delay line carried and its release lateness (p99 and max over the run's seconds), from
 # its per-second log lines. Lateness is release time to verdict; the stamping error of arrivals
 # (up to the 100 us poll period) comes on top.
 #   cargo build --release -p mpquic-testbed
-#   sudo testbeds/experiments/delay-cost.sh     # or: RATES="100 1000" OUT=/tmp/dc sudo -E ...
+#   sudo testbeds/experiments/delay-cost.sh     # or: ROUNDS=1 OUT=/tmp/dc sudo -E ...
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-RATES=${RATES:-100 250 500 1000 2000 4000}
 ROUNDS=${ROUNDS:-2}
 OUT=${OUT:-testbed-results/delay-cost}
-TB=target/release/mpquic-testbed
-mkdir -p "$OUT"
-for round in $(seq 1 "$ROUNDS"); do
-  for rate in $RATES; do
-    name="delay-cost-$rate"
-    mkdir -p "$OUT/$name"
-    cat > "$OUT/$name.toml" <<TOML
-name = "$name"
-duration_s = 20.0
-[topology]
-kind = "multi-path"
-paths = 1
-[link]
-rate_mbit = $rate.0
-k_packets = 1000
-buffer_bytes = 3000000
-delay_ms = 10.0
-ecn = false
-[[flows]]
-kind = "kernel-tcp"
-from = "s"
-to = "d"
-for_s = 8.0
-TOML
-    "$TB" run "$OUT/$name.toml" --out "$OUT/$name/round$round" > "$OUT/$name/round$round.json" 2> "$OUT/$name.round$round.log" \
-      || { echo "FAILED: $name round $round" >&2; continue; }
-  done
-done
+target/release/mpquic-testbed run testbeds/scenarios/delay-cost.toml --out "$OUT" --repetitions "$ROUNDS" >&2
+RATES=$(cd "$OUT" && ls -d delay-cost-*Mbps | sed 's/^delay-cost-//; s/Mbps$//' | sort -n)
 echo "| link Mbit/s | delay line pkt/s (median of seconds) | TCP goodput Mbit/s | lateness p99 us (median / max of seconds) | lateness max us (median / max of seconds) |"
 echo "|---|---|---|---|---|"
 for rate in $RATES; do
-  python3 - "$OUT/delay-cost-$rate" "$rate" <<'PY'
+  python3 - "$OUT/delay-cost-${rate}Mbps" "$rate" <<'PY'
 import glob, json, re, statistics, sys
 d, rate = sys.argv[1], sys.argv[2]
 pat = re.compile(r"(\d+) pkt/s, release lateness p50 \d+ us p99 (\d+) us max (\d+) us")

@@ -11,6 +11,6 @@ cd "$(dirname "$0")/../.."
 ROUNDS=${ROUNDS:-1}
 OUT=${OUT:-testbed-results/pathkeep}
 DEST=${DEST:-testbeds/results/pathkeep}
-testbeds/experiments/run-interleaved.sh "$OUT" "$ROUNDS" pathkeep-two-path-xmp
+target/release/mpquic-testbed run testbeds/scenarios/pathkeep-two-path-xmp.toml --out "$OUT" --repetitions "$ROUNDS"
 mkdir -p "$DEST"
 python3 testbeds/experiments/pathkeep_summary.py "$OUT" "$DEST" | tee "$DEST/table.md"

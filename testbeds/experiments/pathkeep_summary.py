@@ -19,11 +19,13 @@ SAMPLER_LEAD_S = 0.05
 IDLE_S = 10.0
 
 
-def link_id_of(addr):
-    """The link a path's remote address sits on: link i has the subnet 10.<i+1>.0.0/24
-    (topology.rs)."""
+def link_id_of(addr, series):
+    """The bottleneck toward a path's remote address: link i has the subnet 10.<i+1>.0.0/24
+    (topology.rs); its direction toward the receiver is i, or 1000 + i when the receiver is the
+    link's first end (two-path: dst -- a)."""
     ip = ipaddress.ip_address(addr.rsplit(":", 1)[0])
-    return ip.packed[1] - 1
+    i = ip.packed[1] - 1
+    return i if i in series else 1000 + i
 
 
 def sent_between(series, lo, hi):
@@ -52,7 +54,7 @@ for n, rep in enumerate(runs(OUT, SCEN), 1):
     rnd = {"round": n, "fct_s": f["fct_s"], "goodput_mbps": f["goodput_mbps"], "completed": f["completed"],
            "start_s": start, "end_s": end, "load": rep["host_loadavg_1min"][0], "paths": []}
     for p in f["mpquic"]["paths"]:
-        lid = link_id_of(p["remote"])
+        lid = link_id_of(p["remote"], series)
         s = series[lid]
         mb = lambda lo, hi: sent_between(s, lo, hi) / 1e6
         row = {"id": p["id"], "link": lid, "open": p["open"], "bytes_sent": p["bytes_sent"],

@@ -2,7 +2,9 @@
 
 mod backend;
 mod cleanup;
+mod compile;
 mod delay;
+mod experiment;
 mod failover;
 mod fault;
 mod flows;
@@ -29,16 +31,21 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Build the scenario's topology, run its flows, write result.json and SVG plots.
+    /// Run an experiment file (experiments/*.toml): every sweep point in interleaved rounds,
+    /// one per seed; per run result.json and SVG plots, then experiment.json and tables.md (as mpquic-sim run).
+    /// (A file of the old testbed dialect runs its repetitions back to back.)
     Run {
         scenario: PathBuf,
-        /// Output directory (default: testbed-results/<scenario name>)
+        /// Output directory (default: testbed-results/<name>)
         #[arg(long)]
         out: Option<PathBuf>,
-        /// Override the scenario's repetitions.
+        /// Override the rounds (repetitions).
         #[arg(long)]
         repetitions: Option<u32>,
     },
+    /// Check scenario files without building anything: parameters, host and link names,
+    /// controllers, ECN modes and schedulers (by the library that will parse them).
+    Validate { scenarios: Vec<PathBuf> },
     /// Remove namespaces and scratch files left by runs whose process is gone (--all: every run's).
     Cleanup {
         #[arg(long)]
@@ -90,18 +97,43 @@ fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Run { scenario, out, repetitions } => {
-            let mut sc = spec::Scenario::load(&scenario)?;
+            let mut sc = match load(&scenario)? {
+                File::Experiment(c) => {
+                    let name = &c.experiment.base.name;
+                    let out = out.unwrap_or_else(|| PathBuf::from("testbed-results").join(name));
+                    let rounds = repetitions.map(|r| r as usize);
+                    return torn_down(|_| experiment::run(&c, &out, rounds));
+                }
+                File::Legacy(sc) => *sc,
+            };
             if let Some(r) = repetitions {
                 sc.repetitions = r;
             }
             let out = out.unwrap_or_else(|| PathBuf::from("testbed-results").join(&sc.name));
-            let res = torn_down(|run_id| {
-                let res = runner::run_scenario(&sc, &out);
-                cleanup::cleanup_run(run_id);
-                res
+            torn_down(|_| {
+                let res = runner::run_scenario(&sc, &out)?;
+                println!("{}", serde_json::to_string(&summary(&res))?);
+                eprintln!("wrote {}", out.join("result.json").display());
+                Ok(())
             })?;
-            println!("{}", serde_json::to_string(&summary(&res))?);
-            eprintln!("wrote {}", out.join("result.json").display());
+        }
+        Cmd::Validate { scenarios } => {
+            let mut failed = 0;
+            for s in &scenarios {
+                match load(s) {
+                    Ok(File::Experiment(c)) => {
+                        println!("{}: ok ({} points)", s.display(), c.points.len())
+                    }
+                    Ok(File::Legacy(_)) => println!("{}: ok (old testbed dialect)", s.display()),
+                    Err(e) => {
+                        eprintln!("{e:#}");
+                        failed += 1;
+                    }
+                }
+            }
+            if failed > 0 {
+                anyhow::bail!("{failed} of {} files failed", scenarios.len());
+            }
         }
         Cmd::Failover(args) => {
             let res = torn_down(|run_id| failover::run_failover(&args, run_id))?;
@@ -144,11 +176,29 @@ fn main() -> Result<()> {
     Ok(())
 }
 
-/// Runs `f` with this process's run id, tearing the run down on Ctrl-C.
+/// A scenario file: the shared experiment language, or the testbed's old dialect.
+enum File {
+    Experiment(Box<experiment::Compiled>),
+    Legacy(Box<spec::Scenario>),
+}
+
+/// Reads `path` in the experiment language, else in the old dialect; a file that is neither
+/// gets the experiment language's error (`file:line:column: reason`).
+fn load(path: &std::path::Path) -> Result<File> {
+    match experiment::load(path) {
+        Ok(c) => Ok(File::Experiment(Box::new(c))),
+        Err(e) => {
+            spec::Scenario::load(path).map(|s| File::Legacy(Box::new(s))).map_err(|_| e.into())
+        }
+    }
+}
+
+/// Runs `f` with this process's run id and removes the run's namespaces afterwards, also on
+/// Ctrl-C.
 fn torn_down<T>(f: impl FnOnce(u32) -> Result<T>) -> Result<T> {
     let run_id = std::process::id();
-    // The handler's teardown kills the flows, which can let the run below finish while
-    // the handler still works: the flag keeps that from passing for a completed run.
+    // The handler's teardown kills the flows, which can let the run finish while the handler
+    // still works: the flag keeps that from passing for a completed run.
     static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     ctrlc::set_handler(move || {
         INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -157,6 +207,7 @@ fn torn_down<T>(f: impl FnOnce(u32) -> Result<T>) -> Result<T> {
         std::process::exit(130);
     })?;
     let res = f(run_id);
+    cleanup::cleanup_run(run_id);
     if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
         anyhow::bail!("interrupted");
     }

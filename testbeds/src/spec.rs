@@ -125,7 +125,33 @@ pub enum TopologySpec {
         #[serde(default = "one")]
         addrs_per_host: usize,
     },
+    /// Hosts and routers by name and the links between them, with the directions to shape:
+    /// what the shared scenario language's topologies compile to (`compile`).
+    Custom { hosts: Vec<CustomHost>, switches: Vec<String>, links: Vec<CustomLink> },
 }
+
+/// A host of a custom topology.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CustomHost {
+    pub name: String,
+}
+
+/// A link of a custom topology: its ends, the addresses of each end on it, and which of its
+/// directions are shaped bottlenecks.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CustomLink {
+    pub a: String,
+    pub b: String,
+    pub a_addrs: usize,
+    pub b_addrs: usize,
+    pub shape_a_to_b: bool,
+    pub shape_b_to_a: bool,
+}
+
+/// The most namespaces a run builds (the k = 4 fat-tree's 36, with room).
+const MAX_NODES: usize = 64;
 
 fn one() -> usize {
     1
@@ -320,11 +346,6 @@ impl Scenario {
     }
 
     pub fn validate(&self) -> Result<()> {
-        self.link.validate("link")?;
-        self.validate_overrides()?;
-        if self.sample_interval_ms <= 0.0 || self.duration_s <= 0.0 {
-            bail!("sample_interval_ms and duration_s must be > 0");
-        }
         match self.topology {
             TopologySpec::MultiPath { paths, addrs_per_link, .. } => {
                 if !(1..=8).contains(&paths) || !(1..=8).contains(&addrs_per_link) {
@@ -344,6 +365,32 @@ impl Scenario {
                     bail!("many-to-one: senders must be in 1..=16, addrs_per_host in 1..=8");
                 }
             }
+            TopologySpec::Custom { ref hosts, ref switches, ref links } => {
+                let names: Vec<&str> = hosts
+                    .iter()
+                    .map(|h| h.name.as_str())
+                    .chain(switches.iter().map(String::as_str))
+                    .collect();
+                if names.len() > MAX_NODES {
+                    bail!(
+                        "{} nodes: the testbed builds at most {MAX_NODES} namespaces",
+                        names.len()
+                    );
+                }
+                for l in links {
+                    if !names.contains(&l.a.as_str()) || !names.contains(&l.b.as_str()) {
+                        bail!("link {} -- {}: unknown node", l.a, l.b);
+                    }
+                    if !(1..=8).contains(&l.a_addrs) || !(1..=8).contains(&l.b_addrs) {
+                        bail!("link {} -- {}: 1..=8 addresses per end", l.a, l.b);
+                    }
+                }
+            }
+        }
+        self.link.validate("link")?;
+        self.validate_overrides()?;
+        if self.sample_interval_ms <= 0.0 || self.duration_s <= 0.0 {
+            bail!("sample_interval_ms and duration_s must be > 0");
         }
         if self.flows.is_empty() && self.jobs.is_empty() {
             bail!("no flows and no jobs");
@@ -358,6 +405,7 @@ impl Scenario {
             check_mpquic_transport(&j.cc, &j.cc_params, &j.ecn, "stack")
                 .with_context(|| format!("jobs from {}", j.aggregator))?;
         }
+        self.validate_hosts()?;
         for f in &self.flows {
             if f.bytes == 0 && f.for_s <= 0.0 {
                 bail!("flow {} -> {}: set bytes or for_s", f.from, f.to);
@@ -403,6 +451,41 @@ impl Scenario {
             .collect()
     }
 
+    /// Every host a flow or a `[[jobs]]` entry names exists in the topology and is a host (not
+    /// a router), and every flow has a path; checked before any namespace exists.
+    fn validate_hosts(&self) -> Result<()> {
+        let net = crate::topology::build(&self.topology);
+        let host = |name: &str, what: &str| -> Result<usize> {
+            let n = net.node(name).with_context(|| {
+                let hosts: Vec<&str> =
+                    net.nodes.iter().filter(|n| !n.router).map(|n| n.name.as_str()).collect();
+                format!("{what}: no host {name:?} in this topology (hosts: {})", hosts.join(", "))
+            })?;
+            if net.nodes[n].router {
+                bail!("{what}: {name:?} is a router, not a host");
+            }
+            Ok(n)
+        };
+        for f in &self.flows {
+            let what = format!("flow {} -> {}", f.from, f.to);
+            let pairs = net.path_pairs(host(&f.from, &what)?, host(&f.to, &what)?);
+            if pairs.is_empty() {
+                bail!("{what}: no path between these hosts");
+            }
+            if f.kind == FlowKind::KernelTcp && f.paths > pairs.len() {
+                bail!("{what}: path {} asked, the hosts have {} paths", f.paths, pairs.len());
+            }
+        }
+        for j in &self.jobs {
+            let what = format!("jobs from {}", j.aggregator);
+            host(&j.aggregator, &what)?;
+            for w in &j.workers {
+                host(w, &what)?;
+            }
+        }
+        Ok(())
+    }
+
     fn validate_overrides(&self) -> Result<()> {
         let links = self.links();
         for o in &self.link_overrides {
@@ -419,6 +502,20 @@ impl Scenario {
         }
         Ok(())
     }
+}
+
+/// What an mpquic flow hands the CLI, checked by the library that will parse it (controller and
+/// its parameters, ECN shaping, scheduler), before any namespace exists.
+fn check_mpquic_transport(
+    cc: &str,
+    cc_params: &[String],
+    ecn: &str,
+    scheduler: &str,
+) -> Result<()> {
+    mpquic::Congestion::parse(cc, cc_params.iter().map(String::as_str))?;
+    ecn.parse::<mpquic::EcnPrecision>().map_err(anyhow::Error::msg)?;
+    scheduler.parse::<mpquic::Scheduler>()?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -482,18 +579,20 @@ bytes = 1000
         let e = error_of(&HETERO.replace("delay_ms = 40.0", "delay_ms = 40.0\nloss = 0.1"));
         assert!(e.contains("unknown field `loss`"), "{e}");
     }
-}
 
-/// What an mpquic flow hands the CLI, checked by the library that will parse it (controller and
-/// its parameters, ECN shaping, scheduler), before any namespace exists.
-fn check_mpquic_transport(
-    cc: &str,
-    cc_params: &[String],
-    ecn: &str,
-    scheduler: &str,
-) -> Result<()> {
-    mpquic::Congestion::parse(cc, cc_params.iter().map(String::as_str))?;
-    ecn.parse::<mpquic::EcnPrecision>().map_err(anyhow::Error::msg)?;
-    scheduler.parse::<mpquic::Scheduler>()?;
-    Ok(())
+    #[test]
+    fn hosts_and_paths_are_checked_without_building_anything() {
+        let e = error_of(&HETERO.replace("to = \"d\"", "to = \"x\""));
+        assert!(e.contains("flow s -> x: no host \"x\" in this topology (hosts: s, d)"), "{e}");
+        let e = error_of(&HETERO.replace("to = \"d\"", "to = \"r1\""));
+        assert!(e.contains("\"r1\" is a router"), "{e}");
+        let tcp = HETERO.replace("kind = \"mpquic\"", "kind = \"kernel-tcp\"\npaths = 3");
+        let e = error_of(&tcp);
+        assert!(e.contains("path 3 asked, the hosts have 2 paths"), "{e}");
+        let jobs = "[[jobs]]\naggregator = \"d\"\nworkers = [\"s\", \"w\"]\njobs = 1\n";
+        let e = error_of(&format!("{HETERO}{jobs}"));
+        assert!(e.contains("jobs from d: no host \"w\""), "{e}");
+        let e = error_of(&HETERO.replace("bytes = 1000", "bytes = 1000\ncc = \"nope\""));
+        assert!(e.contains("flow s -> d"), "{e}");
+    }
 }

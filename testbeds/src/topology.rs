@@ -342,6 +342,19 @@ pub fn build(spec: &TopologySpec) -> Net {
                 }
             }
         }
+        TopologySpec::Custom { ref hosts, ref switches, ref links } => {
+            let mut id = std::collections::HashMap::new();
+            for h in hosts {
+                id.insert(h.name.as_str(), b.node(&h.name, false));
+            }
+            for s in switches {
+                id.insert(s.as_str(), b.node(s, true));
+            }
+            for l in links {
+                let (a, z) = (id[l.a.as_str()], id[l.b.as_str()]);
+                b.link2(a, z, l.a_addrs, l.b_addrs, l.shape_a_to_b, l.shape_b_to_a);
+            }
+        }
         TopologySpec::ManyToOne { senders, addrs_per_host } => {
             let d = b.node("d", false);
             let r = b.node("r", true);

@@ -1,4 +1,4 @@
-//! Fat-tree k = 4 with ECMP: 16 kernel TCP flows from pod 1 to pod 4 all cross the core, and
+//! Fat-tree k = 4 with ECMP: 16 kernel TCP flows from pod 0 to pod 3 all cross the core, and
 //! the per-router hash seeds spread them over at least 3 of the 4 cores (one seed for every
 //! hop, or the socket's own hash reused at every hop, polarizes them onto exactly 2: the first
 //! aggregation switch's first core and the second's second). With 16 independent flows, fewer
@@ -16,7 +16,7 @@ fn fat_tree_ecmp_spreads_flows_over_the_core() {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/fat-tree-k4-tcp.toml"),
     )
     .unwrap();
-    assert!(sc.contains(&format!("k_packets = {K}")) && sc.contains("buffer_bytes = 150000"));
+    assert!(sc.contains(&format!("k = {K}\n")) && sc.contains("buffer = \"150000B\""));
     let r = run_scenario("fat-tree", &sc);
     let rep = &r["repetitions"][0];
     let flows = rep["flows"].as_array().unwrap();
@@ -28,7 +28,7 @@ fn fat_tree_ecmp_spreads_flows_over_the_core() {
     }
     let links = rep["links"].as_array().unwrap();
     assert_eq!(links.len(), 80, "every switch egress is a marked bottleneck");
-    // All of pod 1 -> pod 4 goes down from some core: the core downlinks carry all the bytes.
+    // All of pod 0 -> pod 3 goes down from some core: the core downlinks carry all the bytes.
     let mut per_core = std::collections::BTreeMap::new();
     for l in links {
         let from = l["from"].as_str().unwrap();

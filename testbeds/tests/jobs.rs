@@ -12,28 +12,31 @@ fn every_job_completes_after_its_last_answer() {
     require_mpquic("every_job_completes_after_its_last_answer");
     let sc = r#"
 name = "jobs-m2o"
-duration_s = 30.0
+duration = "30s"
+controller = "amp"
+[link]
+rate = "100Mbps"
+buffer = 100
+k = 10
 [topology]
 kind = "many-to-one"
 senders = 4
-addrs_per_host = 2
-[link]
-rate_mbit = 100.0
-k_packets = 10
-buffer_bytes = 151400
+sender_addrs = 2
+receiver_addrs = 2
 [[flows]]
-kind = "mpquic"
-from = "s4"
-to = "d"
-cc = "amp"
+from = "s3"
+to = "r"
+paths = 2
 bytes = 5000000
-[[jobs]]
-aggregator = "d"
-workers = ["s1", "s2", "s3"]
+[[workloads]]
+kind = "partition-aggregate"
+aggregator = "r"
+workers = ["s0", "s1", "s2"]
 response_bytes = 65536
 jobs = 5
 parallel = 2
-start_s = 0.2
+start = "200ms"
+controller = "dctcp"
 "#;
     let r = run_scenario("jobs-m2o", sc);
     let rep = &r["repetitions"][0];
@@ -58,7 +61,7 @@ start_s = 0.2
     let answers = 10.0 * 3.0 * 65536.0;
     assert!(f(&rep["links"][0], &["sent_bytes"]) > answers + 5e6, "{}", rep["links"][0]);
     assert!(
-        f(&rep["receiver_counters"]["d"], &["Udp.InDatagrams"]) > answers / 1500.0,
+        f(&rep["receiver_counters"]["r"], &["Udp.InDatagrams"]) > answers / 1500.0,
         "the aggregator's host received the answers: {}",
         rep["receiver_counters"]
     );

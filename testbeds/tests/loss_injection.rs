@@ -11,19 +11,19 @@ fn marker_drops_at_the_requested_rate() {
         "loss",
         r#"
 name = "loss"
-duration_s = 20.0
-[topology]
-kind = "multi-path"
-paths = 1
+duration = "20s"
 [link]
-rate_mbit = 50.0
-k_packets = 20
-buffer_bytes = 150000
+rate = "50Mbps"
+buffer = "150000B"
+k = 20
 loss = 0.02
+[topology]
+kind = "many-to-one"
+senders = 1
 [[flows]]
 kind = "kernel-tcp"
-from = "s"
-to = "d"
+from = "s0"
+to = "r"
 bytes = 10000000
 "#,
     );

@@ -10,24 +10,24 @@ use common::*;
 #[test]
 fn many_to_one_kernel_tcp_shares_the_bottleneck() {
     let Some(_serial) = netns_test("many_to_one_kernel_tcp_shares_the_bottleneck") else { return };
-    let mut sc = String::from(
+    let sc = String::from(
         r#"
 name = "m2o-tcp"
-duration_s = 20.0
+duration = "20s"
+[link]
+rate = "100Mbps"
+buffer = 100
+k = 10
 [topology]
 kind = "many-to-one"
 senders = 4
-[link]
-rate_mbit = 100.0
-k_packets = 10
-buffer_bytes = 151400
+[[flows]]
+kind = "kernel-tcp"
+from = "s[0..3]"
+to = "r"
+stop = "3s"
 "#,
     );
-    for i in 1..=4 {
-        sc += &format!(
-            "[[flows]]\nkind = \"kernel-tcp\"\nfrom = \"s{i}\"\nto = \"d\"\nfor_s = 3.0\n"
-        );
-    }
     let r = run_scenario("m2o-tcp", &sc);
     let rep = &r["repetitions"][0];
     let flows = rep["flows"].as_array().unwrap();
@@ -67,23 +67,29 @@ buffer_bytes = 151400
 fn many_to_one_amp_engages_suppression() {
     let Some(_serial) = netns_test("many_to_one_amp_engages_suppression") else { return };
     require_mpquic("many_to_one_amp_engages_suppression");
-    let mut sc = String::from(
+    let sc = String::from(
         r#"
 name = "m2o-amp"
-duration_s = 40.0
+duration = "40s"
+controller = "amp"
+[link]
+rate = "100Mbps"
+buffer = 100
+k = 10
+[transport]
+ecn = "per-packet"
 [topology]
 kind = "many-to-one"
 senders = 4
-addrs_per_host = 4
-[link]
-rate_mbit = 100.0
-k_packets = 10
-buffer_bytes = 151400
+sender_addrs = 4
+receiver_addrs = 4
+[[flows]]
+from = "s[0..3]"
+to = "r"
+paths = 4
+bytes = 10000000
 "#,
     );
-    for i in 1..=4 {
-        sc += &format!("[[flows]]\nkind = \"mpquic\"\nfrom = \"s{i}\"\nto = \"d\"\ncc = \"amp\"\necn = \"exact\"\nbytes = 10000000\n");
-    }
     let r = run_scenario("m2o-amp", &sc);
     let rep = &r["repetitions"][0];
     for fl in rep["flows"].as_array().unwrap() {

@@ -4,6 +4,7 @@
 //! - the marking bounds each queue near K; goodput is near the sum of the links;
 //! - the CE estimation (marker marks vs what the sender reports, per link and in total, vs the
 //!   receiver's InCEPkts) is in the result, and the sender's count is the marks' (within 1%).
+//!
 //! And with GSO batches (`--ecn auto`, sender offload on): the controller's count is the packets
 //! the marker's marks covered, within 1%.
 
@@ -21,20 +22,21 @@ fn mpquic_two_paths_see_ce_on_both_and_bound_the_queues() {
     let sc = format!(
         r#"
 name = "mpquic-two-path"
-duration_s = 20.0
-[topology]
-kind = "multi-path"
-paths = 2
+duration = "20s"
+controller = "amp"
 [link]
-rate_mbit = 50.0
-k_packets = {K}
-buffer_bytes = 150000
-[[flows]]
-kind = "mpquic"
-from = "s"
-to = "d"
-cc = "amp"
+rate = "50Mbps"
+buffer = "150000B"
+k = {K}
+[transport]
 ecn = "per-packet"
+[topology]
+kind = "two-path"
+cross_hosts = 0
+[[flows]]
+from = "src"
+to = "dst"
+paths = 2
 bytes = 20000000
 "#
     );
@@ -95,21 +97,23 @@ fn offload_batches_cross_the_marker_as_one_skb() {
     let sc = format!(
         r#"
 name = "mpquic-offload"
-duration_s = 20.0
-[topology]
-kind = "multi-path"
-paths = 2
+duration = "20s"
+controller = "amp"
 [link]
-rate_mbit = 50.0
-k_packets = {K}
-buffer_bytes = 150000
-sender_offload = true
-[[flows]]
-kind = "mpquic"
-from = "s"
-to = "d"
-cc = "amp"
+rate = "50Mbps"
+buffer = "150000B"
+k = {K}
+[transport]
 ecn = "auto"
+[netns]
+sender_offload = true
+[topology]
+kind = "two-path"
+cross_hosts = 0
+[[flows]]
+from = "src"
+to = "dst"
+paths = 2
 bytes = 20000000
 "#
     );

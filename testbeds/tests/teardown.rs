@@ -8,26 +8,24 @@ use std::time::{Duration, Instant};
 
 const SCENARIO: &str = r#"
 name = "teardown"
-duration_s = 8.0
-repetitions = 1
-[topology]
-kind = "multi-path"
-paths = 2
-cross_hosts = true
+duration = "8s"
 [link]
-rate_mbit = 50.0
-k_packets = 20
-buffer_bytes = 100000
+rate = "50Mbps"
+buffer = "100000B"
+k = 20
+[topology]
+kind = "two-path"
+cross_hosts = 1
 [[flows]]
 kind = "kernel-tcp"
-from = "c1"
-to = "d"
-for_s = 6.0
+from = "xa0"
+to = "dst"
+stop = "6s"
 [[flows]]
 kind = "kernel-mptcp"
-from = "s"
-to = "d"
-for_s = 6.0
+from = "src"
+to = "dst"
+stop = "6s"
 "#;
 
 fn assert_clean(when: &str) {

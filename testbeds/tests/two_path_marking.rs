@@ -12,22 +12,21 @@ fn scenario(name: &str, ecn: bool) -> String {
     format!(
         r#"
 name = "{name}"
-duration_s = 20.0
-repetitions = 1
-[topology]
-kind = "multi-path"
-paths = 2
+duration = "20s"
 [link]
-rate_mbit = 50.0
-k_packets = {K}
-buffer_bytes = 150000
-ecn = {ecn}
+rate = "50Mbps"
+buffer = "150000B"
+k = {k}
+[topology]
+kind = "two-path"
+cross_hosts = 0
 [[flows]]
 kind = "kernel-mptcp"
-from = "s"
-to = "d"
+from = "src"
+to = "dst"
 bytes = 25000000
-"#
+"#,
+        k = if ecn { K } else { 0 }
     )
 }
 
@@ -83,6 +82,6 @@ fn two_path_without_ecn_fills_the_buffer() {
     for l in rep["links"].as_array().unwrap() {
         let med = f(l, &["queue_pkts_busy", "median"]);
         assert!(med > 2.0 * K as f64, "drop-tail queue median {med} should exceed 2K");
-        assert_eq!(f(&rep["receiver_counters"]["d"], &["IpExt.InCEPkts"]), 0.0);
+        assert_eq!(f(&rep["receiver_counters"]["dst"], &["IpExt.InCEPkts"]), 0.0);
     }
 }

@@ -1,15 +1,18 @@
-//! Experiment sweeps (E1, E2, E4, E6, E7 of `design/EXPERIMENTS.md`): a base scenario, a list of
-//! variants (series x point), several seeds each; per run a few metrics taken from the
-//! [`Report`]; per variant the median, min and max over seeds; one JSON file and one SVG.
+//! Experiment sweeps: a list of variants (series x point), several seeds each; per run a few
+//! metrics taken from the [`Report`]; per variant the median, min and max over seeds; one JSON
+//! file, the markdown tables and one SVG. [`run_experiment`] runs an experiment file (its
+//! points, seeds and `[report]`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
 use plotters::prelude::*;
-use serde::Serialize;
 
-use crate::report::{jain, Report};
+use mpquic_scenario::metrics::{compute, markdown_table, summarize, CATALOGUE};
+use mpquic_scenario::{Experiment, Point};
+
+use crate::report::Report;
 use crate::scenario::Scenario;
 use crate::Sim;
 
@@ -23,67 +26,7 @@ pub struct Variant {
     pub scenario: Scenario,
 }
 
-/// Metrics of one run.
-pub type Metrics = BTreeMap<String, f64>;
-
-/// One run's row in the output.
-#[derive(Debug, Clone, Serialize)]
-pub struct RunRow {
-    /// Series.
-    pub series: String,
-    /// X value.
-    pub x: f64,
-    /// Seed.
-    pub seed: u64,
-    /// Metrics.
-    pub metrics: Metrics,
-    /// Wall-clock seconds (not deterministic).
-    pub wall_s: f64,
-}
-
-/// Median, min, max of a metric over seeds.
-#[derive(Debug, Clone, Serialize)]
-pub struct Spread {
-    /// Median.
-    pub median: f64,
-    /// Minimum.
-    pub min: f64,
-    /// Maximum.
-    pub max: f64,
-    /// Runs.
-    pub n: usize,
-}
-
-/// Median (mean of the middle two for an even count), min and max.
-pub fn spread(xs: &[f64]) -> Option<Spread> {
-    let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
-    Some(Spread { median: r4(median), min: r4(v[0]), max: r4(v[n - 1]), n })
-}
-
-fn r4(x: f64) -> f64 {
-    if x.abs() >= 1.0 {
-        (x * 1e3).round() / 1e3
-    } else {
-        (x * 1e6).round() / 1e6
-    }
-}
-
-/// Per variant: metric -> spread.
-#[derive(Debug, Clone, Serialize)]
-pub struct SummaryRow {
-    /// Series.
-    pub series: String,
-    /// X value.
-    pub x: f64,
-    /// Metric -> median/min/max over seeds.
-    pub metrics: BTreeMap<String, Spread>,
-}
+pub use mpquic_scenario::metrics::{Metrics, RunRow, Spread, SummaryRow};
 
 /// Run every variant with every seed; `metrics` extracts a run's numbers.
 pub fn sweep(
@@ -132,17 +75,7 @@ pub fn sweep_with<T>(
             );
             mine.push(RunRow { series: v.series.clone(), x: v.x, seed, metrics: m, wall_s });
         }
-        let mut keys: Vec<&String> = mine.iter().flat_map(|r| r.metrics.keys()).collect();
-        keys.sort();
-        keys.dedup();
-        let metrics = keys
-            .into_iter()
-            .filter_map(|k| {
-                let xs: Vec<f64> = mine.iter().filter_map(|r| r.metrics.get(k).copied()).collect();
-                spread(&xs).map(|s| (k.clone(), s))
-            })
-            .collect();
-        summary.push(SummaryRow { series: v.series.clone(), x: v.x, metrics });
+        summary.push(summarize(&v.series, v.x, &mine));
         rows.extend(mine);
     }
     Ok((rows, summary, extras))
@@ -275,27 +208,88 @@ pub fn write_json(
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Flows of a report whose group starts with `prefix`.
-pub fn group_flows<'a>(
-    r: &'a Report,
-    prefix: &'a str,
-) -> impl Iterator<Item = &'a crate::report::FlowReport> + 'a {
-    r.flows.iter().filter(move |f| f.group.as_deref().is_some_and(|g| g.starts_with(prefix)))
+/// Where a point sits in the sweep plot: x is the value of the plot's axis (the last axis
+/// without a plot; its index when not a number), the series the other axes' values.
+fn place(e: &Experiment, p: &Point) -> (String, f64) {
+    let s = &e.base;
+    let x_axis =
+        s.plot.as_ref().map(|p| p.x.clone()).or_else(|| s.sweep.last().map(|a| a.name.clone()));
+    let mut series = vec![];
+    let mut x = 0.0;
+    for (i, (axis, label)) in p.labels.iter().enumerate() {
+        if Some(axis) == x_axis.as_ref() {
+            let index = s.sweep[i].values.iter().position(|v| v == &p.values[i]).unwrap_or(0);
+            x = match &p.values[i] {
+                toml::Value::Integer(n) => *n as f64,
+                toml::Value::Float(f) => *f,
+                _ => index as f64,
+            };
+        } else {
+            series.push(label.clone());
+        }
+    }
+    let series = if series.is_empty() { s.name.clone() } else { series.join("/") };
+    (series, x)
 }
 
-/// Mean and population standard deviation ([`mpquic_stats::mean_std`]); NaN without values.
-pub fn mean_std(xs: &[f64]) -> (f64, f64) {
-    mpquic_stats::mean_std(xs).unwrap_or((f64::NAN, f64::NAN))
-}
-
-/// The `q`-quantile of `xs` by the suite's rule, nearest rank ([`mpquic_stats`]); NaN without
-/// values.
-pub fn quantile(xs: &[f64], q: f64) -> f64 {
-    mpquic_stats::quantile(xs, q).unwrap_or(f64::NAN)
-}
-
-/// Jain's index of the given flows' last-half goodput.
-pub fn jain_of(flows: &[&crate::report::FlowReport]) -> f64 {
-    let xs: Vec<f64> = flows.iter().map(|f| f.goodput_last_half_bps).collect();
-    jain(&xs).unwrap_or(f64::NAN)
+/// Run an experiment file: every point of its sweep with every seed. Writes into `out`:
+/// `experiment.json` (the file's scenario, sweep, metric definitions, every run and the median,
+/// min and max over seeds per point), `tables.md` (the report's tables) and `sweep.svg` (the
+/// plot, if the file has one).
+pub fn run_experiment(e: &Experiment, file: &str, out: &Path, command: &str) -> Result<(), String> {
+    let s = &e.base;
+    let report = s.report.as_ref().ok_or("the file has no [report]: nothing to compute")?;
+    let variants: Vec<Variant> = e
+        .points
+        .iter()
+        .map(|p| {
+            let (series, x) = place(e, p);
+            Variant { series, x, scenario: p.scenario.clone() }
+        })
+        .collect();
+    eprintln!("{}: {} points x {} seeds", s.name, variants.len(), s.seeds.len());
+    let (rows, mut summary) =
+        sweep(&variants, &s.seeds, &|r: &Report| compute(&r.scenario, &r.outcome()))?;
+    for (row, point) in summary.iter_mut().zip(&e.points) {
+        row.labels = point.labels.clone();
+    }
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let definitions: BTreeMap<&str, &str> = CATALOGUE
+        .iter()
+        .filter(|(k, _)| report.metrics.iter().any(|m| m.split('@').next() == Some(k)))
+        .copied()
+        .collect();
+    write_json(
+        &out.join("experiment.json"),
+        serde_json::json!({
+            "experiment": s.name,
+            "file": file,
+            "command": command,
+            "scenario": s,
+            "sweep": s.sweep,
+            "seeds": s.seeds,
+            "report": report,
+            "metrics": definitions,
+        }),
+        &rows,
+        &summary,
+    )?;
+    let tables: Vec<(String, Vec<String>)> = if report.table.is_empty() {
+        vec![(s.name.clone(), report.metrics.clone())]
+    } else {
+        report.table.iter().map(|t| (t.title.clone(), t.metrics.clone())).collect()
+    };
+    let md: Vec<String> =
+        tables.iter().map(|(title, metrics)| markdown_table(title, &summary, metrics)).collect();
+    std::fs::write(out.join("tables.md"), md.join("\n")).map_err(|e| e.to_string())?;
+    if let Some(plot) = &s.plot {
+        let panels: Vec<Panel> = plot
+            .panels
+            .iter()
+            .map(|p| Panel { metric: p.metric.clone(), label: p.label.clone(), log: p.log })
+            .collect();
+        let x_label = plot.x_label.clone().unwrap_or_else(|| plot.x.clone());
+        write_sweep_plot(&out.join("sweep.svg"), &plot.title, &x_label, &summary, &panels)?;
+    }
+    Ok(())
 }

@@ -15,9 +15,10 @@ pub mod net;
 pub mod plot;
 pub mod pto;
 pub mod report;
-pub mod rng;
 pub mod scenario;
 pub mod shift;
+/// The seeded generator of every random choice (shared with the workload generators).
+pub use mpquic_scenario::rng;
 pub mod sim;
 
 pub use scenario::Scenario;

@@ -15,11 +15,10 @@ use serde::Serialize;
 use crate::rng::SimRng;
 use crate::scenario::{Expanded, HostSpec, LinkSpec, Scenario, ScenarioError};
 
-/// Virtual time in picoseconds.
-pub type Ps = u64;
-
-/// Picoseconds per microsecond.
-pub const PS_PER_US: Ps = 1_000_000;
+/// Virtual time in picoseconds, and picoseconds per microsecond.
+pub use mpquic_scenario::units::{Ps, PS_PER_US};
+/// Switch routing.
+pub use mpquic_scenario::Routing;
 
 /// Bytes of IPv4 + UDP header added to each QUIC datagram on the wire.
 pub const WIRE_OVERHEAD: usize = 28;
@@ -221,17 +220,6 @@ pub struct Interface {
     pub link: LinkId,
 }
 
-/// Switch routing: how a switch picks among equal-cost next hops.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum Routing {
-    /// Always the first of the equal-cost links (in link order).
-    Static,
-    /// Hash of (source address, source port, destination address, destination port).
-    #[default]
-    Ecmp,
-}
-
 /// A node of the network.
 #[derive(Debug)]
 pub enum Node {
@@ -282,82 +270,6 @@ pub fn ecmp_hash(src: &SocketAddr, dst: &SocketAddr, salt: u64) -> u64 {
     h ^= h >> 33;
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
     h ^ (h >> 33)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn link(k: Option<usize>, buffer: usize) -> Link {
-        Link::new(
-            LinkParams {
-                name: "a->b".into(),
-                from: 0,
-                to: 1,
-                rate_bps: 10_000_000_000,
-                delay_ps: 2 * PS_PER_US,
-                buffer_packets: buffer,
-                ecn_k: k,
-                loss: 0.0,
-                monitor: true,
-            },
-            SimRng::new(1, 1),
-            1_000_000_000,
-        )
-    }
-
-    fn packet(ecn: Option<EcnCodepoint>) -> Packet {
-        Packet {
-            src: "10.0.0.1:1".parse().unwrap(),
-            dst: "10.0.0.2:2".parse().unwrap(),
-            ecn,
-            data: BytesMut::zeroed(1400),
-        }
-    }
-
-    #[test]
-    fn serialization_is_exact_at_10g() {
-        assert_eq!(link(None, 10).serialization(1428), 1_142_400);
-        // Beyond 64-bit products the 128-bit fallback gives the same arithmetic.
-        assert_eq!(link(None, 10).serialization(1 << 22), (1u64 << 22) * 800);
-    }
-
-    #[test]
-    fn fifo_timing_marking_and_tail_drop() {
-        let mut l = link(Some(2), 4);
-        let mut out = vec![];
-        for _ in 0..5 {
-            let mut p = packet(Some(EcnCodepoint::Ect0));
-            out.push((l.offer(0, &mut p), p.ecn));
-        }
-        // Back to back: arrivals one serialization apart, after the propagation delay.
-        assert_eq!(out[0].0, Some(1_142_400 + 2 * PS_PER_US));
-        assert_eq!(out[1].0, Some(2 * 1_142_400 + 2 * PS_PER_US));
-        // Occupancy before each arrival: 0, 1, 2, 3 (> K: marked), 4 (full: dropped).
-        assert_eq!(out[2].1, Some(EcnCodepoint::Ect0));
-        assert_eq!(out[3].1, Some(EcnCodepoint::Ce));
-        assert_eq!(out[4].0, None);
-        assert_eq!((l.stats.marked, l.stats.dropped_overflow), (1, 1));
-        // Once the first packet has left, there is room again.
-        assert_eq!(l.occupancy(1_142_400), 3);
-        // Not-ECT packets are never marked.
-        let mut l = link(Some(0), 10);
-        for _ in 0..3 {
-            l.offer(0, &mut packet(None));
-        }
-        assert_eq!(l.stats.marked, 0);
-    }
-
-    #[test]
-    fn ecmp_hash_spreads_ports() {
-        let dst: SocketAddr = "10.0.0.2:443".parse().unwrap();
-        let mut counts = [0; 4];
-        for port in 0..4000u16 {
-            let src = SocketAddr::new("10.0.0.1".parse().unwrap(), 10_000 + port);
-            counts[(ecmp_hash(&src, &dst, 9) % 4) as usize] += 1;
-        }
-        assert!(counts.iter().all(|&c| c > 850), "{counts:?}");
-    }
 }
 
 /// A scenario's network, built: nodes, links in both directions, host addresses and the
@@ -447,12 +359,25 @@ fn build_links(
     let mut adjacency: Adjacency = vec![vec![]; nodes.len()];
     for spec in specs {
         let (a, b) = (node(&spec.a)?, node(&spec.b)?);
-        let config = spec.config.or(&scenario.link);
-        let (Some(rate), Some(delay), Some(buffer)) = (config.rate, config.delay, config.buffer)
-        else {
-            return Err(invalid(format!("link {}-{} lacks rate, delay or buffer", spec.a, spec.b)));
-        };
+        // Queue amounts in bytes count full packets on the wire.
+        let packet = u64::from(scenario.transport.mtu) + WIRE_OVERHEAD as u64;
         for (from, to, monitor) in [(a, b, spec.monitor), (b, a, spec.monitor_reverse)] {
+            let config = scenario.link_for(nodes[from].name(), nodes[to].name(), &spec.config);
+            let (Some(rate), Some(delay), Some(buffer)) =
+                (config.rate, config.delay, config.buffer)
+            else {
+                return Err(invalid(format!(
+                    "link {}-{} lacks rate, delay or buffer",
+                    spec.a, spec.b
+                )));
+            };
+            if config.jitter.is_some_and(|j| j.0 > 0) {
+                return Err(invalid(format!(
+                    "link {}-{}: per-link jitter is not simulated (use host_jitter)",
+                    spec.a, spec.b
+                )));
+            }
+            let buffer = buffer.packets(packet) as usize;
             let host_queue = if from == a { spec.host_queue } else { None };
             let host_queue = host_queue.unwrap_or(from < hosts);
             let id = links.len();
@@ -463,7 +388,11 @@ fn build_links(
                 rate_bps: rate.0,
                 delay_ps: delay.0,
                 buffer_packets: if host_queue { scenario.host_buffer } else { buffer },
-                ecn_k: if host_queue { None } else { config.ecn_k.filter(|&k| k > 0) },
+                ecn_k: if host_queue {
+                    None
+                } else {
+                    config.k.map(|k| k.packets(packet) as usize).filter(|&k| k > 0)
+                },
                 loss: config.loss.unwrap_or(0.0),
                 monitor,
             };
@@ -562,4 +491,80 @@ fn hops_from(edge: NodeId, hosts: usize, adjacency: &Adjacency) -> Vec<usize> {
         }
     }
     dist
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link(k: Option<usize>, buffer: usize) -> Link {
+        Link::new(
+            LinkParams {
+                name: "a->b".into(),
+                from: 0,
+                to: 1,
+                rate_bps: 10_000_000_000,
+                delay_ps: 2 * PS_PER_US,
+                buffer_packets: buffer,
+                ecn_k: k,
+                loss: 0.0,
+                monitor: true,
+            },
+            SimRng::new(1, 1),
+            1_000_000_000,
+        )
+    }
+
+    fn packet(ecn: Option<EcnCodepoint>) -> Packet {
+        Packet {
+            src: "10.0.0.1:1".parse().unwrap(),
+            dst: "10.0.0.2:2".parse().unwrap(),
+            ecn,
+            data: BytesMut::zeroed(1400),
+        }
+    }
+
+    #[test]
+    fn serialization_is_exact_at_10g() {
+        assert_eq!(link(None, 10).serialization(1428), 1_142_400);
+        // Beyond 64-bit products the 128-bit fallback gives the same arithmetic.
+        assert_eq!(link(None, 10).serialization(1 << 22), (1u64 << 22) * 800);
+    }
+
+    #[test]
+    fn fifo_timing_marking_and_tail_drop() {
+        let mut l = link(Some(2), 4);
+        let mut out = vec![];
+        for _ in 0..5 {
+            let mut p = packet(Some(EcnCodepoint::Ect0));
+            out.push((l.offer(0, &mut p), p.ecn));
+        }
+        // Back to back: arrivals one serialization apart, after the propagation delay.
+        assert_eq!(out[0].0, Some(1_142_400 + 2 * PS_PER_US));
+        assert_eq!(out[1].0, Some(2 * 1_142_400 + 2 * PS_PER_US));
+        // Occupancy before each arrival: 0, 1, 2, 3 (> K: marked), 4 (full: dropped).
+        assert_eq!(out[2].1, Some(EcnCodepoint::Ect0));
+        assert_eq!(out[3].1, Some(EcnCodepoint::Ce));
+        assert_eq!(out[4].0, None);
+        assert_eq!((l.stats.marked, l.stats.dropped_overflow), (1, 1));
+        // Once the first packet has left, there is room again.
+        assert_eq!(l.occupancy(1_142_400), 3);
+        // Not-ECT packets are never marked.
+        let mut l = link(Some(0), 10);
+        for _ in 0..3 {
+            l.offer(0, &mut packet(None));
+        }
+        assert_eq!(l.stats.marked, 0);
+    }
+
+    #[test]
+    fn ecmp_hash_spreads_ports() {
+        let dst: SocketAddr = "10.0.0.2:443".parse().unwrap();
+        let mut counts = [0; 4];
+        for port in 0..4000u16 {
+            let src = SocketAddr::new("10.0.0.1".parse().unwrap(), 10_000 + port);
+            counts[(ecmp_hash(&src, &dst, 9) % 4) as usize] += 1;
+        }
+        assert!(counts.iter().all(|&c| c > 850), "{counts:?}");
+    }
 }

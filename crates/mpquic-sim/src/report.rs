@@ -12,6 +12,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use mpquic_cc::{ConnectionSnapshot, Notice};
+use mpquic_scenario::metrics::{FlowOutcome, LinkOutcome, Outcome, QueueOutcome};
 
 use crate::net::Ps;
 use crate::scenario::Scenario;
@@ -171,6 +172,10 @@ pub struct FlowReport {
     pub ack_frequency_lost: (bool, bool),
     /// Connection error, if any.
     pub error: Option<String>,
+    /// The job (partition/aggregate) or round (incast) the flow belongs to; for the experiment
+    /// metrics, not written (the name says it).
+    #[serde(skip)]
+    pub job: Option<usize>,
 }
 
 /// FCT statistics of a group of sized flows.
@@ -328,6 +333,45 @@ pub fn goodput_between(flow: &Flow, bucket: Ps, from: Ps, to: Ps) -> f64 {
 }
 
 impl Report {
+    /// The run in the schema the experiment metrics read (shared with the testbed).
+    pub fn outcome(&self) -> Outcome {
+        let flows = self
+            .flows
+            .iter()
+            .map(|f| FlowOutcome {
+                name: f.name.clone(),
+                group: f.group.clone(),
+                fct_us: f.fct_us,
+                goodput_bps: f.goodput_bps,
+                goodput_last_half_bps: f.goodput_last_half_bps,
+                pto_client: f.pto_client,
+                pto_server: f.pto_server,
+                suppressions: f.notice_counts.get("suppressed").copied().unwrap_or(0),
+                ack_request_lost: f.ack_frequency_lost.0,
+                server_ack_request_lost: f.ack_frequency_lost.1,
+                start_s: f.start_s,
+                job: f.job,
+            })
+            .collect();
+        let links = self
+            .links
+            .iter()
+            .map(|l| LinkOutcome {
+                name: l.name.clone(),
+                marked: l.marked,
+                dropped: l.dropped_overflow,
+                utilization: l.utilization,
+                queue: l.queue.as_ref().map(|q| QueueOutcome {
+                    p50: q.p50 as f64,
+                    p90: q.p90 as f64,
+                    p99: q.p99 as f64,
+                    mean: q.mean,
+                }),
+            })
+            .collect();
+        Outcome { flows, links, duration_s: self.simulated_s }
+    }
+
     /// Summarize a finished run.
     pub fn new(sim: &mut Sim) -> Report {
         let end = sim.end_time();
@@ -373,6 +417,7 @@ impl Report {
                 controller: flow.controller.clone(),
                 paths: flow.spec.paths,
                 start_s: flow.spec.start.secs(),
+                job: flow.spec.job,
                 bytes: flow.spec.bytes,
                 response_bytes: flow.spec.response_bytes,
                 delivered_bytes: delivered,

@@ -3,7 +3,7 @@
 //! each test takes a few seconds in a debug build.
 
 use mpquic_sim::report::{Report, Traces};
-use mpquic_sim::scenario::{Dur, FlowSpec, LinkConfig, Rate, Scenario, Topology};
+use mpquic_sim::scenario::{Amount, Dur, FlowSpec, LinkConfig, Rate, Scenario, Topology};
 use mpquic_sim::Sim;
 
 const GBPS10: f64 = 10e9;
@@ -275,10 +275,10 @@ fn amp_shifts_traffic_by_the_e3_definition() {
     use mpquic_sim::shift::{phase_shift, Criterion};
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/scenarios/e3-traffic-shifting.toml"
+        "/../../experiments/E3-traffic-shifting.toml"
     ))
     .unwrap();
-    let mut s = Scenario::from_toml(&text).unwrap();
+    let mut s = mpquic_sim::scenario::parse_scenario(&text).unwrap();
     let ms = |x: u64| Dur::ms(x);
     for f in &mut s.flows {
         match f.name.as_deref() {
@@ -398,7 +398,8 @@ fn data_center_ack_profile_shortens_the_probe_timeout() {
         let mut s = many_to_one(8, Dur::ms(100));
         s.transport.max_ack_delay = max_ack_delay;
         if let Topology::ManyToOne { bottleneck, .. } = &mut s.topology {
-            (bottleneck.buffer, bottleneck.ecn_k) = (Some(10), Some(0));
+            (bottleneck.buffer, bottleneck.k) =
+                (Some(Amount::Packets(10)), Some(Amount::Packets(0)));
         }
         for i in 0..8 {
             let mut f = FlowSpec::bulk(&format!("s{i}"), "r");

@@ -5,9 +5,9 @@ use mpquic_sim::report::Report;
 use mpquic_sim::{Scenario, Sim};
 
 fn repro(file: &str) -> Scenario {
-    let path = format!("{}/scenarios/repro/{file}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!("{}/../../experiments/scenarios/repro/{file}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    Scenario::from_toml(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+    mpquic_sim::scenario::parse_scenario(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 fn run(s: Scenario) -> Report {

@@ -1,28 +1,41 @@
-//! Every scenario shipped in `scenarios/` parses, builds, and runs a short slice cleanly.
+//! Every file in `experiments/` (the paper experiments) and `experiments/scenarios/` (examples,
+//! cross-checks, repros) validates, builds at every sweep point, and runs a short slice cleanly.
+
+use std::path::PathBuf;
 
 use mpquic_sim::report::Report;
-use mpquic_sim::scenario::Dur;
-use mpquic_sim::{Scenario, Sim};
+use mpquic_sim::scenario::{parse_scenario, Dur, Experiment};
+use mpquic_sim::Sim;
+
+fn toml_files(dir: &str) -> Vec<PathBuf> {
+    let dir = format!("{}/../../{dir}", env!("CARGO_MANIFEST_DIR"));
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{dir}: {e}"))
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    names.sort();
+    names
+}
 
 #[test]
-fn shipped_scenarios_parse_build_and_run_briefly() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios");
-    let mut names = vec![];
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "toml") {
-            names.push(path);
+fn every_experiment_file_validates_builds_and_runs_briefly() {
+    let files: Vec<PathBuf> =
+        ["experiments", "experiments/scenarios", "experiments/scenarios/repro"]
+            .iter()
+            .flat_map(|d| toml_files(d))
+            .collect();
+    assert!(files.len() >= 20, "{files:?}");
+    for path in files {
+        let e = Experiment::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        for p in &e.points {
+            Sim::new(p.scenario.clone())
+                .unwrap_or_else(|err| panic!("{} [{}]: {err}", path.display(), p.name()));
         }
-    }
-    names.sort();
-    assert!(names.len() >= 6, "{names:?}");
-    for path in names {
-        let text = std::fs::read_to_string(&path).unwrap();
-        let mut s =
-            Scenario::from_toml(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        // A short slice keeps this fast in debug builds; the full runs are for the CLI.
+        // A short slice of the first point keeps this fast in debug builds.
+        let mut s = e.points[0].scenario.clone();
         s.duration = Dur::us(300);
-        let mut sim = Sim::new(s).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut sim = Sim::new(s).unwrap();
         sim.run();
         let r = Report::new(&mut sim);
         assert_eq!(r.undeliverable, 0, "{}", path.display());
@@ -33,7 +46,7 @@ fn shipped_scenarios_parse_build_and_run_briefly() {
 
 /// Why `text` is rejected, by the parser or else by `Sim::new` (`None`: it is accepted).
 fn rejection(text: &str) -> Option<String> {
-    match Scenario::from_toml(text) {
+    match parse_scenario(text) {
         Err(e) => Some(e.to_string()),
         Ok(s) => Sim::new(s).err().map(|e| e.to_string()),
     }
@@ -48,7 +61,7 @@ fn unknown_fields_nodes_and_controllers_are_rejected_with_the_reason() {
     let bad_node =
         rejection(&format!("{head}{two_path}[[flows]]\nfrom = \"nowhere\"\nto = \"dst\"\n"))
             .unwrap();
-    assert!(bad_node.contains("flow endpoint `nowhere` is not a host"), "{bad_node}");
+    assert!(bad_node.contains("flows.0.from: no host `nowhere` in this topology"), "{bad_node}");
     let bad_cc = rejection(&format!(
         "{head}controller = \"vegas\"\n{two_path}[[flows]]\nfrom = \"src\"\nto = \"dst\"\n"
     ))
@@ -74,4 +87,21 @@ fn bad_path_times_are_rejected_with_the_reason() {
     assert!(first.contains("after the handshake"), "{first}");
     let unit = scenario("paths = 2\npath_times = [\"0ms\", \"soon\"]").unwrap();
     assert!(unit.contains("bad duration `soon`"), "{unit}");
+}
+
+/// A per-direction override changes that direction only, and queue amounts in bytes become
+/// full packets on the wire (mtu 1400 + 28 bytes of IP and UDP).
+#[test]
+fn link_overrides_and_byte_amounts_reach_the_simulated_links() {
+    let text = "name = \"o\"\nduration = \"1ms\"\n[link]\nbuffer = \"150KB\"\nk = \"28560B\"\n\
+                [topology]\nkind = \"two-path\"\n\
+                [[link_overrides]]\nfrom = \"b\"\nto = \"dst\"\nrate = \"1Gbps\"\nk = 5\n";
+    let sim = Sim::new(parse_scenario(text).unwrap()).unwrap();
+    let link = |name: &str| {
+        let l = sim.links.iter().find(|l| l.params.name == name).unwrap();
+        (l.params.rate_bps, l.params.buffer_packets, l.params.ecn_k)
+    };
+    assert_eq!(link("b->dst"), (1_000_000_000, 107, Some(5)));
+    assert_eq!(link("a->dst"), (10_000_000_000, 107, Some(20)));
+    assert_eq!(link("dst->b").0, 10_000_000_000, "the other direction keeps [link]");
 }

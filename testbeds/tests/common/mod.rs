@@ -68,16 +68,20 @@ pub fn tmpdir(name: &str) -> PathBuf {
     d
 }
 
-/// Runs `mpquic-testbed run` on a scenario text; returns result.json.
+/// Runs `mpquic-testbed run` on an experiment text without sweep axes (the shared language);
+/// returns its first run's result.json.
 pub fn run_scenario(name: &str, toml: &str) -> Value {
     let dir = tmpdir(name);
     let sc = dir.join("scenario.toml");
     std::fs::write(&sc, toml).unwrap();
-    let out = dir.join("out");
-    let o = Command::new(bin()).arg("run").arg(&sc).arg("--out").arg(&out).output().unwrap();
+    let o = Command::new(bin()).arg("run").arg(&sc).arg("--out").arg(dir.join("out")).output();
+    let o = o.unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "run {name} failed: {stderr}");
     println!("{name}: {}", String::from_utf8_lossy(&o.stdout));
+    let results = std::fs::read_to_string(dir.join("out/experiment.json")).unwrap();
+    let results: Value = serde_json::from_str(&results).unwrap();
+    let out = PathBuf::from(results["runs"][0]["dir"].as_str().unwrap());
     for p in ["result.json", "rep0-throughput.svg", "rep0-queue.svg", "rep0-fct-cdf.svg"] {
         assert!(out.join(p).is_file(), "{name}: {p} not written");
     }

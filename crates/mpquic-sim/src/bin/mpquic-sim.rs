@@ -1,5 +1,7 @@
-//! `mpquic-sim run scenario.toml --out DIR`: run a scenario, write `results.json`,
-//! `traces.json`, `perf.json` and SVG plots.
+//! `mpquic-sim run experiments/E1-incast.toml --out DIR`: run an experiment file (every sweep
+//! point with every seed; `experiment.json`, `tables.md`, `sweep.svg`), or, for a file without a
+//! `[report]`, each run in detail (`results.json`, `traces.json`, `perf.json`, SVG plots).
+//! `mpquic-sim validate FILE...`: check files without running them.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -9,6 +11,7 @@ use clap::{Parser, Subcommand};
 use mpquic_sim::plot::{write_shift_plot, ShiftPanel};
 use mpquic_sim::report::{thread_cpu_time, Perf, Report, Traces};
 use mpquic_sim::scenario::Dur;
+use mpquic_sim::scenario::Experiment;
 use mpquic_sim::shift::{path_rates, phase_shift, Criterion, PhaseShift};
 use mpquic_sim::{Scenario, Sim};
 
@@ -24,27 +27,34 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run a scenario file.
+    /// Run an experiment or scenario file.
     Run {
-        /// The scenario (TOML).
+        /// The file (TOML).
         scenario: PathBuf,
         /// Output directory (created if missing).
         #[arg(long, default_value = "sim-out")]
         out: PathBuf,
-        /// Override the scenario's seed.
+        /// Run only this seed instead of the file's `seeds`.
         #[arg(long)]
         seed: Option<u64>,
-        /// Override the scenario's duration, e.g. `50ms`.
+        /// Override the duration of every run, e.g. `50ms`.
         #[arg(long)]
         duration: Option<String>,
-        /// Skip the plots.
+        /// Skip the plots of detailed runs.
         #[arg(long)]
         no_plots: bool,
+    },
+    /// Check experiment files: the language (file:line:column errors), then every sweep point
+    /// built as the simulator builds it.
+    Validate {
+        /// The files (TOML).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
     },
     /// E3, traffic shifting: run a two-path scenario (flows `mp`, `cross-a`, `cross-b`) once per
     /// controller of `mp`; write `e3.json` (shifting times, definition) and `e3.svg`.
     E3 {
-        /// The scenario (TOML), e.g. scenarios/e3-traffic-shifting.toml.
+        /// The scenario (TOML), e.g. experiments/E3-traffic-shifting.toml.
         scenario: PathBuf,
         /// Output directory.
         #[arg(long, default_value = "e3-out")]
@@ -66,12 +76,12 @@ enum Command {
         #[arg(long)]
         seed: Option<u64>,
     },
-    /// An experiment sweep (e1, e2, e4, e6, e7): variants of the scenario x controllers x seeds;
-    /// writes `<exp>.json` (runs, median/min/max per variant) and SVG plots.
+    /// E4's sweep (its per-phase analysis is not yet a `[report]`): the scenario x controllers x
+    /// seeds; writes `e4.json` (runs, median/min/max per variant) and `e4.svg`.
     Exp {
-        /// e1, e2, e4, e6 or e7.
+        /// e4.
         name: String,
-        /// The base scenario (TOML), e.g. scenarios/e1-incast.toml.
+        /// The base scenario (TOML), e.g. experiments/E4-coexistence.toml.
         scenario: PathBuf,
         /// Output directory.
         #[arg(long)]
@@ -89,9 +99,6 @@ enum Command {
         /// every connection asks its peer to ACK within), e.g. `1ms`.
         #[arg(long)]
         max_ack_delay: Option<String>,
-        /// Override the flow size (bytes) of the scenario's incast workloads, e.g. 262144.
-        #[arg(long)]
-        incast_bytes: Option<u64>,
     },
     /// Parse a scenario and print it with every default filled in.
     Check {
@@ -100,9 +107,59 @@ enum Command {
     },
 }
 
-fn load(path: &PathBuf) -> Result<Scenario, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    Scenario::from_toml(&text).map_err(|e| format!("{}: {e}", path.display()))
+/// The file's scenario as written (no sweep applied), with its first seed.
+fn load(path: &Path) -> Result<Scenario, String> {
+    let mut s = Experiment::load(path).map_err(|e| e.to_string())?.base;
+    s.seed = s.seeds[0];
+    Ok(s)
+}
+
+/// Check a file and build every point of its sweep.
+fn validate(path: &Path) -> Result<String, String> {
+    let e = Experiment::load(path).map_err(|e| e.to_string())?;
+    for p in &e.points {
+        Sim::new(p.scenario.clone()).map_err(|err| {
+            let at = if p.labels.is_empty() { String::new() } else { format!(" [{}]", p.name()) };
+            format!("{}{at}: {err}", path.display())
+        })?;
+    }
+    let seeds = e.base.seeds.len();
+    Ok(format!(
+        "{}: ok ({} points x {seeds} seeds = {} runs)",
+        path.display(),
+        e.points.len(),
+        e.points.len() * seeds
+    ))
+}
+
+/// One run in detail: results, traces, perf and plots into `out`.
+fn run_one(s: Scenario, out: &Path, no_plots: bool) -> Result<(), String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut sim = Sim::new(s).map_err(|e| e.to_string())?;
+    let wall = Instant::now();
+    let cpu = thread_cpu_time();
+    sim.run();
+    let wall_s = wall.elapsed().as_secs_f64();
+    let cpu_s = cpu.zip(thread_cpu_time()).map(|(start, end)| (end - start).as_secs_f64());
+    let report = Report::new(&mut sim);
+    let traces = Traces::new(&sim);
+    let perf = Perf {
+        simulated_s: report.simulated_s,
+        wall_s,
+        speed: report.simulated_s / wall_s,
+        events_per_s: report.events as f64 / wall_s,
+        cpu_s,
+        speed_per_cpu_s: cpu_s.map(|cpu| report.simulated_s / cpu),
+    };
+    let write = |name: &str, text: String| {
+        std::fs::write(out.join(name), text).map_err(|e| format!("{name}: {e}"))
+    };
+    write("results.json", report.to_json())?;
+    write("traces.json", serde_json::to_string(&traces).map_err(|e| e.to_string())?)?;
+    write("perf.json", serde_json::to_string_pretty(&perf).map_err(|e| e.to_string())?)?;
+    let plots = if no_plots { vec![] } else { mpquic_sim::plot::write_plots(&traces, out, 12)? };
+    summarize(&report, &perf, &plots);
+    Ok(())
 }
 
 fn run(cli: Cli) -> Result<(), String> {
@@ -132,29 +189,13 @@ fn run(cli: Cli) -> Result<(), String> {
             let hold: Dur = hold.parse()?;
             e3(s, &out, &controllers, Criterion { threshold, hold: hold.0 })
         }
-        Command::Exp {
-            name,
-            scenario,
-            out,
-            seeds,
-            controllers,
-            duration,
-            max_ack_delay,
-            incast_bytes,
-        } => {
+        Command::Exp { name, scenario, out, seeds, controllers, duration, max_ack_delay } => {
             let mut s = load(&scenario)?;
             if let Some(d) = duration {
                 s.duration = d.parse()?;
             }
             if let Some(d) = max_ack_delay {
                 s.transport.max_ack_delay = Some(d.parse()?);
-            }
-            if let Some(size) = incast_bytes {
-                for w in &mut s.workloads {
-                    if let mpquic_sim::scenario::Workload::Incast { bytes, .. } = w {
-                        *bytes = size;
-                    }
-                }
             }
             let seeds = seeds
                 .split(',')
@@ -170,50 +211,73 @@ fn run(cli: Cli) -> Result<(), String> {
             };
             let wall = Instant::now();
             let r = match name.as_str() {
-                "e1" => mpquic_sim::experiments::e1(&s, &o),
-                "e2" => mpquic_sim::experiments::e2(&s, &o),
                 "e4" => mpquic_sim::experiments::e4(&s, &o),
-                "e6" => mpquic_sim::experiments::e6(&s, &o),
-                "e7" => mpquic_sim::experiments::e7(&s, &o),
-                _ => Err(format!("unknown experiment {name}")),
+                _ => Err(format!(
+                    "unknown experiment {name} (E1, E2, E6, E7: `mpquic-sim run experiments/...`)"
+                )),
             };
             eprintln!("{name}: {:.0} s wall", wall.elapsed().as_secs_f64());
             r
         }
+        Command::Validate { files } => {
+            let mut failed = 0;
+            for f in &files {
+                match validate(f) {
+                    Ok(line) => println!("{line}"),
+                    Err(e) => {
+                        eprintln!("{e}");
+                        failed += 1;
+                    }
+                }
+            }
+            match failed {
+                0 => Ok(()),
+                n => Err(format!("{n} of {} files invalid", files.len())),
+            }
+        }
         Command::Run { scenario, out, seed, duration, no_plots } => {
-            let mut s = load(&scenario)?;
+            let mut e = Experiment::load(&scenario).map_err(|e| e.to_string())?;
             if let Some(seed) = seed {
-                s.seed = seed;
+                e.base.seeds = vec![seed];
             }
             if let Some(d) = duration {
-                s.duration = d.parse()?;
+                let d: Dur = d.parse()?;
+                e.points.iter_mut().for_each(|p| p.scenario.duration = d);
             }
-            std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-            let mut sim = Sim::new(s).map_err(|e| e.to_string())?;
-            let wall = Instant::now();
-            let cpu = thread_cpu_time();
-            sim.run();
-            let wall_s = wall.elapsed().as_secs_f64();
-            let cpu_s = cpu.zip(thread_cpu_time()).map(|(start, end)| (end - start).as_secs_f64());
-            let report = Report::new(&mut sim);
-            let traces = Traces::new(&sim);
-            let perf = Perf {
-                simulated_s: report.simulated_s,
-                wall_s,
-                speed: report.simulated_s / wall_s,
-                events_per_s: report.events as f64 / wall_s,
-                cpu_s,
-                speed_per_cpu_s: cpu_s.map(|cpu| report.simulated_s / cpu),
-            };
-            let write = |name: &str, text: String| {
-                std::fs::write(out.join(name), text).map_err(|e| format!("{name}: {e}"))
-            };
-            write("results.json", report.to_json())?;
-            write("traces.json", serde_json::to_string(&traces).map_err(|e| e.to_string())?)?;
-            write("perf.json", serde_json::to_string_pretty(&perf).map_err(|e| e.to_string())?)?;
-            let plots =
-                if no_plots { vec![] } else { mpquic_sim::plot::write_plots(&traces, &out, 12)? };
-            summarize(&report, &perf, &plots);
+            if e.base.report.is_some() {
+                let command = std::env::args().skip(1).collect::<Vec<_>>().join(" ");
+                let wall = Instant::now();
+                let file = scenario.display().to_string();
+                mpquic_sim::exp::run_experiment(&e, &file, &out, &command)?;
+                eprintln!(
+                    "{}: {:.0} s wall; wrote {}",
+                    e.base.name,
+                    wall.elapsed().as_secs_f64(),
+                    out.display()
+                );
+                return Ok(());
+            }
+            let runs: Vec<(String, Scenario)> = e
+                .runs()
+                .map(|(p, s)| {
+                    (
+                        format!(
+                            "{}seed-{}",
+                            if p.labels.is_empty() {
+                                String::new()
+                            } else {
+                                format!("{}/", p.name())
+                            },
+                            s.seed
+                        ),
+                        s,
+                    )
+                })
+                .collect();
+            let single = runs.len() == 1;
+            for (dir, s) in runs {
+                run_one(s, &if single { out.clone() } else { out.join(dir) }, no_plots)?;
+            }
             Ok(())
         }
     }

@@ -1,0 +1,292 @@
+//! From a scenario's compact form to what a backend builds: the topology's hosts, switches and
+//! links, and every flow (host ranges and counts unrolled, workloads generated).
+
+use crate::error::{invalid, ScenarioError};
+use crate::model::{FlowSpec, HostSpec, LinkConfig, LinkSpec, Scenario, Topology, Workload};
+use crate::rng::SimRng;
+use crate::units::{Dur, Ps};
+
+/// A topology expanded to hosts, switches and links.
+#[derive(Debug, Clone)]
+pub struct Expanded {
+    /// Hosts.
+    pub hosts: Vec<HostSpec>,
+    /// Switches.
+    pub switches: Vec<String>,
+    /// Links.
+    pub links: Vec<LinkSpec>,
+}
+
+fn link(a: &str, b: &str, config: LinkConfig, monitor: bool) -> LinkSpec {
+    LinkSpec { a: a.into(), b: b.into(), config, monitor, monitor_reverse: false, host_queue: None }
+}
+
+impl Topology {
+    /// Expand a standard shape into hosts, switches and links.
+    pub fn expand(&self) -> Result<Expanded, ScenarioError> {
+        let d = LinkConfig::default;
+        Ok(match self {
+            Topology::Custom { hosts, switches, links } => {
+                Expanded { hosts: hosts.clone(), switches: switches.clone(), links: links.clone() }
+            }
+            Topology::ManyToOne { senders, sender_addrs, receiver_addrs, access, bottleneck } => {
+                let mut hosts: Vec<HostSpec> = (0..*senders)
+                    .map(|i| HostSpec { name: format!("s{i}"), addrs: *sender_addrs })
+                    .collect();
+                hosts.push(HostSpec { name: "r".into(), addrs: *receiver_addrs });
+                let mut links: Vec<LinkSpec> = (0..*senders)
+                    .map(|i| link(&format!("s{i}"), "sw", access.clone(), false))
+                    .collect();
+                let mut b = link("sw", "r", bottleneck.clone(), true);
+                b.host_queue = Some(false);
+                links.push(b);
+                Expanded { hosts, switches: vec!["sw".into()], links }
+            }
+            Topology::Dumbbell { pairs, addrs, bottleneck } => {
+                let mut hosts = vec![];
+                let mut links = vec![];
+                for side in ["l", "r"] {
+                    for i in 0..*pairs {
+                        let name = format!("{side}{i}");
+                        hosts.push(HostSpec { name: name.clone(), addrs: *addrs });
+                        links.push(link(&name, &format!("s{side}"), d(), false));
+                    }
+                }
+                let mut b = link("sl", "sr", bottleneck.clone(), true);
+                b.monitor_reverse = true;
+                links.push(b);
+                Expanded { hosts, switches: vec!["sl".into(), "sr".into()], links }
+            }
+            Topology::TwoPath { cross_hosts, access } => {
+                let mut hosts = vec![
+                    HostSpec { name: "src".into(), addrs: 2 },
+                    HostSpec { name: "dst".into(), addrs: 2 },
+                ];
+                let mut links = vec![
+                    link("src", "a", access.clone(), false),
+                    link("src", "b", access.clone(), false),
+                    link("dst", "a", d(), false),
+                    link("dst", "b", d(), false),
+                ];
+                // Bottlenecks a -> dst and b -> dst are the reverse direction of dst's links.
+                links[2].monitor_reverse = true;
+                links[3].monitor_reverse = true;
+                for sw in ["a", "b"] {
+                    for i in 0..*cross_hosts {
+                        let name = format!("x{sw}{i}");
+                        hosts.push(HostSpec { name: name.clone(), addrs: 1 });
+                        links.push(link(&name, sw, access.clone(), false));
+                    }
+                }
+                Expanded { hosts, switches: vec!["a".into(), "b".into()], links }
+            }
+            Topology::FatTree { k, addrs } => {
+                if *k < 2 || k % 2 != 0 {
+                    return Err(invalid(format!("fat-tree k must be even and >= 2, not {k}")));
+                }
+                let h = k / 2;
+                let mut hosts = vec![];
+                let mut switches = vec![];
+                let mut links = vec![];
+                for c in 0..h * h {
+                    switches.push(format!("c{c}"));
+                }
+                for p in 0..*k {
+                    for i in 0..h {
+                        switches.push(format!("e{p}_{i}"));
+                        switches.push(format!("a{p}_{i}"));
+                    }
+                    for e in 0..h {
+                        for a in 0..h {
+                            links.push(link(
+                                &format!("e{p}_{e}"),
+                                &format!("a{p}_{a}"),
+                                d(),
+                                false,
+                            ));
+                        }
+                        for j in 0..h {
+                            let name = format!("h{}", (p * h + e) * h + j);
+                            hosts.push(HostSpec { name: name.clone(), addrs: *addrs });
+                            let mut l = link(&name, &format!("e{p}_{e}"), d(), false);
+                            l.monitor_reverse = true;
+                            links.push(l);
+                        }
+                    }
+                    for a in 0..h {
+                        for j in 0..h {
+                            links.push(link(
+                                &format!("a{p}_{a}"),
+                                &format!("c{}", a * h + j),
+                                d(),
+                                false,
+                            ));
+                        }
+                    }
+                }
+                Expanded { hosts, switches, links }
+            }
+        })
+    }
+}
+
+/// The hosts a flow's `from` names: one host, or a range `"s[0..7]"` (inclusive).
+pub fn host_range(from: &str) -> Result<Vec<String>, String> {
+    let Some((prefix, rest)) = from.split_once('[') else {
+        return Ok(vec![from.to_string()]);
+    };
+    let bad = || format!("bad host range `{from}` (write `s[0..7]`: s0 to s7)");
+    let (range, suffix) = rest.split_once(']').ok_or_else(bad)?;
+    let (lo, hi) = range.split_once("..").ok_or_else(bad)?;
+    let lo: usize = lo.trim().parse().map_err(|_| bad())?;
+    let hi: usize = hi.trim().parse().map_err(|_| bad())?;
+    if lo > hi {
+        return Err(format!("host range `{from}` is empty ({lo} > {hi})"));
+    }
+    Ok((lo..=hi).map(|i| format!("{prefix}{i}{suffix}")).collect())
+}
+
+/// The written flows with host ranges and counts unrolled: for each host of `from`, `count`
+/// flows; the i-th flow made from one entry starts `i * stagger` after its `start` and is
+/// named `<name>-<i>` (a single flow keeps its name).
+pub fn expand_flows(specs: &[FlowSpec]) -> Result<Vec<FlowSpec>, ScenarioError> {
+    let mut flows = vec![];
+    for spec in specs {
+        let hosts = host_range(&spec.from).map_err(invalid)?;
+        let many = hosts.len() * spec.count > 1;
+        let mut i = 0;
+        for host in &hosts {
+            for _ in 0..spec.count {
+                let mut f = spec.clone();
+                f.from = host.clone();
+                f.count = 1;
+                f.stagger = Dur(0);
+                f.start = Dur(spec.start.0 + i as u64 * spec.stagger.0);
+                if many {
+                    f.name = spec.name.as_ref().map(|n| format!("{n}-{i}"));
+                }
+                flows.push(f);
+                i += 1;
+            }
+        }
+    }
+    Ok(flows)
+}
+
+/// Expand workloads into flows, using the scenario seed for random choices.
+pub fn expand_workloads(
+    scenario: &Scenario,
+    hosts: &[HostSpec],
+) -> Result<Vec<FlowSpec>, ScenarioError> {
+    let mut flows = expand_flows(&scenario.flows)?;
+    let all: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
+    for (w, workload) in scenario.workloads.iter().enumerate() {
+        match workload {
+            Workload::Incast {
+                senders,
+                receiver,
+                k,
+                bytes,
+                rounds,
+                interval,
+                stagger,
+                start,
+                paths,
+                controller,
+            } => {
+                let senders: Vec<String> = if senders.is_empty() {
+                    all.iter().filter(|h| *h != receiver).cloned().collect()
+                } else {
+                    senders.clone()
+                };
+                let k = k.unwrap_or(senders.len());
+                if k > senders.len() {
+                    return Err(invalid(format!("incast k = {k} > {} senders", senders.len())));
+                }
+                for r in 0..*rounds {
+                    for (i, s) in senders.iter().take(k).enumerate() {
+                        let mut f = FlowSpec::bulk(s, receiver);
+                        f.name = Some(format!("incast{w}-r{r}-{s}"));
+                        f.group = Some(format!("incast{w}"));
+                        f.bytes = Some(*bytes);
+                        f.paths = *paths;
+                        f.controller = controller.clone();
+                        f.start = Dur(start.0 + r as u64 * interval.0 + i as u64 * stagger.0);
+                        f.job = Some(r);
+                        flows.push(f);
+                    }
+                }
+            }
+            Workload::PartitionAggregate {
+                aggregator,
+                workers,
+                request_bytes,
+                response_bytes,
+                jobs,
+                parallel,
+                interval,
+                start,
+                paths,
+                controller,
+            } => {
+                for batch in 0..*jobs {
+                    for j in 0..*parallel {
+                        let job = batch * parallel + j;
+                        for wk in workers {
+                            let mut f = FlowSpec::bulk(aggregator, wk);
+                            f.name = Some(format!("pa{w}-job{job}-{wk}"));
+                            f.group = Some(format!("pa{w}"));
+                            f.bytes = Some(*request_bytes);
+                            f.response_bytes = *response_bytes;
+                            f.paths = *paths;
+                            f.controller = controller.clone();
+                            f.start = Dur(start.0 + batch as u64 * interval.0);
+                            f.job = Some(job);
+                            flows.push(f);
+                        }
+                    }
+                }
+            }
+            Workload::Poisson {
+                hosts: pick,
+                rate,
+                bytes,
+                start,
+                stop,
+                paths,
+                controller,
+                handshake_at_start,
+            } => {
+                let pick = if pick.is_empty() { all.clone() } else { pick.clone() };
+                if pick.len() < 2 || *rate <= 0.0 {
+                    return Err(invalid("poisson workload needs >= 2 hosts and a positive rate"));
+                }
+                let mut rng = SimRng::new(scenario.seed, 0x5050_0000 + w as u64);
+                let mut t = start.secs();
+                let mut n = 0;
+                loop {
+                    t += rng.exponential(1.0 / rate);
+                    if t >= stop.secs() {
+                        break;
+                    }
+                    let a = (rng.next_u64() % pick.len() as u64) as usize;
+                    let mut b = (rng.next_u64() % (pick.len() as u64 - 1)) as usize;
+                    if b >= a {
+                        b += 1;
+                    }
+                    let mut f = FlowSpec::bulk(&pick[a], &pick[b]);
+                    f.name = Some(format!("poisson{w}-{n}"));
+                    f.group = Some(format!("poisson{w}"));
+                    f.bytes = Some(*bytes);
+                    f.paths = *paths;
+                    f.controller = controller.clone();
+                    f.start = Dur((t * 1e12) as Ps);
+                    f.handshake_at_start = *handshake_at_start;
+                    flows.push(f);
+                    n += 1;
+                }
+            }
+        }
+    }
+    Ok(flows)
+}

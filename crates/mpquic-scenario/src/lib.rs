@@ -1,0 +1,38 @@
+//! The scenario and experiment language of the simulator (`mpquic-sim`) and the netns testbed
+//! (`mpquic-testbed`): one TOML file per experiment, read, checked and expanded here, so that
+//! the same file validates and runs in either. The language is specified in this crate's
+//! `README.md`.
+//!
+//! - [`units`]: durations, rates, sizes and queue amounts as strings with units.
+//! - [`model`]: the scenario (topology, links, flows, workloads, transport, recording, the
+//!   testbed's scaling).
+//! - [`expand`]: topology shapes into hosts, switches and links; host ranges, counts and
+//!   workloads into flows.
+//! - [`experiment`]: sweep axes and seeds into runs; [`Experiment::load`] checks a file and
+//!   reports `file:line:column: reason`.
+//! - [`validate`]: the checks of one scenario.
+//! - [`metrics`]: the per-run outcome both backends fill, the metrics computed from it, the
+//!   summary over seeds and the markdown tables.
+
+pub mod error;
+pub mod expand;
+pub mod experiment;
+pub mod metrics;
+pub mod model;
+pub mod rng;
+pub mod units;
+pub mod validate;
+
+pub use error::ScenarioError;
+pub use experiment::{Experiment, Point};
+pub use model::*;
+pub use units::{Amount, Bytes, Dur, Rate};
+pub use validate::validate;
+
+/// Parse one scenario from TOML text (no sweep applied, the first seed) and check it.
+pub fn parse_scenario(text: &str) -> Result<Scenario, ScenarioError> {
+    let e = Experiment::parse(text, "<scenario>")?;
+    let mut s = e.base;
+    s.seed = s.seeds[0];
+    Ok(s)
+}

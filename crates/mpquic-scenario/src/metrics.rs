@@ -1,0 +1,443 @@
+//! What a run produced, in one schema both backends fill ([`Outcome`]); the named metrics an
+//! experiment's `[report]` asks for, computed from it; the summary over seeds ([`spread`]); and
+//! the markdown tables. Statistics come from `mpquic-stats` only.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{at, ScenarioError};
+use crate::model::{Scenario, Workload};
+
+/// One run's result, as the report metrics read it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Outcome {
+    /// Flows, in the backend's order (the scenario's, expanded).
+    pub flows: Vec<FlowOutcome>,
+    /// Monitored link directions.
+    pub links: Vec<LinkOutcome>,
+    /// Time the run covered, seconds.
+    pub duration_s: f64,
+}
+
+/// One flow's result.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowOutcome {
+    /// Name.
+    pub name: String,
+    /// Group.
+    pub group: Option<String>,
+    /// Flow completion time, microseconds (None: not complete).
+    pub fct_us: Option<f64>,
+    /// Goodput over the flow's lifetime, bits per second.
+    pub goodput_bps: f64,
+    /// Goodput over the second half of the run, bits per second.
+    pub goodput_last_half_bps: f64,
+    /// Probe-timeout expiries of the client.
+    pub pto_client: u64,
+    /// Probe-timeout expiries of the server.
+    pub pto_server: u64,
+    /// Suppression episodes of the flow's controllers (AMP's SSR).
+    pub suppressions: u64,
+    /// Whether the client's ACK_FREQUENCY request never reached the server (the ACK profile did
+    /// not take effect for the data the client sends).
+    pub ack_request_lost: bool,
+    /// The same for the server's request.
+    pub server_ack_request_lost: bool,
+    /// When the flow started, seconds since the start of the run.
+    pub start_s: f64,
+    /// The job (partition/aggregate) it is part of, numbered within its group.
+    pub job: Option<usize>,
+}
+
+/// One link direction's result.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct LinkOutcome {
+    /// `from->to`.
+    pub name: String,
+    /// Packets marked CE.
+    pub marked: u64,
+    /// Packets dropped because the queue was full.
+    pub dropped: u64,
+    /// Fraction of the time busy.
+    pub utilization: f64,
+    /// Queue length percentiles, packets (when sampled).
+    pub queue: Option<QueueOutcome>,
+}
+
+/// Queue length over the run, packets.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct QueueOutcome {
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Mean.
+    pub mean: f64,
+}
+
+/// The metrics a report may name, with what each means (a metric may add `@group` to use
+/// other flows than the report's group).
+pub const CATALOGUE: &[(&str, &str)] = &[
+    ("flows", "flows of the group"),
+    ("unfinished", "flows not complete at the end of the run"),
+    ("fct_mean_ms", "mean flow completion time of the completed flows, ms"),
+    ("fct_std_ms", "population standard deviation of those, ms"),
+    ("fct_p50_ms", "median completion time (nearest rank), ms"),
+    ("fct_p90_ms", "90th percentile completion time, ms"),
+    ("fct_p99_ms", "99th percentile completion time, ms"),
+    ("fct_max_ms", "longest completion time, ms"),
+    ("fct_mean_ms_ack_heard", "mean FCT of the flows whose ACK_FREQUENCY request arrived, ms"),
+    ("fct_max_ms_ack_heard", "longest FCT of those, ms"),
+    ("pto", "probe-timeout expiries of both ends of every flow"),
+    ("pto_per_round", "pto / incast rounds"),
+    ("flows_with_pto_per_round", "flows whose client had a PTO / incast rounds"),
+    ("suppressions", "suppression episodes (AMP SSR)"),
+    ("suppressions_per_round", "suppressions / incast rounds"),
+    ("ack_request_lost_per_round", "flows whose ACK_FREQUENCY request was lost / rounds"),
+    ("flows_over_10ms_per_round", "flows unfinished or over 10 ms / rounds"),
+    ("over_10ms_with_ack_request_lost_per_round", "of those, with the request lost / rounds"),
+    ("goodput_mean_gbps", "mean goodput of the flows over their lifetime, Gbit/s"),
+    ("goodput_last_half_mean_gbps", "mean goodput over the run's second half, Gbit/s"),
+    ("jain", "Jain's index of the flows' second-half goodput"),
+    ("jobs", "jobs (flows of one group with one job number; JCT = last answer - first start)"),
+    ("jobs_unfinished", "jobs with a flow not complete at the end of the run"),
+    ("jct_mean_ms", "mean job completion time of the completed jobs, ms"),
+    ("jct_p50_ms", "median JCT, ms"),
+    ("jct_p90_ms", "90th percentile JCT, ms"),
+    ("jct_p99_ms", "99th percentile JCT, ms"),
+    ("jct_all_p90_ms", "90th percentile JCT, unfinished jobs counted until the end (a bound)"),
+    ("jct_all_p99_ms", "99th percentile of the same, ms"),
+    ("jobs_over_10ms", "jobs, finished or not, over 10 ms"),
+    ("jobs_ack_heard", "completed jobs where no flow lost an ACK_FREQUENCY request"),
+    ("jct_p90_ms_ack_heard", "90th percentile JCT of those, ms"),
+    ("jct_p99_ms_ack_heard", "99th percentile JCT of those, ms"),
+    ("ack_request_lost", "flows where either end's ACK_FREQUENCY request was lost"),
+    ("queue_p90_max", "the largest 90th percentile queue over every monitored link, packets"),
+    ("drops", "drops at the report's link"),
+    ("drops_per_round", "drops / incast rounds"),
+    ("marks", "CE marks at the report's link"),
+    ("marks_per_round", "marks / incast rounds"),
+    ("utilization", "busy fraction of the report's link"),
+    ("queue_p50", "median queue of the report's link, packets"),
+    ("queue_p90", "90th percentile queue, packets"),
+    ("queue_p99", "99th percentile queue, packets"),
+    ("queue_mean", "mean queue, packets"),
+];
+
+/// Whether the report names known metrics, the plot and tables only report metrics, and the
+/// plot's x is an axis.
+pub fn check_report(s: &Scenario) -> Result<(), ScenarioError> {
+    let Some(report) = &s.report else {
+        return match &s.plot {
+            Some(_) => Err(at("plot", "a plot needs a [report] with its metrics")),
+            None => Ok(()),
+        };
+    };
+    for (i, m) in report.metrics.iter().enumerate() {
+        let name = m.split_once('@').map_or(m.as_str(), |(n, _)| n);
+        if !CATALOGUE.iter().any(|(k, _)| *k == name) {
+            let known: Vec<&str> = CATALOGUE.iter().map(|(k, _)| *k).collect();
+            return Err(at(
+                format!("report.metrics.{i}"),
+                format!("unknown metric `{name}` (known: {})", known.join(", ")),
+            ));
+        }
+    }
+    let reported = |m: &String| report.metrics.contains(m);
+    for (t, table) in report.table.iter().enumerate() {
+        if let Some((i, m)) = table.metrics.iter().enumerate().find(|(_, m)| !reported(m)) {
+            return Err(at(
+                format!("report.table.{t}.metrics.{i}"),
+                format!("`{m}` is not in report.metrics"),
+            ));
+        }
+    }
+    if let Some(plot) = &s.plot {
+        if !s.sweep.iter().any(|a| a.name == plot.x) {
+            return Err(at("plot.x", format!("`{}` is not a sweep axis", plot.x)));
+        }
+        if let Some((i, p)) = plot.panels.iter().enumerate().find(|(_, p)| !reported(&p.metric)) {
+            return Err(at(
+                format!("plot.panels.{i}.metric"),
+                format!("`{}` is not in report.metrics", p.metric),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Incast rounds of the scenario's workloads (at least 1): the `_per_round` divisor.
+pub fn rounds(s: &Scenario) -> f64 {
+    let n: usize = s
+        .workloads
+        .iter()
+        .map(|w| if let Workload::Incast { rounds, .. } = w { *rounds } else { 0 })
+        .sum();
+    n.max(1) as f64
+}
+
+/// The report's metrics of one run of `s` (NaN where there is nothing to compute over).
+pub fn compute(s: &Scenario, o: &Outcome) -> BTreeMap<String, f64> {
+    let Some(report) = &s.report else { return BTreeMap::new() };
+    let rounds = rounds(s);
+    let link = report.link.as_deref().and_then(|n| o.links.iter().find(|l| l.name == n));
+    report
+        .metrics
+        .iter()
+        .map(|m| {
+            let (name, group) = m
+                .split_once('@')
+                .map_or((m.as_str(), report.group.as_deref()), |(n, g)| (n, Some(g)));
+            let flows: Vec<&FlowOutcome> = o
+                .flows
+                .iter()
+                .filter(|f| {
+                    group.is_none_or(|g| f.group.as_deref().is_some_and(|fg| fg.starts_with(g)))
+                })
+                .collect();
+            let value = match name {
+                _ if name.starts_with("jct") || name.starts_with("jobs") => {
+                    job_metric(name, &flows, o.duration_s)
+                }
+                "queue_p90_max" => {
+                    let p90s: Vec<f64> =
+                        o.links.iter().filter_map(|l| l.queue.as_ref()).map(|q| q.p90).collect();
+                    quantile(&p90s, 1.0)
+                }
+                _ => metric(name, &flows, link, rounds),
+            };
+            (m.clone(), value)
+        })
+        .collect()
+}
+
+/// A job: first start and last completion (ms), whether all its flows completed and whether
+/// none lost an ACK_FREQUENCY request.
+struct Job {
+    start: f64,
+    end: f64,
+    complete: bool,
+    heard: bool,
+}
+
+fn job_metric(name: &str, flows: &[&FlowOutcome], duration_s: f64) -> f64 {
+    // Keyed as the job names sort (`job10` before `job2`), the order sums are taken in.
+    let mut jobs: BTreeMap<(String, String), Job> = BTreeMap::new();
+    for f in flows {
+        let Some(job) = f.job else { continue };
+        let key = (f.group.clone().unwrap_or_default(), format!("job{job}"));
+        let e = jobs.entry(key).or_insert(Job {
+            start: f64::MAX,
+            end: 0.0,
+            complete: true,
+            heard: true,
+        });
+        let start = f.start_s * 1e3;
+        e.start = e.start.min(start);
+        match f.fct_us {
+            Some(fct) => e.end = e.end.max(start + fct / 1e3),
+            None => e.complete = false,
+        }
+        e.heard &= !(f.ack_request_lost || f.server_ack_request_lost);
+    }
+    let jct: Vec<f64> = jobs.values().filter(|j| j.complete).map(|j| j.end - j.start).collect();
+    let heard: Vec<f64> =
+        jobs.values().filter(|j| j.complete && j.heard).map(|j| j.end - j.start).collect();
+    let end_ms = duration_s * 1e3;
+    let all: Vec<f64> = jobs
+        .values()
+        .map(|j| if j.complete { j.end - j.start } else { end_ms - j.start })
+        .collect();
+    match name {
+        "jobs" => jobs.len() as f64,
+        "jobs_unfinished" => jobs.values().filter(|j| !j.complete).count() as f64,
+        "jct_mean_ms" => mean(&jct),
+        "jct_p50_ms" => quantile(&jct, 0.5),
+        "jct_p90_ms" => quantile(&jct, 0.9),
+        "jct_p99_ms" => quantile(&jct, 0.99),
+        "jct_all_p90_ms" => quantile(&all, 0.9),
+        "jct_all_p99_ms" => quantile(&all, 0.99),
+        "jobs_over_10ms" => all.iter().filter(|&&x| x > 10.0).count() as f64,
+        "jobs_ack_heard" => heard.len() as f64,
+        "jct_p90_ms_ack_heard" => quantile(&heard, 0.9),
+        "jct_p99_ms_ack_heard" => quantile(&heard, 0.99),
+        _ => f64::NAN,
+    }
+}
+
+fn ms(flows: &[&FlowOutcome]) -> Vec<f64> {
+    flows.iter().filter_map(|f| f.fct_us).map(|x| x / 1000.0).collect()
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    mpquic_stats::mean_std(xs).map_or(f64::NAN, |m| m.0)
+}
+
+fn quantile(xs: &[f64], q: f64) -> f64 {
+    mpquic_stats::quantile(xs, q).unwrap_or(f64::NAN)
+}
+
+fn metric(name: &str, flows: &[&FlowOutcome], link: Option<&LinkOutcome>, rounds: f64) -> f64 {
+    let fcts = ms(flows);
+    let count =
+        |pred: &dyn Fn(&FlowOutcome) -> bool| flows.iter().filter(|f| pred(f)).count() as f64;
+    let sum = |x: &dyn Fn(&FlowOutcome) -> u64| flows.iter().map(|f| x(f)).sum::<u64>() as f64;
+    let slow = |f: &FlowOutcome| f.fct_us.is_none_or(|x| x > 10_000.0);
+    let heard: Vec<&FlowOutcome> = flows.iter().copied().filter(|f| !f.ack_request_lost).collect();
+    let gbps =
+        |x: &dyn Fn(&FlowOutcome) -> f64| flows.iter().map(|f| x(f) / 1e9).collect::<Vec<_>>();
+    let on_link = |x: &dyn Fn(&LinkOutcome) -> f64| link.map_or(f64::NAN, x);
+    let queue =
+        |x: &dyn Fn(&QueueOutcome) -> f64| link.and_then(|l| l.queue.as_ref()).map_or(f64::NAN, x);
+    match name {
+        "flows" => flows.len() as f64,
+        "unfinished" => (flows.len() - fcts.len()) as f64,
+        "fct_mean_ms" => mean(&fcts),
+        "fct_std_ms" => mpquic_stats::mean_std(&fcts).map_or(f64::NAN, |m| m.1),
+        "fct_p50_ms" => quantile(&fcts, 0.5),
+        "fct_p90_ms" => quantile(&fcts, 0.9),
+        "fct_p99_ms" => quantile(&fcts, 0.99),
+        "fct_max_ms" => quantile(&fcts, 1.0),
+        "fct_mean_ms_ack_heard" => mean(&ms(&heard)),
+        "fct_max_ms_ack_heard" => quantile(&ms(&heard), 1.0),
+        "pto" => sum(&|f| f.pto_client + f.pto_server),
+        "pto_per_round" => sum(&|f| f.pto_client + f.pto_server) / rounds,
+        "flows_with_pto_per_round" => count(&|f| f.pto_client > 0) / rounds,
+        "suppressions" => sum(&|f| f.suppressions),
+        "suppressions_per_round" => sum(&|f| f.suppressions) / rounds,
+        "ack_request_lost_per_round" => count(&|f| f.ack_request_lost) / rounds,
+        "ack_request_lost" => count(&|f| f.ack_request_lost || f.server_ack_request_lost),
+        "flows_over_10ms_per_round" => count(&slow) / rounds,
+        "over_10ms_with_ack_request_lost_per_round" => {
+            count(&|f| slow(f) && f.ack_request_lost) / rounds
+        }
+        "goodput_mean_gbps" => mean(&gbps(&|f| f.goodput_bps)),
+        "goodput_last_half_mean_gbps" => mean(&gbps(&|f| f.goodput_last_half_bps)),
+        "jain" => {
+            let xs: Vec<f64> = flows.iter().map(|f| f.goodput_last_half_bps).collect();
+            mpquic_stats::jain(&xs).unwrap_or(f64::NAN)
+        }
+        "drops" => on_link(&|l| l.dropped as f64),
+        "drops_per_round" => on_link(&|l| l.dropped as f64) / rounds,
+        "marks" => on_link(&|l| l.marked as f64),
+        "marks_per_round" => on_link(&|l| l.marked as f64) / rounds,
+        "utilization" => on_link(&|l| l.utilization),
+        "queue_p50" => queue(&|q| q.p50),
+        "queue_p90" => queue(&|q| q.p90),
+        "queue_p99" => queue(&|q| q.p99),
+        "queue_mean" => queue(&|q| q.mean),
+        _ => f64::NAN,
+    }
+}
+
+/// Metrics of one run.
+pub type Metrics = BTreeMap<String, f64>;
+
+/// One run's row in the output.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRow {
+    /// Series (the values of the axes other than the plot's x).
+    pub series: String,
+    /// X value.
+    pub x: f64,
+    /// Seed.
+    pub seed: u64,
+    /// Metrics.
+    pub metrics: Metrics,
+    /// Wall-clock seconds (not deterministic).
+    pub wall_s: f64,
+}
+
+/// Median, min, max of a metric over seeds.
+#[derive(Debug, Clone, Serialize)]
+pub struct Spread {
+    /// Median.
+    pub median: f64,
+    /// Minimum.
+    pub min: f64,
+    /// Maximum.
+    pub max: f64,
+    /// Runs.
+    pub n: usize,
+}
+
+/// Median (mean of the middle two for an even count), min and max, of the finite values.
+pub fn spread(xs: &[f64]) -> Option<Spread> {
+    let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
+    Some(Spread { median: r4(median), min: r4(v[0]), max: r4(v[n - 1]), n })
+}
+
+fn r4(x: f64) -> f64 {
+    if x.abs() >= 1.0 {
+        (x * 1e3).round() / 1e3
+    } else {
+        (x * 1e6).round() / 1e6
+    }
+}
+
+/// Per sweep point: metric -> spread over seeds.
+#[derive(Debug, Clone, Serialize)]
+pub struct SummaryRow {
+    /// Series.
+    pub series: String,
+    /// X value.
+    pub x: f64,
+    /// The point's (axis, value) pairs, when it comes from an experiment file's sweep.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<(String, String)>,
+    /// Metric -> median/min/max over seeds.
+    pub metrics: BTreeMap<String, Spread>,
+}
+
+/// The summary of the rows of one point (its runs).
+pub fn summarize(series: &str, x: f64, runs: &[RunRow]) -> SummaryRow {
+    let mut keys: Vec<&String> = runs.iter().flat_map(|r| r.metrics.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let metrics = keys
+        .into_iter()
+        .filter_map(|k| {
+            let xs: Vec<f64> = runs.iter().filter_map(|r| r.metrics.get(k).copied()).collect();
+            spread(&xs).map(|s| (k.clone(), s))
+        })
+        .collect();
+    SummaryRow { series: series.to_string(), x, labels: vec![], metrics }
+}
+
+/// A markdown table: one row per summary row (its axis values, or else its series and x),
+/// `median (min-max)` per metric.
+pub fn markdown_table(title: &str, summary: &[SummaryRow], metrics: &[String]) -> String {
+    let keys: Vec<String> = match summary.first() {
+        Some(row) if !row.labels.is_empty() => row.labels.iter().map(|(a, _)| a.clone()).collect(),
+        _ => vec!["series".into(), "x".into()],
+    };
+    let mut out = format!("### {title}\n\n| {} | {} |\n", keys.join(" | "), metrics.join(" | "));
+    out += &format!("|{}\n", "---|".repeat(keys.len() + metrics.len()));
+    for row in summary {
+        let mut cells: Vec<String> = if row.labels.is_empty() {
+            vec![row.series.clone(), row.x.to_string()]
+        } else {
+            row.labels.iter().map(|(_, v)| v.clone()).collect()
+        };
+        cells.extend(metrics.iter().map(|m| {
+            row.metrics.get(m).map_or("-".into(), |s| {
+                if s.n > 1 && s.min != s.max {
+                    format!("{} ({}-{})", s.median, s.min, s.max)
+                } else {
+                    s.median.to_string()
+                }
+            })
+        }));
+        out += &format!("| {} |\n", cells.join(" | "));
+    }
+    out
+}

@@ -1,0 +1,714 @@
+//! The scenario: a topology, link parameters, flows and workload generators, QUIC settings,
+//! what to record, the testbed's scaling, and the experiment around it (sweep axes, seeds,
+//! report). One TOML document per experiment; see the crate's README for the language.
+//!
+//! The topology format is a list of hosts (with a number of addresses), switches and
+//! bidirectional links between named nodes, the same shape a netns testbed builds (namespaces,
+//! veth pairs, addresses, shaped egress queues). The standard shapes (many-to-one, dumbbell,
+//! two-path, fat-tree) are generators that expand into that list.
+
+use serde::{Deserialize, Serialize};
+
+use crate::experiment::{Axis, PlotSpec, ReportSpec};
+use crate::units::{de_bytes, de_bytes_opt, Amount, Dur, Rate};
+
+/// Link parameters; every field may be left out to take the scenario's default.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LinkConfig {
+    /// Rate.
+    pub rate: Option<Rate>,
+    /// Propagation delay.
+    pub delay: Option<Dur>,
+    /// Buffer: packets (`100`, `"100pkt"`) or bytes (`"150KB"`).
+    pub buffer: Option<Amount>,
+    /// ECN marking threshold K on the instantaneous queue, packets or bytes; `0` disables
+    /// marking on this link (a drop-tail queue).
+    pub k: Option<Amount>,
+    /// Random loss probability, in `[0, 1)`.
+    pub loss: Option<f64>,
+    /// Uniform +- jitter on `delay` (testbed: its delay line; the simulator has no per-link
+    /// jitter and refuses a non-zero value).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jitter: Option<Dur>,
+}
+
+impl LinkConfig {
+    /// `self` with unset fields taken from `base`.
+    pub fn or(&self, base: &LinkConfig) -> LinkConfig {
+        LinkConfig {
+            rate: self.rate.or(base.rate),
+            delay: self.delay.or(base.delay),
+            buffer: self.buffer.or(base.buffer),
+            k: self.k.or(base.k),
+            loss: self.loss.or(base.loss),
+            jitter: self.jitter.or(base.jitter),
+        }
+    }
+
+    /// The papers' data-center link: 10 Gbps, 2 us, 100 packets, K = 10, no loss.
+    pub fn paper_default() -> LinkConfig {
+        LinkConfig {
+            rate: Some(Rate(10_000_000_000)),
+            delay: Some(Dur::us(2)),
+            buffer: Some(Amount::Packets(100)),
+            k: Some(Amount::Packets(10)),
+            loss: Some(0.0),
+            jitter: None,
+        }
+    }
+}
+
+/// A host in a custom topology.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HostSpec {
+    /// Name.
+    pub name: String,
+    /// Number of addresses. Address `i` sends on the host's link `i % links`.
+    #[serde(default = "one")]
+    pub addrs: usize,
+}
+
+/// A bidirectional link in a custom topology.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    /// One end.
+    pub a: String,
+    /// The other end.
+    pub b: String,
+    /// Parameters (both directions), over the scenario defaults.
+    #[serde(flatten)]
+    pub config: LinkConfig,
+    /// Record queue samples of the `a -> b` direction.
+    #[serde(default)]
+    pub monitor: bool,
+    /// Record queue samples of the `b -> a` direction.
+    #[serde(default)]
+    pub monitor_reverse: bool,
+    /// Host egress links: a large buffer and no marking, like a host's qdisc (default true when
+    /// `a` is a host).
+    #[serde(default)]
+    pub host_queue: Option<bool>,
+}
+
+fn one() -> usize {
+    1
+}
+fn is_one(x: &usize) -> bool {
+    *x == 1
+}
+fn is_zero(d: &Dur) -> bool {
+    d.0 == 0
+}
+
+/// What carries a flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FlowKind {
+    /// An mpquic connection.
+    #[default]
+    Mpquic,
+    /// Testbed: a kernel TCP socket (path: `from_addr`).
+    KernelTcp,
+    /// Testbed: a kernel MPTCP socket.
+    KernelMptcp,
+}
+
+impl FlowKind {
+    fn is_mpquic(&self) -> bool {
+        *self == FlowKind::Mpquic
+    }
+}
+
+/// A topology: explicit, or one of the standard shapes.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Topology {
+    /// Hosts, switches and links, listed.
+    Custom {
+        /// Hosts.
+        hosts: Vec<HostSpec>,
+        /// Switch names.
+        switches: Vec<String>,
+        /// Links.
+        links: Vec<LinkSpec>,
+    },
+    /// `senders` hosts `s0..` and a receiver `r` on one switch `sw`; the bottleneck is `sw -> r`.
+    ManyToOne {
+        /// Number of senders.
+        senders: usize,
+        /// Addresses per sender (paths of a multipath flow share the access link).
+        #[serde(default = "one")]
+        sender_addrs: usize,
+        /// Addresses of the receiver.
+        #[serde(default = "one")]
+        receiver_addrs: usize,
+        /// Overrides for the access links `s<i> <-> sw` (e.g. a faster rate, so that even one
+        /// sender queues at the switch rather than in its own host).
+        #[serde(default)]
+        access: LinkConfig,
+        /// Overrides for the bottleneck `sw <-> r`.
+        #[serde(default)]
+        bottleneck: LinkConfig,
+    },
+    /// `pairs` hosts `l0..` on switch `sl`, `pairs` hosts `r0..` on switch `sr`, bottleneck
+    /// `sl -> sr`.
+    Dumbbell {
+        /// Hosts per side.
+        pairs: usize,
+        /// Addresses per host.
+        #[serde(default = "one")]
+        addrs: usize,
+        /// Overrides for the bottleneck.
+        #[serde(default)]
+        bottleneck: LinkConfig,
+    },
+    /// Host `src` and host `dst`, each with two addresses, joined through switch `a` (address 0)
+    /// and switch `b` (address 1); cross-traffic hosts `xa0..` on `a` and `xb0..` on `b`.
+    /// Bottlenecks `a -> dst` and `b -> dst`.
+    TwoPath {
+        /// Cross-traffic hosts per switch.
+        #[serde(default = "one")]
+        cross_hosts: usize,
+        /// Overrides for the sending hosts' links (`src` and the cross-traffic hosts), e.g. a
+        /// faster rate so that queues form at the switches.
+        #[serde(default)]
+        access: LinkConfig,
+    },
+    /// A k-ary fat-tree: k pods of k/2 edge (`e<pod>_<i>`) and k/2 aggregation (`a<pod>_<i>`)
+    /// switches, (k/2)^2 cores (`c<i>`), k^3/4 hosts `h0..`. Host downlinks are monitored.
+    FatTree {
+        /// Even arity, e.g. 4 or 8.
+        k: usize,
+        /// Addresses per host (paths spread by ECMP over the addresses).
+        #[serde(default = "one")]
+        addrs: usize,
+    },
+}
+
+/// One flow: a QUIC connection from `from` (client, sends `bytes`) to `to` (server, answers
+/// `response_bytes`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSpec {
+    /// What runs the flow: an mpquic connection (the default), or (testbed) a kernel TCP or
+    /// MPTCP socket with the kernel controller `controller`; the simulator runs kernel flows as
+    /// QUIC connections with the library controller of that name.
+    #[serde(default, skip_serializing_if = "FlowKind::is_mpquic")]
+    pub kind: FlowKind,
+    /// Name in results (default `flow<i>`; with `count` or a host range, `<name>-<i>`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Group for aggregate statistics (e.g. `"dctcp"`, `"incast"`).
+    #[serde(default)]
+    pub group: Option<String>,
+    /// Client host, or a range of hosts `"s[0..7]"` (inclusive): one flow from each.
+    pub from: String,
+    /// Server host.
+    pub to: String,
+    /// Identical flows per client host, started `stagger` apart.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub count: usize,
+    /// Time between the starts of the flows `count` and `from`'s range make, in order.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stagger: Dur,
+    /// First client address used (path `i` uses `(from_addr + i) % addrs`).
+    #[serde(default)]
+    pub from_addr: usize,
+    /// First server address used.
+    #[serde(default)]
+    pub to_addr: usize,
+    /// Number of paths (1 = single path).
+    #[serde(default = "one")]
+    pub paths: usize,
+    /// When each path opens, in virtual time since the start of the run: one entry per path,
+    /// non-decreasing, e.g. `["0ms", "100ms", "300ms"]` (XMP Fig. 6's flow that adds paths while
+    /// it runs). Path 0 is the connection's own path and opens with the handshake, so its entry
+    /// must not be later than the handshake (time 0, or `start` with `handshake_at_start`). A
+    /// later path opens on the running connection at its time (or as soon after as the
+    /// connection is established). Empty (the default): every path opens as soon as the
+    /// connection is established.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path_times: Vec<Dur>,
+    /// Controller with its parameters in one string, as the library reads it
+    /// (`mpquic::Congestion`): `newreno`, `cubic` (the stack's own, uncoupled per path), or an
+    /// mpquic-cc name with parameters, `"amp:beta=4,tau=8"`. Kernel flows: the kernel's name.
+    #[serde(default)]
+    pub controller: Option<String>,
+    /// When the client starts sending.
+    #[serde(default)]
+    pub start: Dur,
+    /// When a bulk flow stops sending (default: the end of the run).
+    #[serde(default)]
+    pub stop: Option<Dur>,
+    /// Bytes the client sends (`131072`, `"128KB"`); absent = bulk (until `stop`).
+    #[serde(default, deserialize_with = "de_bytes_opt")]
+    pub bytes: Option<u64>,
+    /// Bytes the server answers once it has the whole request.
+    #[serde(default, deserialize_with = "de_bytes")]
+    pub response_bytes: u64,
+    /// Testbed: `bytes` sent this many times, each over a new connection, by one process (short
+    /// flows without a process start-up each). The simulator refuses values above 1.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub repeat: usize,
+    /// Run the handshake at `start` (counted in the FCT) instead of at time 0.
+    #[serde(default)]
+    pub handshake_at_start: bool,
+    /// Job id (partition/aggregate), for job completion times.
+    #[serde(default, skip_deserializing)]
+    pub job: Option<usize>,
+}
+
+impl FlowSpec {
+    /// A bulk flow with defaults.
+    pub fn bulk(from: &str, to: &str) -> FlowSpec {
+        FlowSpec {
+            kind: FlowKind::Mpquic,
+            name: None,
+            group: None,
+            from: from.into(),
+            to: to.into(),
+            count: 1,
+            stagger: Dur(0),
+            from_addr: 0,
+            to_addr: 0,
+            paths: 1,
+            path_times: vec![],
+            controller: None,
+            start: Dur(0),
+            stop: None,
+            bytes: None,
+            response_bytes: 0,
+            repeat: 1,
+            handshake_at_start: false,
+            job: None,
+        }
+    }
+
+    /// When the connection (and so its path 0) is made: `start` with `handshake_at_start`,
+    /// else time 0.
+    pub fn connect_at(&self) -> Dur {
+        if self.handshake_at_start {
+            self.start
+        } else {
+            Dur(0)
+        }
+    }
+
+    /// Check `path_times` against `paths` and the handshake time; the error says what is wrong.
+    pub fn check_path_times(&self) -> Result<(), String> {
+        let times = &self.path_times;
+        if times.is_empty() {
+            return Ok(());
+        }
+        let flow = self.name.clone().unwrap_or_else(|| format!("{} -> {}", self.from, self.to));
+        if times.len() != self.paths {
+            return Err(format!(
+                "flow {flow}: path_times has {} entries for {} paths (one per path)",
+                times.len(),
+                self.paths
+            ));
+        }
+        if let Some(w) = times.windows(2).find(|w| w[1] < w[0]) {
+            return Err(format!(
+                "flow {flow}: path_times must not decrease ({} after {})",
+                w[1], w[0]
+            ));
+        }
+        if times[0] > self.connect_at() {
+            return Err(format!(
+                "flow {flow}: path_times[0] = {} is after the handshake at {}; path 0 opens with \
+                 the connection",
+                times[0],
+                self.connect_at()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Generators of many flows.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Workload {
+    /// Every `interval`, each sender starts one flow of `bytes` to `receiver`, `stagger` apart.
+    Incast {
+        /// Senders (default: every host but the receiver).
+        #[serde(default)]
+        senders: Vec<String>,
+        /// The receiver.
+        receiver: String,
+        /// How many of the senders take part (default all).
+        #[serde(default)]
+        k: Option<usize>,
+        /// Flow size.
+        #[serde(deserialize_with = "de_bytes")]
+        bytes: u64,
+        /// Rounds.
+        #[serde(default = "one")]
+        rounds: usize,
+        /// Time between rounds.
+        #[serde(default = "default_round")]
+        interval: Dur,
+        /// Time between the flows of one round.
+        #[serde(default)]
+        stagger: Dur,
+        /// First round.
+        #[serde(default)]
+        start: Dur,
+        /// Paths per flow.
+        #[serde(default = "one")]
+        paths: usize,
+        /// Controller.
+        #[serde(default)]
+        controller: Option<String>,
+    },
+    /// Jobs: the aggregator sends `request_bytes` to each worker, each answers
+    /// `response_bytes`; `parallel` jobs start every `interval`.
+    PartitionAggregate {
+        /// The aggregator.
+        aggregator: String,
+        /// Workers.
+        workers: Vec<String>,
+        /// Request size.
+        #[serde(default = "default_request", deserialize_with = "de_bytes")]
+        request_bytes: u64,
+        /// Answer size.
+        #[serde(deserialize_with = "de_bytes")]
+        response_bytes: u64,
+        /// Number of job batches.
+        #[serde(default = "one")]
+        jobs: usize,
+        /// Jobs started together.
+        #[serde(default = "one")]
+        parallel: usize,
+        /// Time between batches.
+        #[serde(default = "default_round")]
+        interval: Dur,
+        /// First batch.
+        #[serde(default)]
+        start: Dur,
+        /// Paths per connection.
+        #[serde(default = "one")]
+        paths: usize,
+        /// Controller.
+        #[serde(default)]
+        controller: Option<String>,
+    },
+    /// Short flows of `bytes` between random distinct hosts, Poisson arrivals at `rate` per
+    /// second, from `start` to `stop`.
+    Poisson {
+        /// Hosts to pick from (default all).
+        #[serde(default)]
+        hosts: Vec<String>,
+        /// Arrivals per second.
+        rate: f64,
+        /// Flow size.
+        #[serde(deserialize_with = "de_bytes")]
+        bytes: u64,
+        /// First possible arrival.
+        #[serde(default)]
+        start: Dur,
+        /// No arrivals after this.
+        stop: Dur,
+        /// Paths per flow.
+        #[serde(default = "one")]
+        paths: usize,
+        /// Controller.
+        #[serde(default)]
+        controller: Option<String>,
+        /// Run the handshake at the arrival (default true for short flows).
+        #[serde(default = "yes")]
+        handshake_at_start: bool,
+    },
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_round() -> Dur {
+    Dur::ms(1000)
+}
+fn default_request() -> u64 {
+    2048
+}
+
+/// QUIC settings for every connection.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct TransportSettings {
+    /// UDP payload size of full packets (the papers' MSS).
+    pub mtu: u16,
+    /// RTT assumed before the first sample.
+    pub initial_rtt: Dur,
+    /// Connection and stream receive windows, and the send buffer, bytes.
+    pub window: u64,
+    /// ACK shaping for ECN (the mpquic library's `EcnPrecision`): `auto` (GSO batches, the
+    /// stack's ACKs; counts are exact either way) or `per-packet` (GSO off, an ACK per packet;
+    /// `exact` is its old name, `batched` the old name of `auto`).
+    pub ecn: String,
+    /// The mpquic packet scheduler over the coupled controller: `stack`, `lowest-rtt`,
+    /// `round-robin` (mpquic-cc controllers only).
+    pub scheduler: String,
+    /// The data-center ACK profile: the `max_ack_delay` each end asks its peer to use (QUIC's
+    /// ACK frequency extension, which noq implements: an ACK_FREQUENCY frame after the
+    /// handshake), e.g. `"1ms"`. The probe timeout adds the peer's max_ack_delay, so noq's
+    /// default of 25 ms puts a ~26 ms floor under it at data-center RTTs. noq bounds it to
+    /// 1 ms (its min_ack_delay, the timer granularity) ..= 25 ms. Absent (the default): the
+    /// transport's own 25 ms. The ack-delay exponent is not a knob in noq (fixed at 3, and it
+    /// only sets the precision of the reported delay).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_ack_delay: Option<Dur>,
+    /// Packet protection and handshake: the simulator's null suite (deterministic) or real
+    /// TLS 1.3 (to measure what crypto costs; not deterministic).
+    pub crypto: CryptoSuite,
+}
+
+/// How connections protect packets in the simulator.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum CryptoSuite {
+    /// `crate::crypto`'s clear-text handshake and 16-byte tags: packets keep their real size,
+    /// nothing is spent on ciphers, and runs are byte-for-byte repeatable.
+    #[default]
+    Null,
+    /// rustls (ring) TLS 1.3 with a self-signed certificate, AES-GCM and header protection, as
+    /// the library runs. Key material comes from the operating system's randomness, so runs
+    /// are not repeatable.
+    Tls,
+}
+
+impl Default for TransportSettings {
+    fn default() -> Self {
+        TransportSettings {
+            mtu: 1400,
+            initial_rtt: Dur::ms(1),
+            window: 8 << 20,
+            ecn: "auto".into(),
+            scheduler: "stack".into(),
+            max_ack_delay: None,
+            crypto: CryptoSuite::Null,
+        }
+    }
+}
+
+/// What is recorded.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct OutputSettings {
+    /// Queue-length sampling period of monitored links.
+    pub queue_sample: Dur,
+    /// Keep a time series of the queue samples (for plots), at most this many points per link.
+    pub queue_series_points: usize,
+    /// Window-trace sampling period (per path of each flow's client).
+    pub trace_interval: Dur,
+    /// Bucket width of the goodput time series.
+    pub goodput_interval: Dur,
+    /// End the run once every sized flow has completed and no bulk flow is running.
+    pub stop_when_done: bool,
+    /// Per-round controller notices (alpha updates, window reductions) kept per flow for
+    /// `traces.json`; episodes (suppress/release/eliminate...) are always kept.
+    pub notice_limit: usize,
+}
+
+impl Default for OutputSettings {
+    fn default() -> Self {
+        OutputSettings {
+            queue_sample: Dur::us(10),
+            queue_series_points: 5000,
+            trace_interval: Dur::us(100),
+            goodput_interval: Dur::ms(1),
+            stop_when_done: true,
+            notice_limit: 100_000,
+        }
+    }
+}
+
+/// Switch routing: how a switch picks among equal-cost next hops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Routing {
+    /// Always the first of the equal-cost links (in link order).
+    Static,
+    /// Hash of (source address, source port, destination address, destination port).
+    #[default]
+    Ecmp,
+}
+
+/// The link parameters of some directions that differ from `[link]` and the topology's own
+/// settings: the egress of node `from` (toward `to` only, if given), e.g. a slow, long path.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LinkOverride {
+    /// The node whose egress it is.
+    pub from: String,
+    /// Only the direction toward this node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// The parameters that differ.
+    #[serde(flatten)]
+    pub config: LinkConfig,
+}
+
+impl LinkOverride {
+    /// Whether this override is about the direction `from -> to`.
+    pub fn matches(&self, from: &str, to: &str) -> bool {
+        self.from == from && self.to.as_deref().is_none_or(|t| t == to)
+    }
+}
+
+/// How the netns testbed scales a scenario written at data-center scale down to what veths,
+/// qdiscs and two cores carry (the simulator ignores this section). Every factor multiplies.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct NetnsSettings {
+    /// Link rates (e.g. 0.01: 10 Gbps becomes 100 Mbit/s).
+    pub rate_scale: f64,
+    /// Times: the duration, flow starts and stops, workload intervals and staggers, delays.
+    pub time_scale: f64,
+    /// Flow and answer sizes.
+    pub size_scale: f64,
+    /// Bytes per packet where a queue amount is given in packets (an Ethernet frame of a full
+    /// QUIC packet).
+    pub frame_bytes: u64,
+    /// Segmentation offload (GSO/TSO) on the senders: batches cross the marker as one skb.
+    pub sender_offload: bool,
+}
+
+impl Default for NetnsSettings {
+    fn default() -> Self {
+        NetnsSettings {
+            rate_scale: 1.0,
+            time_scale: 1.0,
+            size_scale: 1.0,
+            frame_bytes: 1514,
+            sender_offload: false,
+        }
+    }
+}
+
+/// A whole experiment: one scenario, and the sweep axes, seeds and report around it. Each run
+/// is a [`Scenario`] with the axes' values set and one seed (see [`crate::Experiment`]).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Name.
+    pub name: String,
+    /// This run's seed of every random choice (set from `seeds`; not written in files).
+    #[serde(skip_deserializing, default = "default_seed")]
+    pub seed: u64,
+    /// Repetitions: one run per seed (testbed: per repetition) for every sweep point.
+    #[serde(default = "default_seeds", skip_serializing)]
+    pub seeds: Vec<u64>,
+    /// Time to run (virtual time in the simulator, a hard limit in the testbed).
+    pub duration: Dur,
+    /// Default controller of flows and workloads that name none (`"amp:beta=4"`).
+    #[serde(default = "default_controller")]
+    pub controller: String,
+    /// Switch routing.
+    #[serde(default)]
+    pub routing: Routing,
+    /// Default link parameters; each field left out is the papers' (10 Gbps / 2 us / 100
+    /// packets / K = 10 / no loss).
+    #[serde(default = "LinkConfig::paper_default", deserialize_with = "over_paper_default")]
+    pub link: LinkConfig,
+    /// Per-direction exceptions to `link`, applied in order over the topology's own settings.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub link_overrides: Vec<LinkOverride>,
+    /// Host egress queue size in packets (host links never mark).
+    #[serde(default = "default_host_buffer")]
+    pub host_buffer: usize,
+    /// Receive-processing jitter of hosts: each datagram reaches its endpoint after an extra
+    /// uniform random delay in `[0, host_jitter)`, in arrival order per host (default 0: none).
+    /// Real hosts have microseconds of it; without any, ACK-clocked flows travel as unbroken
+    /// per-flow packet trains and lock into phase patterns (see the DCTCP fairness test).
+    #[serde(default)]
+    pub host_jitter: Dur,
+    /// QUIC settings.
+    #[serde(default)]
+    pub transport: TransportSettings,
+    /// The network.
+    pub topology: Topology,
+    /// Explicit flows.
+    #[serde(default)]
+    pub flows: Vec<FlowSpec>,
+    /// Flow generators.
+    #[serde(default)]
+    pub workloads: Vec<Workload>,
+    /// Recording.
+    #[serde(default)]
+    pub output: OutputSettings,
+    /// The testbed's scaling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netns: Option<NetnsSettings>,
+    /// Sweep axes: every combination of their values is one point (first axis slowest).
+    #[serde(default, skip_serializing)]
+    pub sweep: Vec<Axis>,
+    /// Points left out of the sweep: each entry names axis values (`{ controller = "dctcp",
+    /// paths = 6 }`); a point with all of one entry's values is not run.
+    #[serde(default, skip_serializing)]
+    pub skip: Vec<toml::Table>,
+    /// What to compute per run and tabulate.
+    #[serde(default, skip_serializing)]
+    pub report: Option<ReportSpec>,
+    /// The sweep plot.
+    #[serde(default, skip_serializing)]
+    pub plot: Option<PlotSpec>,
+}
+
+fn over_paper_default<'de, D: serde::Deserializer<'de>>(d: D) -> Result<LinkConfig, D::Error> {
+    LinkConfig::deserialize(d).map(|l| l.or(&LinkConfig::paper_default()))
+}
+
+fn default_controller() -> String {
+    "newreno".into()
+}
+fn default_host_buffer() -> usize {
+    10_000
+}
+fn default_seed() -> u64 {
+    1
+}
+fn default_seeds() -> Vec<u64> {
+    vec![1]
+}
+
+impl Scenario {
+    /// A scenario with the given topology, paper link defaults and no flows.
+    pub fn new(name: &str, duration: Dur, topology: Topology) -> Scenario {
+        Scenario {
+            name: name.into(),
+            seed: 1,
+            seeds: default_seeds(),
+            duration,
+            controller: default_controller(),
+            routing: Routing::Ecmp,
+            link: LinkConfig::paper_default(),
+            link_overrides: vec![],
+            host_buffer: default_host_buffer(),
+            host_jitter: Dur(0),
+            transport: TransportSettings::default(),
+            topology,
+            flows: vec![],
+            workloads: vec![],
+            output: OutputSettings::default(),
+            netns: None,
+            sweep: vec![],
+            skip: vec![],
+            report: None,
+            plot: None,
+        }
+    }
+
+    /// The parameters of the direction `from -> to` whose link sets `own` over `[link]`:
+    /// `own`, then the matching overrides in order, then `[link]` for what is still unset.
+    pub fn link_for(&self, from: &str, to: &str, own: &LinkConfig) -> LinkConfig {
+        let mut config = own.clone();
+        for o in self.link_overrides.iter().filter(|o| o.matches(from, to)) {
+            config = o.config.or(&config);
+        }
+        config.or(&self.link)
+    }
+}

@@ -1,0 +1,189 @@
+//! Checks of one scenario before anything is built: names against the topology, controllers,
+//! ECN shaping and schedulers through the library that runs them, values in range. Errors name
+//! the field (`flows.3.from`) so that [`crate::error::locate`] can place them in the file.
+
+use crate::error::{at, ScenarioError};
+use crate::expand::host_range;
+use crate::model::{FlowKind, LinkConfig, Scenario, Workload};
+
+/// Check `s`; the first problem found, at its field.
+pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
+    if s.duration.0 == 0 {
+        return Err(at("duration", "must be > 0"));
+    }
+    controller(&s.controller, "controller")?;
+    s.transport.ecn.parse::<mpquic::EcnPrecision>().map_err(|e| at("transport.ecn", e))?;
+    s.transport
+        .scheduler
+        .parse::<mpquic::Scheduler>()
+        .map_err(|e| at("transport.scheduler", e.to_string()))?;
+    link(&s.link, "link")?;
+    let expanded = s.topology.expand().map_err(|e| at("topology", e.to_string()))?;
+    let hosts: Vec<&str> = expanded.hosts.iter().map(|h| h.name.as_str()).collect();
+    let nodes: Vec<&str> =
+        hosts.iter().copied().chain(expanded.switches.iter().map(String::as_str)).collect();
+    let host = |name: &str, path: String| -> Result<(), ScenarioError> {
+        if hosts.contains(&name) {
+            Ok(())
+        } else {
+            Err(at(path, format!("no host `{name}` in this topology ({})", some(&hosts))))
+        }
+    };
+    for (i, o) in s.link_overrides.iter().enumerate() {
+        let here = |f: &str| format!("link_overrides.{i}.{f}");
+        link(&o.config, &format!("link_overrides.{i}"))?;
+        let directions = expanded.links.iter().flat_map(|l| [(&l.a, &l.b), (&l.b, &l.a)]);
+        if !directions.clone().any(|(a, b)| o.matches(a, b)) {
+            let what = if nodes.contains(&o.from.as_str()) { "to" } else { "from" };
+            return Err(at(
+                here(what),
+                format!(
+                    "no link direction from `{}`{} in this topology",
+                    o.from,
+                    o.to.as_ref().map(|t| format!(" to `{t}`")).unwrap_or_default()
+                ),
+            ));
+        }
+    }
+    for (i, f) in s.flows.iter().enumerate() {
+        let here = |field: &str| format!("flows.{i}.{field}");
+        for h in host_range(&f.from).map_err(|e| at(here("from"), e))? {
+            host(&h, here("from"))?;
+            if h == f.to {
+                return Err(at(here("to"), format!("flow from `{h}` to itself")));
+            }
+        }
+        host(&f.to, here("to"))?;
+        if f.kind == FlowKind::Mpquic {
+            if let Some(c) = &f.controller {
+                controller(c, &here("controller"))?;
+            }
+        }
+        if f.paths == 0 || f.count == 0 || f.repeat == 0 {
+            let field = if f.paths == 0 {
+                "paths"
+            } else if f.count == 0 {
+                "count"
+            } else {
+                "repeat"
+            };
+            return Err(at(here(field), "must be >= 1"));
+        }
+        if f.stop.is_some_and(|t| t <= f.start) {
+            return Err(at(here("stop"), "must be after start"));
+        }
+        f.check_path_times().map_err(|e| at(here("path_times"), e))?;
+    }
+    for (i, w) in s.workloads.iter().enumerate() {
+        let here = |field: &str| format!("workloads.{i}.{field}");
+        match w {
+            Workload::Incast { senders, receiver, k, paths, controller: c, .. } => {
+                host(receiver, here("receiver"))?;
+                for (j, h) in senders.iter().enumerate() {
+                    host(h, format!("workloads.{i}.senders.{j}"))?;
+                }
+                let available = if senders.is_empty() { hosts.len() - 1 } else { senders.len() };
+                if let Some(k) = k.filter(|&k| k > available || k == 0) {
+                    return Err(at(
+                        here("k"),
+                        format!("k = {k}: must be in 1..={available} (the senders)"),
+                    ));
+                }
+                paths_and_controller(*paths, c, &here)?;
+            }
+            Workload::PartitionAggregate { aggregator, workers, paths, controller: c, .. } => {
+                host(aggregator, here("aggregator"))?;
+                if workers.is_empty() {
+                    return Err(at(here("workers"), "needs at least one worker"));
+                }
+                for (j, h) in workers.iter().enumerate() {
+                    host(h, format!("workloads.{i}.workers.{j}"))?;
+                    if h == aggregator {
+                        return Err(at(here("workers"), "the aggregator is one of its workers"));
+                    }
+                }
+                paths_and_controller(*paths, c, &here)?;
+            }
+            Workload::Poisson { hosts: pick, rate, start, stop, paths, controller: c, .. } => {
+                for (j, h) in pick.iter().enumerate() {
+                    host(h, format!("workloads.{i}.hosts.{j}"))?;
+                }
+                if !pick.is_empty() && pick.len() < 2 {
+                    return Err(at(here("hosts"), "needs at least two hosts"));
+                }
+                if !(rate.is_finite() && *rate > 0.0) {
+                    return Err(at(here("rate"), "must be > 0 (arrivals per second)"));
+                }
+                if stop <= start {
+                    return Err(at(here("stop"), "must be after start"));
+                }
+                paths_and_controller(*paths, c, &here)?;
+            }
+        }
+    }
+    if let Some(n) = &s.netns {
+        for (field, x) in [
+            ("rate_scale", n.rate_scale),
+            ("time_scale", n.time_scale),
+            ("size_scale", n.size_scale),
+        ] {
+            if !(x.is_finite() && x > 0.0) {
+                return Err(at(format!("netns.{field}"), "must be > 0"));
+            }
+        }
+        if n.frame_bytes < 64 {
+            return Err(at("netns.frame_bytes", "must be >= 64"));
+        }
+    }
+    Ok(())
+}
+
+fn paths_and_controller(
+    paths: usize,
+    c: &Option<String>,
+    here: &dyn Fn(&str) -> String,
+) -> Result<(), ScenarioError> {
+    if paths == 0 {
+        return Err(at(here("paths"), "must be >= 1"));
+    }
+    c.as_deref().map_or(Ok(()), |c| controller(c, &here("controller")))
+}
+
+/// A few names of `list`, for error messages.
+fn some(list: &[&str]) -> String {
+    let shown: Vec<&str> = list.iter().copied().take(6).collect();
+    let more = if list.len() > shown.len() {
+        format!(", ... {} in all", list.len())
+    } else {
+        String::new()
+    };
+    format!("hosts: {}{more}", shown.join(", "))
+}
+
+/// A controller string as the library reads it.
+fn controller(spec: &str, path: &str) -> Result<(), ScenarioError> {
+    spec.parse::<mpquic::Congestion>()
+        .map(|_| ())
+        .map_err(|e| at(path, format!("controller `{spec}`: {e}")))
+}
+
+/// One set of link parameters in range.
+fn link(l: &LinkConfig, path: &str) -> Result<(), ScenarioError> {
+    if let Some(loss) = l.loss.filter(|x| !(0.0..1.0).contains(x)) {
+        return Err(at(format!("{path}.loss"), format!("{loss} is not in [0, 1)")));
+    }
+    if let (Some(j), Some(d)) = (l.jitter, l.delay) {
+        if j > d {
+            return Err(at(
+                format!("{path}.jitter"),
+                format!(
+                    "{j} is more than the delay {d} (a packet is never sent before it arrived)"
+                ),
+            ));
+        }
+    }
+    if l.buffer.is_some_and(|b| b.packets(1) == 0) {
+        return Err(at(format!("{path}.buffer"), "must be > 0"));
+    }
+    Ok(())
+}

@@ -1,0 +1,223 @@
+//! The language as a researcher meets it: what parses, how sweeps expand, and what the errors
+//! say and where.
+
+use mpquic_scenario::expand::expand_workloads;
+use mpquic_scenario::{Amount, Dur, Experiment, FlowKind};
+
+const INCAST: &str = r#"name = "t"
+duration = "100ms"
+seeds = [1, 2]
+controller = "amp"
+
+[topology]
+kind = "many-to-one"
+senders = 4
+sender_addrs = 4
+
+[[workloads]]
+kind = "incast"
+receiver = "r"
+bytes = "128KB"
+rounds = 2
+interval = "30ms"
+paths = 4
+
+[[sweep]]
+name = "controller"
+values = ["amp", "dctcp"]
+set = ["workloads.0.controller"]
+[sweep.when.dctcp]
+"workloads.0.paths" = 1
+
+[[sweep]]
+name = "k"
+values = [2, 4]
+set = ["workloads.0.k"]
+"#;
+
+fn error(text: &str) -> String {
+    Experiment::parse(text, "e.toml").unwrap_err().to_string()
+}
+
+#[test]
+fn sweep_expands_axes_in_order_with_per_value_overrides() {
+    let e = Experiment::parse(INCAST, "e.toml").unwrap();
+    let names: Vec<String> = e.points.iter().map(|p| p.name()).collect();
+    assert_eq!(
+        names,
+        [
+            "controller=amp,k=2",
+            "controller=amp,k=4",
+            "controller=dctcp,k=2",
+            "controller=dctcp,k=4"
+        ]
+    );
+    let hosts = e.points[3].scenario.topology.expand().unwrap().hosts;
+    let flows = expand_workloads(&e.points[3].scenario, &hosts).unwrap();
+    assert_eq!(flows.len(), 8, "k = 4 senders x 2 rounds");
+    assert!(flows.iter().all(|f| f.paths == 1 && f.controller.as_deref() == Some("dctcp")));
+    assert!(flows.iter().all(|f| f.bytes == Some(131_072)));
+    let amp = expand_workloads(&e.points[0].scenario, &hosts).unwrap();
+    assert!(amp.iter().all(|f| f.paths == 4), "the override is for dctcp only");
+    let seeds: Vec<u64> = e.runs().map(|(_, s)| s.seed).collect();
+    assert_eq!(seeds, [1, 2, 1, 2, 1, 2, 1, 2]);
+}
+
+#[test]
+fn errors_say_file_line_column_and_reason() {
+    // A host the topology lacks, at the line of the value.
+    let e = error(&INCAST.replace("receiver = \"r\"", "receiver = \"d\""));
+    assert_eq!(e, "e.toml:13:12: workloads.0.receiver: no host `d` in this topology (hosts: s0, s1, s2, s3, r)");
+    // An unknown key, where it is written.
+    let e = error(&INCAST.replace("rounds = 2", "rounds = 2\nround = 3"));
+    assert!(e.starts_with("e.toml:16:1: unknown field `round`"), "{e}");
+    // A bad unit.
+    let e = error(&INCAST.replace("\"30ms\"", "\"30 fortnights\""));
+    assert!(e.starts_with("e.toml:16:12: bad duration unit in `30 fortnights`"), "{e}");
+    // A controller the library does not know, in a sweep point: which point, and the axis.
+    let e = error(&INCAST.replace("\"dctcp\"]", "\"dctpc\"]").replace("when.dctcp", "when.dctpc"));
+    assert!(
+        e.starts_with(
+            "e.toml:11:1: workloads.0.controller: [controller=dctpc,k=2] controller `dctpc`"
+        ),
+        "{e}"
+    );
+    // k above the senders.
+    let e = error(&INCAST.replace("[2, 4]", "[2, 5]"));
+    assert!(e.contains("[controller=amp,k=5] k = 5: must be in 1..=4 (the senders)"), "{e}");
+    // A `when` for a value the axis does not have.
+    let e = error(&INCAST.replace("when.dctcp", "when.cubic"));
+    assert!(
+        e.contains("sweep.0.when.cubic: `cubic` is not a value of axis `controller` (amp, dctcp)"),
+        "{e}"
+    );
+    // A sweep path into an array entry that is not there.
+    let e = error(&INCAST.replace("workloads.0.k", "workloads.1.k"));
+    assert!(e.contains("`workloads.1.k`: index 1 out of range (the array has 1 entries)"), "{e}");
+}
+
+#[test]
+fn flows_with_ranges_counts_and_kernel_kinds() {
+    let text = r#"name = "f"
+duration = "1s"
+[topology]
+kind = "many-to-one"
+senders = 8
+[link]
+rate = "100Mbit"
+buffer = "150KB"
+k = "20pkt"
+[[flows]]
+name = "bulk"
+kind = "kernel-tcp"
+controller = "dctcp"
+from = "s[2..4]"
+to = "r"
+count = 2
+stagger = "1ms"
+"#;
+    let s = mpquic_scenario::parse_scenario(text).unwrap();
+    assert_eq!(s.link.buffer, Some(Amount::Bytes(153_600)));
+    assert_eq!(s.link.k, Some(Amount::Packets(20)));
+    let flows = mpquic_scenario::expand::expand_flows(&s.flows).unwrap();
+    let got: Vec<(String, String, Dur)> =
+        flows.iter().map(|f| (f.name.clone().unwrap(), f.from.clone(), f.start)).collect();
+    assert_eq!(got[0], ("bulk-0".into(), "s2".into(), Dur(0)));
+    assert_eq!(got[5], ("bulk-5".into(), "s4".into(), Dur::ms(5)));
+    assert!(flows.iter().all(|f| f.kind == FlowKind::KernelTcp));
+    let e = mpquic_scenario::parse_scenario(&text.replace("s[2..4]", "s[2..9]")).unwrap_err();
+    assert_eq!(e.to_string(), "<scenario>:14:8: flows.0.from: no host `s8` in this topology (hosts: s0, s1, s2, s3, s4, s5, ... 9 in all)");
+}
+
+#[test]
+fn skip_wildcards_and_when_after_every_set() {
+    let text = r#"name = "w"
+duration = "10ms"
+[topology]
+kind = "many-to-one"
+senders = 3
+[[flows]]
+from = "s0"
+to = "r"
+[[flows]]
+from = "s1"
+to = "r"
+[[sweep]]
+name = "controller"
+values = ["amp", "dctcp"]
+set = ["controller"]
+[sweep.when.dctcp]
+"flows.*.paths" = 1
+[[sweep]]
+name = "paths"
+values = [4, 8]
+set = ["flows.*.paths"]
+[[skip]]
+controller = "dctcp"
+paths = 4
+"#;
+    let e = Experiment::parse(text, "w.toml").unwrap();
+    let got: Vec<(String, Vec<usize>)> = e
+        .points
+        .iter()
+        .map(|p| (p.name(), p.scenario.flows.iter().map(|f| f.paths).collect()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("controller=amp,paths=4".to_string(), vec![4, 4]),
+            ("controller=amp,paths=8".to_string(), vec![8, 8]),
+            // The `when` wins over the later axis's `set`.
+            ("controller=dctcp,paths=8".to_string(), vec![1, 1]),
+        ]
+    );
+    let e = error(
+        &text
+            .replace("paths = 4\n\"#", "paths = 5\n\"#")
+            .replace("controller = \"dctcp\"\npaths = 4", "controller = \"dctcp\"\npaths = 5"),
+    );
+    assert!(e.contains("skip.0.paths: `5` is not a value of axis `paths`"), "{e}");
+}
+
+#[test]
+fn extends_merges_tables_by_key_and_arrays_of_tables_by_entry() {
+    let dir = std::env::temp_dir().join(format!("mpquic-scenario-extends-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("base.toml"), INCAST).unwrap();
+    let child = "extends = \"base.toml\"\nname = \"bigger\"\n[[workloads]]\nbytes = \"256KB\"\n\
+                 [[sweep]]\nvalues = [\"dctcp\"]\n[transport]\nmax_ack_delay = \"1ms\"\n";
+    std::fs::write(dir.join("child.toml"), child).unwrap();
+    let e = Experiment::load(&dir.join("child.toml")).unwrap();
+    assert_eq!(e.base.name, "bigger");
+    assert_eq!(e.base.transport.max_ack_delay, Some(Dur::ms(1)));
+    assert_eq!(e.points.len(), 2, "controller axis narrowed to dctcp, k axis kept");
+    let hosts = e.base.topology.expand().unwrap().hosts;
+    let flows = expand_workloads(&e.points[0].scenario, &hosts).unwrap();
+    assert!(flows.iter().all(|f| f.bytes == Some(262_144) && f.paths == 1), "the parent's when");
+    assert!(flows.iter().all(|f| f.controller.as_deref() == Some("dctcp")));
+    // An error of the merged document that the child does not write is placed in the parent.
+    std::fs::write(
+        dir.join("bad.toml"),
+        "extends = \"base.toml\"\n[[workloads]]\nreceiver = \"x\"\n",
+    )
+    .unwrap();
+    let err = Experiment::load(&dir.join("bad.toml")).unwrap_err().to_string();
+    assert!(err.contains("bad.toml:3:12: workloads.0.receiver: no host `x`"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn every_file_in_experiments_parses() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../experiments");
+    let mut n = 0;
+    for dir in [root.to_string(), format!("{root}/scenarios"), format!("{root}/scenarios/repro")] {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                Experiment::load(&path).unwrap_or_else(|e| panic!("{e}"));
+                n += 1;
+            }
+        }
+    }
+    assert!(n >= 20, "{n} files");
+}

@@ -1,0 +1,422 @@
+//! From the shared scenario language (`mpquic-scenario`, one file per experiment, the same the
+//! simulator runs) to the runner's plan (`spec::Scenario`): the topology's hosts, switches
+//! and links become namespaces and veth pairs (switches route), the `[netns]` section scales
+//! rates, times and sizes, flows and workloads become the processes the runner starts.
+//!
+//! What the netns testbed cannot do is refused here, at the field that asks for it, before
+//! anything is built: paths that open later (`path_times`), answers (`response_bytes`),
+//! per-direction loss, addresses other than the first (`from_addr`, `to_addr`) of mpquic
+//! flows, Poisson workloads (their flow counts would need thousands of processes).
+
+use crate::spec::{
+    CustomHost, CustomLink, FlowKind, FlowSpec, JobSpec, LinkOverride, LinkSpec, Scenario,
+    TopologySpec,
+};
+use mpquic_scenario::error::{at, ScenarioError};
+use mpquic_scenario::expand::{expand_workloads, Expanded};
+use mpquic_scenario::{self as lang, Amount, LinkConfig, NetnsSettings, Workload};
+
+/// The queue sampling (and marker resynchronisation) period: the scenario's `queue_sample`
+/// is the simulator's (microseconds); an rtnetlink dump per namespace every millisecond is
+/// what the testbed sustains next to the flows, every 5 ms with more than
+/// `MANY_DIRECTIONS` shaped directions (a fat-tree's 80 in 20 namespaces).
+fn sample_interval_ms(shaped: usize) -> f64 {
+    if shaped > MANY_DIRECTIONS {
+        5.0
+    } else {
+        1.0
+    }
+}
+const MANY_DIRECTIONS: usize = 32;
+
+/// Link delays (after `time_scale`) below this are not added: the delay line cannot hold a
+/// packet for less than its 100 us poll period, and a veth hop already takes ~50-150 us here,
+/// so a data-center propagation delay is the veths' own.
+const MIN_DELAY_MS: f64 = 0.1;
+
+/// The runner's plan for one point of an experiment (with its seed), named `name`.
+pub fn compile(s: &lang::Scenario, name: &str) -> Result<Scenario, ScenarioError> {
+    let scale = s.netns.clone().unwrap_or_default();
+    let expanded = s.topology.expand()?;
+    refuse_unsupported(s)?;
+    let (topology, directions) = topology(&expanded);
+    let mut links = Vec::new();
+    for (i, (from, to, own)) in directions.iter().enumerate() {
+        let config = s.link_for(from, to, own);
+        let link = link_spec(&config, &scale).map_err(|e| at(format!("link ({from}->{to})"), e))?;
+        if config.loss != s.link.loss {
+            return Err(at(
+                override_path(s, from, to).unwrap_or(format!("topology.links.{i}")),
+                "netns: loss is one value for every direction ([link] loss)",
+            ));
+        }
+        links.push((from.clone(), to.clone(), link));
+    }
+    let ecn = links.iter().any(|(_, _, l)| l.ecn);
+    let mut base = link_spec(&s.link, &scale).map_err(|e| at("link", e))?;
+    base.ecn = ecn;
+    base.sender_offload = scale.sender_offload;
+    let link_overrides = links
+        .into_iter()
+        .map(|(from, to, l)| LinkOverride {
+            from,
+            to: Some(to),
+            rate_mbit: Some(l.rate_mbit),
+            k_packets: Some(l.k_packets),
+            buffer_bytes: Some(l.buffer_bytes),
+            delay_ms: Some(l.delay_ms),
+            jitter_ms: Some(l.jitter_ms),
+        })
+        .collect();
+    let mut flow_workloads = s.clone();
+    flow_workloads.workloads.retain(|w| !matches!(w, Workload::PartitionAggregate { .. }));
+    let flows = expand_workloads(&flow_workloads, &expanded.hosts)?
+        .iter()
+        .map(|f| flow(s, f, &scale))
+        .collect::<Result<Vec<_>, _>>()?;
+    let jobs = s.workloads.iter().filter_map(|w| jobs(s, w, &scale)).collect();
+    let plan = Scenario {
+        name: name.to_string(),
+        duration_s: s.duration.secs() * scale.time_scale,
+        sample_interval_ms: sample_interval_ms(directions.len()),
+        repetitions: 1,
+        topology,
+        link: base,
+        link_overrides,
+        flows,
+        jobs,
+    };
+    plan.validate().map_err(|e| ScenarioError::Invalid(format!("netns: {e:#}")))?;
+    Ok(plan)
+}
+
+/// The written flows' and workloads' features the testbed has no counterpart for.
+fn refuse_unsupported(s: &lang::Scenario) -> Result<(), ScenarioError> {
+    for (i, f) in s.flows.iter().enumerate() {
+        let here = |field: &str| format!("flows.{i}.{field}");
+        if !f.path_times.is_empty() {
+            return Err(at(here("path_times"), "netns: every path opens with the connection"));
+        }
+        if f.response_bytes > 0 {
+            return Err(at(
+                here("response_bytes"),
+                "netns: flows send one way (use workloads of kind partition-aggregate for answers)",
+            ));
+        }
+        if f.kind == lang::FlowKind::Mpquic && (f.from_addr > 0 || f.to_addr > 0) {
+            return Err(at(
+                here("from_addr"),
+                "netns: mpquic flows start at the first address pair",
+            ));
+        }
+    }
+    for (i, w) in s.workloads.iter().enumerate() {
+        if let Workload::Poisson { .. } = w {
+            return Err(at(
+                format!("workloads.{i}.kind"),
+                "netns: no poisson workloads (a process per flow)",
+            ));
+        }
+        if let Workload::PartitionAggregate { paths, .. } = w {
+            if *paths != 1 {
+                return Err(at(
+                    format!("workloads.{i}.paths"),
+                    "netns: jobs use one path per worker",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The last `link_overrides` entry that sets the loss of the direction `from -> to`, as a
+/// field path.
+fn override_path(s: &lang::Scenario, from: &str, to: &str) -> Option<String> {
+    let sets = |o: &lang::LinkOverride| o.matches(from, to) && o.config.loss.is_some();
+    let i = s.link_overrides.iter().rposition(sets)?;
+    Some(format!("link_overrides.{i}.loss"))
+}
+
+/// The testbed topology: hosts and switches (routers) by name; each host's addresses spread
+/// over its links (address `i` on link `i % links`, at least one per link). A direction is
+/// shaped (rate, FIFO, marker) when a switch sends it and it is monitored or leads to another
+/// switch; hosts' own egress never is (TCP Small Queues would hide the queue). Returns the
+/// shaped directions with their links' own parameters.
+fn topology(e: &Expanded) -> (TopologySpec, Vec<(String, String, LinkConfig)>) {
+    let is_switch = |n: &str| e.switches.iter().any(|s| s == n);
+    let link_count = |h: &str| e.links.iter().filter(|l| l.a == h || l.b == h).count();
+    let mut seen = std::collections::BTreeMap::<String, usize>::new();
+    let mut addrs_on = |node: &str| -> usize {
+        let Some(h) = e.hosts.iter().find(|h| h.name == node) else { return 1 };
+        let j = seen.entry(node.to_string()).or_default();
+        let n = (0..h.addrs).filter(|i| i % link_count(node) == *j).count();
+        *j += 1;
+        n.max(1)
+    };
+    let mut links = Vec::new();
+    let mut directions = Vec::new();
+    for l in &e.links {
+        let shaped =
+            |from: &str, to: &str, monitored: bool| is_switch(from) && (monitored || is_switch(to));
+        let a_to_b = shaped(&l.a, &l.b, l.monitor);
+        let b_to_a = shaped(&l.b, &l.a, l.monitor_reverse);
+        if a_to_b {
+            directions.push((l.a.clone(), l.b.clone(), l.config.clone()));
+        }
+        if b_to_a {
+            directions.push((l.b.clone(), l.a.clone(), l.config.clone()));
+        }
+        links.push(CustomLink {
+            a: l.a.clone(),
+            b: l.b.clone(),
+            a_addrs: addrs_on(&l.a),
+            b_addrs: addrs_on(&l.b),
+            shape_a_to_b: a_to_b,
+            shape_b_to_a: b_to_a,
+        });
+    }
+    let hosts = e.hosts.iter().map(|h| CustomHost { name: h.name.clone() }).collect();
+    (TopologySpec::Custom { hosts, switches: e.switches.clone(), links }, directions)
+}
+
+/// One direction's parameters at the testbed's scale (`config` has every field set: the
+/// scenario's `[link]` fills what the link and the overrides leave out).
+fn link_spec(config: &LinkConfig, scale: &NetnsSettings) -> Result<LinkSpec, String> {
+    let missing = |f: &str| format!("no {f} (set it in [link])");
+    let frame = scale.frame_bytes;
+    let k = config.k.ok_or_else(|| missing("k"))?;
+    let buffer = config.buffer.ok_or_else(|| missing("buffer"))?;
+    let ms = |d: Option<lang::Dur>| d.map_or(0.0, |d| d.secs() * 1e3 * scale.time_scale);
+    let (delay_ms, jitter_ms) = match ms(config.delay) {
+        d if d < MIN_DELAY_MS => (0.0, 0.0),
+        d => (d, ms(config.jitter)),
+    };
+    let buffer_bytes = buffer.bytes(frame);
+    let k_packets = k.packets(frame);
+    Ok(LinkSpec {
+        rate_mbit: config.rate.ok_or_else(|| missing("rate"))?.0 as f64 * scale.rate_scale / 1e6,
+        // A drop-tail direction (k = 0) is modelled with a threshold the FIFO cannot reach.
+        k_packets: if k_packets == 0 {
+            (buffer_bytes / frame + 1) as u32
+        } else {
+            k_packets as u32
+        },
+        buffer_bytes,
+        delay_ms,
+        jitter_ms,
+        loss: config.loss.unwrap_or(0.0),
+        ecn: k != Amount::Packets(0) && k != Amount::Bytes(0),
+        sender_offload: scale.sender_offload,
+    })
+}
+
+/// The controller string (`"amp:beta=4,tau=8"`) as the CLI's name and `key=value` parameters.
+fn controller(c: &str) -> (String, Vec<String>) {
+    match c.split_once(':') {
+        Some((name, params)) => {
+            (name.to_string(), params.split(',').map(|p| p.trim().to_string()).collect())
+        }
+        None => (c.to_string(), Vec::new()),
+    }
+}
+
+/// The kernel's own default controller, for kernel flows that name none.
+const KERNEL_CC: &str = "cubic";
+
+/// One expanded flow as the runner starts it.
+fn flow(
+    s: &lang::Scenario,
+    f: &lang::FlowSpec,
+    scale: &NetnsSettings,
+) -> Result<FlowSpec, ScenarioError> {
+    // Kernel flows name the kernel's controller; the document's default is the library's.
+    let default = if f.kind == lang::FlowKind::Mpquic { &s.controller[..] } else { KERNEL_CC };
+    let (cc, cc_params) = controller(f.controller.as_deref().unwrap_or(default));
+    let kind = match f.kind {
+        lang::FlowKind::Mpquic => FlowKind::Mpquic,
+        lang::FlowKind::KernelTcp => FlowKind::KernelTcp,
+        lang::FlowKind::KernelMptcp => FlowKind::KernelMptcp,
+    };
+    let start_s = f.start.secs() * scale.time_scale;
+    let bytes = f.bytes.map_or(0, |b| (b as f64 * scale.size_scale).round() as u64);
+    let stop_s = f.stop.unwrap_or(s.duration).secs() * scale.time_scale;
+    Ok(FlowSpec {
+        kind,
+        from: f.from.clone(),
+        to: f.to.clone(),
+        cc,
+        bytes,
+        for_s: if bytes == 0 { (stop_s - start_s).max(0.0) } else { 0.0 },
+        start_s,
+        count: 1,
+        stagger_ms: 0.0,
+        // mpquic: the first `paths` address pairs; kernel TCP: the pair of its client address.
+        paths: if kind == FlowKind::KernelTcp { f.from_addr + 1 } else { f.paths },
+        cc_params,
+        ecn: s.transport.ecn.clone(),
+        scheduler: s.transport.scheduler.clone(),
+        paths_per_pair: 1,
+        repeat: f.repeat as u32,
+    })
+}
+
+/// A partition-aggregate workload as the runner's jobs: `parallel` closed-loop job streams of
+/// `jobs` jobs each, one warm connection per worker (the testbed's `mpquic aggregate`).
+fn jobs(s: &lang::Scenario, w: &Workload, scale: &NetnsSettings) -> Option<JobSpec> {
+    let Workload::PartitionAggregate {
+        aggregator,
+        workers,
+        response_bytes,
+        jobs,
+        parallel,
+        start,
+        controller: c,
+        ..
+    } = w
+    else {
+        return None;
+    };
+    let (cc, cc_params) = controller(c.as_deref().unwrap_or(&s.controller));
+    Some(JobSpec {
+        aggregator: aggregator.clone(),
+        workers: workers.clone(),
+        response_bytes: (*response_bytes as f64 * scale.size_scale).round() as u64,
+        jobs: *jobs as u32,
+        parallel: *parallel as u32,
+        gap_ms: 0.0,
+        start_s: start.secs() * scale.time_scale,
+        cc,
+        cc_params,
+        ecn: s.transport.ecn.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology;
+
+    const TWO_PATH: &str = r#"
+name = "t"
+duration = "2s"
+controller = "amp:beta=4"
+[link]
+rate = "10Gbps"
+delay = "2us"
+buffer = 100
+k = 10
+[netns]
+rate_scale = 0.01
+[topology]
+kind = "two-path"
+cross_hosts = 0
+[[link_overrides]]
+from = "b"
+to = "dst"
+rate = "2Gbps"
+delay = "40ms"
+[[flows]]
+from = "src"
+to = "dst"
+paths = 2
+bytes = "1MB"
+"#;
+
+    fn plan(text: &str) -> Result<Scenario, ScenarioError> {
+        let e = mpquic_scenario::Experiment::parse(text, "t.toml")?;
+        compile(&e.points[0].scenario, "t")
+    }
+
+    #[test]
+    fn two_path_shapes_the_switches_toward_dst_at_the_netns_scale() {
+        let p = plan(TWO_PATH).unwrap();
+        let links = p.links();
+        let dirs: Vec<(&str, &str)> = links.iter().map(|(f, t, _)| (&f[..], &t[..])).collect();
+        assert_eq!(dirs, [("a", "dst"), ("b", "dst")], "never a host's egress, never toward src");
+        let (a, b) = (&links[0].2, &links[1].2);
+        assert_eq!((a.rate_mbit, a.k_packets, a.buffer_bytes), (100.0, 10, 151_400));
+        assert_eq!(a.delay_ms, 0.0, "2 us is below the delay line's resolution");
+        assert_eq!((b.rate_mbit, b.delay_ms), (20.0, 40.0), "the override, scaled");
+        let f = &p.flows[0];
+        assert_eq!((f.cc.as_str(), f.cc_params.clone()), ("amp", vec!["beta=4".to_string()]));
+        assert_eq!((f.bytes, f.paths), (1 << 20, 2));
+        let net = topology::build(&p.topology);
+        let pairs = net.path_pairs(net.node("src").unwrap(), net.node("dst").unwrap());
+        assert_eq!(pairs.len(), 2, "one address of src and dst on each switch's link");
+        assert_ne!(pairs[0].1, pairs[1].1);
+    }
+
+    #[test]
+    fn fat_tree_shapes_every_switch_to_switch_direction_and_the_host_downlinks() {
+        let text = TWO_PATH
+            .replace("kind = \"two-path\"\ncross_hosts = 0", "kind = \"fat-tree\"\nk = 4")
+            .replace("from = \"b\"\nto = \"dst\"", "from = \"c0\"")
+            .replace("from = \"src\"\nto = \"dst\"", "from = \"h0\"\nto = \"h15\"");
+        let p = plan(&text).unwrap();
+        assert_eq!(p.links().len(), 16 + 64);
+    }
+
+    #[test]
+    fn what_the_testbed_cannot_do_is_refused_at_its_line() {
+        let text = TWO_PATH.replace("paths = 2", "paths = 2\npath_times = [\"0ms\", \"1ms\"]");
+        let e = crate::experiment::load_text(&text, "t.toml").err().unwrap().to_string();
+        assert!(e.starts_with("t.toml:24:"), "{e}");
+        assert!(e.contains("netns: every path opens with the connection"), "{e}");
+        let text = TWO_PATH.replace("to = \"dst\"\nrate", "to = \"dst\"\nloss = 0.1\nrate");
+        let e = crate::experiment::load_text(&text, "t.toml").err().unwrap().to_string();
+        assert!(e.contains("t.toml:18:") && e.contains("loss is one value"), "{e}");
+    }
+
+    #[test]
+    fn workloads_become_flows_and_jobs_at_the_netns_scale() {
+        let text = r#"
+name = "w"
+duration = "100ms"
+controller = "amp"
+[link]
+rate = "10Gbps"
+delay = "2us"
+buffer = 100
+k = 10
+[netns]
+rate_scale = 0.01
+time_scale = 10
+size_scale = 2
+[topology]
+kind = "many-to-one"
+senders = 6
+sender_addrs = 4
+[[workloads]]
+kind = "incast"
+receiver = "r"
+senders = ["s0", "s1", "s2"]
+bytes = "128KB"
+rounds = 2
+interval = "30ms"
+stagger = "50us"
+start = "5ms"
+paths = 4
+[[workloads]]
+kind = "partition-aggregate"
+aggregator = "r"
+workers = ["s3", "s4", "s5"]
+response_bytes = "64KB"
+jobs = 5
+parallel = 2
+controller = "dctcp"
+"#;
+        let p = plan(text).unwrap();
+        assert_eq!(p.duration_s, 1.0);
+        assert_eq!(p.flows.len(), 6, "3 senders x 2 rounds");
+        let starts: Vec<f64> = p.flows.iter().map(|f| (f.start_s * 1e4).round() / 1e4).collect();
+        assert_eq!(starts, [0.05, 0.0505, 0.051, 0.35, 0.3505, 0.351]);
+        assert!(p.flows.iter().all(|f| f.bytes == 2 * 128 * 1024 && f.paths == 4));
+        assert_eq!(p.jobs.len(), 1);
+        let j = &p.jobs[0];
+        assert_eq!((j.jobs, j.parallel, j.response_bytes), (5, 2, 2 * 64 * 1024));
+        assert_eq!((j.cc.as_str(), j.workers.len()), ("dctcp", 3));
+        let links = p.links();
+        assert_eq!(links.len(), 1, "only sw->r is shaped");
+        assert_eq!((&links[0].0[..], &links[0].1[..], links[0].2.rate_mbit), ("sw", "r", 100.0));
+    }
+}

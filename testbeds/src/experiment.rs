@@ -1,0 +1,238 @@
+//! An experiment file of the shared language (`experiments/*.toml`) on the testbed: checked and
+//! compiled whole before anything is built, then run in interleaved rounds (round 1 of every
+//! sweep point, then round 2, ...: one round per seed, so that a shared machine's load drift
+//! hits every point alike). Each run writes its `result.json` and plots under
+//! `<out>/<point>/round<i>/`; the experiment writes `experiment.json` (every run's report metrics
+//! and the median, min and max per point) and `tables.md` (the report's tables).
+
+use crate::compile::compile;
+use crate::results::RunResult;
+use crate::runner;
+use crate::spec;
+use anyhow::{bail, Result};
+use mpquic_scenario::error::{locate, span_of};
+use mpquic_scenario::expand::expand_workloads;
+use mpquic_scenario::metrics::{self, FlowOutcome, LinkOutcome, Outcome, QueueOutcome, RunRow};
+use mpquic_scenario::{Experiment, Point, ScenarioError};
+use serde::Serialize;
+use std::path::Path;
+
+/// A checked experiment with every point compiled to the runner's plan.
+pub struct Compiled {
+    pub experiment: Experiment,
+    /// In the order of the experiment's points.
+    pub points: Vec<CompiledPoint>,
+}
+
+/// One sweep point, ready to run.
+pub struct CompiledPoint {
+    /// Its directory under the output (and the plan's name).
+    pub dir: String,
+    pub plan: spec::Scenario,
+    /// The flows' (name, group), in the plan's order.
+    pub flows: Vec<(String, Option<String>)>,
+}
+
+/// Reads, checks and compiles `path` (and the file it `extends`); errors are
+/// `file:line:column: reason`, in the file that holds the field.
+pub fn load(path: &Path) -> Result<Compiled, ScenarioError> {
+    let experiment = Experiment::load(path)?;
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let parent = text.parse::<toml::Table>().ok().and_then(|t| {
+        let name = t.get("extends")?.as_str()?.to_string();
+        let parent = path.parent().unwrap_or(Path::new("")).join(name);
+        Some((parent.display().to_string(), std::fs::read_to_string(parent).ok()?))
+    });
+    compile_points(experiment, |e| match (&e, &parent) {
+        (ScenarioError::At { path, .. }, Some((pfile, ptext)))
+            if span_of(&text, path).is_none() =>
+        {
+            locate(e, pfile, ptext)
+        }
+        _ => locate(e, &file, &text),
+    })
+}
+
+/// Checks and compiles the text of `file` (no `extends`).
+#[cfg(test)]
+pub fn load_text(text: &str, file: &str) -> Result<Compiled, ScenarioError> {
+    compile_points(Experiment::parse(text, file)?, |e| locate(e, file, text))
+}
+
+/// Compiles every point; `place` puts a point's error in its file.
+fn compile_points(
+    experiment: Experiment,
+    place: impl Fn(ScenarioError) -> ScenarioError,
+) -> Result<Compiled, ScenarioError> {
+    let mut points = Vec::new();
+    for p in &experiment.points {
+        let dir = point_dir(&experiment.base.name, p);
+        let plan = compile(&p.scenario, &dir).map_err(&place)?;
+        points.push(CompiledPoint { dir, plan, flows: flow_labels(p).map_err(&place)? });
+    }
+    Ok(Compiled { experiment, points })
+}
+
+/// `<experiment>` without axes, else `<experiment>-<value>-<value>...`.
+fn point_dir(name: &str, p: &Point) -> String {
+    let mut dir = name.to_string();
+    for (_, v) in &p.labels {
+        let v: String = v
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' })
+            .collect();
+        dir += &format!("-{v}");
+    }
+    dir
+}
+
+/// The names and groups of a point's flows, in the order `compile` lists them.
+fn flow_labels(p: &Point) -> Result<Vec<(String, Option<String>)>, ScenarioError> {
+    let s = &p.scenario;
+    let mut flows = s.clone();
+    flows.workloads.retain(|w| !matches!(w, mpquic_scenario::Workload::PartitionAggregate { .. }));
+    let hosts = s.topology.expand()?.hosts;
+    Ok(expand_workloads(&flows, &hosts)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, f)| (f.name.unwrap_or_else(|| format!("flow{i}")), f.group))
+        .collect())
+}
+
+/// One run's row in `experiment.json`.
+#[derive(Serialize)]
+struct RunEntry {
+    point: String,
+    round: usize,
+    seed: u64,
+    /// The run's directory (result.json, plots, series).
+    dir: String,
+    host_loadavg_1min: f64,
+    metrics: metrics::Metrics,
+}
+
+/// Runs every point `rounds` times (default: one round per seed), interleaved; writes
+/// `experiment.json` and `tables.md` in `out`, and prints the tables.
+pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
+    let seeds = &c.experiment.base.seeds;
+    let rounds = rounds.unwrap_or(seeds.len());
+    let mut entries = Vec::new();
+    let mut rows: Vec<Vec<RunRow>> = vec![Vec::new(); c.points.len()];
+    let mut failed = Vec::new();
+    runner::require_root()?;
+    for round in 0..rounds {
+        for (i, CompiledPoint { dir, plan, flows }) in c.points.iter().enumerate() {
+            let run_dir = out.join(dir).join(format!("round{}", round + 1));
+            eprintln!("round {}: {dir} (load {:.1})", round + 1, runner::loadavg());
+            // A failed run is reported and the others go on, as on a long unattended sweep.
+            let result = match runner::run_scenario(plan, &run_dir) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("FAILED: {dir} round {}: {e:#}", round + 1);
+                    failed.push(serde_json::json!({
+                        "point": dir, "round": round + 1, "error": format!("{e:#}"),
+                    }));
+                    continue;
+                }
+            };
+            let point = &c.experiment.points[i];
+            let seed = seeds[round % seeds.len()];
+            let m = metrics::compute(&point.scenario, &outcome(&result, flows));
+            rows[i].push(RunRow {
+                series: point.name(),
+                x: 0.0,
+                seed,
+                metrics: m.clone(),
+                wall_s: result.repetitions.iter().map(|r| r.duration_s).sum(),
+            });
+            entries.push(RunEntry {
+                point: point.name(),
+                round: round + 1,
+                seed,
+                dir: run_dir.display().to_string(),
+                host_loadavg_1min: result.repetitions[0].host_loadavg_1min[0],
+                metrics: m,
+            });
+        }
+    }
+    let summary: Vec<_> = c
+        .experiment
+        .points
+        .iter()
+        .zip(&rows)
+        .map(|(p, runs)| {
+            let mut row = metrics::summarize(&p.name(), 0.0, runs);
+            row.labels = p.labels.clone();
+            row
+        })
+        .collect();
+    let json = serde_json::json!({
+        "experiment": c.experiment.base.name,
+        "backend": "netns",
+        "definition": c.experiment.base.report.as_ref().map(|r| r.definition.clone()),
+        "runs": entries,
+        "failed": failed,
+        "summary": summary,
+    });
+    std::fs::create_dir_all(out)?;
+    std::fs::write(out.join("experiment.json"), serde_json::to_string_pretty(&json)?)?;
+    let mut tables = String::new();
+    for t in c.experiment.base.report.iter().flat_map(|r| &r.table) {
+        tables += &metrics::markdown_table(&t.title, &summary, &t.metrics);
+        tables += "\n";
+    }
+    std::fs::write(out.join("tables.md"), &tables)?;
+    print!("{tables}");
+    eprintln!(
+        "wrote {} and {}",
+        out.join("experiment.json").display(),
+        out.join("tables.md").display()
+    );
+    if !failed.is_empty() {
+        let runs = rounds * c.points.len();
+        bail!("{} of {runs} runs failed (listed in experiment.json)", failed.len());
+    }
+    Ok(())
+}
+
+/// The shared per-run outcome from a testbed run (its one repetition): flows by name and group,
+/// every shaped direction as `from->to` with its queue in 1514-byte frames over busy samples.
+fn outcome(r: &RunResult, labels: &[(String, Option<String>)]) -> Outcome {
+    let rep = &r.repetitions[0];
+    let flows = rep
+        .flows
+        .iter()
+        .zip(labels)
+        .map(|(f, (name, group))| {
+            let goodput = f.goodput_mbps.unwrap_or(0.0) * 1e6;
+            let state = f.mpquic.as_ref().map(|m| &m["controller_state"]);
+            FlowOutcome {
+                name: name.clone(),
+                group: group.clone(),
+                fct_us: f.completed.then_some(f.fct_s).flatten().map(|s| s * 1e6),
+                goodput_bps: goodput,
+                // The CLI reports totals only: the lifetime goodput stands for both halves.
+                goodput_last_half_bps: goodput,
+                suppressions: state.and_then(|s| s["suppressions"].as_u64()).unwrap_or(0),
+                start_s: f.start_s,
+                ..Default::default()
+            }
+        })
+        .collect();
+    let links = rep
+        .links
+        .iter()
+        .map(|l| {
+            let q = &l.queue_frames_busy;
+            LinkOutcome {
+                name: format!("{}->{}", l.from, l.to),
+                marked: l.marker.as_ref().map_or(0, |m| m.marks),
+                dropped: l.qdisc_drops,
+                utilization: if l.samples > 1 { q.n as f64 / (l.samples - 1) as f64 } else { 0.0 },
+                queue: Some(QueueOutcome { p50: q.median, p90: q.p90, p99: q.p99, mean: q.mean }),
+            }
+        })
+        .collect();
+    Outcome { flows, links, duration_s: rep.duration_s }
+}

@@ -1,0 +1,106 @@
+//! The bottlenecks of one repetition: every shaped direction gets its rate and FIFO (`backend`),
+//! its eBPF marker if the run marks or drops, and its place on its router's delay line.
+
+use crate::backend::{self, Backend, DelayMethod, FRAME};
+use crate::delay::{DelayLine, QueueSpec};
+use crate::marker::{Marker, MarkerConfig};
+use crate::netns::{self, Namespaces};
+use crate::sampler::Probe;
+use crate::spec::{LinkSpec, Scenario};
+use crate::topology::Net;
+use anyhow::Result;
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use std::path::Path;
+use std::time::Duration;
+
+/// One shaped direction, as the results describe it.
+pub struct Bottleneck {
+    pub link_id: usize,
+    pub from: String,
+    pub to: String,
+    pub to_node: usize,
+    /// The addresses this direction delivers to (the receiving end's).
+    pub to_addrs: Vec<Ipv4Addr>,
+    pub rate_mbit: f64,
+}
+
+/// Where the markers keep their objects and pinned maps (`None`: the run has no markers).
+pub struct MarkerDirs<'a> {
+    pub scratch: &'a Path,
+    pub bpffs: &'a Path,
+}
+
+/// What shaping set up: the sampler's probes, the bottlenecks in the same order, and the
+/// running delay lines (stopped on drop).
+pub struct Shaped {
+    pub probes: Vec<Probe>,
+    pub bottlenecks: Vec<Bottleneck>,
+    pub delay_lines: Vec<DelayLine>,
+}
+
+/// Shapes every bottleneck direction of `net`, attaches the markers (with `markers`), and
+/// starts one delay line per router namespace with delayed directions (their logs in `out`).
+pub fn shape_bottlenecks(
+    sc: &Scenario,
+    net: &Net,
+    nss: &Namespaces,
+    (be, delay): (Backend, DelayMethod),
+    markers: Option<MarkerDirs>,
+    (out, rep): (&Path, u32),
+) -> Result<Shaped> {
+    let mut probes = Vec::new();
+    let mut bottlenecks = Vec::new();
+    let mut delayed: BTreeMap<String, Vec<(String, QueueSpec)>> = BTreeMap::new();
+    for d in net.bottlenecks() {
+        let ns = nss.ns(d.from.node).to_string();
+        let (from, to) = (net.nodes[d.from.node].name.clone(), net.nodes[d.to.node].name.clone());
+        let link = sc.link_for(&from, &to);
+        let handle = backend::shape(&ns, &d.from.dev, &link, be, delay)?;
+        if delay == DelayMethod::Nfqueue && link.delay_ms > 0.0 {
+            let queues = delayed.entry(ns.clone()).or_default();
+            queues.push((d.from.dev.clone(), queue_spec(queues.len() as u16, &link)));
+        }
+        let marker = match &markers {
+            Some(dirs) => Some(Marker::attach(
+                dirs.scratch,
+                dirs.bpffs,
+                d.id,
+                &ns,
+                &d.from.dev,
+                marker_config(&link),
+            )?),
+            None => None,
+        };
+        let ifindex = netns::ifindex(&ns, &d.from.dev)? as i32;
+        probes.push(Probe { link_id: d.id, ns, ifindex, handle, marker });
+        bottlenecks.push(Bottleneck {
+            link_id: d.id,
+            from,
+            to,
+            to_node: d.to.node,
+            to_addrs: d.to.addrs.clone(),
+            rate_mbit: link.rate_mbit,
+        });
+    }
+    let mut delay_lines = Vec::new();
+    for (ns, dirs) in &delayed {
+        let log = out.join(format!("delay-line-{ns}-rep{rep}.log"));
+        delay_lines.push(DelayLine::start(ns, dirs, &log)?);
+    }
+    Ok(Shaped { probes, bottlenecks, delay_lines })
+}
+
+/// Delay-line queue `num`'s delay and jitter for one direction.
+fn queue_spec(num: u16, link: &LinkSpec) -> QueueSpec {
+    let us = |ms: f64| Duration::from_micros((ms * 1000.0).round() as u64);
+    QueueSpec { num, delay: us(link.delay_ms), jitter: us(link.jitter_ms) }
+}
+
+/// The marker's model of one direction: its drain rate, its threshold (never reached without
+/// ECN: the marker then only drops) and its loss.
+fn marker_config(link: &LinkSpec) -> MarkerConfig {
+    let k = if link.ecn { link.k_packets as u64 * FRAME } else { u64::MAX };
+    let rate = (link.rate_mbit * 1e6 / 8.0) as u64;
+    MarkerConfig { rate_bytes_per_s: rate, k_bytes: k, loss: link.loss }
+}
