@@ -91,7 +91,8 @@ pub struct LinkResult {
     pub from: String,
     pub to: String,
     pub samples: usize,
-    /// Queue (packets) over samples where the link was sending.
+    /// Queue over samples where the link was sending, in the qdisc's packets: skbs, so with
+    /// sender offload a GSO batch of ~6 packets counts once (see `queue_frames_busy`).
     pub queue_pkts_busy: Summary,
     pub queue_bytes_busy: Summary,
     /// The byte backlog in 1514-byte frames: with sender offload the qdisc's packet count is
