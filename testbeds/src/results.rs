@@ -179,6 +179,7 @@ pub struct RunResult {
     pub repetitions: Vec<RepResult>,
     /// Medians over repetitions.
     pub median_goodput_fraction: f64,
+    /// Of the links' `queue_pkts_busy` (skbs: with sender offload compare `queue_frames_busy`).
     pub median_queue_pkts_median: f64,
     pub median_queue_pkts_p99: f64,
     /// Median over repetitions of the mpquic senders' CE error against the marks.
