@@ -15,6 +15,7 @@ use serde::Serialize;
 use tokio::task::JoinSet;
 
 use crate::args::AggregateArgs;
+use crate::errors::one_line;
 use crate::transfer::{read_reply, receive_body, Request};
 
 /// One job: its stream, when it started, and when each answer and the last one arrived.
@@ -180,7 +181,7 @@ async fn run_job(
                 job.response_fct_s[worker] = Some(fct);
                 job.response_bytes[worker] = bytes;
             }
-            Err(e) => job.errors.push(format!("worker {worker}: {e:#}")),
+            Err(e) => job.errors.push(format!("worker {worker}: {}", one_line(&e))),
         }
     }
     if job.errors.is_empty() {

@@ -11,6 +11,7 @@ use rand::{rngs::SmallRng, RngCore, SeedableRng};
 use tokio::io::{AsyncRead, ReadBuf};
 
 use crate::args::{ConnectArgs, GetArgs, SendArgs};
+use crate::errors::one_line;
 use crate::files::{Dir, PartialFile};
 use crate::output::{progress_bar, TransferResult};
 use crate::progress::{self, Sink};
@@ -201,7 +202,7 @@ pub async fn get(args: GetArgs) -> Result<TransferResult> {
     partial
         .commit(&local_name, args.force)
         .await
-        .map_err(|e| anyhow!("{e:#} (--force replaces it)"))?;
+        .map_err(|e| anyhow!("{} (--force replaces it)", one_line(&e)))?;
     let fct = started.elapsed();
     drop(live);
     bar.finish_and_clear();

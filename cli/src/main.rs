@@ -5,6 +5,7 @@ mod args;
 mod cert;
 mod client;
 mod demo;
+mod errors;
 mod files;
 mod output;
 mod progress;
@@ -124,7 +125,7 @@ async fn run_aggregate(args: &args::AggregateArgs) -> anyhow::Result<()> {
 
 /// One clear line, no backtrace.
 fn fail(error: anyhow::Error) -> ExitCode {
-    let text = format!("{error:#}");
+    let text = errors::one_line(&error);
     // TLS alert 116 (certificate_required): in TLS 1.3 a client learns it only after the
     // handshake, from the first stream, so the error alone does not say what to do.
     let hint = if text.contains("error 116") {

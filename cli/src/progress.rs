@@ -30,28 +30,63 @@ pub struct Sink {
     pub json: bool,
     /// Print above this bar while it is drawn.
     pub bar: Option<ProgressBar>,
-    /// Put before every text line (the peer, on a server).
-    pub prefix: String,
+    /// Whom the lines are about, on a server (which prints lines for every client).
+    pub peer: Option<Peer>,
+}
+
+/// A server's client, named on every line about its connection.
+#[derive(Clone, Debug, Serialize)]
+pub struct Peer {
+    /// Its address on the initial path.
+    peer: String,
+    /// The name in its certificate, when mutual TLS gives one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    peer_name: Option<String>,
+}
+
+impl Peer {
+    fn text(&self) -> String {
+        match &self.peer_name {
+            Some(name) => format!("{} ({name})", self.peer),
+            None => self.peer.clone(),
+        }
+    }
+}
+
+/// A line as JSON: the interval or event, and on a server the peer it is about.
+#[derive(Serialize)]
+struct JsonLine<'a> {
+    #[serde(flatten)]
+    peer: Option<&'a Peer>,
+    #[serde(flatten)]
+    line: &'a IntervalLine<'a>,
 }
 
 impl Sink {
     /// Lines for a client's transfer, drawn above `bar`.
     pub fn new(json: bool, bar: &ProgressBar) -> Self {
-        Sink { json, bar: Some(bar.clone()), prefix: String::new() }
+        Sink { json, bar: Some(bar.clone()), peer: None }
     }
 
     /// Lines for one of a server's connections, each naming the peer.
     pub fn server(json: bool, conn: &MultipathConnection) -> Self {
-        let peer = conn.remote().map_or_else(|| "?".into(), |r| r.to_string());
-        Sink { json, bar: None, prefix: format!("{peer} ") }
+        let peer = Peer {
+            peer: conn.remote().map_or_else(|| "?".into(), |r| r.to_string()),
+            peer_name: conn.peer_certificate_name(),
+        };
+        Sink { json, bar: None, peer: Some(peer) }
     }
 
     fn emit(&self, line: &IntervalLine<'_>) {
         if self.json {
-            println!("{}", serde_json::to_string(line).unwrap_or_default());
+            let line = JsonLine { peer: self.peer.as_ref(), line };
+            println!("{}", serde_json::to_string(&line).unwrap_or_default());
             return;
         }
-        let text = format!("{}{}", self.prefix, line.text());
+        let text = match &self.peer {
+            Some(peer) => format!("{} {}", peer.text(), line.text()),
+            None => line.text(),
+        };
         match &self.bar {
             Some(bar) if !bar.is_hidden() => bar.println(text),
             _ => eprintln!("{text}"),

@@ -15,6 +15,7 @@ use mpquic::{Accepting, MultipathConnection, Server};
 use tokio::sync::{Notify, Semaphore};
 
 use crate::args::ServeArgs;
+use crate::errors::one_line;
 use crate::files::{Dir, PartialFile};
 use crate::output::TransferResult;
 use crate::progress::{self, Sink};
@@ -241,8 +242,8 @@ pub async fn serve_connection(
                     on_done(&result);
                 }
                 Err(e) => policy.failures.eprint(|| match conn.remote() {
-                    Some(peer) => format!("mpquic: transfer from {peer} failed: {e:#}"),
-                    None => format!("mpquic: transfer failed: {e:#}"),
+                    Some(peer) => format!("mpquic: transfer from {peer} failed: {}", one_line(&e)),
+                    None => format!("mpquic: transfer failed: {}", one_line(&e)),
                 }),
             }
             drop(active);
@@ -338,7 +339,7 @@ async fn upload(send: &mut SendStream, name: &str, store: &Store) -> Result<u64>
     let file = match opened {
         Ok(file) => file,
         Err(e) => {
-            write_reply(send, &Err(anyhow!("{e:#}"))).await?;
+            write_reply(send, &Err(anyhow!(one_line(&e)))).await?;
             send.finish()?;
             return Err(e);
         }

@@ -16,6 +16,8 @@ use mpquic::noq;
 use noq::{RecvStream, SendStream};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
+use crate::errors::one_line;
+
 const MAGIC: &[u8; 4] = b"MPQ1";
 const CHUNK: usize = 256 * 1024;
 /// File names are single path components of at most this many bytes.
@@ -110,7 +112,7 @@ impl Request {
 pub async fn write_reply(send: &mut SendStream, result: &Result<()>) -> Result<()> {
     let (status, msg) = match result {
         Ok(()) => (0u8, String::new()),
-        Err(e) => (1u8, format!("{e:#}")),
+        Err(e) => (1u8, one_line(e)),
     };
     let msg = &msg.as_bytes()[..msg.len().min(u16::MAX as usize)];
     let mut reply = vec![status];

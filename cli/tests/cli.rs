@@ -99,7 +99,7 @@ fn a_certificate_from_another_ca_is_rejected_and_the_right_one_accepted() {
             a.join("key.pem").to_str().unwrap(),
         ],
     );
-    let send = |extra: &[&str]| {
+    let send_as = |server_name: &str, extra: &[&str]| {
         let addr = server.addr("127.0.0.1");
         let mut args = vec![
             "send",
@@ -107,12 +107,13 @@ fn a_certificate_from_another_ca_is_rejected_and_the_right_one_accepted() {
             "--server",
             &addr,
             "--server-name",
-            "localhost",
+            server_name,
             "--json",
         ];
         args.extend_from_slice(extra);
         mpquic(&args)
     };
+    let send = |extra: &[&str]| send_as("localhost", extra);
     let wrong = send(&["--ca", b.join("cert.pem").to_str().unwrap()]);
     assert!(!wrong.status.success());
     // Both CAs are named "localhost": the issuer matches by name, its signature does not.
@@ -122,6 +123,13 @@ fn a_certificate_from_another_ca_is_rejected_and_the_right_one_accepted() {
         stderr(&wrong)
     );
     assert_eq!(stderr(&wrong).lines().count(), 1, "one clear line: {}", stderr(&wrong));
+    assert_cause_once(&stderr(&wrong), "invalid peer certificate");
+
+    let misnamed = send_as("other", &["--ca", a.join("cert.pem").to_str().unwrap()]);
+    assert!(!misnamed.status.success());
+    let why = stderr(&misnamed);
+    assert!(why.contains("certificate not valid for name \"other\""), "{why}");
+    assert_cause_once(&why, "invalid peer certificate");
 
     let system_roots = send(&[]);
     assert!(
@@ -130,9 +138,16 @@ fn a_certificate_from_another_ca_is_rejected_and_the_right_one_accepted() {
     );
     let why = stderr(&system_roots);
     assert!(why.contains("invalid peer certificate: UnknownIssuer"), "{why}");
+    assert_cause_once(&why, "invalid peer certificate");
 
     let right = send(&["--ca", a.join("cert.pem").to_str().unwrap()]);
     assert_eq!(json(&right)["bytes"], 100_000);
+}
+
+/// The error line names its cause once (an error chain can repeat a cause its wrapper already
+/// printed).
+fn assert_cause_once(stderr: &str, cause: &str) {
+    assert_eq!(stderr.matches(cause).count(), 1, "`{cause}` once: {stderr}");
 }
 
 #[test]

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use mpquic::noq;
+use serde_json::Value;
 
 /// A bare QUIC client speaking the transfer protocol by hand, trusting any server certificate
 /// and presenting none: it plays the stranger.
@@ -226,6 +227,69 @@ fn only_clients_with_a_certificate_from_the_client_ca_get_in() {
     let download = get_file(&read_only, "alice.bin", &copy, &strings(&alice_args));
     assert!(download.status.success(), "{}", stderr(&download));
     assert_eq!(std::fs::read(&copy).unwrap(), std::fs::read(&file).unwrap());
+}
+
+/// A server prints interval lines for every client: each names the client's address and, with
+/// mutual TLS, the name in its certificate (as text on stderr, and in each JSON line).
+#[test]
+fn server_interval_lines_name_the_peer_and_its_certificate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (ca, server_dir, alice) =
+        (tmp.path().join("ca"), tmp.path().join("server"), tmp.path().join("alice"));
+    cert(&ca, &["--new-ca"]);
+    cert(&server_dir, &["--ca-dir", ca.to_str().unwrap(), "--name", "localhost"]);
+    cert(&alice, &["--ca-dir", ca.to_str().unwrap(), "--client", "--name", "alice"]);
+    let pem = |dir: &Path, file: &str| dir.join(file).to_str().unwrap().to_owned();
+    let (server_cert, server_key, ca_pem) =
+        (pem(&server_dir, "cert.pem"), pem(&server_dir, "key.pem"), pem(&ca, "ca.pem"));
+    let (alice_cert, alice_key) = (pem(&alice, "cert.pem"), pem(&alice, "key.pem"));
+    let serve_and_send = |json: &[&str]| {
+        let mut args = vec!["--sink", "--cert", &server_cert, "--key", &server_key];
+        args.extend(["--client-ca", &ca_pem, "--interval", "0.05", "--max-transfers", "1"]);
+        args.extend_from_slice(json);
+        let server = ServerProcess::start(&["127.0.0.1"], &args);
+        let addr = server.addr("127.0.0.1");
+        let sent = mpquic(&[
+            "send",
+            "--generate",
+            "200M",
+            "--server",
+            &addr,
+            "--ca",
+            &ca_pem,
+            "--server-name",
+            "localhost",
+            "--client-cert",
+            &alice_cert,
+            "--client-key",
+            &alice_key,
+        ]);
+        assert!(sent.status.success(), "{}", stderr(&sent));
+        let stderr = server.stderr.clone();
+        let stdout = server.wait();
+        let stderr = stderr.lock().unwrap().clone();
+        (stdout, stderr)
+    };
+
+    let (_, text) = serve_and_send(&[]);
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains(" s] path ")).collect();
+    assert!(!lines.is_empty(), "no interval lines: {text}");
+    for line in &lines {
+        assert!(line.starts_with("127.0.0.1:") && line.contains(" (alice) "), "{line}");
+    }
+
+    let (json, _) = serve_and_send(&["--json"]);
+    let intervals: Vec<Value> = json
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .filter(|o: &Value| o.get("kind").is_some())
+        .collect();
+    assert!(!intervals.is_empty(), "no interval objects: {json}");
+    for object in &intervals {
+        let peer = object["peer"].as_str().unwrap_or_else(|| panic!("no peer: {object}"));
+        assert!(peer.starts_with("127.0.0.1:"), "{object}");
+        assert_eq!(object["peer_name"], "alice", "{object}");
+    }
 }
 
 /// Findings 3 and 6: links are never followed, for reading or writing; a directory is not a

@@ -227,7 +227,7 @@ fn summary(r: &results::RunResult) -> serde_json::Value {
         "reps": r.repetitions.iter().map(|x| serde_json::json!({
             "goodput_mbps": x.total_goodput_mbps,
             "fraction": x.goodput_fraction_of_link_sum,
-            "queue": x.links.iter().map(|l| (l.queue_pkts_busy.median, l.queue_pkts_busy.p99)).collect::<Vec<_>>(),
+            "queue_frames": x.links.iter().map(|l| (l.queue_frames_busy.median, l.queue_frames_busy.p99)).collect::<Vec<_>>(),
             "model_minus_real_median": x.links.iter().map(|l| l.model_minus_real_pkts.map(|m| m.median)).collect::<Vec<_>>(),
             "ce": x.ce,
             "mpquic": x.flows.iter().filter_map(|f| f.mpquic.as_ref()).map(|m| serde_json::json!({

@@ -64,16 +64,23 @@ pub fn throughput(path: &Path, flows: &[FlowResult]) -> Result<()> {
     lines(path, "Per-flow throughput (receiver)", "time (s)", "Mbit/s", &s)
 }
 
+/// Each bottleneck's queue over time, in frames (see [`queue_points`]).
 pub fn queue(path: &Path, rep: &RepResult, series: &[Series]) -> Result<()> {
     let s: Vec<_> = series
         .iter()
         .map(|se| {
             let l = rep.links.iter().find(|l| l.link_id == se.link_id);
             let name = l.map(|l| format!("{} -> {}", l.from, l.to)).unwrap_or_default();
-            (name, se.t.iter().zip(&se.qlen).map(|(t, q)| (*t, *q as f64)).collect())
+            (name, queue_points(se))
         })
         .collect();
-    lines(path, "Bottleneck queue", "time (s)", "packets", &s)
+    lines(path, "Bottleneck queue", "time (s)", "frames (backlog / 1514 B)", &s)
+}
+
+/// (s, frames) points of a bottleneck's queue: the byte backlog, not the qdisc's skb count,
+/// which with sender offload counts a GSO batch once.
+fn queue_points(se: &Series) -> Vec<(f64, f64)> {
+    se.t.iter().copied().zip(se.frames()).collect()
 }
 
 /// The flows' FCT CDF, and each `[[jobs]]` entry's JCT CDF.
@@ -105,5 +112,24 @@ impl FlowResult {
             crate::spec::FlowKind::KernelTcp => "tcp",
             crate::spec::FlowKind::KernelMptcp => "mptcp",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::FRAME;
+
+    /// With sender offload one skb in the qdisc can be a GSO batch of several packets: the plot
+    /// shows the frames queued, not the skbs.
+    #[test]
+    fn the_queue_is_plotted_in_frames_not_skbs() {
+        let se = Series {
+            t: vec![0.001, 0.002, 0.003],
+            qlen: vec![0, 1, 2],
+            backlog: vec![0, 6 * FRAME as u32, 13 * FRAME as u32],
+            ..Default::default()
+        };
+        assert_eq!(queue_points(&se), vec![(0.001, 0.0), (0.002, 6.0), (0.003, 13.0)]);
     }
 }

@@ -93,7 +93,8 @@ pub struct LinkResult {
     pub from: String,
     pub to: String,
     pub samples: usize,
-    /// Queue (packets) over samples where the link was sending.
+    /// Queue over samples where the link was sending, in the qdisc's packets: skbs, so with
+    /// sender offload a GSO batch of ~6 packets counts once (see `queue_frames_busy`).
     pub queue_pkts_busy: Summary,
     pub queue_bytes_busy: Summary,
     /// The byte backlog in 1514-byte frames: with sender offload the qdisc's packet count is
@@ -180,6 +181,7 @@ pub struct RunResult {
     pub repetitions: Vec<RepResult>,
     /// Medians over repetitions.
     pub median_goodput_fraction: f64,
+    /// Of the links' `queue_pkts_busy` (skbs: with sender offload compare `queue_frames_busy`).
     pub median_queue_pkts_median: f64,
     pub median_queue_pkts_p99: f64,
     /// Median over repetitions of the mpquic senders' CE error against the marks.

@@ -138,6 +138,15 @@ pub struct Series {
     pub final_marker: Option<MarkerCounts>,
 }
 
+impl Series {
+    /// The queue at each sample in 1514-byte frames (the byte backlog): the length comparable
+    /// with and without sender offload. `qlen` counts skbs, and with offload a GSO batch of
+    /// several packets is one skb (the qdisc holds ~13 frames in ~2 skbs at K = 20).
+    pub fn frames(&self) -> Vec<f64> {
+        self.backlog.iter().map(|b| *b as f64 / crate::backend::FRAME as f64).collect()
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct MarkerCounts {
     pub marks: u64,

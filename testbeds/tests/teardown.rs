@@ -28,37 +28,59 @@ to = "dst"
 stop = "6s"
 "#;
 
-fn assert_clean(when: &str) {
-    assert!(our_namespaces().is_empty(), "{when}: namespaces left: {:?}", our_namespaces());
-    assert!(our_processes().is_empty(), "{when}: processes left: {:?}", our_processes());
-    assert!(our_mounts().is_empty(), "{when}: mounts left: {:?}", our_mounts());
+/// One `mpquic-testbed run` of the scenario. Only its own namespaces, processes and mounts
+/// count: other tests may run testbeds beside this one.
+struct Run {
+    child: std::process::Child,
+    mark: String,
 }
 
-fn start(dir: &std::path::Path) -> std::process::Child {
-    let sc = dir.join("s.toml");
-    std::fs::write(&sc, SCENARIO).unwrap();
-    Command::new(bin())
-        .arg("run")
-        .arg(&sc)
-        .arg("--out")
-        .arg(dir.join("out"))
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.join("stderr")).unwrap())
-        .spawn()
-        .unwrap()
-}
-
-/// Waits until the run has its namespaces and its flows are running.
-fn wait_running() {
-    let t = Instant::now();
-    while t.elapsed() < Duration::from_secs(20) {
-        if our_namespaces().len() >= 5 && our_processes().len() >= 3 {
-            std::thread::sleep(Duration::from_millis(500));
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
+impl Run {
+    /// Starts the run number `n` of this test.
+    fn start(dir: &std::path::Path, n: u32) -> Run {
+        let sc = dir.join("s.toml");
+        std::fs::write(&sc, SCENARIO).unwrap();
+        let mark = format!("teardown-{}-{n}", std::process::id());
+        let child = Command::new(bin())
+            .arg("run")
+            .arg(&sc)
+            .arg("--out")
+            .arg(dir.join("out"))
+            .env(RUN_MARK, &mark)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("stderr")).unwrap())
+            .spawn()
+            .unwrap();
+        Run { child, mark }
     }
-    panic!("the run never got its flows going");
+
+    fn namespaces(&self) -> Vec<String> {
+        run_namespaces(self.child.id())
+    }
+
+    fn processes(&self) -> Vec<String> {
+        run_processes(&self.mark)
+    }
+
+    /// Waits until the run has its namespaces and its flows are running.
+    fn wait_running(&self) {
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(20) {
+            if self.namespaces().len() >= 5 && self.processes().len() >= 3 {
+                std::thread::sleep(Duration::from_millis(500));
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("the run never got its flows going");
+    }
+
+    fn assert_clean(&self, when: &str) {
+        assert!(self.namespaces().is_empty(), "{when}: namespaces left: {:?}", self.namespaces());
+        assert!(self.processes().is_empty(), "{when}: processes left: {:?}", self.processes());
+        let mounts = run_mounts(self.child.id());
+        assert!(mounts.is_empty(), "{when}: mounts left: {mounts:?}");
+    }
 }
 
 #[test]
@@ -67,30 +89,31 @@ fn teardown_leaves_nothing_behind() {
     let dir = tmpdir("teardown");
 
     // A complete run.
-    let mut c = start(&dir);
-    wait_running();
-    assert!(c.wait().unwrap().success());
-    assert_clean("after a normal run");
+    let mut run = Run::start(&dir, 0);
+    run.wait_running();
+    assert!(run.child.wait().unwrap().success());
+    run.assert_clean("after a normal run");
 
     // Ctrl-C in the middle.
-    let mut c = start(&dir);
-    wait_running();
-    nix_kill(c.id(), "-INT");
-    let st = c.wait().unwrap();
+    let mut run = Run::start(&dir, 1);
+    run.wait_running();
+    nix_kill(run.child.id(), "-INT");
+    let st = run.child.wait().unwrap();
     assert!(!st.success(), "an interrupted run should not report success");
     let said = std::fs::read_to_string(dir.join("stderr")).unwrap();
     assert!(said.contains("interrupted"), "the run does not say it was interrupted: {said}");
-    assert_clean("after SIGINT");
+    run.assert_clean("after SIGINT");
 
     // A crash leaves things behind; `cleanup` removes them, and so would the next run.
-    let mut c = start(&dir);
-    wait_running();
-    nix_kill(c.id(), "-KILL");
-    c.wait().unwrap();
-    assert!(!our_namespaces().is_empty(), "SIGKILL should have left namespaces (test premise)");
+    let mut run = Run::start(&dir, 2);
+    run.wait_running();
+    nix_kill(run.child.id(), "-KILL");
+    run.child.wait().unwrap();
+    assert!(!run.namespaces().is_empty(), "SIGKILL should have left namespaces (test premise)");
+    assert!(!run.processes().is_empty(), "SIGKILL should have left flows (test premise)");
     let o = Command::new(bin()).arg("cleanup").output().unwrap();
     assert!(o.status.success());
-    assert_clean("after a crash and `cleanup`");
+    run.assert_clean("after a crash and `cleanup`");
 }
 
 fn nix_kill(pid: u32, sig: &str) {

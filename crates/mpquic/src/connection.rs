@@ -382,6 +382,14 @@ impl MultipathConnection {
         self.ledger().get(&PathId::ZERO).and_then(|r| r.remote)
     }
 
+    /// The name in the certificate the peer proved itself with ([`crate::tls::certificate_name`]):
+    /// on a server that requires mutual TLS, the client's; `None` when the peer showed none.
+    pub fn peer_certificate_name(&self) -> Option<String> {
+        let identity = self.conn.peer_identity()?;
+        let chain = identity.downcast_ref::<Vec<rustls::pki_types::CertificateDer<'static>>>()?;
+        crate::tls::certificate_name(chain.first()?)
+    }
+
     /// The underlying noq connection, for streams and datagrams.
     pub fn connection(&self) -> &noq::Connection {
         &self.conn

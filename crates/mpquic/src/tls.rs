@@ -166,6 +166,23 @@ impl PemPair {
     }
 }
 
+/// The name a certificate gives its holder: the subject's common name, or else its first DNS
+/// name. For a server, the name of a client that proved itself with mutual TLS. `None` when the
+/// certificate names no one (or does not parse).
+pub fn certificate_name(cert: &CertificateDer<'_>) -> Option<String> {
+    use x509_parser::prelude::{FromDer, GeneralName, X509Certificate};
+    let (_, cert) = X509Certificate::from_der(cert).ok()?;
+    let common_name = cert.subject().iter_common_name().find_map(|cn| cn.as_str().ok());
+    let dns_name = || {
+        let names = cert.subject_alternative_name().ok()??;
+        names.value.general_names.iter().find_map(|name| match name {
+            GeneralName::DNSName(dns) => Some(*dns),
+            _ => None,
+        })
+    };
+    common_name.or_else(dns_name).map(str::to_string)
+}
+
 /// Which clients a server accepts.
 pub enum ClientAuth {
     /// Only clients presenting a certificate chain to one of these CAs (mutual TLS); the
@@ -319,5 +336,28 @@ impl ServerCertVerifier for AcceptAnyCertificate {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn der(pem: &str) -> CertificateDer<'static> {
+        CertificateDer::from_pem_slice(pem.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn a_certificate_is_named_by_its_common_name_else_its_first_dns_name() {
+        let ca = PemPair::new_lab_ca("lab CA").unwrap();
+        let client = ca.issue(&["alice.lab".into(), "other".into()], CertRole::Client).unwrap();
+        assert_eq!(certificate_name(&der(&client.cert)).as_deref(), Some("alice.lab"));
+        assert_eq!(certificate_name(&der(&ca.cert)).as_deref(), Some("lab CA"));
+        let mut no_common_name = rcgen::CertificateParams::new(vec!["host.lab".into()]).unwrap();
+        no_common_name.distinguished_name = rcgen::DistinguishedName::new();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = no_common_name.self_signed(&key).unwrap();
+        assert_eq!(certificate_name(cert.der()).as_deref(), Some("host.lab"));
+        assert_eq!(certificate_name(&CertificateDer::from(vec![0x30, 0x03, 1, 2, 3])), None);
     }
 }

@@ -99,36 +99,50 @@ pub fn f(v: &Value, path: &[&str]) -> f64 {
     x.as_f64().unwrap_or_else(|| panic!("{path:?} not a number in {x}"))
 }
 
-/// Our namespaces (any run), as `ip netns list` shows them.
-pub fn our_namespaces() -> Vec<String> {
+/// The environment variable that marks the processes of one testbed run a test started (its
+/// flows inherit it), so a test sees its own run's processes, not those of tests running
+/// beside it.
+pub const RUN_MARK: &str = "MQTB_TEST_RUN";
+
+/// The namespaces of the run with process id `run_id` (`mqtb-<pid>-<node>`), as `ip netns
+/// list` shows them.
+pub fn run_namespaces(run_id: u32) -> Vec<String> {
+    let prefix = format!("mqtb-{run_id}-");
     let o = Command::new("ip").args(["netns", "list"]).output().unwrap();
     String::from_utf8_lossy(&o.stdout)
         .lines()
         .filter_map(|l| l.split_whitespace().next())
-        .filter(|n| n.starts_with("mqtb-"))
+        .filter(|n| n.starts_with(&prefix))
         .map(String::from)
         .collect()
 }
 
-/// Processes running our hidden sender/sink subcommands.
-pub fn our_processes() -> Vec<String> {
+/// Processes running our hidden sender/sink subcommands with `RUN_MARK=mark` in their
+/// environment.
+pub fn run_processes(mark: &str) -> Vec<String> {
+    let wanted = format!("{RUN_MARK}={mark}");
     let mut v = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        if let Ok(c) = std::fs::read(e.path().join("cmdline")) {
-            let c = String::from_utf8_lossy(&c).replace('\0', " ");
-            if c.contains("mpquic-testbed") && (c.contains("__sink") || c.contains("__send")) {
-                v.push(c);
-            }
+        let Ok(c) = std::fs::read(e.path().join("cmdline")) else { continue };
+        let c = String::from_utf8_lossy(&c).replace('\0', " ");
+        if !(c.contains("mpquic-testbed") && (c.contains("__sink") || c.contains("__send"))) {
+            continue;
+        }
+        let environ = std::fs::read(e.path().join("environ")).unwrap_or_default();
+        if environ.split(|&b| b == 0).any(|var| var == wanted.as_bytes()) {
+            v.push(c);
         }
     }
     v
 }
 
-pub fn our_mounts() -> Vec<String> {
+/// The mounts under the scratch dir of the run with process id `run_id`.
+pub fn run_mounts(run_id: u32) -> Vec<String> {
+    let dir = format!("/run/mqtb/{run_id}/");
     std::fs::read_to_string("/proc/mounts")
         .unwrap()
         .lines()
-        .filter(|l| l.contains("/run/mqtb"))
+        .filter(|l| l.contains(&dir))
         .map(String::from)
         .collect()
 }

@@ -3,9 +3,11 @@
 //!
 //! - Phase 1, packet scatter: one Reno window `W` for the whole connection (slow start
 //!   `W += acked`, then `W += MSS * acked / W`; halved once per round on loss or CE, never below
-//!   2 packets). `W` is spread over the paths in whole packets: its `P = floor(W / MSS)` packets
-//!   go `P / n` to each of the `n` paths and the `P % n` left over one each to the first paths,
-//!   so the paths together hold at most `W`, and a path may get no packet while `W` is small.
+//!   2 packets). `W` is spread over the paths in pairs of whole packets: of its
+//!   `P = floor(W / MSS)` packets, the `P / 2` pairs go `P / 2 / n` to each of the `n` paths and
+//!   the pairs left over one each to the first paths, and an odd packet to the first path; so
+//!   the paths together hold at most `W`, a path that gets data gets at least 2 packets, and a
+//!   path may get none while `W` is small.
 //! - The switch, as the paper's two strategies: "Data Volume", once the connection has sent
 //!   `switch_bytes` (default 100 KB); and, with `switch_on_congestion`, "Congestion Event":
 //!   "when congestion is first inferred (i.e. when fast retransmission or an RTO is
@@ -23,7 +25,11 @@
 //!   (RFC 3168) halves on ECE.
 //! - The paper scatters by randomizing source ports under ECMP; here the paths are the QUIC
 //!   paths the connection already has, and the packets are dealt out evenly rather than at
-//!   random. A packet is the largest MSS among the paths, so every path's share holds whole
+//!   random, in pairs: the paper's PS flow is one TCP connection with one delayed-ACK state
+//!   (every second packet of the flow is acknowledged at once, whatever its path), while a
+//!   QUIC receiver acknowledges every second packet *of each path*, or after its
+//!   `max_ack_delay` (25 ms by default). A path dealt a single packet would wait that delay
+//!   for its ACK, every round; a pair is acknowledged at once, as the paper's flow is. A packet is the largest MSS among the paths, so every path's share holds whole
 //!   packets of its own MSS. The 2-packet floor is applied to `W` when it is spread (as well as
 //!   at a cut), so a larger MSS learnt later cannot leave every path without a packet.
 //! - The paper's phase-2 subflows are new connections beside the PS flow, which "is
@@ -38,11 +44,9 @@
 //!   as its window and the connection's threshold as its ssthresh.
 //! - Paths added in phase 2 start like any LIA path (initial window, slow start).
 //!
-//! Known consequence (E6 in the simulator, docs/results/E6-sim.md): a QUIC receiver
-//! acknowledges every second packet of each path, or after its `max_ack_delay`, so a path dealt a
-//! single packet waits that delay (25 ms by default) for its ACK, while the paper's one TCP flow
-//! has one ACK clock for all its packets. With `W` at a few packets over 4-8 paths this stalls
-//! short flows unless the peer's `max_ack_delay` is small.
+//! Dealing single packets stalled short flows in the simulator's E6 (docs/results/E6-sim.md):
+//! with `W` at a few packets over 4-8 paths, most paths held one packet and waited 25 ms for
+//! each ACK. The pairs are the fix.
 
 use super::lia::lia_increase;
 use crate::conn::{standard_ack, standard_congestion, Algorithm};
@@ -72,13 +76,16 @@ fn scatter_packet(core: &Core<()>) -> u64 {
     core.paths.iter().map(|p| p.mss).max().unwrap_or(1)
 }
 
-/// Path `i`'s share of `w`, in bytes: whole packets dealt out evenly, the remainder to the
-/// first paths.
+/// Path `i`'s share of `w`, in bytes: whole packets dealt out evenly in pairs, the pairs left
+/// over one each to the first paths, and an odd packet to path 0. A path that gets data gets at
+/// least 2 packets, so its receiver acknowledges them at once (a QUIC receiver acknowledges
+/// every second packet of a path, or after its `max_ack_delay`).
 fn scatter_share(core: &Core<()>, w: f64, i: usize) -> u64 {
     let packet = scatter_packet(core);
     let packets = (w / packet as f64).floor().max(2.0) as u64;
+    let (pairs, odd) = (packets / 2, packets % 2);
     let n = core.paths.len() as u64;
-    let share = packets / n + u64::from((i as u64) < packets % n);
+    let share = 2 * (pairs / n + u64::from((i as u64) < pairs % n)) + u64::from(i == 0) * odd;
     share * packet
 }
 
@@ -225,20 +232,20 @@ mod tests {
     fn one_window_dealt_out_in_whole_packets() {
         let mut d = mmptcp(MmptcpConfig::default(), 4);
         assert_eq!(d.snapshot().mode, Some("scatter"));
-        // W = RFC 9002's initial window, 10 packets of 1200: 2 each, the 2 left over to paths 0
-        // and 1.
-        assert_eq!(windows(&d, 4), vec![3_600, 3_600, 2_400, 2_400]);
+        // W = RFC 9002's initial window, 10 packets of 1200, 5 pairs: 1 each, the pair left
+        // over to path 0.
+        assert_eq!(windows(&d, 4), vec![4_800, 2_400, 2_400, 2_400]);
         // ACKs on any path grow the one window (TCP slow start: W += acked): 10 + 36 = 46
-        // packets, 11 each and 2 left over.
+        // packets, 23 pairs: 5 each and 3 left over.
         d.send(2, 40);
         d.ack(2, 36, 0);
-        assert_eq!(windows(&d, 4), vec![14_400, 14_400, 13_200, 13_200]);
+        assert_eq!(windows(&d, 4), vec![14_400, 14_400, 14_400, 12_000]);
         // A CE on another path halves the one TCP window once (RFC 3168): the frame's ACK first
-        // makes W 47 packets (56400), the CE halves it to 28200, 23 whole packets: 5 each and 3
-        // left over. The threshold is the connection's.
+        // makes W 47 packets (56400), the CE halves it to 28200, 23 whole packets: 11 pairs (2
+        // each and 3 left over) and an odd packet for path 0. The threshold is the connection's.
         d.send(1, 1);
         d.ack(1, 1, 1);
-        assert_eq!(windows(&d, 4), vec![7_200, 7_200, 7_200, 6_000]);
+        assert_eq!(windows(&d, 4), vec![8_400, 7_200, 7_200, 4_800]);
         let snap = d.snapshot();
         assert!(snap.paths.iter().all(|p| p.ssthresh == Some(28_200) && !p.in_slow_start));
         // The same round on any path: no second cut. Path 2 loses a packet sent before the cut,
@@ -251,18 +258,19 @@ mod tests {
         d.ack(3, 1, 0);
         let w = 28_200.0 + 1200.0 * 1200.0 / 28_200.0;
         assert_eq!(d.cc.alg.phase, Phase::Scatter { w, ssthresh: 28_200.0 });
-        // Still 23 whole packets: a path added later takes part of them (4 each, 3 left over),
-        // and a removed path's part goes back to the others.
+        // Still 23 whole packets: a path added later takes part of them (11 pairs: 2 each, 1
+        // left over; the odd packet to path 0), and a removed path's part goes back to the
+        // others.
         d.add_path(4);
-        assert_eq!(windows(&d, 5), vec![6_000, 6_000, 6_000, 4_800, 4_800]);
+        assert_eq!(windows(&d, 5), vec![8_400, 4_800, 4_800, 4_800, 4_800]);
         d.remove_path(0);
         assert_eq!((1..5).map(|id| d.window(id)).sum::<u64>(), 23 * 1200);
-        // The floor is W's (2 packets), not each path's: at it, two paths hold one packet each
-        // and two hold none.
+        // The floor is W's (2 packets), not each path's: at it, one path holds both (its
+        // receiver acknowledges them at once) and three hold none.
         for _ in 0..10 {
             d.round(1, 1, 1);
         }
-        assert_eq!((1..5).map(|id| d.window(id)).collect::<Vec<_>>(), vec![1_200, 1_200, 0, 0]);
+        assert_eq!((1..5).map(|id| d.window(id)).collect::<Vec<_>>(), vec![2_400, 0, 0, 0]);
     }
 
     /// "MMPTCP initiates a number of sub-flows and data transport is governed by MPTCP's
@@ -347,7 +355,8 @@ mod tests {
         #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
         /// In the scatter phase the paths together never hold more than the one window `W`
-        /// (its 2-packet floor included), plus one packet of rounding.
+        /// (its 2-packet floor included), plus one packet of rounding, and a path that gets data
+        /// gets at least a pair of packets.
         #[test]
         fn scatter_total_never_exceeds_w(ops in prop::collection::vec(op(6), 1..300)) {
             // A switch volume no structured step reaches: the script runs in the scatter phase.
@@ -366,6 +375,8 @@ mod tests {
                 prop_assert!(total as f64 <= w + packet as f64, "total {} > W {}", total, w);
                 // At least the floor's 2 packets are out, so some path can always send.
                 prop_assert!(total >= 2 * packet, "total {} < 2 * {}", total, packet);
+                let single = snap.paths.iter().find(|p| p.window > 0 && p.window < 2 * packet);
+                prop_assert!(single.is_none(), "a path holds one packet: {:?}", single);
             }
         }
     }
