@@ -220,8 +220,8 @@ fn summary(r: &results::RunResult) -> serde_json::Value {
         "scenario": r.scenario.name,
         "backend": r.backend,
         "median_goodput_fraction": r.median_goodput_fraction,
-        "median_queue_pkts_median": r.median_queue_pkts_median,
-        "median_queue_pkts_p99": r.median_queue_pkts_p99,
+        "median_queue_frames_median": r.median_queue_frames_median,
+        "median_queue_frames_p99": r.median_queue_frames_p99,
         "median_ce_sender_error": r.median_ce_sender_error,
         "median_ce_receiver_error": r.median_ce_receiver_error,
         "reps": r.repetitions.iter().map(|x| serde_json::json!({

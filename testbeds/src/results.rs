@@ -181,9 +181,10 @@ pub struct RunResult {
     pub repetitions: Vec<RepResult>,
     /// Medians over repetitions.
     pub median_goodput_fraction: f64,
-    /// Of the links' `queue_pkts_busy` (skbs: with sender offload compare `queue_frames_busy`).
-    pub median_queue_pkts_median: f64,
-    pub median_queue_pkts_p99: f64,
+    /// Of the links' `queue_frames_busy` (1514-byte frames; the skb count undercounts a GSO
+    /// batch, see `queue_pkts_busy`).
+    pub median_queue_frames_median: f64,
+    pub median_queue_frames_p99: f64,
     /// Median over repetitions of the mpquic senders' CE error against the marks.
     pub median_ce_sender_error: Option<f64>,
     /// Median over repetitions of the receivers' CE error (InCEPkts) against the marks.

@@ -99,9 +99,9 @@ pub fn run_scenario(sc: &Scenario, out: &Path) -> Result<RunResult> {
     }
     let fr: Vec<f64> = reps.iter().map(|r| r.goodput_fraction_of_link_sum).collect();
     let qm: Vec<f64> =
-        reps.iter().flat_map(|r| r.links.iter().map(|l| l.queue_pkts_busy.median)).collect();
+        reps.iter().flat_map(|r| r.links.iter().map(|l| l.queue_frames_busy.median)).collect();
     let qp: Vec<f64> =
-        reps.iter().flat_map(|r| r.links.iter().map(|l| l.queue_pkts_busy.p99)).collect();
+        reps.iter().flat_map(|r| r.links.iter().map(|l| l.queue_frames_busy.p99)).collect();
     let result = RunResult {
         scenario: sc.clone(),
         backend: be,
@@ -109,8 +109,8 @@ pub fn run_scenario(sc: &Scenario, out: &Path) -> Result<RunResult> {
         capabilities: caps,
         kernel: run("uname", &["-r"]).unwrap_or_default().trim().to_string(),
         median_goodput_fraction: median(&fr),
-        median_queue_pkts_median: median(&qm),
-        median_queue_pkts_p99: median(&qp),
+        median_queue_frames_median: median(&qm),
+        median_queue_frames_p99: median(&qp),
         median_ce_sender_error: median_opt(reps.iter().map(|r| r.ce.as_ref()?.sender_error)),
         median_ce_receiver_error: median_opt(reps.iter().map(|r| r.ce.as_ref()?.receiver_error)),
         repetitions: reps,
