@@ -108,6 +108,33 @@ pub struct Point {
 }
 
 impl Point {
+    /// Where the point sits in the sweep plot and tables of the experiment `base`: the series
+    /// (the values of the axes other than x, joined by `/`; the experiment's name without any)
+    /// and x (the value of the plot's axis, else the last axis; its index when not a number).
+    pub fn place(&self, base: &Scenario) -> (String, f64) {
+        let x_axis = base
+            .plot
+            .as_ref()
+            .map(|p| p.x.clone())
+            .or_else(|| base.sweep.last().map(|a| a.name.clone()));
+        let mut series = vec![];
+        let mut x = 0.0;
+        for (i, (axis, label)) in self.labels.iter().enumerate() {
+            if Some(axis) != x_axis.as_ref() {
+                series.push(label.clone());
+                continue;
+            }
+            let index = base.sweep[i].values.iter().position(|v| v == &self.values[i]).unwrap_or(0);
+            x = match &self.values[i] {
+                Value::Integer(n) => *n as f64,
+                Value::Float(f) => *f,
+                _ => index as f64,
+            };
+        }
+        let series = if series.is_empty() { base.name.clone() } else { series.join("/") };
+        (series, x)
+    }
+
     /// `axis=value` pairs, comma-separated (empty without axes).
     pub fn name(&self) -> String {
         self.labels.iter().map(|(a, v)| format!("{a}={v}")).collect::<Vec<_>>().join(",")
@@ -121,6 +148,8 @@ pub struct Experiment {
     pub base: Scenario,
     /// Every point of the sweep, first axis slowest (one point without axes).
     pub points: Vec<Point>,
+    /// The points with `[netns] set` applied, when the file has one ([`Experiment::for_netns`]).
+    netns_points: Option<Vec<Point>>,
 }
 
 impl Experiment {
@@ -175,11 +204,29 @@ impl Experiment {
         inner().map_err(|e| locate(e, file, text))
     }
 
-    /// Check a document and expand its sweep.
+    /// The same experiment as the netns testbed runs it: `[netns] set` applied to every point
+    /// (checked by [`Experiment::load`] and [`Experiment::parse`] already).
+    pub fn for_netns(&self) -> Experiment {
+        let mut e = self.clone();
+        if let Some(points) = &self.netns_points {
+            e.points = points.clone();
+        }
+        e
+    }
+
+    /// Check a document and expand its sweep (and, with `[netns] set`, the testbed's variant).
     fn check(doc: &Table) -> Result<Experiment, ScenarioError> {
+        let mut e = Experiment::check_points(doc, false)?;
+        if e.base.netns.as_ref().is_some_and(|n| !n.set.is_empty()) {
+            e.netns_points = Some(Experiment::check_points(doc, true)?.points);
+        }
+        Ok(e)
+    }
+
+    fn check_points(doc: &Table, netns: bool) -> Result<Experiment, ScenarioError> {
         let base: Scenario = Value::Table(doc.clone()).try_into()?;
         check_axes(&base)?;
-        let points = expand(&base, doc)?;
+        let points = expand(&base, doc, netns)?;
         for p in &points {
             if let Err(e) = validate(&p.scenario) {
                 // An error of the document as written needs no point to explain it.
@@ -190,7 +237,7 @@ impl Experiment {
             }
         }
         crate::metrics::check_report(&base)?;
-        Ok(Experiment { base, points })
+        Ok(Experiment { base, points, netns_points: None })
     }
 
     /// Every run: each point with each seed (the seed set in the scenario), seeds fastest.
@@ -257,7 +304,7 @@ fn check_axes(s: &Scenario) -> Result<(), ScenarioError> {
 }
 
 /// Every combination of the axes' values applied to the document `table`.
-fn expand(base: &Scenario, table: &Table) -> Result<Vec<Point>, ScenarioError> {
+fn expand(base: &Scenario, table: &Table, netns: bool) -> Result<Vec<Point>, ScenarioError> {
     let mut combos: Vec<Vec<usize>> = vec![vec![]];
     for axis in &base.sweep {
         combos = combos
@@ -301,6 +348,11 @@ fn expand(base: &Scenario, table: &Table) -> Result<Vec<Point>, ScenarioError> {
                         set_path(&mut doc, &path, v)
                             .map_err(|m| at(format!("sweep.{i}.when"), m))?;
                     }
+                }
+            }
+            if let Some(set) = base.netns.as_ref().map(|n| &n.set).filter(|_| netns) {
+                for (path, v) in flatten(set, "") {
+                    set_path(&mut doc, &path, v).map_err(|m| at("netns.set", m))?;
                 }
             }
             let mut point = Point { labels, values, scenario: base.clone() };

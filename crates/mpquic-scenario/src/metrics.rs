@@ -364,16 +364,16 @@ pub struct Spread {
     pub n: usize,
 }
 
-/// Median (mean of the middle two for an even count), min and max, of the finite values.
+/// Median (nearest rank: the lower middle of an even count), min and max of the finite values.
 pub fn spread(xs: &[f64]) -> Option<Spread> {
-    let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
-    Some(Spread { median: r4(median), min: r4(v[0]), max: r4(v[n - 1]), n })
+    let v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    let sorted = mpquic_stats::Sorted::new(&v);
+    Some(Spread {
+        median: r4(sorted.quantile(0.5)?),
+        min: r4(sorted.min()?),
+        max: r4(sorted.max()?),
+        n: v.len(),
+    })
 }
 
 fn r4(x: f64) -> f64 {

@@ -253,6 +253,10 @@ pub struct FlowSpec {
     /// flows without a process start-up each). The simulator refuses values above 1.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub repeat: usize,
+    /// Testbed: paths over each address pair (the CLI's `--paths-per-pair`, link sharing). The
+    /// simulator refuses values above 1 (its paths spread over the addresses by `paths`).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub paths_per_pair: usize,
     /// Run the handshake at `start` (counted in the FCT) instead of at time 0.
     #[serde(default)]
     pub handshake_at_start: bool,
@@ -282,6 +286,7 @@ impl FlowSpec {
             bytes: None,
             response_bytes: 0,
             repeat: 1,
+            paths_per_pair: 1,
             handshake_at_start: false,
             job: None,
         }
@@ -575,6 +580,12 @@ pub struct NetnsSettings {
     pub frame_bytes: u64,
     /// Segmentation offload (GSO/TSO) on the senders: batches cross the marker as one skb.
     pub sender_offload: bool,
+    /// Queue sampling and marker resync period (`output.queue_sample` is the simulator's).
+    pub sample_interval: Dur,
+    /// Fields only the testbed sets, as dotted paths like a sweep's `set`
+    /// (`"flows.*.bytes" = "8MB"`: the CLI sends sized transfers only), applied after the sweep.
+    #[serde(skip_serializing_if = "toml::Table::is_empty")]
+    pub set: toml::Table,
 }
 
 impl Default for NetnsSettings {
@@ -585,6 +596,8 @@ impl Default for NetnsSettings {
             size_scale: 1.0,
             frame_bytes: 1514,
             sender_offload: false,
+            sample_interval: Dur::ms(1),
+            set: toml::Table::new(),
         }
     }
 }

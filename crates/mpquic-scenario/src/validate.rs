@@ -131,6 +131,9 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
                 return Err(at(format!("netns.{field}"), "must be > 0"));
             }
         }
+        if n.sample_interval.0 == 0 {
+            return Err(at("netns.sample_interval", "must be > 0"));
+        }
         if n.frame_bytes < 64 {
             return Err(at("netns.frame_bytes", "must be >= 64"));
         }

@@ -221,3 +221,21 @@ fn every_file_in_experiments_parses() {
     }
     assert!(n >= 20, "{n} files");
 }
+
+#[test]
+fn netns_set_applies_to_the_testbed_variant_only_and_is_checked() {
+    let text = format!(
+        "{INCAST}\n[netns]\nrate_scale = 0.01\n[netns.set]\n\"workloads.0.bytes\" = \"1MB\"\n"
+    );
+    let e = Experiment::parse(&text, "n.toml").unwrap();
+    let bytes = |e: &Experiment| {
+        let s = &e.points[0].scenario;
+        let hosts = s.topology.expand().unwrap().hosts;
+        expand_workloads(s, &hosts).unwrap()[0].bytes
+    };
+    assert_eq!(bytes(&e), Some(131_072));
+    assert_eq!(bytes(&e.for_netns()), Some(1 << 20));
+    let bad = text.replace("\"workloads.0.bytes\"", "\"workloads.3.bytes\"");
+    let err = error(&bad);
+    assert!(err.contains("netns.set: `workloads.3.bytes`: index 3 out of range"), "{err}");
+}

@@ -10,7 +10,7 @@ use std::time::Instant;
 use plotters::prelude::*;
 
 use mpquic_scenario::metrics::{compute, markdown_table, summarize, CATALOGUE};
-use mpquic_scenario::{Experiment, Point};
+use mpquic_scenario::Experiment;
 
 use crate::report::Report;
 use crate::scenario::Scenario;
@@ -208,30 +208,6 @@ pub fn write_json(
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Where a point sits in the sweep plot: x is the value of the plot's axis (the last axis
-/// without a plot; its index when not a number), the series the other axes' values.
-fn place(e: &Experiment, p: &Point) -> (String, f64) {
-    let s = &e.base;
-    let x_axis =
-        s.plot.as_ref().map(|p| p.x.clone()).or_else(|| s.sweep.last().map(|a| a.name.clone()));
-    let mut series = vec![];
-    let mut x = 0.0;
-    for (i, (axis, label)) in p.labels.iter().enumerate() {
-        if Some(axis) == x_axis.as_ref() {
-            let index = s.sweep[i].values.iter().position(|v| v == &p.values[i]).unwrap_or(0);
-            x = match &p.values[i] {
-                toml::Value::Integer(n) => *n as f64,
-                toml::Value::Float(f) => *f,
-                _ => index as f64,
-            };
-        } else {
-            series.push(label.clone());
-        }
-    }
-    let series = if series.is_empty() { s.name.clone() } else { series.join("/") };
-    (series, x)
-}
-
 /// Run an experiment file: every point of its sweep with every seed. Writes into `out`:
 /// `experiment.json` (the file's scenario, sweep, metric definitions, every run and the median,
 /// min and max over seeds per point), `tables.md` (the report's tables) and `sweep.svg` (the
@@ -243,7 +219,7 @@ pub fn run_experiment(e: &Experiment, file: &str, out: &Path, command: &str) -> 
         .points
         .iter()
         .map(|p| {
-            let (series, x) = place(e, p);
+            let (series, x) = p.place(&e.base);
             Variant { series, x, scenario: p.scenario.clone() }
         })
         .collect();

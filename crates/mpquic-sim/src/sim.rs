@@ -440,6 +440,13 @@ impl Sim {
         if spec.paths == 0 {
             return Err(invalid("a flow needs at least one path".into()));
         }
+        if spec.repeat > 1 || spec.paths_per_pair > 1 {
+            return Err(invalid(format!(
+                "flow from {}: repeat and paths_per_pair are the testbed's (the simulator runs \
+                 one transfer per flow, its paths spread over the addresses)",
+                spec.from
+            )));
+        }
         spec.check_path_times().map_err(invalid)?;
         if i >= 20_000 {
             return Err(invalid("at most 20000 flows".into()));
