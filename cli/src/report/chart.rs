@@ -2,6 +2,7 @@
 //! units), the path palette and the fitted y axes. The static SVGs (`plots`) and the interactive
 //! page (`interactive`) both draw from here, so they cannot disagree.
 
+use mpquic::mpquic_cc::Notice;
 use plotters::style::RGBColor;
 
 use super::connection::{Connection, PathData};
@@ -203,15 +204,16 @@ pub fn intervals(conn: &Connection, x_end: f64) -> Vec<(u64, f64, f64, bool)> {
     let mut open: Vec<(u64, f64, bool)> = Vec::new();
     let mut done = Vec::new();
     for e in &conn.episodes {
-        match e.kind.as_str() {
-            "suppressed" | "eliminated" => {
+        match &e.notice {
+            Notice::Suppressed { .. } | Notice::Eliminated { .. } => {
+                let eliminated = matches!(e.notice, Notice::Eliminated { .. });
                 for &p in &e.paths {
                     if !open.iter().any(|o| o.0 == p) {
-                        open.push((p, e.time, e.kind == "eliminated"));
+                        open.push((p, e.time, eliminated));
                     }
                 }
             }
-            "released" => {
+            Notice::Released { .. } => {
                 for &p in &e.paths {
                     if let Some(i) = open.iter().position(|o| o.0 == p) {
                         let (p, from, elim) = open.remove(i);
