@@ -4,11 +4,11 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::chart::{css, path_color};
 use super::connection::Connection;
 use super::interactive::{PAGE_JS, UPLOT_CSS, UPLOT_JS, UPLOT_LICENSE, UPLOT_VERSION};
 use super::plots::episode_legend;
 use super::Run;
+use mpquic_plot::palette::{css, path_color};
 
 /// Escape text for HTML.
 pub fn esc(s: &str) -> String {

@@ -5,7 +5,9 @@ use mpquic::mpquic_cc::{Notice, ReductionCause};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
-use super::chart::{intervals, path_color, Line, Panel, Style};
+use mpquic_plot::palette::path_color;
+
+use super::chart::{intervals, Line, Panel, Style};
 use super::connection::Connection;
 use super::fit::YAxis;
 
