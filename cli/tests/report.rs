@@ -266,6 +266,25 @@ fn controller_episodes_are_marked_at_their_times() {
     assert!(svg.matches("<rect").count() >= 3 + 3, "bands and bars drawn: {svg}");
 }
 
+#[test]
+fn a_notice_that_is_not_a_notice_is_named_by_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let trace = tmp.path().join("odd.sqlog");
+    let cut = |cause: &str| {
+        serde_json::json!({"time": 1.0, "name": "mpquic:window_reduced", "data": {"kind":
+            "window_reduced", "path": 0, "from": 20000, "to": 10000, "cause": cause}})
+    };
+    // Events of ours that are not notices (path failures) are not read as notices.
+    let failure =
+        serde_json::json!({"time": 0.5, "name": "mpquic:path_failed", "data": {"path": 1}});
+    write_trace(&trace, &[failure, cut("ecn"), cut("sunspots")]);
+    let run = report(&[trace.to_str().unwrap()], &tmp.path().join("report"), &[]);
+    assert!(!run.status.success());
+    let err = stderr(&run);
+    assert!(err.contains("odd.sqlog line 4: bad mpquic:window_reduced event"), "{err}");
+    assert!(err.contains("sunspots"), "{err}");
+}
+
 /// The installed Chromium, or a counted skip (with how to install it) when there is none.
 fn chromium_or_skip(test: &str) -> Option<&'static str> {
     let browser = chromium();

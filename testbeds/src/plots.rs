@@ -2,57 +2,20 @@
 
 use crate::results::{FlowResult, JobsResult, RepResult};
 use crate::sampler::Series;
-use anyhow::{anyhow, Result};
-use plotters::prelude::*;
+use anyhow::Result;
+use mpquic_plot::chart::{self, Line, LinePlot};
 use std::path::Path;
 
-const COLORS: [RGBColor; 8] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-];
-
+/// Write `series` as lines in the palette's order.
 fn lines(
     path: &Path,
     title: &str,
-    xl: &str,
-    yl: &str,
-    series: &[(String, Vec<(f64, f64)>)],
+    x_label: &str,
+    y_label: &str,
+    series: Vec<(String, Vec<(f64, f64)>)>,
 ) -> Result<()> {
-    let root = SVGBackend::new(path, (900, 480)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
-    let xmax = series.iter().flat_map(|s| s.1.iter().map(|p| p.0)).fold(0.0f64, f64::max).max(1e-3);
-    let ymax =
-        series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(0.0f64, f64::max).max(1e-3) * 1.1;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0.0..xmax, 0.0..ymax)
-        .map_err(|e| anyhow!("{e}"))?;
-    chart.configure_mesh().x_desc(xl).y_desc(yl).draw().map_err(|e| anyhow!("{e}"))?;
-    for (i, (name, pts)) in series.iter().enumerate() {
-        let c = COLORS[i % COLORS.len()];
-        chart
-            .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(1)))
-            .map_err(|e| anyhow!("{e}"))?
-            .label(name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c));
-    }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| anyhow!("{e}"))?;
-    root.present().map_err(|e| anyhow!("{e}"))?;
-    Ok(())
+    let lines = Line::in_order(series);
+    Ok(chart::write_line_plot(path, &LinePlot { title, x_label, y_label, lines: &lines })?)
 }
 
 pub fn throughput(path: &Path, flows: &[FlowResult]) -> Result<()> {
@@ -61,7 +24,7 @@ pub fn throughput(path: &Path, flows: &[FlowResult]) -> Result<()> {
         .filter(|f| !f.throughput.is_empty())
         .map(|f| (format!("{} {} {}", f.id, f.kind_name(), f.cc), f.throughput.clone()))
         .collect();
-    lines(path, "Per-flow throughput (receiver)", "time (s)", "Mbit/s", &s)
+    lines(path, "Per-flow throughput (receiver)", "time (s)", "Mbit/s", s)
 }
 
 /// Each bottleneck's queue over time, in frames (see [`queue_points`]).
@@ -74,7 +37,7 @@ pub fn queue(path: &Path, rep: &RepResult, series: &[Series]) -> Result<()> {
             (name, queue_points(se))
         })
         .collect();
-    lines(path, "Bottleneck queue", "time (s)", "frames (backlog / 1514 B)", &s)
+    lines(path, "Bottleneck queue", "time (s)", "frames (backlog / 1514 B)", s)
 }
 
 /// (s, frames) points of a bottleneck's queue: the byte backlog, not the qdisc's skb count,
@@ -97,7 +60,7 @@ pub fn fct_cdf(path: &Path, flows: &[FlowResult], jobs: &[JobsResult]) -> Result
     }
     let title =
         if jobs.is_empty() { "Flow completion time CDF" } else { "Flow / job completion time CDF" };
-    lines(path, title, "completion time (ms)", "fraction", &series)
+    lines(path, title, "completion time (ms)", "fraction", series)
 }
 
 /// (ms, cumulative fraction) points of durations in seconds.
@@ -119,6 +82,7 @@ impl FlowResult {
 mod tests {
     use super::*;
     use crate::backend::FRAME;
+    use crate::spec::FlowKind;
 
     /// With sender offload one skb in the qdisc can be a GSO batch of several packets: the plot
     /// shows the frames queued, not the skbs.
@@ -131,5 +95,44 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(queue_points(&se), vec![(0.001, 0.0), (0.002, 6.0), (0.003, 13.0)]);
+    }
+
+    fn flow(id: &str, cc: &str, fct_s: f64) -> FlowResult {
+        FlowResult {
+            id: id.into(),
+            kind: FlowKind::Mpquic,
+            from: "h0".into(),
+            to: "h1".into(),
+            cc: cc.into(),
+            paths: vec![],
+            start_s: 0.0,
+            end_s: fct_s,
+            completed: true,
+            bytes: 1 << 20,
+            fct_s: Some(fct_s),
+            goodput_mbps: None,
+            throughput: (0..20).map(|t| (f64::from(t) * 0.1, 100.0 + f64::from(t))).collect(),
+            transfer_fcts_s: vec![],
+            mpquic: None,
+            cpu_s: None,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn throughput_and_fct_plots_draw_every_flow() {
+        let dir = tempfile::tempdir().unwrap();
+        let flows = [flow("f0", "amp", 0.002), flow("f1", "xmp", 0.003), flow("f2", "amp", 0.01)];
+        let file = dir.path().join("throughput.svg");
+        throughput(&file, &flows).unwrap();
+        let svg = std::fs::read_to_string(&file).unwrap();
+        for label in ["f0 mpquic amp", "f1 mpquic xmp", "f2 mpquic amp"] {
+            assert!(svg.contains(label), "legend has {label}");
+        }
+        assert!(svg.matches("<polyline").count() >= 3, "a line per flow: {svg}");
+        let file = dir.path().join("fct.svg");
+        fct_cdf(&file, &flows, &[]).unwrap();
+        let svg = std::fs::read_to_string(&file).unwrap();
+        assert!(svg.contains("Flow completion time CDF") && svg.contains("FCT"), "{svg}");
     }
 }

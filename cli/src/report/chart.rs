@@ -1,34 +1,14 @@
 //! What each plot shows, independent of how it is drawn: the panels, their lines (points in plot
-//! units), the path palette and the fitted y axes. The static SVGs (`plots`) and the interactive
-//! page (`interactive`) both draw from here, so they cannot disagree.
+//! units, coloured from `mpquic_plot`'s palette) and the fitted y axes. The static SVGs (`plots`)
+//! and the interactive page (`interactive`) both draw from here, so they cannot disagree.
 
+use mpquic::mpquic_cc::Notice;
+use mpquic_plot::palette::path_color;
 use plotters::style::RGBColor;
 
 use super::connection::{Connection, PathData};
 use super::fit::YAxis;
 use super::series::Series;
-
-/// Colours of paths 0, 1, 2, ... (repeating; the tab10 palette).
-pub const PATH_COLORS: [RGBColor; 8] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(23, 190, 207),
-];
-
-/// The colour of a path.
-pub fn path_color(path: u64) -> RGBColor {
-    PATH_COLORS[path as usize % PATH_COLORS.len()]
-}
-
-/// A colour as CSS.
-pub fn css(c: RGBColor) -> String {
-    format!("rgb({},{},{})", c.0, c.1, c.2)
-}
 
 /// Colour of connection-wide series (losses).
 pub const CONNECTION_COLOR: RGBColor = RGBColor(0, 0, 0);
@@ -203,15 +183,16 @@ pub fn intervals(conn: &Connection, x_end: f64) -> Vec<(u64, f64, f64, bool)> {
     let mut open: Vec<(u64, f64, bool)> = Vec::new();
     let mut done = Vec::new();
     for e in &conn.episodes {
-        match e.kind.as_str() {
-            "suppressed" | "eliminated" => {
+        match &e.notice {
+            Notice::Suppressed { .. } | Notice::Eliminated { .. } => {
+                let eliminated = matches!(e.notice, Notice::Eliminated { .. });
                 for &p in &e.paths {
                     if !open.iter().any(|o| o.0 == p) {
-                        open.push((p, e.time, e.kind == "eliminated"));
+                        open.push((p, e.time, eliminated));
                     }
                 }
             }
-            "released" => {
+            Notice::Released { .. } => {
                 for &p in &e.paths {
                     if let Some(i) = open.iter().position(|o| o.0 == p) {
                         let (p, from, elim) = open.remove(i);

@@ -5,6 +5,7 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Result};
+use mpquic::mpquic_cc::Notice;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
@@ -16,9 +17,6 @@ use super::series::Series;
 const MAX_PATHS: usize = 64;
 /// Episodes beyond this many are counted, not kept.
 const MAX_EPISODES: usize = 10_000;
-
-/// Causes of window reductions, in the order they are drawn.
-pub const CAUSES: [&str; 3] = ["ecn", "loss", "persistent_congestion"];
 
 /// One path's series and totals.
 #[derive(Debug, Clone)]
@@ -37,7 +35,7 @@ pub struct PathData {
     pub ce: Series,
     /// DCTCP/DCM alpha.
     pub alpha: Series,
-    /// Window reductions per cause (count per bucket), indexed like `CAUSES`.
+    /// Window reductions per cause (count per bucket), indexed like `ReductionCause::ALL`.
     pub reductions: [Series; 3],
     /// Stream payload bytes sent on this path (retransmissions included).
     pub stream_sent: u64,
@@ -77,12 +75,16 @@ impl PathData {
 pub struct Episode {
     /// ms since trace start.
     pub time: f64,
-    /// `suppressed`, `released`, `eliminated`, `phase_switched`, `slow_start_exited`.
-    pub kind: String,
+    /// The notice's kind: `suppressed`, `released`, `eliminated`, `phase_switched`,
+    /// `slow_start_exited`.
+    pub kind: &'static str,
     /// Paths concerned.
     pub paths: Vec<u64>,
     /// Human-readable detail.
     pub detail: String,
+    /// The notice itself.
+    #[serde(skip)]
+    pub notice: Notice,
 }
 
 /// How the connection was configured (the `mpquic:configured` event).
@@ -208,9 +210,9 @@ impl Connection {
         Some(self.paths.entry(id).or_insert_with(|| PathData::new(buckets)))
     }
 
-    fn episode(&mut self, time: f64, kind: &str, paths: Vec<u64>, detail: String) {
+    fn episode(&mut self, time: f64, notice: Notice, paths: Vec<u64>, detail: String) {
         if self.episodes.len() < MAX_EPISODES {
-            self.episodes.push(Episode { time, kind: kind.to_owned(), paths, detail });
+            self.episodes.push(Episode { time, kind: notice.kind(), paths, detail, notice });
         } else {
             self.episodes_dropped += 1;
         }
@@ -258,40 +260,49 @@ impl Connection {
                     exact_ecn: c.exact_ecn,
                 };
             }
-            "mpquic:window_reduced" => {
-                let w: WindowReduced = serde_json::from_str(data.get())?;
-                let cause = CAUSES.iter().position(|c| *c == w.cause).unwrap_or(1);
-                if let Some(path) = self.path(w.path, buckets) {
-                    path.reductions[cause].push(t, 1.0);
+            name => {
+                let is_notice =
+                    name.strip_prefix("mpquic:").is_some_and(|kind| Notice::KINDS.contains(&kind));
+                if is_notice {
+                    self.notice(t, serde_json::from_str(data.get())?, buckets);
                 }
             }
-            "mpquic:slow_start_exited" => {
-                let s: SlowStartExited = serde_json::from_str(data.get())?;
-                let detail = format!("window {:.0} B", s.window);
-                self.episode(t, "slow_start_exited", vec![s.path], detail);
-            }
-            "mpquic:alpha_updated" => {
-                let a: AlphaUpdated = serde_json::from_str(data.get())?;
-                if let Some(path) = self.path(a.path, buckets) {
-                    path.alpha.push(t, a.alpha);
-                }
-            }
-            "mpquic:suppressed" | "mpquic:released" => {
-                let s: PathSet = serde_json::from_str(data.get())?;
-                let kind = event.name.trim_start_matches("mpquic:").to_owned();
-                self.episode(t, &kind, s.paths, String::new());
-            }
-            "mpquic:eliminated" => {
-                let e: Eliminated = serde_json::from_str(data.get())?;
-                self.episode(t, "eliminated", vec![e.path], format!("keeper path {}", e.keeper));
-            }
-            "mpquic:phase_switched" => {
-                let p: PhaseSwitched = serde_json::from_str(data.get())?;
-                self.episode(t, "phase_switched", vec![], format!("window {:.0} B", p.window));
-            }
-            _ => {}
         }
         Ok(())
+    }
+
+    /// A controller notice: per-path series for window cuts and alpha, episodes for the rest.
+    fn notice(&mut self, t: f64, notice: Notice, buckets: usize) {
+        let id = |path: mpquic::mpquic_cc::PathId| u64::from(path.0);
+        match &notice {
+            Notice::WindowReduced { path, cause, .. } => {
+                if let Some(path) = self.path(id(*path), buckets) {
+                    path.reductions[*cause as usize].push(t, 1.0);
+                }
+            }
+            Notice::AlphaUpdated { path, alpha, .. } => {
+                if let Some(path) = self.path(id(*path), buckets) {
+                    path.alpha.push(t, *alpha);
+                }
+            }
+            Notice::SlowStartExited { path, window } => {
+                let paths = vec![id(*path)];
+                let detail = format!("window {window} B");
+                self.episode(t, notice, paths, detail);
+            }
+            Notice::Suppressed { paths } | Notice::Released { paths } => {
+                let paths = paths.iter().copied().map(id).collect();
+                self.episode(t, notice, paths, String::new());
+            }
+            Notice::Eliminated { path, keeper, .. } => {
+                let (paths, detail) = (vec![id(*path)], format!("keeper path {keeper}"));
+                self.episode(t, notice, paths, detail);
+            }
+            Notice::PhaseSwitched { window, .. } => {
+                let detail = format!("window {window} B");
+                self.episode(t, notice, vec![], detail);
+            }
+        }
     }
 
     fn packet(&mut self, t: f64, sent: bool, p: &PacketEvent<'_>, buckets: usize) {

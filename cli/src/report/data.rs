@@ -2,7 +2,9 @@
 
 use serde_json::{json, Value};
 
-use super::connection::{Connection, CAUSES};
+use mpquic::mpquic_cc::ReductionCause;
+
+use super::connection::Connection;
 use super::series::Series;
 use super::Run;
 
@@ -25,8 +27,8 @@ fn connection(c: &Connection) -> Value {
         .iter()
         .map(|(id, p)| {
             let mut reductions = serde_json::Map::new();
-            for (cause, s) in CAUSES.iter().zip(&p.reductions) {
-                reductions.insert((*cause).to_owned(), series(s));
+            for (cause, s) in ReductionCause::ALL.iter().zip(&p.reductions) {
+                reductions.insert(cause.name().to_owned(), series(s));
             }
             let v = json!({
                 "cwnd": series(&p.cwnd),

@@ -1,4 +1,7 @@
 //! The fields of qlog event data a report reads (everything else is skipped while parsing).
+//!
+//! The controllers' `mpquic:<kind>` events are [`Notice`](mpquic::mpquic_cc::Notice)s and are read
+//! as such; only the transport's events and `mpquic:configured` are declared here.
 
 use std::borrow::Cow;
 
@@ -75,54 +78,4 @@ pub struct Configured {
     pub ecn: Option<String>,
     /// Whether CE counts are exact.
     pub exact_ecn: Option<bool>,
-}
-
-/// `mpquic:window_reduced`.
-#[derive(Debug, Deserialize)]
-pub struct WindowReduced {
-    /// Controller slot.
-    pub path: u64,
-    /// `ecn`, `loss` or `persistent_congestion`.
-    pub cause: String,
-}
-
-/// `mpquic:slow_start_exited`.
-#[derive(Debug, Deserialize)]
-pub struct SlowStartExited {
-    /// Controller slot.
-    pub path: u64,
-    /// Window at exit, bytes.
-    pub window: f64,
-}
-
-/// `mpquic:alpha_updated`.
-#[derive(Debug, Deserialize)]
-pub struct AlphaUpdated {
-    /// Controller slot.
-    pub path: u64,
-    /// New alpha.
-    pub alpha: f64,
-}
-
-/// `mpquic:suppressed` / `mpquic:released`.
-#[derive(Debug, Deserialize)]
-pub struct PathSet {
-    /// The paths.
-    pub paths: Vec<u64>,
-}
-
-/// `mpquic:eliminated`.
-#[derive(Debug, Deserialize)]
-pub struct Eliminated {
-    /// The eliminated path.
-    pub path: u64,
-    /// The path kept.
-    pub keeper: u64,
-}
-
-/// `mpquic:phase_switched`.
-#[derive(Debug, Deserialize)]
-pub struct PhaseSwitched {
-    /// Connection window at the switch, bytes.
-    pub window: f64,
 }

@@ -4,11 +4,11 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::chart::{css, path_color};
 use super::connection::Connection;
 use super::interactive::{PAGE_JS, UPLOT_CSS, UPLOT_JS, UPLOT_LICENSE, UPLOT_VERSION};
 use super::plots::episode_legend;
 use super::Run;
+use mpquic_plot::palette::{css, path_color};
 
 /// Escape text for HTML.
 pub fn esc(s: &str) -> String {
@@ -217,11 +217,11 @@ fn summary_row(label: &str, c: &Connection) -> String {
             )
         })
         .collect();
-    let mut kinds: Vec<(String, usize)> = Vec::new();
+    let mut kinds: Vec<(&str, usize)> = Vec::new();
     for e in &c.episodes {
         match kinds.iter_mut().find(|k| k.0 == e.kind) {
             Some(k) => k.1 += 1,
-            None => kinds.push((e.kind.clone(), 1)),
+            None => kinds.push((e.kind, 1)),
         }
     }
     let episodes: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} ×{n}")).collect();

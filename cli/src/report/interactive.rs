@@ -4,7 +4,9 @@
 
 use serde_json::{json, Value};
 
-use super::chart::{css, intervals, Line, Panel, Style};
+use mpquic_plot::palette::css;
+
+use super::chart::{intervals, Line, Panel, Style};
 use super::connection::Connection;
 use super::fit::YAxis;
 

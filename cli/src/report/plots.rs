@@ -1,11 +1,14 @@
 //! SVG plots of one connection's series (plotters), with axes shared across all runs.
 
 use anyhow::{anyhow, Result};
+use mpquic::mpquic_cc::{Notice, ReductionCause};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
-use super::chart::{intervals, path_color, Line, Panel, Style};
-use super::connection::{Connection, CAUSES};
+use mpquic_plot::palette::path_color;
+
+use super::chart::{intervals, Line, Panel, Style};
+use super::connection::Connection;
 use super::fit::YAxis;
 
 /// Plot size, pixels.
@@ -79,9 +82,9 @@ fn backdrop(chart: &mut Chart<'_, '_>, conn: &Connection, y_max: f64, x_max: f64
         .map_err(plot_err)?;
     chart
         .draw_series(
-            conn.episodes.iter().filter(|e| e.kind == "phase_switched").map(|e| {
-                PathElement::new(vec![(e.time, 0.0), (e.time, y_max)], BLUE.stroke_width(1))
-            }),
+            conn.episodes.iter().filter(|e| matches!(e.notice, Notice::PhaseSwitched { .. })).map(
+                |e| PathElement::new(vec![(e.time, 0.0), (e.time, y_max)], BLUE.stroke_width(1)),
+            ),
         )
         .map_err(plot_err)?;
     Ok(())
@@ -153,11 +156,16 @@ fn episodes(chart: &mut Chart<'_, '_>, conn: &Connection, x_max: f64) -> Result<
         }
     }
     chart
-        .draw_series(conn.episodes.iter().filter(|e| e.kind == "slow_start_exited").flat_map(|e| {
-            e.paths
+        .draw_series(
+            conn.episodes
                 .iter()
-                .map(move |&p| TriangleMarker::new((e.time, p as f64 + 0.5), 5, GREEN.filled()))
-        }))
+                .filter(|e| matches!(e.notice, Notice::SlowStartExited { .. }))
+                .flat_map(|e| {
+                    e.paths.iter().map(move |&p| {
+                        TriangleMarker::new((e.time, p as f64 + 0.5), 5, GREEN.filled())
+                    })
+                }),
+        )
         .map_err(plot_err)?;
     Ok(())
 }
@@ -173,8 +181,8 @@ pub fn episode_legend() -> String {
     [
         swatch(SUPPRESSED, "suppressed (AMP)"),
         swatch(ELIMINATED, "eliminated (MPTCP-D)"),
-        swatch(CAUSE_COLORS[0], &format!("window cut: {}", CAUSES[0])),
-        swatch(CAUSE_COLORS[1], &format!("window cut: {}", CAUSES[1])),
+        swatch(CAUSE_COLORS[0], &format!("window cut: {}", ReductionCause::Ecn.name())),
+        swatch(CAUSE_COLORS[1], &format!("window cut: {}", ReductionCause::Loss.name())),
         swatch(CAUSE_COLORS[2], "window cut: persistent congestion"),
         swatch(GREEN, "slow start exited"),
         swatch(BLUE, "phase switched (MMPTCP)"),

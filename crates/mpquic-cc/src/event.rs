@@ -8,13 +8,13 @@
 use std::fmt;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Identifies one path (one MPTCP "subflow") of a connection.
 ///
 /// Path 0 is the *initial path*: the one the handshake ran on. Ids are never reused within a
 /// connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct PathId(pub u32);
 
@@ -102,7 +102,7 @@ pub enum Event {
 }
 
 /// Why a window went down.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReductionCause {
     /// ECN congestion-experienced feedback.
@@ -113,11 +113,29 @@ pub enum ReductionCause {
     PersistentCongestion,
 }
 
+impl ReductionCause {
+    /// Every cause, in declaration order (so `cause as usize` indexes it).
+    pub const ALL: [ReductionCause; 3] =
+        [ReductionCause::Ecn, ReductionCause::Loss, ReductionCause::PersistentCongestion];
+
+    /// The cause's serialized name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReductionCause::Ecn => "ecn",
+            ReductionCause::Loss => "loss",
+            ReductionCause::PersistentCongestion => "persistent_congestion",
+        }
+    }
+}
+
 /// Something a controller did that a person reading a trace wants to see.
 ///
 /// These are the controller's own events for qlog, tracing and experiment reports: reactions
 /// and episodes, not every per-ACK increase.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+///
+/// Serialized (and deserialized, e.g. by the qlog reader of `mpquic report`) as an object whose
+/// `kind` field is [`Notice::kind`] and whose other fields are the variant's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Notice {
     /// A path's window was cut.
@@ -176,4 +194,85 @@ pub enum Notice {
         /// Bytes sent when it switched.
         sent_bytes: u64,
     },
+}
+
+impl Notice {
+    /// Every [`Notice::kind`], in declaration order.
+    pub const KINDS: [&'static str; 7] = [
+        "window_reduced",
+        "slow_start_exited",
+        "alpha_updated",
+        "suppressed",
+        "released",
+        "eliminated",
+        "phase_switched",
+    ];
+
+    /// The notice's name: its serialized `kind`, the suffix of its qlog event `mpquic:<kind>`.
+    pub fn kind(&self) -> &'static str {
+        let index = match self {
+            Notice::WindowReduced { .. } => 0,
+            Notice::SlowStartExited { .. } => 1,
+            Notice::AlphaUpdated { .. } => 2,
+            Notice::Suppressed { .. } => 3,
+            Notice::Released { .. } => 4,
+            Notice::Eliminated { .. } => 5,
+            Notice::PhaseSwitched { .. } => 6,
+        };
+        Self::KINDS[index]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One notice of every kind, in declaration order.
+    fn one_of_each() -> Vec<Notice> {
+        let path = PathId(2);
+        vec![
+            Notice::WindowReduced { path, from: 20_000, to: 10_000, cause: ReductionCause::Ecn },
+            Notice::SlowStartExited { path, window: 64_000 },
+            Notice::AlphaUpdated { path, alpha: 0.0625, marked_fraction: 0.5 },
+            Notice::Suppressed { paths: vec![PathId(1), path] },
+            Notice::Released { paths: vec![path] },
+            Notice::Eliminated {
+                path,
+                keeper: PathId::INITIAL,
+                rtt: Duration::from_micros(900),
+                base_rtt: Duration::from_micros(300),
+            },
+            Notice::PhaseSwitched { window: 30_000, sent_bytes: 1 << 20 },
+        ]
+    }
+
+    #[test]
+    fn kind_is_the_serialized_tag_and_every_notice_round_trips() {
+        let notices = one_of_each();
+        assert_eq!(notices.len(), Notice::KINDS.len(), "one sample per kind");
+        for (notice, kind) in notices.iter().zip(Notice::KINDS) {
+            assert_eq!(notice.kind(), kind);
+            let json = serde_json::to_value(notice).unwrap();
+            assert_eq!(json["kind"], kind, "{json}");
+            let back: Notice = serde_json::from_value(json).unwrap();
+            assert_eq!(&back, notice);
+        }
+    }
+
+    #[test]
+    fn every_reduction_cause_round_trips_under_its_name() {
+        for (i, cause) in ReductionCause::ALL.into_iter().enumerate() {
+            assert_eq!(cause as usize, i);
+            let notice = Notice::WindowReduced { path: PathId::INITIAL, from: 2, to: 1, cause };
+            let json = serde_json::to_value(&notice).unwrap();
+            assert_eq!(json["cause"], cause.name());
+            assert_eq!(serde_json::from_value::<Notice>(json).unwrap(), notice);
+        }
+    }
+
+    #[test]
+    fn an_unknown_kind_is_an_error() {
+        let err = serde_json::from_str::<Notice>(r#"{"kind": "vanished", "path": 1}"#);
+        assert!(err.is_err());
+    }
 }

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
-use plotters::prelude::*;
+use mpquic_plot::chart::{self, Axes, SweepLine, SweepPoint};
+use mpquic_plot::palette::controller_color;
+use plotters::prelude::{IntoLogRange, SeriesLabelPosition};
 
 use mpquic_scenario::metrics::{compute, markdown_table, summarize, CATALOGUE};
 use mpquic_scenario::Experiment;
@@ -91,7 +93,8 @@ pub struct Panel {
     pub log: bool,
 }
 
-/// Write the sweep plot: panels stacked, x = the variants' x, y = median with min-max bars.
+/// Write the sweep plot: panels stacked, x = the variants' x, y = median with min-max bars, one
+/// line per series in its controller's colour.
 pub fn write_sweep_plot(
     path: &Path,
     title: &str,
@@ -100,11 +103,7 @@ pub fn write_sweep_plot(
     panels: &[Panel],
 ) -> Result<(), String> {
     let e = |e: &dyn std::fmt::Display| e.to_string();
-    let height = 320 * panels.len().max(1) as u32 + 40;
-    let root = SVGBackend::new(path, (900, height)).into_drawing_area();
-    root.fill(&WHITE).map_err(|x| e(&x))?;
-    let root = root.titled(title, ("sans-serif", 20)).map_err(|x| e(&x))?;
-    let areas = root.split_evenly((panels.len().max(1), 1));
+    let areas = chart::stacked_svg(path, 900, 320, panels.len(), Some(title)).map_err(|x| e(&x))?;
     let mut series: Vec<&str> = vec![];
     for r in summary {
         if !series.contains(&r.series.as_str()) {
@@ -117,80 +116,44 @@ pub fn write_sweep_plot(
     // Room on the left for the legend, so that it covers no point.
     let legend_room = (x_hi - x_lo + 2.0 * pad) * 0.3;
     for (panel, area) in panels.iter().zip(areas.iter()) {
-        let vals: Vec<&Spread> =
-            summary.iter().filter_map(|r| r.metrics.get(&panel.metric)).collect();
-        let y_hi = vals.iter().map(|s| s.max).fold(0.0f64, f64::max).max(1e-6) * 1.1;
-        let y_lo_log = vals.iter().map(|s| s.min).filter(|&v| v > 0.0).fold(f64::MAX, f64::min);
+        let lines: Vec<SweepLine> = series
+            .iter()
+            .map(|name| SweepLine {
+                name: name.to_string(),
+                color: controller_color(name),
+                points: summary
+                    .iter()
+                    .filter(|r| r.series == *name)
+                    .filter_map(|r| {
+                        let s = r.metrics.get(&panel.metric)?;
+                        Some(SweepPoint { x: r.x, min: s.min, median: s.median, max: s.max })
+                    })
+                    .collect(),
+            })
+            .collect();
+        let vals = lines.iter().flat_map(|l| &l.points);
+        let y_hi = vals.clone().map(|p| p.max).fold(0.0f64, f64::max).max(1e-6) * 1.1;
+        let y_lo_log = vals.map(|p| p.min).filter(|&v| v > 0.0).fold(f64::MAX, f64::min);
         let y_lo_log = if y_lo_log == f64::MAX { 1e-3 } else { y_lo_log * 0.8 };
-        let mut builder = ChartBuilder::on(area);
-        builder.margin(10).x_label_area_size(35).y_label_area_size(65);
-        macro_rules! draw {
-            ($chart:expr, $clamp:expr) => {{
-                let mut chart = $chart;
-                chart
-                    .configure_mesh()
-                    .x_desc(x_label)
-                    .y_desc(panel.label.as_str())
-                    .draw()
-                    .map_err(|x| e(&x))?;
-                for (i, name) in series.iter().enumerate() {
-                    let color = Palette99::pick(i).to_rgba();
-                    let pts: Vec<(f64, &Spread)> = summary
-                        .iter()
-                        .filter(|r| r.series == *name)
-                        .filter_map(|r| r.metrics.get(&panel.metric).map(|s| (r.x, s)))
-                        .collect();
-                    let dx = (i as f64 - series.len() as f64 / 2.0) * pad * 0.06;
-                    chart
-                        .draw_series(LineSeries::new(
-                            pts.iter().map(|(x, s)| (*x + dx, $clamp(s.median))),
-                            color.stroke_width(2),
-                        ))
-                        .map_err(|x| e(&x))?
-                        .label(*name)
-                        .legend(move |(x, y)| {
-                            PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
-                        });
-                    chart
-                        .draw_series(pts.iter().map(|(x, s)| {
-                            PathElement::new(
-                                vec![(*x + dx, $clamp(s.min)), (*x + dx, $clamp(s.max))],
-                                color.stroke_width(1),
-                            )
-                        }))
-                        .map_err(|x| e(&x))?;
-                    chart
-                        .draw_series(pts.iter().map(|(x, s)| {
-                            Circle::new((*x + dx, $clamp(s.median)), 3, color.filled())
-                        }))
-                        .map_err(|x| e(&x))?;
-                }
-                chart
-                    .configure_series_labels()
-                    .position(SeriesLabelPosition::UpperLeft)
-                    .background_style(WHITE.mix(0.8))
-                    .border_style(BLACK)
-                    .draw()
-                    .map_err(|x| e(&x))?;
-            }};
-        }
+        let (x_label, y_label) = (x_label, panel.label.as_str());
+        let spread = pad * 0.06;
         if panel.log {
             let lo = y_lo_log;
-            let chart = builder
-                .build_cartesian_2d(
-                    (x_lo - pad)..(x_hi + pad),
-                    (lo..y_hi.max(lo * 10.0)).log_scale(),
-                )
+            let y = (lo..y_hi.max(lo * 10.0)).log_scale();
+            let axes = Axes { x_label, y_label, x: (x_lo - pad)..(x_hi + pad), y };
+            let mut chart = chart::panel(area, None, axes).map_err(|x| e(&x))?;
+            chart::draw_sweep_lines(&mut chart, &lines, spread, |v| v.max(lo))
                 .map_err(|x| e(&x))?;
-            draw!(chart, |v: f64| v.max(lo));
+            chart::draw_legend(&mut chart, SeriesLabelPosition::UpperLeft).map_err(|x| e(&x))?;
         } else {
-            let chart = builder
-                .build_cartesian_2d((x_lo - pad - legend_room)..(x_hi + pad), 0.0..y_hi)
+            let x = (x_lo - pad - legend_room)..(x_hi + pad);
+            let mut chart = chart::panel(area, None, Axes { x_label, y_label, x, y: 0.0..y_hi })
                 .map_err(|x| e(&x))?;
-            draw!(chart, |v: f64| v);
+            chart::draw_sweep_lines(&mut chart, &lines, spread, |v| v).map_err(|x| e(&x))?;
+            chart::draw_legend(&mut chart, SeriesLabelPosition::UpperLeft).map_err(|x| e(&x))?;
         }
     }
-    root.present().map_err(|x| e(&x))
+    areas.first().map_or(Ok(()), |a| a.present().map_err(|x| e(&x)))
 }
 
 /// Write `<name>.json` with the definition, the runs and the summary.

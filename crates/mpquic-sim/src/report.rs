@@ -11,6 +11,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use mpquic::PathReport;
 use mpquic_cc::{ConnectionSnapshot, Notice};
 use mpquic_scenario::metrics::{FlowOutcome, LinkOutcome, Outcome, QueueOutcome};
 
@@ -57,29 +58,6 @@ impl Percentiles {
 
 fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
-}
-
-/// One path of a flow's client, at the end of the run.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct PathReport {
-    /// Path id.
-    pub path: u64,
-    /// Client address used.
-    pub local: String,
-    /// Server address used.
-    pub remote: String,
-    /// Packets the client sent on it.
-    pub sent_packets: u64,
-    /// Bytes the client sent on it.
-    pub sent_bytes: u64,
-    /// Packets declared lost.
-    pub lost_packets: u64,
-    /// Congestion events (loss or ECN) the controller saw.
-    pub congestion_events: u64,
-    /// Final congestion window.
-    pub cwnd: u64,
-    /// Final smoothed RTT, microseconds.
-    pub rtt_us: f64,
 }
 
 /// A controller notice with its virtual time.
@@ -147,7 +125,7 @@ pub struct FlowReport {
     pub paths_established: Vec<(u64, f64)>,
     /// Paths abandoned.
     pub paths_abandoned: u64,
-    /// The client's paths.
+    /// The client's paths, as the library reports a connection's paths.
     pub path_stats: Vec<PathReport>,
     /// mpquic-cc controllers (through the mpquic adapter): the client's, and the server's if it
     /// sends a response. Empty for the stack's own controllers.

@@ -134,7 +134,7 @@ pub struct NoticeLog {
 
 impl NoticeLog {
     fn push(&mut self, at: Ps, side: Side, notice: &Notice) {
-        *self.counts.entry(notice_kind(notice)).or_default() += 1;
+        *self.counts.entry(notice.kind()).or_default() += 1;
         let record = || NoticeAt { at, side, notice: notice.clone() };
         if is_episode(notice) {
             self.episodes.push(record());
@@ -143,19 +143,6 @@ impl NoticeLog {
         } else {
             self.rounds_dropped += 1;
         }
-    }
-}
-
-/// The serialized `kind` of a notice.
-pub fn notice_kind(notice: &Notice) -> &'static str {
-    match notice {
-        Notice::WindowReduced { .. } => "window_reduced",
-        Notice::SlowStartExited { .. } => "slow_start_exited",
-        Notice::AlphaUpdated { .. } => "alpha_updated",
-        Notice::Suppressed { .. } => "suppressed",
-        Notice::Released { .. } => "released",
-        Notice::Eliminated { .. } => "eliminated",
-        Notice::PhaseSwitched { .. } => "phase_switched",
     }
 }
 
@@ -594,30 +581,23 @@ impl Sim {
     }
 
     /// Final statistics of the client's paths of flow `f`.
-    pub fn client_path_stats(&mut self, f: usize) -> Vec<crate::report::PathReport> {
+    pub fn client_path_stats(&mut self, f: usize) -> Vec<mpquic::PathReport> {
         let flow = &self.flows[f];
-        let Some((_, conn)) = &mut self.endpoints[flow.client_ep].conn else { return vec![] };
+        let ep = &mut self.endpoints[flow.client_ep];
+        let Some((_, conn)) = &mut ep.conn else { return vec![] };
+        let snapshot = ep.cc.as_ref().map(|cc| cc.snapshot());
         let mut out = vec![];
         for path in conn.paths() {
             let Some(stats) = conn.path_stats(path) else { continue };
             let Ok(tuple) = conn.network_path(path) else { continue };
-            let n = path_number(path);
-            let local = tuple
-                .local_ip()
-                .or_else(|| flow.path_addrs.first().map(|a| a.0))
-                .map_or_else(String::new, |ip| ip.to_string());
-            out.push(crate::report::PathReport {
-                path: n,
-                local,
-                remote: tuple.remote().to_string(),
-                sent_packets: stats.sent_packets,
-                sent_bytes: stats.sent_bytes,
-                lost_packets: stats.lost_packets,
-                congestion_events: stats.congestion_events,
-                cwnd: stats.cwnd,
-                rtt_us: stats.rtt.as_nanos() as f64 / 1000.0,
-            });
+            let local = tuple.local_ip().or_else(|| flow.path_addrs.first().map(|a| a.0));
+            let ends = mpquic::PathEnds { local, remote: Some(tuple.remote()), open: true };
+            let slot = ep.slots.get(&path_number(path));
+            let cc = slot.and_then(|&slot| snapshot.as_ref()?.path(slot));
+            let measured = slot.and_then(|&slot| ep.cc.as_ref()?.slot_report(slot));
+            out.push(mpquic::PathReport::new(path, ends, Some(&stats), cc, measured.as_ref()));
         }
+        mpquic::PathReport::set_shares(&mut out);
         out
     }
 

@@ -475,13 +475,12 @@ impl MultipathConnection {
                 let cc = record.slot.and_then(|slot| snapshot.as_ref()?.path(slot).cloned());
                 let measured =
                     record.slot.and_then(|slot| self.controller.as_ref()?.slot_report(slot));
-                PathReport::new(id, record, stats.as_ref(), cc.as_ref(), measured.as_ref())
+                let ends =
+                    PathEnds { local: record.local, remote: record.remote, open: !record.closed };
+                PathReport::new(id, ends, stats.as_ref(), cc.as_ref(), measured.as_ref())
             })
             .collect();
-        let total: u64 = paths.iter().map(|p| p.bytes_sent).sum();
-        for path in &mut paths {
-            path.share = if total == 0 { 0.0 } else { path.bytes_sent as f64 / total as f64 };
-        }
+        PathReport::set_shares(&mut paths);
         let failovers = self.failover.history.lock().unwrap_or_else(|p| p.into_inner()).clone();
         ConnectionReport {
             controller: self.controller_name,
@@ -541,8 +540,9 @@ impl WeakConnection {
     }
 }
 
-/// One path's statistics.
-#[derive(Debug, Clone, Serialize)]
+/// One path's statistics: what [`MultipathConnection::report`] tells, and what the simulator
+/// reports for each path of a flow.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PathReport {
     /// noq's path id.
     pub id: u32,
@@ -585,10 +585,24 @@ pub struct PathReport {
     pub inactive_ms: f64,
 }
 
+/// Where a path runs and whether it is still open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathEnds {
+    /// Local address, when known.
+    pub local: Option<IpAddr>,
+    /// Remote address, when known.
+    pub remote: Option<SocketAddr>,
+    /// Whether the path is still open.
+    pub open: bool,
+}
+
 impl PathReport {
-    fn new(
+    /// A path's report from the stack's statistics for it and, under a coupled controller of
+    /// ours, the controller's snapshot of its slot and the adapter's measurements
+    /// ([`SharedController::slot_report`]). `share` is left at 0: see [`PathReport::set_shares`].
+    pub fn new(
         id: PathId,
-        record: &PathRecord,
+        ends: PathEnds,
         stats: Option<&PathStats>,
         cc: Option<&mpquic_cc::PathSnapshot>,
         measured: Option<&SlotReport>,
@@ -597,9 +611,9 @@ impl PathReport {
         let rtt_us = measured.map(|m| &m.rtt_us).filter(|h| !h.is_empty());
         PathReport {
             id: path_number(id),
-            local: record.local,
-            remote: record.remote,
-            open: !record.closed,
+            local: ends.local,
+            remote: ends.remote,
+            open: ends.open,
             bytes_sent: stats.map_or(0, |s| s.sent_bytes),
             bytes_received: stats.map_or(0, |s| s.udp_rx.bytes),
             share: 0.0,
@@ -613,8 +627,16 @@ impl PathReport {
             ce_events: cc.map(|c| c.ce_events),
             ce_marked: cc.map(|c| c.ce_marked),
             ce_exact: cc.is_some_and(|c| c.ce_exact),
-            active: cc.is_none_or(|c| c.active) && !record.closed,
+            active: cc.is_none_or(|c| c.active) && ends.open,
             inactive_ms: measured.map_or(0.0, |m| m.inactive.as_secs_f64() * 1000.0),
+        }
+    }
+
+    /// Set each path's `share` of the bytes all of them sent.
+    pub fn set_shares(paths: &mut [PathReport]) {
+        let total: u64 = paths.iter().map(|p| p.bytes_sent).sum();
+        for path in paths {
+            path.share = if total == 0 { 0.0 } else { path.bytes_sent as f64 / total as f64 };
         }
     }
 }

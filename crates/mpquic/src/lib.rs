@@ -41,7 +41,8 @@ mod scheduler;
 pub mod tls;
 
 pub use connection::{
-    ConnectionReport, FailoverEvent, MultipathConnection, PathOpenError, PathReport, PathSpec,
+    ConnectionReport, FailoverEvent, MultipathConnection, PathEnds, PathOpenError, PathReport,
+    PathSpec,
 };
 pub use endpoint::{Accepting, Client, Error, Server};
 pub use failover::PathFailure;

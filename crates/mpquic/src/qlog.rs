@@ -42,8 +42,7 @@ impl Trace {
 
     fn write_notice(&mut self, at: Instant, notice: &Notice) -> io::Result<()> {
         let data = serde_json::to_value(notice).map_err(io::Error::other)?;
-        let kind = data.get("kind").and_then(|k| k.as_str()).unwrap_or("notice").to_owned();
-        self.write_event(at, &kind, data)
+        self.write_event(at, notice.kind(), data)
     }
 
     /// Append the custom event `mpquic:<name>` at time `at`.

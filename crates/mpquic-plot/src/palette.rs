@@ -1,0 +1,80 @@
+//! Colours: per controller, per path, and for the n-th of other series (flows, links).
+
+use mpquic_cc::ControllerKind;
+use plotters::style::RGBColor;
+
+/// The tab10 palette: distinct at a glance, and legible on white.
+pub const TAB10: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
+/// The colour of the `n`-th series (repeating after ten).
+pub fn nth(n: usize) -> RGBColor {
+    TAB10[n % TAB10.len()]
+}
+
+/// The colour of path `path` (0, 1, 2, ...), in every plot that separates paths.
+pub fn path_color(path: u64) -> RGBColor {
+    nth(path as usize)
+}
+
+/// The colour of a controller, given by name or spec (`"amp"`, `"amp:beta=4"`, `"MPTCP-D"`),
+/// possibly after a group (`"mix/amp"`):
+/// the palette but its grey, in order, to mpquic-cc's controllers in their documented order and
+/// then the stack's own Cubic; any other name (kernel TCP, unknown) is [`OTHER`].
+pub fn controller_color(controller: &str) -> RGBColor {
+    let spec = controller.rsplit('/').next().unwrap_or_default();
+    let name = spec.split(':').next().unwrap_or_default().trim();
+    let ours = ControllerKind::ALL.iter().position(|k| k.name().eq_ignore_ascii_case(name));
+    let slot = match ours {
+        Some(i) => i,
+        None if name.eq_ignore_ascii_case("cubic") => ControllerKind::ALL.len(),
+        None => return OTHER,
+    };
+    TAB10.into_iter().filter(|&c| c != OTHER).nth(slot).unwrap_or(OTHER)
+}
+
+/// The colour of series that are none of ours (kernel TCP, unknown controllers): tab10's grey.
+pub const OTHER: RGBColor = TAB10[7];
+
+/// A colour as CSS, for HTML and for pages that draw with JavaScript.
+pub fn css(c: RGBColor) -> String {
+    format!("rgb({},{},{})", c.0, c.1, c.2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_controller_has_its_own_colour_whatever_its_spelling() {
+        let mut seen: Vec<RGBColor> = vec![OTHER];
+        for kind in ControllerKind::ALL {
+            let c = controller_color(kind.name());
+            assert!(!seen.contains(&c), "{} shares a colour", kind.name());
+            seen.push(c);
+            assert_eq!(controller_color(&kind.name().to_uppercase()), c);
+            assert_eq!(controller_color(&format!("{}:beta=4", kind.name())), c);
+            assert_eq!(controller_color(&format!("mix/{}", kind.name())), c);
+        }
+        assert!(!seen.contains(&controller_color("cubic")));
+        assert_eq!(controller_color("tcp"), OTHER);
+    }
+
+    #[test]
+    fn paths_take_the_palette_in_order() {
+        assert_eq!(path_color(0), TAB10[0]);
+        assert_eq!(path_color(1), TAB10[1]);
+        assert_eq!(path_color(10), path_color(0));
+        assert_eq!(css(path_color(0)), "rgb(31,119,180)");
+    }
+}
