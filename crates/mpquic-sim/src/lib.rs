@@ -19,6 +19,7 @@ pub mod rng;
 pub mod scenario;
 pub mod shift;
 pub mod sim;
+mod supervise;
 
 pub use scenario::Scenario;
 pub use sim::Sim;
