@@ -245,6 +245,8 @@ enum Ev {
     Timer(usize, Ps),
     /// An endpoint's path supervisor asked to be polled at this instant.
     Supervise(usize, Instant),
+    /// The link drops every packet from now on.
+    BlackHole(LinkId),
     Connect(usize),
     Start(usize),
     /// Some of a flow's `path_times` are due: the client opens those paths.
@@ -703,6 +705,11 @@ impl Sim {
         Ok((Arc::new(c), shared, Policy::of(&options)))
     }
 
+    /// From virtual time `at` on, `link` drops every packet offered to it (a path failure).
+    pub fn black_hole(&mut self, link: LinkId, at: Ps) {
+        self.schedule(at, Ev::BlackHole(link));
+    }
+
     /// Current virtual time.
     pub fn now(&self) -> Ps {
         self.now
@@ -798,6 +805,7 @@ impl Sim {
                 supervision.poll(now, conn, ep.cc.as_deref(), &ep.slots);
                 self.service(ep_id);
             }
+            Ev::BlackHole(link) => self.links[link].params.loss = 1.0,
             Ev::Connect(f) => self.connect(f),
             Ev::Start(f) => {
                 self.flows[f].started = true;

@@ -33,6 +33,8 @@ pub struct PathView {
     pub sent_datagrams: u64,
     /// Datagrams received on the path.
     pub received: u64,
+    /// ACK frames received on the path (PATH_ACK and ACK).
+    pub acks: u64,
     /// The path's smoothed RTT.
     pub srtt: Duration,
     /// Whether the controller lets the path carry new data (false while AMP suppresses it or
@@ -50,6 +52,7 @@ impl PathView {
             sent_bytes: stats.sent_bytes,
             sent_datagrams: stats.udp_tx.datagrams,
             received: stats.udp_rx.datagrams,
+            acks: stats.frame_rx.acks + stats.frame_rx.path_acks,
             srtt: stats.rtt,
             carries_data,
         }
@@ -143,8 +146,12 @@ impl PathSupervisor {
                 .iter()
                 .filter(|p| p.carries_data)
                 .map(|p| {
-                    let sample =
-                        PathSample { sent_bytes: p.sent_bytes, received: p.received, srtt: p.srtt };
+                    let sample = PathSample {
+                        sent_bytes: p.sent_bytes,
+                        received: p.received,
+                        acks: p.acks,
+                        srtt: p.srtt,
+                    };
                     (p.id, sample)
                 })
                 .collect();
@@ -262,6 +269,7 @@ mod tests {
             sent_bytes: sent,
             sent_datagrams: sent,
             received,
+            acks: received,
             srtt: 10 * MS,
             carries_data: true,
         }
