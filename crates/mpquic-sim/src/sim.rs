@@ -356,6 +356,9 @@ pub struct Sim {
     crypto: CryptoConfigs,
 }
 
+/// One end's transport configuration, coupled controller and path supervision policy.
+type EndTransport = (Arc<TransportConfig>, Option<Arc<SharedController>>, Policy);
+
 /// Server and client handshake configuration.
 type CryptoConfigs =
     (Arc<dyn noq_proto::crypto::ServerConfig>, Arc<dyn noq_proto::crypto::ClientConfig>);
@@ -669,7 +672,7 @@ impl Sim {
         paths: usize,
         side: Side,
         log: &Arc<Mutex<NoticeLog>>,
-    ) -> Result<(Arc<TransportConfig>, Option<Arc<SharedController>>, Policy), ScenarioError> {
+    ) -> Result<EndTransport, ScenarioError> {
         let t = &self.scenario.transport;
         let invalid = ScenarioError::Invalid;
         let options = mpquic::Options {
