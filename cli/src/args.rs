@@ -64,10 +64,14 @@ pub struct TransportArgs {
     #[arg(long, default_value_t = 10.0, value_name = "SECS")]
     pub idle_timeout: f64,
     /// Detect failed paths (unanswered for 3 of their PTOs and at least 200 ms while another
-    /// path answers), abandon them and re-open them when they answer. Experimental: see the
-    /// README's limits.
-    #[arg(long)]
+    /// path answers), abandon them and re-open them when they answer. On by default; the flag
+    /// is kept for scripts that ask for it.
+    #[arg(long, conflicts_with = "no_failover")]
     pub failover: bool,
+    /// Do not detect failed paths: a path that stops answering stays open until its idle
+    /// timeout.
+    #[arg(long)]
+    pub no_failover: bool,
     /// Ask the peer to acknowledge within this many milliseconds (1-25, QUIC's ACK frequency
     /// extension; default: noq's 25). 1 is a data-center profile: at microsecond RTTs the
     /// default puts a 26 ms floor under loss recovery.
@@ -94,7 +98,7 @@ impl TransportArgs {
             qlog_dir: self.qlog.clone(),
             idle_timeout: Duration::from_secs_f64(self.idle_timeout),
             max_ack_delay,
-            path_failure: self.failover.then(mpquic::PathFailure::default),
+            path_failure: (!self.no_failover).then(mpquic::PathFailure::default),
             ..Options::default()
         };
         options.validate()?;

@@ -20,6 +20,7 @@ pub mod shift;
 /// The seeded generator of every random choice (shared with the workload generators).
 pub use mpquic_scenario::rng;
 pub mod sim;
+mod supervise;
 
 pub use scenario::Scenario;
 pub use sim::Sim;

@@ -30,6 +30,7 @@ use crate::crypto::{NullClientConfig, NullHmacKey, NullServerConfig, NullTokenKe
 use crate::net::{ecmp_hash, Link, LinkId, Network, Node, NodeId, Packet, Ps};
 use crate::rng::SimRng;
 use crate::scenario::{expand_workloads, CryptoSuite, FlowSpec, Scenario, ScenarioError};
+use crate::supervise::{Policy, Supervision};
 
 static ZEROS: [u8; 65536] = [0; 65536];
 /// The name clients connect to (and a TLS server's certificate is issued for).
@@ -69,6 +70,8 @@ pub struct FlowProgress {
     pub paths_established: Vec<(u64, Ps)>,
     /// Paths abandoned.
     pub paths_abandoned: u64,
+    /// Paths found failed and re-opened, by either end's path supervisor, in order.
+    pub failovers: Vec<(Side, mpquic::FailoverEvent)>,
     /// Window traces of the client's paths: path id -> samples.
     pub traces: BTreeMap<u64, Vec<TracePoint>>,
     /// Why the connection was lost, if it was.
@@ -215,6 +218,10 @@ struct Ep {
     cc: Option<Arc<SharedController>>,
     /// noq path number -> the controller slot behind it.
     slots: BTreeMap<u64, Slot>,
+    /// How the library supervises the connection's paths.
+    policy: Policy,
+    /// The connection's path supervisor, once there is a connection.
+    supervision: Option<Supervision>,
 }
 
 enum Ev {
@@ -223,6 +230,10 @@ enum Ev {
     /// A packet (parked in `Sim::packets`) reaches an endpoint after the host's jitter.
     Deliver(usize, usize),
     Timer(usize, Ps),
+    /// An endpoint's path supervisor asked to be polled at this instant.
+    Supervise(usize, Instant),
+    /// The link drops every packet from now on.
+    BlackHole(LinkId),
     Connect(usize),
     Start(usize),
     /// Some of a flow's `path_times` are due: the client opens those paths.
@@ -331,6 +342,9 @@ pub struct Sim {
     /// Server and client handshake configuration, shared by every connection.
     crypto: CryptoConfigs,
 }
+
+/// One end's transport configuration, coupled controller and path supervision policy.
+type EndTransport = (Arc<TransportConfig>, Option<Arc<SharedController>>, Policy);
 
 /// Server and client handshake configuration.
 type CryptoConfigs =
@@ -459,7 +473,7 @@ impl Sim {
             .collect();
 
         let seed = self.scenario.seed;
-        let (transport, server_cc) =
+        let (transport, server_cc, policy) =
             self.transport_config(&congestion, spec.paths, Side::Server, &notices)?;
         let make_endpoint = |stream: u64, server: Option<Arc<ServerConfig>>| {
             let mut cfg =
@@ -494,6 +508,8 @@ impl Sim {
             timer_queued: None,
             cc: None,
             slots: BTreeMap::new(),
+            policy,
+            supervision: None,
         });
         let server_ep = self.endpoints.len();
         self.endpoints.push(Ep {
@@ -507,6 +523,8 @@ impl Sim {
             timer_queued: None,
             cc: server_cc,
             slots: BTreeMap::new(),
+            policy,
+            supervision: None,
         });
         self.ep_by_addr.insert((client, client_port), client_ep);
         self.ep_by_addr.insert((server, server_port), server_ep);
@@ -641,7 +659,7 @@ impl Sim {
         paths: usize,
         side: Side,
         log: &Arc<Mutex<NoticeLog>>,
-    ) -> Result<(Arc<TransportConfig>, Option<Arc<SharedController>>), ScenarioError> {
+    ) -> Result<EndTransport, ScenarioError> {
         let t = &self.scenario.transport;
         let invalid = ScenarioError::Invalid;
         let options = mpquic::Options {
@@ -666,18 +684,20 @@ impl Sim {
                 log.lock().unwrap_or_else(|p| p.into_inner()).push(ps, side, notice);
             }));
         }
-        // What is about simulating: the scenario's fixed MTU and initial RTT, no spin bit, and
-        // no idle timeouts or keep-alives (the library's path keep-alive, which keeps a silent
-        // path from the peer's idle timeout, runs on tokio, outside the simulator).
+        // What is about simulating: the scenario's fixed MTU and initial RTT, and no spin bit.
+        // Idle timeouts and keep-alives are the library's, and so is the path supervision
+        // (`crate::supervise`), which the event loop drives.
         c.initial_mtu(t.mtu);
         c.min_mtu(t.mtu);
         c.mtu_discovery_config(None);
-        c.max_idle_timeout(None);
-        c.default_path_max_idle_timeout(None);
-        c.keep_alive_interval(None);
         c.initial_rtt(Duration::from_nanos(t.initial_rtt.0 / 1000));
         c.allow_spin(false);
-        Ok((Arc::new(c), shared))
+        Ok((Arc::new(c), shared, Policy::of(&options)))
+    }
+
+    /// From virtual time `at` on, `link` drops every packet offered to it (a path failure).
+    pub fn black_hole(&mut self, link: LinkId, at: Ps) {
+        self.schedule(at, Ev::BlackHole(link));
     }
 
     /// Current virtual time.
@@ -761,6 +781,21 @@ impl Sim {
                     None => {}
                 }
             }
+            Ev::Supervise(ep_id, at) => {
+                let now = self.instant(self.now);
+                let ep = &mut self.endpoints[ep_id];
+                let (Some(supervision), Some((_, conn))) = (&mut ep.supervision, &mut ep.conn)
+                else {
+                    return;
+                };
+                if supervision.queued != Some(at) {
+                    return; // superseded by an earlier wake-up
+                }
+                supervision.queued = None;
+                supervision.poll(now, conn, ep.cc.as_deref(), &ep.slots);
+                self.service(ep_id);
+            }
+            Ev::BlackHole(link) => self.links[link].params.loss = 1.0,
             Ev::Connect(f) => self.connect(f),
             Ev::Start(f) => {
                 self.flows[f].started = true;
@@ -845,7 +880,7 @@ impl Sim {
         let flow = &self.flows[f];
         let ep_id = flow.client_ep;
         let (local_ip, remote) = flow.path_addrs[0];
-        let (transport, client_cc) = match self.transport_config(
+        let (transport, client_cc, _) = match self.transport_config(
             &flow.congestion,
             flow.spec.paths,
             Side::Client,
@@ -876,6 +911,7 @@ impl Sim {
             Ok(conn) => {
                 ep.conn = Some(conn);
                 ep.cc = client_cc;
+                ep.supervision = Some(ep.policy.start(true, now));
                 self.service(ep_id);
             }
             Err(e) => self.flows[f].progress.error = Some(format!("connect: {e}")),
@@ -942,7 +978,10 @@ impl Sim {
                 if ep.role == Role::Server && ep.conn.is_none() {
                     let mut buf = Vec::new();
                     match ep.endpoint.accept(incoming, now, &mut buf, None) {
-                        Ok(conn) => ep.conn = Some(conn),
+                        Ok(conn) => {
+                            ep.conn = Some(conn);
+                            ep.supervision = Some(ep.policy.start(false, now));
+                        }
                         Err(e) => {
                             self.flows[ep.flow].progress.error =
                                 Some(format!("accept: {}", e.cause));
@@ -990,11 +1029,17 @@ impl Sim {
                     }
                     Event::Path(PathEvent::Established { id, .. }) => {
                         register_slot(&mut ep.slots, conn, id);
+                        if let Some(supervision) = &mut ep.supervision {
+                            supervision.on_established(now, id);
+                        }
                         if ep.role == Role::Client {
                             flow.progress.paths_established.push((path_number(id), now_ps));
                         }
                     }
-                    Event::Path(PathEvent::Abandoned { id, .. }) => {
+                    Event::Path(PathEvent::Abandoned { id, reason, .. }) => {
+                        if let Some(supervision) = &mut ep.supervision {
+                            supervision.on_abandoned(now, id, &reason, conn);
+                        }
                         // As the mpquic library does: the controller forgets the path and
                         // couples over the others.
                         if let (Some(cc), Some(slot)) = (&ep.cc, ep.slots.get(&path_number(id))) {
@@ -1047,6 +1092,20 @@ impl Sim {
             (ns * 1000).max(now_ps)
         });
         let done = flow.is_done();
+        let side = match ep.role {
+            Role::Client => Side::Client,
+            Role::Server => Side::Server,
+        };
+        if let Some(supervision) = &mut ep.supervision {
+            let events = supervision.events.drain(..);
+            flow.progress.failovers.extend(events.map(|e| (side, e)));
+            if let Some(at) = supervision.wake_up() {
+                let ps =
+                    (at.saturating_duration_since(self.base).as_nanos() as u64 * 1000).max(now_ps);
+                self.schedule(ps, Ev::Supervise(ep_id, at));
+            }
+        }
+        let ep = &mut self.endpoints[ep_id];
         ep.timer = deadline;
         if let Some(at) = deadline {
             // Queue an event only if none is queued at or before the deadline; a later deadline

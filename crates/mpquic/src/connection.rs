@@ -15,11 +15,8 @@ use tracing::Instrument;
 
 use crate::congestion::{slot_of, SharedController, SlotReport};
 pub use crate::failover::FailoverEvent;
-use crate::failover::{FailureDetector, PathFailure, PathSample};
 use crate::options::Transport;
-
-/// How often the paths' counters are read for failure detection: the detection's granularity.
-const FAILURE_POLL: Duration = Duration::from_millis(25);
+use crate::supervisor::{PathSupervisor, PathView, SupervisorAction};
 
 /// One path to open: a remote address and, optionally, the local address to send from.
 ///
@@ -111,30 +108,38 @@ pub struct MultipathConnection {
     failover: Arc<Failover>,
 }
 
-/// The connection's path failure rule and what it has seen, shared by its tasks.
+/// The connection's path supervisor and the failover events it produced, shared by its tasks.
 struct Failover {
-    rule: Option<PathFailure>,
+    supervisor: Mutex<PathSupervisor>,
+    /// Wakes the supervising task when the supervisor has new work (a path the peer
+    /// abandoned is to be re-opened).
+    wake: tokio::sync::Notify,
     #[cfg(feature = "qlog")]
     qlog: Option<crate::qlog::QlogEvents>,
-    started: Instant,
     history: Mutex<Vec<FailoverEvent>>,
     events: tokio::sync::broadcast::Sender<FailoverEvent>,
 }
 
 impl Failover {
-    fn new(transport: &Transport) -> Self {
+    fn new(transport: &Transport, client: bool) -> Self {
+        let supervisor = PathSupervisor::new(
+            transport.path_failure,
+            transport.path_keep_alive,
+            client,
+            Instant::now(),
+        );
         Failover {
-            rule: transport.path_failure,
+            supervisor: Mutex::new(supervisor),
+            wake: tokio::sync::Notify::new(),
             #[cfg(feature = "qlog")]
             qlog: transport.qlog_events.clone(),
-            started: Instant::now(),
             history: Mutex::default(),
             events: tokio::sync::broadcast::channel(64).0,
         }
     }
 
-    fn since_start(&self) -> f64 {
-        self.started.elapsed().as_secs_f64()
+    fn supervisor(&self) -> MutexGuard<'_, PathSupervisor> {
+        self.supervisor.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn publish(&self, event: FailoverEvent) {
@@ -149,14 +154,14 @@ impl Failover {
 }
 
 impl MultipathConnection {
-    /// Wrap an established connection; starts following its path events and keeping its
-    /// paths alive.
+    /// Wrap an established connection; starts following its path events and supervising its
+    /// paths (keep-alive, failure detection, re-opening).
     pub(crate) fn new(
         conn: noq::Connection,
         transport: Transport,
         controller_name: &'static str,
     ) -> Self {
-        let failover = Arc::new(Failover::new(&transport));
+        let failover = Arc::new(Failover::new(&transport, conn.side().is_client()));
         let this = MultipathConnection {
             conn,
             controller: transport.controller,
@@ -181,44 +186,30 @@ impl MultipathConnection {
             }
             .instrument(span.clone()),
         );
-        let follower = this.clone_weak();
-        let interval = transport.path_keep_alive;
-        tokio::spawn(
-            async move {
-                let mut sent_before = BTreeMap::new();
-                let mut ticks =
-                    tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
-                loop {
-                    ticks.tick().await;
-                    let Some(this) = follower.upgrade() else { break };
-                    if this.conn.close_reason().is_some() {
-                        break;
-                    }
-                    this.probe_silent_paths(&mut sent_before);
-                }
-            }
-            .instrument(span.clone()),
-        );
-        this.spawn_failure_watch(span);
+        this.spawn_supervisor(span);
         this
     }
 
-    /// Read the open paths' counters every [`FAILURE_POLL`] and abandon those that fail.
-    fn spawn_failure_watch(&self, span: tracing::Span) {
-        let Some(rule) = self.failover.rule else { return };
+    /// Poll the path supervisor whenever it asks to be and carry out what it decides.
+    fn spawn_supervisor(&self, span: tracing::Span) {
         let follower = self.clone_weak();
-        let mut detector = FailureDetector::new(rule);
         tokio::spawn(
             async move {
-                let mut ticks = tokio::time::interval(FAILURE_POLL);
                 loop {
-                    ticks.tick().await;
+                    let wake = follower.failover.supervisor().poll_timeout();
+                    let sleep = tokio::time::sleep_until(wake.into());
+                    tokio::select! {
+                        () = sleep => {}
+                        () = follower.failover.wake.notified() => {}
+                    }
                     let Some(this) = follower.upgrade() else { break };
                     if this.conn.close_reason().is_some() {
                         break;
                     }
-                    for id in detector.observe(Instant::now(), &this.path_samples()) {
-                        this.fail_path(id);
+                    let views = this.path_views();
+                    let actions = this.failover.supervisor().poll(Instant::now(), &views);
+                    for action in actions {
+                        this.carry_out(action);
                     }
                 }
             }
@@ -226,25 +217,36 @@ impl MultipathConnection {
         );
     }
 
-    /// The counters of the open paths that carry data: a path the controller keeps from data
-    /// (AMP's suppression, MPTCP-D's elimination) sends only probes, whose silence is no sign of
-    /// failure (measured in netns: AMP's suppressed paths were declared failed and re-opened
-    /// every 0.75 s); it is watched again from when it is released.
-    fn path_samples(&self) -> Vec<(PathId, PathSample)> {
+    /// The open paths as the supervisor sees them.
+    fn path_views(&self) -> Vec<PathView> {
         let snapshot = self.controller_snapshot();
-        let kept_from_data = |id: PathId| {
-            let slot = self.ledger().get(&id).and_then(|r| r.slot);
-            slot.and_then(|slot| snapshot.as_ref()?.path(slot).map(|p| !p.active)).unwrap_or(false)
+        let ledger = self.ledger().clone();
+        let view = |id| {
+            let record = ledger.get(&id)?;
+            let carries_data = record
+                .slot
+                .and_then(|slot| snapshot.as_ref()?.path(slot).map(|p| p.active))
+                .unwrap_or(true);
+            let spec = record.remote.map(|remote| PathSpec::new(record.local, remote));
+            Some(PathView::new(id, spec, &self.conn.path_stats(id)?, carries_data))
         };
-        let sample = |id| {
-            if kept_from_data(id) {
-                return None;
+        self.open_paths_now().into_iter().filter_map(view).collect()
+    }
+
+    fn carry_out(&self, action: SupervisorAction) {
+        match action {
+            SupervisorAction::Ping(id) => {
+                tracing::trace!(path = %id, "keep-alive probe");
+                if let Some(path) = self.conn.path(id) {
+                    let _ = path.ping();
+                }
             }
-            let stats = self.conn.path_stats(id)?;
-            let received = stats.udp_rx.datagrams;
-            Some((id, PathSample { sent_bytes: stats.sent_bytes, received, srtt: stats.rtt }))
-        };
-        self.open_paths_now().into_iter().filter_map(sample).collect()
+            SupervisorAction::Abandon(id) => self.fail_path(id),
+            SupervisorAction::Reopen { failed, spec } => {
+                let follower = self.clone_weak();
+                tokio::spawn(follower.reopen(failed, spec));
+            }
+        }
     }
 
     /// Abandon a failed path (noq re-sends its in-flight data on the others when it discards
@@ -257,54 +259,20 @@ impl MultipathConnection {
         self.announce_failure(id);
     }
 
-    /// Tell the application that path `id` failed (here or at the peer) and, on the client,
-    /// keep trying to open it again.
+    /// Tell the application that path `id` failed (here or at the peer); the supervisor has
+    /// the client re-open it.
     fn announce_failure(&self, id: PathId) {
         let record = self.ledger().get(&id).cloned();
-        let (local, remote) = record.map_or((None, None), |r| (r.local, r.remote));
-        let continuing_on =
-            self.open_paths_now().into_iter().filter(|&p| p != id).map(path_number).collect();
-        self.failover.publish(FailoverEvent::PathFailed {
-            path: path_number(id),
-            local,
-            remote,
-            at_s: self.failover.since_start(),
-            continuing_on,
-        });
-        if let (Some(remote), true) = (remote, self.conn.side().is_client()) {
-            let follower = self.clone_weak();
-            tokio::spawn(follower.reopen(id, PathSpec::new(local, remote)));
-        }
+        let addresses = record.map_or((None, None), |r| (r.local, r.remote));
+        let open = self.open_paths_now();
+        let event = self.failover.supervisor().path_failed(Instant::now(), id, addresses, &open);
+        self.failover.publish(event);
+        self.failover.wake.notify_one();
     }
 
     /// Failures and recoveries of this connection's paths, as they happen.
     pub fn failover_events(&self) -> tokio::sync::broadcast::Receiver<FailoverEvent> {
         self.failover.events.subscribe()
-    }
-
-    /// Ping every open path that sent nothing since the last call.
-    ///
-    /// noq abandons a path when nothing is received on it for the path idle timeout, and a
-    /// path can be silent in one direction while in use: the receiver of a transfer
-    /// acknowledges every path's packets on whichever path it sends on, and the sender keeps
-    /// paths from new data (AMP's suppressed paths, a scheduler's unused ones) although they
-    /// stay open. noq's own per-path keep-alive does not help, as it restarts whenever a packet
-    /// arrives on the path. So each end pings its silent paths (a PING goes out on a path the
-    /// controller keeps from data: that only takes away its rank, not its window).
-    fn probe_silent_paths(&self, sent_before: &mut BTreeMap<PathId, u64>) {
-        for id in self.open_paths_now() {
-            let Some(path) = self.conn.path(id) else { continue };
-            let sent = path.stats().udp_tx.datagrams;
-            if sent_before.get(&id) == Some(&sent) {
-                tracing::trace!(path = %id, "keep-alive probe");
-                let _ = path.ping();
-                // The probe's own datagram does not make the path busy: count it in, so that a
-                // path that sends nothing else is probed at every interval, not every other.
-                sent_before.insert(id, sent + 1);
-            } else {
-                sent_before.insert(id, sent);
-            }
-        }
     }
 
     /// A handle that does not keep the connection alive.
@@ -361,7 +329,7 @@ impl MultipathConnection {
                     controller.remove_path(slot);
                 }
                 if failed_at_peer
-                    && self.conn.side().is_client()
+                    && self.failover.supervisor().believes_peer()
                     && self.conn.close_reason().is_none()
                 {
                     self.announce_failure(id);
@@ -513,30 +481,20 @@ impl WeakConnection {
         })
     }
 
-    /// Try to open a path over `spec` every retry interval until it answers (a failed path
-    /// comes back as a new one) or the connection ends.
+    /// Try once to open a path over `spec` in place of the failed path `failed` (a failed
+    /// path comes back as a new one) and tell the supervisor how it went.
     async fn reopen(self, failed: PathId, spec: PathSpec) {
-        let retry = self.failover.rule.unwrap_or_default().retry;
-        loop {
-            tokio::time::sleep(retry).await;
-            let Some(this) = self.upgrade() else { return };
-            if this.conn.close_reason().is_some() {
-                return;
-            }
-            match this.open_path(spec).await {
-                Ok(path) => {
-                    this.failover.publish(FailoverEvent::PathRecovered {
-                        path: path_number(path),
-                        failed_path: path_number(failed),
-                        local: spec.local,
-                        remote: Some(spec.remote),
-                        at_s: this.failover.since_start(),
-                    });
-                    return;
-                }
-                Err(e) => tracing::debug!("{e}; retrying"),
-            }
+        let Some(this) = self.upgrade() else { return };
+        let opened = this.open_path(spec).await;
+        if let Err(e) = &opened {
+            tracing::debug!("{e}; retrying");
         }
+        let outcome =
+            this.failover.supervisor().reopen_finished(Instant::now(), failed, opened.ok());
+        if let Some(event) = outcome {
+            this.failover.publish(event);
+        }
+        this.failover.wake.notify_one();
     }
 }
 
@@ -642,7 +600,7 @@ impl PathReport {
 }
 
 /// noq's path id as a number (noq exposes it only through `Display`).
-fn path_number(id: PathId) -> u32 {
+pub(crate) fn path_number(id: PathId) -> u32 {
     id.to_string().parse().unwrap_or(u32::MAX)
 }
 

@@ -1,11 +1,17 @@
 //! Path failure detection: which path has stopped answering while another still does.
 //!
-//! A path *fails* when ack-eliciting data it sent has gone unanswered (no datagram at all came
-//! back on it) for [`PathFailure::ptos`] of its own probe timeouts, and at least
-//! [`PathFailure::min`], while another path was heard from within that time. The rule only
-//! reads noq's per-path counters, so it needs no hook in the stack; it relies on the peer
-//! acknowledging a path's packets on that path (the PATH_ACK placement patch of
-//! `third_party/noq-proto`), as otherwise a live path's answers would arrive on another.
+//! A path *fails* when ack-eliciting data it sent has gone unanswered (no ACK frame came back
+//! on it) for [`PathFailure::ptos`] of its own probe timeouts, and at least
+//! [`PathFailure::min`], while another path is fine: heard from within that time, or with
+//! nothing of its own unanswered. The rule only reads noq's per-path counters, so it needs no
+//! hook in the stack; it relies on the peer acknowledging a path's packets on that path (the
+//! PATH_ACK placement patch of `third_party/noq-proto`, and D4 for paths the controller keeps
+//! from data), as otherwise a live path's answers would arrive on another.
+//!
+//! An answer is an ACK frame, not any datagram: when only the way out of a path fails, the
+//! peer's own probes still arrive on it, but carry no acknowledgement. And another path that
+//! has nothing unanswered counts as fine although silent: a sender whose lost data is stuck on
+//! the failed path is soon blocked by flow control and sends nothing on the others.
 //!
 //! The connection then abandons the failed path: noq declares its in-flight packets lost when
 //! the path is discarded and re-sends their data on the live paths, and the client keeps trying
@@ -55,6 +61,8 @@ pub(crate) struct PathSample {
     pub sent_bytes: u64,
     /// Datagrams received on the path.
     pub received: u64,
+    /// ACK frames received on the path.
+    pub acks: u64,
     /// The path's smoothed RTT.
     pub srtt: Duration,
 }
@@ -99,6 +107,8 @@ impl FailureDetector {
             });
             if sample.received != watch.last.received {
                 watch.heard = now;
+            }
+            if sample.acks != watch.last.acks {
                 watch.unanswered_since = None;
             } else if sample.sent_bytes != watch.last.sent_bytes {
                 watch.unanswered_since.get_or_insert(now);
@@ -112,7 +122,7 @@ impl FailureDetector {
                 let Some(since) = watch.unanswered_since else { return false };
                 let deadline = self.rule.deadline(watch.last.srtt);
                 now.saturating_duration_since(since) >= deadline
-                    && self.other_heard(id, now, deadline)
+                    && self.other_fine(id, now, deadline)
             })
             .map(|(&id, _)| id)
             .collect();
@@ -122,11 +132,13 @@ impl FailureDetector {
         failed
     }
 
-    /// Whether a path other than `id` was heard from within `window` before `now`.
-    fn other_heard(&self, id: PathId, now: Instant, window: Duration) -> bool {
-        self.paths
-            .iter()
-            .any(|(&other, w)| other != id && now.saturating_duration_since(w.heard) < window)
+    /// Whether a path other than `id` was heard from within `window` before `now`, or has
+    /// nothing unanswered.
+    fn other_fine(&self, id: PathId, now: Instant, window: Duration) -> bool {
+        self.paths.iter().any(|(&other, w)| {
+            other != id
+                && (now.saturating_duration_since(w.heard) < window || w.unanswered_since.is_none())
+        })
     }
 }
 
@@ -209,8 +221,9 @@ mod tests {
 
     const MS: Duration = Duration::from_millis(1);
 
+    /// A path that sent `sent_bytes` and got `received` datagrams back, each with an ACK.
     fn sample(sent_bytes: u64, received: u64) -> PathSample {
-        PathSample { sent_bytes, received, srtt: 10 * MS }
+        PathSample { sent_bytes, received, acks: received, srtt: 10 * MS }
     }
 
     fn paths(p0: PathSample, p1: PathSample) -> Vec<(PathId, PathSample)> {
@@ -284,6 +297,24 @@ mod tests {
                 .observe(now, &paths(sample(0, 0), sample(step.into(), step.into())))
                 .is_empty());
         }
+    }
+
+    #[test]
+    fn datagrams_without_acks_do_not_answer() {
+        let mut detector = FailureDetector::new(PathFailure::default());
+        let t0 = Instant::now();
+        // Path 0's way out fails: the peer's probes still arrive on it, without an ACK. Path 1
+        // is idle with nothing unanswered (its sender is blocked by flow control).
+        let mut failed = vec![];
+        for step in 0..=20u32 {
+            let now = t0 + step * 25 * MS;
+            let probes = PathSample { received: step.into(), acks: 0, ..sample(step.into(), 0) };
+            failed = detector.observe(now, &paths(probes, sample(0, 0)));
+            if !failed.is_empty() {
+                break;
+            }
+        }
+        assert_eq!(failed, [PathId::ZERO]);
     }
 
     #[test]

@@ -38,6 +38,7 @@ mod options;
 #[cfg(feature = "qlog")]
 pub mod qlog;
 mod scheduler;
+pub mod supervisor;
 pub mod tls;
 
 pub use connection::{

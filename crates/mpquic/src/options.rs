@@ -144,7 +144,8 @@ impl FromStr for EcnPrecision {
 /// Everything that shapes one connection's transport.
 ///
 /// Set what matters and take the rest from [`Options::default`] (AMP, the stack's scheduler,
-/// noq's ACK timing and windows, up to 16 paths, 10 s idle timeout):
+/// noq's ACK timing and windows, up to 16 paths, 10 s idle timeout, path failover
+/// by [`PathFailure::default`]):
 ///
 /// ```
 /// use std::time::Duration;
@@ -184,8 +185,7 @@ pub struct Options {
     /// Write a qlog trace per connection into this directory.
     pub qlog_dir: Option<PathBuf>,
     /// When a path counts as failed (and is abandoned for the live ones); `None`: no failure
-    /// detection (the default for now: in a netns many-to-one run with AMP the rule declared
-    /// live, queued paths failed; see the README's limits).
+    /// detection.
     pub path_failure: Option<PathFailure>,
 }
 
@@ -200,7 +200,7 @@ impl Default for Options {
             max_paths: 16,
             idle_timeout: Duration::from_secs(10),
             qlog_dir: None,
-            path_failure: None,
+            path_failure: Some(PathFailure::default()),
         }
     }
 }
@@ -230,6 +230,12 @@ impl Options {
     /// Whether this connection sends one packet per datagram and asks for an ACK per packet.
     pub fn acks_every_packet(&self) -> bool {
         self.ecn == EcnPrecision::PerPacket
+    }
+
+    /// How often a path that sent nothing is pinged: well within the peer's idle timeout,
+    /// after which it would abandon the path.
+    pub fn path_keep_alive(&self) -> Duration {
+        self.idle_timeout / 3
     }
 
     /// Noq's range for a requested max_ack_delay.
@@ -358,7 +364,7 @@ impl Options {
         Transport {
             config: Arc::new(config),
             controller,
-            path_keep_alive: self.idle_timeout / 3,
+            path_keep_alive: self.path_keep_alive(),
             path_failure: self.path_failure,
             #[cfg(feature = "qlog")]
             qlog_events,

@@ -1111,6 +1111,8 @@ impl Connection {
             }
 
             let mut info = self.scheduling_info(path_id);
+            // A path without a rank is kept from new data, not from acknowledging: its own
+            // PATH_ACKs still ride it (`may_send_acks`), or the peer hears nothing on it.
             info.may_send_data &= rank.is_some();
             if let Some(transmit) = self.poll_transmit_on_path(
                 now,
@@ -1274,6 +1276,7 @@ impl Connection {
         PathSchedulingInfo {
             is_abandoned,
             may_send_data,
+            may_send_acks: may_send_data,
             may_send_close,
             may_self_abandon,
         }
@@ -1556,8 +1559,9 @@ impl Connection {
                     true
                 } else {
                     // Anything else we only send if we're the best path for SpaceKind::Data
-                    // frames.
-                    !can_send.is_empty() && scheduling_info.may_send_data
+                    // frames; the ACKs this path carries also on a path kept from data.
+                    (!can_send.is_empty() && scheduling_info.may_send_data)
+                        || (can_send.acks && scheduling_info.may_send_acks)
                 }
             };
 
@@ -6180,7 +6184,7 @@ impl Connection {
         }
 
         // ACK
-        if !scheduling_info.is_abandoned && scheduling_info.may_send_data {
+        if !scheduling_info.is_abandoned && scheduling_info.may_send_acks {
             for path_id in ack_paths {
                 Self::populate_acks(
                     now,
@@ -7427,6 +7431,10 @@ struct PathSchedulingInfo {
     ///
     /// Note that once in the closed or draining states this will never be true.
     may_send_data: bool,
+    /// Whether the path may send the ACKs that [`Connection::acks_carried_by`] gives it:
+    /// [`Self::may_send_data`] before the controller's send rank is applied, since a path the
+    /// controller keeps from new data must still acknowledge what arrives on it.
+    may_send_acks: bool,
     /// Whether the path may send a CONNECTION_CLOSE frame.
     ///
     /// This essentially marks this path as the best validated space ID with a fallback

@@ -2356,9 +2356,8 @@ impl crate::congestion::ControllerFactory for RankedFactory {
     }
 }
 
-/// A connected two-path pair whose client ranks its paths by `rank`; returns the client's bytes
-/// sent on paths 0 and 1 while it writes 200 kB on a stream.
-fn client_bytes_per_path(rank: fn(usize, u64) -> Option<u64>) -> (u64, u64) {
+/// A connected pair whose client ranks its paths by `rank`, with its second path open.
+fn ranked_pair(rank: fn(usize, u64) -> Option<u64>) -> (ConnPair, PathId) {
     let (pair, mut client_cfg) = ConnPair::builder().enable_multipath().build_pair();
     let mut transport = TransportConfig {
         initial_rtt: Duration::from_millis(10),
@@ -2377,6 +2376,13 @@ fn client_bytes_per_path(rank: fn(usize, u64) -> Option<u64>) -> (u64, u64) {
         .open_path(Client, FourTuple::from_remote(server_addr), PathStatus::Available)
         .unwrap();
     pair.drive();
+    (pair, path_1)
+}
+
+/// A connected two-path pair whose client ranks its paths by `rank`; returns the client's bytes
+/// sent on paths 0 and 1 while it writes 200 kB on a stream.
+fn client_bytes_per_path(rank: fn(usize, u64) -> Option<u64>) -> (u64, u64) {
+    let (mut pair, path_1) = ranked_pair(rank);
     let sent = |pair: &mut ConnPair, path| pair.conn_mut(Client).path_stats(path).unwrap().udp_tx.bytes;
     let before = (sent(&mut pair, PathId::ZERO), sent(&mut pair, path_1));
     let s = pair.streams(Client).open(Dir::Uni).unwrap();
@@ -2402,6 +2408,33 @@ fn send_rank_orders_the_paths() {
     // A path ranked `None` takes no data while another path ranks.
     let (on_0, on_1) = client_bytes_per_path(|index, _| (index == 1).then_some(0));
     assert!(on_1 > 200_000 && on_0 < 10_000, "path 0 excluded: {on_0} / {on_1}");
+}
+
+/// mpquic patch 2 with 3: a path the controller keeps from data (`send_rank` is `None`) still
+/// acknowledges what arrives on it, on it. Before, its PATH_ACKs were given to it (it may send,
+/// as far as the path's state goes) but never written (its rank masked `may_send_data`), so the
+/// peer's packets on it went unanswered and a peer watching for silent paths found it failed.
+#[test]
+fn a_path_kept_from_data_still_acknowledges_on_itself() -> TestResult {
+    let _guard = subscribe();
+    let (mut pair, path_1) = ranked_pair(|index, _| (index == 0).then_some(0));
+    let acks = |pair: &mut ConnPair| {
+        let sent = pair.conn_mut(Client).path_stats(path_1).unwrap().frame_tx.path_acks;
+        let received = pair.conn_mut(Server).path_stats(path_1).unwrap().frame_rx.path_acks;
+        (sent, received)
+    };
+    let before = acks(&mut pair);
+    for _ in 0..3 {
+        pair.conn_mut(Server).ping_path(path_1)?;
+        pair.drive();
+    }
+    let (sent, received) = acks(&mut pair);
+    let (sent, received) = (sent - before.0, received - before.1);
+    info!(sent, received, "PATH_ACKs on the client's unranked path 1");
+    assert!(sent > 0, "the client did not acknowledge the pings on its unranked path");
+    assert!(received > 0, "the server heard no PATH_ACK on path 1");
+    assert!(!pair.is_closed(Client) && !pair.is_closed(Server));
+    Ok(())
 }
 
 /// PATH_ACKs ride the path they acknowledge (noq #799): when path 0 goes silent, the

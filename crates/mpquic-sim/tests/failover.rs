@@ -1,0 +1,120 @@
+//! The library's path supervisor in the simulator: live paths through a shared, queued
+//! bottleneck are not declared failed; a black-holed path is, within the rule's deadline.
+
+use mpquic::supervisor::FAILURE_POLL;
+use mpquic::{FailoverEvent, PathFailure};
+use mpquic_sim::scenario::{Dur, FlowSpec, LinkConfig, Rate, Scenario, Topology};
+use mpquic_sim::sim::Side;
+use mpquic_sim::Sim;
+
+/// The netns many-to-one AMP test's shape: 4 senders with 4 addresses each, one multipath AMP
+/// flow of 4 paths per sender, all into one 100 Mbit/s bottleneck (~150 KB buffer, K = 20),
+/// sending for 8 s: past the second round of the path keep-alive (every 10 s / 3), whose PINGs
+/// reach the paths AMP keeps from data.
+fn many_to_one_amp() -> Scenario {
+    let mut s = Scenario::new(
+        "many-to-one-amp-failover",
+        Dur::ms(8000),
+        Topology::ManyToOne {
+            senders: 4,
+            sender_addrs: 4,
+            receiver_addrs: 4,
+            access: LinkConfig { rate: Some(Rate(10_000_000_000)), ..Default::default() },
+            bottleneck: LinkConfig {
+                rate: Some(Rate(100_000_000)),
+                buffer: Some(108),
+                ecn_k: Some(20),
+                delay: Some(Dur::us(20)),
+                ..Default::default()
+            },
+        },
+    );
+    s.host_jitter = Dur::us(5);
+    s.transport.ecn = "per-packet".into();
+    for i in 0..4 {
+        let mut f = FlowSpec::bulk(&format!("s{i}"), "r");
+        f.controller = Some("amp".into());
+        f.paths = 4;
+        s.flows.push(f);
+    }
+    s
+}
+
+fn failures(sim: &Sim, flow: usize) -> Vec<(Side, u32, f64)> {
+    sim.flows[flow]
+        .progress
+        .failovers
+        .iter()
+        .filter_map(|(side, event)| match event {
+            FailoverEvent::PathFailed { path, at_s, .. } => Some((*side, *path, *at_s)),
+            FailoverEvent::PathRecovered { .. } => None,
+        })
+        .collect()
+}
+
+/// AMP keeps the paths it suppresses from data, but the peer's packets on them (keep-alive
+/// PINGs) must still be acknowledged on them: before noq-proto patch D4, they were not, and the
+/// server declared every suppressed path failed at the second keep-alive round (6.9 s).
+#[test]
+fn live_queued_and_suppressed_paths_are_not_declared_failed() {
+    let mut sim = Sim::new(many_to_one_amp()).expect("valid scenario");
+    sim.run();
+    let suppressions: u64 = sim
+        .flows
+        .iter()
+        .map(|f| f.notices.lock().unwrap().counts.get("suppressed").copied().unwrap_or(0))
+        .sum();
+    assert!(suppressions > 0, "AMP never suppressed a path: the scenario tests nothing");
+    for (i, flow) in sim.flows.iter().enumerate() {
+        assert_eq!(flow.progress.error, None, "flow {i}");
+        assert_eq!(failures(&sim, i), [], "flow {i}: live paths declared failed");
+        assert!(flow.progress.request_read > 10_000_000, "flow {i} stalled");
+    }
+}
+
+/// A path whose link drops everything from 50 ms on is declared failed by the sender within
+/// the rule's deadline (here its 200 ms floor: the PTO estimate is 3 x 3 x ~20 us + 3 x 25 ms)
+/// plus one poll and one RTT; the other path is not, and carries the flow on.
+#[test]
+fn a_black_holed_path_is_declared_failed_within_the_deadline() {
+    let mut s = Scenario::new(
+        "black-hole",
+        Dur::ms(600),
+        Topology::TwoPath {
+            cross_hosts: 1,
+            access: LinkConfig { rate: Some(Rate(40_000_000_000)), ..Default::default() },
+        },
+    );
+    s.host_jitter = Dur::us(1);
+    // Both paths carry data (the stack order would leave path 1 idle beside a fast path 0).
+    s.transport.scheduler = "round-robin".into();
+    let mut flow = FlowSpec::bulk("src", "dst");
+    flow.paths = 2;
+    flow.controller = Some("amp".into());
+    s.flows.push(flow);
+    let mut sim = Sim::new(s).expect("valid scenario");
+    let dead = sim.links.iter().position(|l| l.params.name == "src->b").expect("link src->b");
+    let black_hole_at = Dur::ms(50);
+    sim.black_hole(dead, black_hole_at.0);
+    sim.run();
+
+    let deadline = PathFailure::default().deadline(std::time::Duration::from_micros(20));
+    let latest = black_hole_at.secs() + (deadline + 2 * FAILURE_POLL).as_secs_f64();
+    let failed = failures(&sim, 0);
+    let client: Vec<_> = failed.iter().filter(|(side, ..)| *side == Side::Client).collect();
+    assert!(
+        matches!(client.first(), Some((_, 1, at)) if *at >= black_hole_at.secs() && *at <= latest),
+        "path 1 (via switch b) not declared failed by {latest} s: {failed:?}"
+    );
+    assert!(
+        failed.iter().all(|(_, path, _)| *path == 1),
+        "a live path declared failed: {failed:?}"
+    );
+    let failed_at = client[0].2;
+    eprintln!("black hole at {} s, path 1 declared failed at {failed_at} s", black_hole_at.secs());
+    // Path 0 carries the flow after the failure.
+    let bucket = |t: f64| (t / sim.scenario.output.goodput_interval.secs()) as usize;
+    let delivered = &sim.flows[0].progress.delivered;
+    let after: u64 = delivered.iter().skip(bucket(failed_at) + 1).sum();
+    assert!(after > 0, "nothing delivered after the failure");
+}

@@ -1,0 +1,353 @@
+//! What a connection decides about its paths over time, without I/O: which silent path to
+//! ping, which failed path to abandon, when to re-open it.
+//!
+//! A [`PathSupervisor`] is fed views of the open paths' counters and the current time; it
+//! answers with [`SupervisorAction`]s and, as the caller reports what came of them,
+//! [`FailoverEvent`]s. [`MultipathConnection`](crate::MultipathConnection) runs one on tokio;
+//! the simulator runs the same one in virtual time.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use noq::{PathId, PathStats};
+
+use crate::connection::{path_number, PathSpec};
+use crate::failover::{FailoverEvent, FailureDetector, PathFailure, PathSample};
+
+/// How often the paths' counters are read for failure detection: the detection's granularity.
+pub const FAILURE_POLL: Duration = Duration::from_millis(25);
+
+/// One open path at one instant, as the supervisor needs to see it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PathView {
+    /// noq's path id.
+    pub id: PathId,
+    /// Local address, when known.
+    pub local: Option<IpAddr>,
+    /// Remote address, when known.
+    pub remote: Option<SocketAddr>,
+    /// Bytes of ack-eliciting packets sent on the path.
+    pub sent_bytes: u64,
+    /// Datagrams sent on the path, of any kind.
+    pub sent_datagrams: u64,
+    /// Datagrams received on the path.
+    pub received: u64,
+    /// ACK frames received on the path (PATH_ACK and ACK).
+    pub acks: u64,
+    /// The path's smoothed RTT.
+    pub srtt: Duration,
+    /// Whether the controller lets the path carry new data (false while AMP suppresses it or
+    /// MPTCP-D eliminates it).
+    pub carries_data: bool,
+}
+
+impl PathView {
+    /// The view of path `id` from noq's statistics of it.
+    pub fn new(id: PathId, spec: Option<PathSpec>, stats: &PathStats, carries_data: bool) -> Self {
+        PathView {
+            id,
+            local: spec.and_then(|s| s.local),
+            remote: spec.map(|s| s.remote),
+            sent_bytes: stats.sent_bytes,
+            sent_datagrams: stats.udp_tx.datagrams,
+            received: stats.udp_rx.datagrams,
+            acks: stats.frame_rx.acks + stats.frame_rx.path_acks,
+            srtt: stats.rtt,
+            carries_data,
+        }
+    }
+}
+
+/// What the supervisor asks its connection to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SupervisorAction {
+    /// Send a PING on the path: it sent nothing for a keep-alive interval, and the peer
+    /// abandons a path that receives nothing for its idle timeout.
+    Ping(PathId),
+    /// Abandon the path: it failed. Report it with [`PathSupervisor::path_failed`] once done.
+    Abandon(PathId),
+    /// Try to open a path over `spec` again, in place of the failed path `failed`. Report how
+    /// it went with [`PathSupervisor::reopen_finished`].
+    Reopen {
+        /// The failed path.
+        failed: PathId,
+        /// Its addresses.
+        spec: PathSpec,
+    },
+}
+
+/// A failed path the client opens again.
+#[derive(Debug, Clone, Copy)]
+struct Reopen {
+    spec: PathSpec,
+    /// When to try next; `None` while an attempt is under way.
+    due: Option<Instant>,
+}
+
+/// One connection's path keep-alive, failure detection and re-opening, as a state machine.
+#[derive(Debug)]
+pub struct PathSupervisor {
+    rule: Option<PathFailure>,
+    detector: Option<FailureDetector>,
+    keep_alive: Duration,
+    client: bool,
+    started: Instant,
+    next_detection: Instant,
+    next_keep_alive: Instant,
+    /// Per path, the datagrams it had sent at the last keep-alive round.
+    sent_before: BTreeMap<PathId, u64>,
+    reopening: BTreeMap<PathId, Reopen>,
+}
+
+impl PathSupervisor {
+    /// A supervisor for a connection set up at `now`: failed paths are found by `rule` (`None`:
+    /// not looked for), paths silent for `keep_alive` are pinged, and the `client` re-opens
+    /// failed paths (a server cannot open paths).
+    pub fn new(
+        rule: Option<PathFailure>,
+        keep_alive: Duration,
+        client: bool,
+        now: Instant,
+    ) -> Self {
+        PathSupervisor {
+            rule,
+            detector: rule.map(FailureDetector::new),
+            keep_alive,
+            client,
+            started: now,
+            next_detection: now,
+            next_keep_alive: now + keep_alive,
+            sent_before: BTreeMap::new(),
+            reopening: BTreeMap::new(),
+        }
+    }
+
+    /// When the supervisor next wants to be polled.
+    pub fn poll_timeout(&self) -> Instant {
+        let detection = self.detector.as_ref().map(|_| self.next_detection);
+        let reopen = self.reopening.values().filter_map(|r| r.due);
+        reopen.chain(detection).fold(self.next_keep_alive, Instant::min)
+    }
+
+    /// Look at the open paths at `now` and say what to do about them.
+    pub fn poll(&mut self, now: Instant, paths: &[PathView]) -> Vec<SupervisorAction> {
+        let mut actions = vec![];
+        if now >= self.next_keep_alive {
+            self.next_keep_alive = now + self.keep_alive;
+            actions.extend(self.silent_paths(paths).map(SupervisorAction::Ping));
+        }
+        if let Some(detector) = self.detector.as_mut().filter(|_| now >= self.next_detection) {
+            self.next_detection = now + FAILURE_POLL;
+            // A path the controller keeps from data (AMP's suppression, MPTCP-D's
+            // elimination) sends only probes, whose silence is no sign of failure; it is
+            // watched again from when it is released.
+            let samples: Vec<(PathId, PathSample)> = paths
+                .iter()
+                .filter(|p| p.carries_data)
+                .map(|p| {
+                    let sample = PathSample {
+                        sent_bytes: p.sent_bytes,
+                        received: p.received,
+                        acks: p.acks,
+                        srtt: p.srtt,
+                    };
+                    (p.id, sample)
+                })
+                .collect();
+            actions
+                .extend(detector.observe(now, &samples).into_iter().map(SupervisorAction::Abandon));
+        }
+        for (&failed, reopen) in &mut self.reopening {
+            if reopen.due.is_some_and(|due| now >= due) {
+                reopen.due = None;
+                actions.push(SupervisorAction::Reopen { failed, spec: reopen.spec });
+            }
+        }
+        actions
+    }
+
+    /// The paths that sent nothing since the last keep-alive round.
+    ///
+    /// noq abandons a path when nothing is received on it for the path idle timeout, and a
+    /// path can be silent in one direction while in use: the sender keeps paths from new data
+    /// (AMP's suppressed paths, a scheduler's unused ones) although they stay open, and noq's
+    /// own per-path keep-alive does not help, as it restarts whenever a packet arrives on the
+    /// path. So each end pings its silent paths (a PING goes out on a path the controller keeps
+    /// from data: that only takes away its rank, not its window).
+    fn silent_paths<'a>(&'a mut self, paths: &'a [PathView]) -> impl Iterator<Item = PathId> + 'a {
+        self.sent_before.retain(|id, _| paths.iter().any(|p| p.id == *id));
+        paths.iter().filter_map(|p| {
+            let silent = self.sent_before.get(&p.id) == Some(&p.sent_datagrams);
+            // The probe's own datagram does not make the path busy: count it in, so that a
+            // path that sends nothing else is probed at every interval, not every other.
+            self.sent_before.insert(p.id, p.sent_datagrams + u64::from(silent));
+            silent.then_some(p.id)
+        })
+    }
+
+    /// Path `id` over `spec` failed at `now` (this end abandoned it, or the peer did) and the
+    /// connection goes on over `open`: the event to tell the application. The client re-opens
+    /// the path after the rule's retry interval.
+    pub fn path_failed(
+        &mut self,
+        now: Instant,
+        id: PathId,
+        spec: (Option<IpAddr>, Option<SocketAddr>),
+        open: &[PathId],
+    ) -> FailoverEvent {
+        let (local, remote) = spec;
+        if let (Some(remote), true) = (remote, self.client) {
+            let due = Some(now + self.retry());
+            self.reopening.insert(id, Reopen { spec: PathSpec::new(local, remote), due });
+        }
+        FailoverEvent::PathFailed {
+            path: path_number(id),
+            local,
+            remote,
+            at_s: self.since_start(now),
+            continuing_on: open.iter().filter(|&&p| p != id).map(|&p| path_number(p)).collect(),
+        }
+    }
+
+    /// What came of re-opening the failed path `failed`: the new path that answers, or `None`
+    /// (tried again after the retry interval). Returns the event to tell the application.
+    pub fn reopen_finished(
+        &mut self,
+        now: Instant,
+        failed: PathId,
+        opened: Option<PathId>,
+    ) -> Option<FailoverEvent> {
+        match opened {
+            None => {
+                let retry = self.retry();
+                if let Some(reopen) = self.reopening.get_mut(&failed) {
+                    reopen.due = Some(now + retry);
+                }
+                None
+            }
+            Some(path) => {
+                let Reopen { spec, .. } = self.reopening.remove(&failed)?;
+                Some(FailoverEvent::PathRecovered {
+                    path: path_number(path),
+                    failed_path: path_number(failed),
+                    local: spec.local,
+                    remote: Some(spec.remote),
+                    at_s: self.since_start(now),
+                })
+            }
+        }
+    }
+
+    /// Whether a path that the peer abandoned counts as failed here: a server abandons paths
+    /// only when it found them failed, so the client (which alone can re-open them) takes the
+    /// peer's word for it.
+    pub fn believes_peer(&self) -> bool {
+        self.client
+    }
+
+    fn retry(&self) -> Duration {
+        self.rule.unwrap_or_default().retry
+    }
+
+    fn since_start(&self, now: Instant) -> f64 {
+        now.saturating_duration_since(self.started).as_secs_f64()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn view(id: u32, sent: u64, received: u64) -> PathView {
+        PathView {
+            id: PathId::from(id),
+            local: None,
+            remote: Some("10.0.0.2:4433".parse().unwrap()),
+            sent_bytes: sent,
+            sent_datagrams: sent,
+            received,
+            acks: received,
+            srtt: 10 * MS,
+            carries_data: true,
+        }
+    }
+
+    #[test]
+    fn a_silent_path_is_pinged_at_every_keep_alive_round() {
+        let t0 = Instant::now();
+        let mut supervisor = PathSupervisor::new(None, 100 * MS, true, t0);
+        assert_eq!(supervisor.poll_timeout(), t0 + 100 * MS);
+        let paths = [view(0, 5, 5), view(1, 5, 5)];
+        assert!(supervisor.poll(t0 + 100 * MS, &paths).is_empty(), "first round only counts");
+        let busy = [view(0, 9, 5), view(1, 5, 5)];
+        assert_eq!(
+            supervisor.poll(t0 + 200 * MS, &busy),
+            [SupervisorAction::Ping(PathId::from(1u32))]
+        );
+        // Path 1 sent only the PING since: still silent.
+        let pinged = [view(0, 12, 5), view(1, 6, 5)];
+        assert_eq!(
+            supervisor.poll(t0 + 300 * MS, &pinged),
+            [SupervisorAction::Ping(PathId::from(1u32))]
+        );
+    }
+
+    #[test]
+    fn a_failed_path_is_abandoned_then_reopened_until_it_answers() {
+        let t0 = Instant::now();
+        let rule = PathFailure::default();
+        let mut supervisor = PathSupervisor::new(Some(rule), Duration::from_secs(10), true, t0);
+        let mut abandoned = None;
+        for step in 0..20u32 {
+            let now = t0 + step * FAILURE_POLL;
+            assert!(supervisor.poll_timeout() <= now);
+            let paths = [view(0, step.into(), 0), view(1, step.into(), step.into())];
+            if let Some(action) = supervisor.poll(now, &paths).pop() {
+                abandoned = Some((action, now));
+                break;
+            }
+        }
+        let (action, failed_at) = abandoned.expect("path 0 fails");
+        assert_eq!(action, SupervisorAction::Abandon(PathId::ZERO));
+        let spec = (None, view(0, 0, 0).remote);
+        let event = supervisor.path_failed(failed_at, PathId::ZERO, spec, &[PathId::from(1u32)]);
+        assert!(
+            matches!(event, FailoverEvent::PathFailed { path: 0, ref continuing_on, .. } if continuing_on == &[1])
+        );
+        let due = failed_at + rule.retry;
+        assert_eq!(supervisor.poll_timeout(), failed_at + FAILURE_POLL);
+        let reopen = |s: &mut PathSupervisor, now| {
+            s.poll(now, &[view(1, 0, 0)])
+                .into_iter()
+                .filter(|a| matches!(a, SupervisorAction::Reopen { .. }))
+                .count()
+        };
+        assert_eq!(reopen(&mut supervisor, due - MS), 0);
+        assert_eq!(reopen(&mut supervisor, due), 1);
+        assert_eq!(reopen(&mut supervisor, due + rule.retry), 0, "an attempt is under way");
+        assert_eq!(supervisor.reopen_finished(due + rule.retry, PathId::ZERO, None), None);
+        assert_eq!(reopen(&mut supervisor, due + 2 * rule.retry), 1);
+        let recovered = supervisor.reopen_finished(
+            due + 2 * rule.retry,
+            PathId::ZERO,
+            Some(PathId::from(2u32)),
+        );
+        assert!(matches!(
+            recovered,
+            Some(FailoverEvent::PathRecovered { path: 2, failed_path: 0, .. })
+        ));
+        assert_eq!(reopen(&mut supervisor, due + 4 * rule.retry), 0, "recovered: no more attempts");
+    }
+
+    #[test]
+    fn a_server_does_not_reopen() {
+        let t0 = Instant::now();
+        let mut supervisor = PathSupervisor::new(Some(PathFailure::default()), 10 * MS, false, t0);
+        let _ = supervisor.path_failed(t0, PathId::ZERO, (None, view(0, 0, 0).remote), &[]);
+        assert!(supervisor.poll(t0 + Duration::from_secs(5), &[]).is_empty());
+        assert!(!supervisor.believes_peer());
+    }
+}
