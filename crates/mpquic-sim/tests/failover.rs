@@ -3,7 +3,7 @@
 
 use mpquic::supervisor::FAILURE_POLL;
 use mpquic::{FailoverEvent, PathFailure};
-use mpquic_sim::scenario::{Dur, FlowSpec, LinkConfig, Rate, Scenario, Topology};
+use mpquic_sim::scenario::{Amount, Dur, FlowSpec, LinkConfig, Rate, Scenario, Topology};
 use mpquic_sim::sim::Side;
 use mpquic_sim::Sim;
 
@@ -22,8 +22,8 @@ fn many_to_one_amp() -> Scenario {
             access: LinkConfig { rate: Some(Rate(10_000_000_000)), ..Default::default() },
             bottleneck: LinkConfig {
                 rate: Some(Rate(100_000_000)),
-                buffer: Some(108),
-                ecn_k: Some(20),
+                buffer: Some(Amount::Packets(108)),
+                k: Some(Amount::Packets(20)),
                 delay: Some(Dur::us(20)),
                 ..Default::default()
             },
