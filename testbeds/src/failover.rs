@@ -59,7 +59,7 @@ pub struct FailoverArgs {
     /// The sender's idle timeout, seconds (the server keeps its default).
     #[arg(long, default_value_t = 3.0)]
     pub sender_idle_timeout: f64,
-    /// Run the sender without failure detection, for contrast.
+    /// Run both ends without failure detection, for contrast.
     #[arg(long)]
     pub no_failover: bool,
     /// Give up on the sender after this many seconds.
@@ -146,14 +146,19 @@ fn run_inner(args: &FailoverArgs, run_id: u32, mpquic: &str) -> Result<FailoverR
     write_random(&source, args.bytes)?;
     let received = dir.join("received");
     std::fs::create_dir_all(&received)?;
-    let mut server = Proc::spawn(tb.nss.ns(tb.d), mpquic, &tb.server_args(&received))?;
+    // Without failover, neither end detects the dead path: the server's own detector would
+    // otherwise abandon it and the sender follow the peer's PATH_ABANDON.
+    let off = || args.no_failover.then(|| "--no-failover".to_string());
+    let mut serve = tb.server_args(&received);
+    serve.extend(off());
+    let mut server = Proc::spawn(tb.nss.ns(tb.d), mpquic, &serve)?;
     if !server.wait_err_line(Duration::from_secs(10), |l| l.starts_with("mpquic: serving on")) {
         let (_, err) = server.stop();
         bail!("mpquic serve did not start: {}", err.trim());
     }
     let mut send = tb.sender_args(&source)?;
     send.extend(["--idle-timeout".into(), args.sender_idle_timeout.to_string()]);
-    send.extend(failover_flag(mpquic, !args.no_failover)?);
+    send.extend(off());
     if args.qlog {
         send.extend(["--qlog".into(), args.out.join("qlog").display().to_string()]);
     }
@@ -442,19 +447,6 @@ impl Timeline {
         }
         self.seen = lines.len();
     }
-}
-
-/// The CLI's switch for failure detection, whichever way its default is: `--failover` while
-/// it is opt-in, `--no-failover` once it is on by default.
-fn failover_flag(mpquic: &str, on: bool) -> Result<Vec<String>> {
-    let help = run(mpquic, &["send", "--help"])?;
-    let has = |flag: &str| help.lines().any(|l| l.trim_start().starts_with(flag));
-    Ok(match (on, has("--failover"), has("--no-failover")) {
-        (true, true, _) => vec!["--failover".into()],
-        (false, _, true) => vec!["--no-failover".into()],
-        (true, false, true) | (false, false, false) | (false, true, false) => vec![],
-        (true, false, false) => bail!("`mpquic send` has neither --failover nor --no-failover"),
-    })
 }
 
 fn write_random(path: &Path, bytes: u64) -> Result<()> {
