@@ -36,7 +36,8 @@ pub struct CompiledPoint {
 /// Reads, checks and compiles `path` (and the file it `extends`); errors are
 /// `file:line:column: reason`, in the file that holds the field.
 pub fn load(path: &Path) -> Result<Compiled, ScenarioError> {
-    let experiment = Experiment::load(path)?;
+    // The testbed runs each point with the file's `[netns] set` applied.
+    let experiment = Experiment::load(path)?.for_netns();
     let file = path.display().to_string();
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let parent = text.parse::<toml::Table>().ok().and_then(|t| {
@@ -57,7 +58,7 @@ pub fn load(path: &Path) -> Result<Compiled, ScenarioError> {
 /// Checks and compiles the text of `file` (no `extends`).
 #[cfg(test)]
 pub fn load_text(text: &str, file: &str) -> Result<Compiled, ScenarioError> {
-    compile_points(Experiment::parse(text, file)?, |e| locate(e, file, text))
+    compile_points(Experiment::parse(text, file)?.for_netns(), |e| locate(e, file, text))
 }
 
 /// Compiles every point; `place` puts a point's error in its file.
