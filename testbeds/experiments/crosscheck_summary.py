@@ -1,5 +1,5 @@
 """Cross-check summary: netns (measure-two-path-<cc>) against the simulator
-(crosscheck-two-path-<cc>), goodput as a fraction of each side's ceiling and queue length.
+(experiments/crosscheck-two-path.toml, point controller=<cc>, run with --detail), goodput as a fraction of each side's ceiling and queue length.
 Ceilings: netns htb counts Ethernet frames (1452-byte QUIC datagram -> 1494-byte frame), the
 simulator counts IP + UDP (1480 bytes); ~35 bytes per packet are QUIC header, frame header
 and AEAD tag. usage: python3 crosscheck_summary.py OUT DEST"""
@@ -28,7 +28,7 @@ for cc in ("amp", "xmp", "dcm", "lia"):
         n_lost.append(sum(p["lost_packets"] for p in f["mpquic"]["paths"]))
         n_ce.append(sum((l.get("marker") or {}).get("marks", 0) for l in r["links"]) / max(1, sum(l["sent_bytes"] for l in r["links"]) / 1494))
     s_g, s_q50, s_q99, s_lost, s_ce = [], [], [], [], []
-    for p in sorted(glob.glob(os.path.join(OUT, "sim", cc, "seed*", "results.json"))):
+    for p in sorted(glob.glob(os.path.join(OUT, "sim", f"controller={cc}", "seed-*", "results.json"))):
         j = json.load(open(p))
         f = j["flows"][0]
         s_g.append(f["goodput_last_half_bps"] / (2 * 100e6) / SIM_CEIL)

@@ -197,12 +197,15 @@ pub enum Notice {
 }
 
 impl Notice {
+    /// The kind of [`Notice::Suppressed`] (AMP's suppression episodes, counted by reports).
+    pub const SUPPRESSED: &'static str = "suppressed";
+
     /// Every [`Notice::kind`], in declaration order.
     pub const KINDS: [&'static str; 7] = [
         "window_reduced",
         "slow_start_exited",
         "alpha_updated",
-        "suppressed",
+        Self::SUPPRESSED,
         "released",
         "eliminated",
         "phase_switched",

@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """Markdown tables of the simulator's experiment results, in the write-ups' formats
-(docs/results/E*-sim.md, crosscheck.md), straight from the committed JSON.
+(docs/results/E*-sim.md, crosscheck.md), straight from the committed JSON: the `e1.json`,
+`e2.json`, ... that the retired Rust sweeps (`mpquic-sim exp e1|e2|e6|e7`) wrote and `e3.json`
+(`mpquic-sim e3`). Today's `mpquic-sim run experiments/E*.toml` writes `experiment.json` and its
+own `tables.md` instead; this script does not read those.
 
 usage: python3 crates/mpquic-sim/scripts/tables.py [--update] [EXP ...]
   EXP: e1 e1-256k e1-512k e1-dc e2 e3 e6 e7 e7-dc crosscheck (default: all)
   --update: replace each table's rows in its write-up (the table is found by its header line),
             otherwise print the tables.
 Run from the repository root. Cross-check: the sim side is read from $CROSSCHECK_SIM
-(default testbed-results/crosscheck: <dir>/sim/<cc>/seed*/results.json and
+(default testbed-results/crosscheck: <dir>/sim/controller=<cc>/seed-*/results.json, as
+testbeds/experiments/crosscheck.sh writes them, and
 <dir>/sim-e2/<cc>/seed*/results.json); the netns side from testbeds/results/crosscheck/summary.json
 (with CROSSCHECK_WRITE=1 the sim side of that summary is rewritten too). Without sim runs there,
 the summary's sim numbers are used. Checked: it reproduces, from the JSON committed at 33a219c,
@@ -160,7 +164,7 @@ def crosscheck(_):
         return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)} if xs else None
     for cc in ("amp", "xmp", "dcm", "lia"):
         g, q50, q99, lost, ce = [], [], [], [], []
-        for p in sorted(glob.glob(os.path.join(out, "sim", cc, "seed*", "results.json"))):
+        for p in sorted(glob.glob(os.path.join(out, "sim", f"controller={cc}", "seed-*", "results.json"))):
             j = load(p)
             f = j["flows"][0]
             g.append(f["goodput_last_half_bps"] / (2 * 100e6) / SIM_CEIL)

@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::exp::{sweep_with, write_json, Metrics, Variant};
 use crate::net::Ps;
 use crate::plot::{write_timeline_plot, FlowRates, TimelinePanel};
-use crate::report::{goodput_between, jain, FlowReport, Report};
+use crate::report::{goodput_between, jain, Report};
 use crate::scenario::{Dur, Scenario};
 use crate::Sim;
 
@@ -45,11 +45,6 @@ fn paths_for(controller: &str, paths: usize) -> usize {
 
 fn link<'a>(r: &'a Report, name: &str) -> Option<&'a crate::report::LinkReport> {
     r.links.iter().find(|l| l.name == name)
-}
-
-fn suppressions(flows: &[&FlowReport]) -> f64 {
-    flows.iter().map(|f| f.notice_counts.get("suppressed").copied().unwrap_or(0)).sum::<u64>()
-        as f64
 }
 
 /// The instants at which a scenario's timeline changes (flow starts and stops, path openings),
@@ -131,7 +126,7 @@ pub fn e4(base: &Scenario, o: &ExpOptions) -> Result<(), String> {
         // Whether a multipath flow's paths carry data at the end, or its controller keeps some
         // from new data (AMP's suppression), and how often it suppressed.
         for f in &r.flows {
-            m.insert(format!("{}_suppressions", f.name), suppressions(&[f]));
+            m.insert(format!("{}_suppressions", f.name), f.suppressions() as f64);
             let client = f.controllers.iter().find(|c| c.side == crate::sim::Side::Client);
             if let Some(c) = client {
                 let active = c.snapshot.paths.iter().filter(|p| p.active).count();

@@ -156,6 +156,13 @@ pub struct FlowReport {
     pub job: Option<usize>,
 }
 
+impl FlowReport {
+    /// AMP's suppression episodes, both ends.
+    pub fn suppressions(&self) -> u64 {
+        self.notice_counts.get(Notice::SUPPRESSED).copied().unwrap_or(0)
+    }
+}
+
 /// FCT statistics of a group of sized flows.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct GroupReport {
@@ -324,7 +331,7 @@ impl Report {
                 goodput_last_half_bps: f.goodput_last_half_bps,
                 pto_client: f.pto_client,
                 pto_server: f.pto_server,
-                suppressions: f.notice_counts.get("suppressed").copied().unwrap_or(0),
+                suppressions: f.suppressions(),
                 ack_request_lost: f.ack_frequency_lost.0,
                 server_ack_request_lost: f.ack_frequency_lost.1,
                 start_s: f.start_s,

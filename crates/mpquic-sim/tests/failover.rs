@@ -62,7 +62,15 @@ fn live_queued_and_suppressed_paths_are_not_declared_failed() {
     let suppressions: u64 = sim
         .flows
         .iter()
-        .map(|f| f.notices.lock().unwrap().counts.get("suppressed").copied().unwrap_or(0))
+        .map(|f| {
+            f.notices
+                .lock()
+                .unwrap()
+                .counts
+                .get(mpquic_cc::Notice::SUPPRESSED)
+                .copied()
+                .unwrap_or(0)
+        })
         .sum();
     assert!(suppressions > 0, "AMP never suppressed a path: the scenario tests nothing");
     for (i, flow) in sim.flows.iter().enumerate() {

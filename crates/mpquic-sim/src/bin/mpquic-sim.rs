@@ -1,6 +1,7 @@
 //! `mpquic-sim run experiments/E1-incast.toml --out DIR`: run an experiment file (every sweep
 //! point with every seed; `experiment.json`, `tables.md`, `sweep.svg`), or, for a file without a
-//! `[report]`, each run in detail (`results.json`, `traces.json`, `perf.json`, SVG plots).
+//! `[report]` or with `--detail`, each run in detail (`results.json`, `traces.json`, `perf.json`,
+//! SVG plots; a sweep's runs in `<point>/seed-<n>/`).
 //! `mpquic-sim validate FILE...`: check files without running them.
 
 use std::path::{Path, PathBuf};
@@ -43,6 +44,10 @@ enum Command {
         /// Skip the plots of detailed runs.
         #[arg(long)]
         no_plots: bool,
+        /// Write each run in detail even when the file has a `[report]` (for tools that read
+        /// per-run `results.json`, e.g. the cross-check's summary), instead of its tables.
+        #[arg(long)]
+        detail: bool,
     },
     /// Check experiment files: the language (file:line:column errors), then every sweep point
     /// built as the simulator builds it.
@@ -235,7 +240,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 n => Err(format!("{n} of {} files invalid", files.len())),
             }
         }
-        Command::Run { scenario, out, seed, duration, no_plots } => {
+        Command::Run { scenario, out, seed, duration, no_plots, detail } => {
             let mut e = Experiment::load(&scenario).map_err(|e| e.to_string())?;
             if let Some(seed) = seed {
                 e.base.seeds = vec![seed];
@@ -244,7 +249,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 let d: Dur = d.parse()?;
                 e.points.iter_mut().for_each(|p| p.scenario.duration = d);
             }
-            if e.base.report.is_some() {
+            if e.base.report.is_some() && !detail {
                 let command = std::env::args().skip(1).collect::<Vec<_>>().join(" ");
                 let wall = Instant::now();
                 let file = scenario.display().to_string();
