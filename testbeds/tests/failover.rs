@@ -33,12 +33,18 @@ fn failover(name: &str, path: u8, bytes: u64, extra: &[&str]) -> Value {
     r
 }
 
+/// A time of the result, or "never" when the event did not happen (no failure line without
+/// failover).
+fn seconds(v: &Value, digits: usize) -> String {
+    v.as_f64().map_or_else(|| "never".into(), |s| format!("{s:.digits$}"))
+}
+
 /// The numbers of one run, for the log.
 fn row(r: &Value) -> String {
     format!(
         "path {} failover {} completed {} identical {} duration {:.2} s, longest stall {:.3} s \
-         (from {:.2} s; poll gap {:.3} s), black-holed at {:.2} s, failure reported {:.3} s later, \
-         restored at {:.2} s, recovery reported at {:.2} s; load {}",
+         (from {:.2} s; poll gap {:.3} s), black-holed at {:.2} s, failure reported {} s later, \
+         restored at {:.2} s, recovery reported at {} s; load {}",
         r["path"],
         r["failover"],
         r["completed"],
@@ -48,9 +54,9 @@ fn row(r: &Value) -> String {
         r["longest_stall"]["from_s"].as_f64().unwrap_or(f64::NAN),
         f(r, &["longest_poll_gap_s"]),
         r["blackhole_at_s"].as_f64().unwrap_or(f64::NAN),
-        r["detection_s"].as_f64().unwrap_or(f64::NAN),
+        seconds(&r["detection_s"], 3),
         r["restored_at_s"].as_f64().unwrap_or(f64::NAN),
-        r["recovered_at_s"].as_f64().unwrap_or(f64::NAN),
+        seconds(&r["recovered_at_s"], 2),
         r["host_loadavg_1min"],
     )
 }
