@@ -187,6 +187,28 @@ impl PartialFile {
         Ok(PartialFile { dir, temp, file: Some(file.into()) })
     }
 
+    /// Reserve `size` bytes on the disk for the file, so that concurrent uploads that do not
+    /// fit together are refused before their data is written instead of all failing midway
+    /// when the disk fills. A filesystem without `fallocate` leaves only the free-space check.
+    pub fn reserve(&mut self, size: u64) -> Result<()> {
+        let Ok(len) = libc::off_t::try_from(size) else {
+            bail!("not enough space on the server: {size} bytes offered");
+        };
+        if len == 0 {
+            return Ok(());
+        }
+        let fd = self.file().as_raw_fd();
+        // SAFETY: fallocate on a descriptor this value owns; mode 0 allocates and extends.
+        match check(unsafe { libc::fallocate(fd, 0, 0, len) }) {
+            Ok(_) => Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => {
+                bail!("not enough space on the server: {size} bytes offered, cannot reserve them")
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => Ok(()),
+            Err(e) => bail!("cannot reserve space for the file: {e}"),
+        }
+    }
+
     /// The open temporary file.
     pub fn file(&mut self) -> &mut tokio::fs::File {
         self.file.as_mut().expect("file is open until commit")

@@ -326,6 +326,7 @@ async fn receive(recv: &mut RecvStream, name: &str, size: u64, policy: &Policy) 
         bail!("not enough space on the server: {size} bytes offered, {free} free");
     }
     let mut partial = PartialFile::create(dir.clone())?;
+    partial.reserve(size)?;
     receive_body(recv, size, partial.file(), |_| {}).await?;
     partial.commit(name, policy.overwrite).await
 }
