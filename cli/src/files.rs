@@ -198,8 +198,9 @@ impl PartialFile {
             return Ok(());
         }
         let fd = self.file().as_raw_fd();
-        // SAFETY: fallocate on a descriptor this value owns; mode 0 allocates and extends.
-        match check(unsafe { libc::fallocate(fd, 0, 0, len) }) {
+        // SAFETY: fallocate on a descriptor this value owns. KEEP_SIZE allocates without
+        // extending: the file's size still tells how much was received.
+        match check(unsafe { libc::fallocate(fd, libc::FALLOC_FL_KEEP_SIZE, 0, len) }) {
             Ok(_) => Ok(()),
             Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => {
                 bail!("not enough space on the server: {size} bytes offered, cannot reserve them")

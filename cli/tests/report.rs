@@ -73,17 +73,20 @@ fn check_series(what: &str, series: &Value, samples: &[(f64, f64)]) {
     let width = series["width_ms"].as_f64().unwrap();
     let buckets = series["buckets"].as_array().unwrap();
     let mut covered = 0;
-    // Bucket starts are multiples of the width written as decimals (53.248000000000005 for
-    // 53.248): compare at a nanosecond's tolerance, or a sample on a bucket boundary lands in
-    // the neighbour.
+    // Which bucket a sample on a boundary falls in depends on the floating-point division of
+    // the width it was filed with (widths are multiples of 0.001 ms doubled as buckets merge):
+    // a bucket's samples are taken as those between its first and last time, which must lie in
+    // its interval up to a nanosecond; the count, extremes and latest value are then checked
+    // against them, and every sample must be in exactly one bucket.
     const EPS_MS: f64 = 1e-6;
     for b in buckets {
-        let start = b["start"].as_f64().unwrap() - EPS_MS;
+        let f = |k: &str| b[k].as_f64().unwrap();
+        let (start, first, last) = (f("start"), f("t_first"), f("t_last"));
+        assert!(start - EPS_MS <= first && last < start + width + EPS_MS, "{what}: bucket {b}");
         let inside: Vec<(f64, f64)> =
-            samples.iter().copied().filter(|(t, _)| *t >= start && *t < start + width).collect();
+            samples.iter().copied().filter(|(t, _)| *t >= first && *t <= last).collect();
         assert_eq!(b["count"].as_u64().unwrap() as usize, inside.len(), "{what}: bucket {b}");
         covered += inside.len();
-        let f = |k: &str| b[k].as_f64().unwrap();
         let max = inside.iter().map(|s| s.1).fold(f64::MIN, f64::max);
         let min = inside.iter().map(|s| s.1).fold(f64::MAX, f64::min);
         assert_eq!((f("min"), f("max")), (min, max), "{what}: bucket {b}");
