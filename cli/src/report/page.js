@@ -159,7 +159,8 @@
     });
   }
 
-  const later = () => new Promise((r) => setTimeout(r, 50));
+  // Long enough for every chart to redraw on a loaded machine (50 ms once left one unchanged).
+  const later = () => new Promise((r) => setTimeout(r, 250));
 
   async function selftest() {
     const box = document.querySelector(".path-toggle");
