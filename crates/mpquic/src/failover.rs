@@ -13,8 +13,9 @@
 //! has nothing unanswered counts as fine although silent: a sender whose lost data is stuck on
 //! the failed path is soon blocked by flow control and sends nothing on the others.
 //!
-//! The connection then abandons the failed path: noq declares its in-flight packets lost when
-//! the path is discarded and re-sends their data on the live paths, and the client keeps trying
+//! The connection then abandons the failed path: noq declares its in-flight packets lost at
+//! the abandon (`lose_in_flight_on_abandon`, noq-proto patch 4, set when failover is on) and
+//! re-sends their data on the live paths, and the client keeps trying
 //! to open a new path over the same addresses, which succeeds once the path answers again.
 
 use std::collections::BTreeMap;

@@ -273,7 +273,11 @@ impl Options {
         config
             .max_idle_timeout(self.idle_timeout.try_into().ok())
             .default_path_max_idle_timeout(Some(self.idle_timeout))
-            .keep_alive_interval(Some(self.idle_timeout / 3));
+            .keep_alive_interval(Some(self.idle_timeout / 3))
+            // With failover, a path is abandoned because it stopped delivering (by this end's
+            // supervisor or the peer's): what is in flight on it goes to the live paths at the
+            // abandon, not a loss-detection time threshold later (noq-proto patch 4).
+            .lose_in_flight_on_abandon(self.path_failure.is_some());
         if let Some(window) = self.receive_window {
             // Larger windows let multipath reordering hold more out-of-order data; noq-proto's
             // receive buffer is bounded by the window (patch series), not a chunk count.

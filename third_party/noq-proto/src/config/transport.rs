@@ -40,6 +40,7 @@ pub struct TransportConfig {
 
     pub(crate) packet_threshold: u32,
     pub(crate) time_threshold: f32,
+    pub(crate) lose_in_flight_on_abandon: bool,
     pub(crate) initial_rtt: Duration,
     pub(crate) initial_mtu: u16,
     pub(crate) min_mtu: u16,
@@ -183,6 +184,19 @@ impl TransportConfig {
     /// as a factor of RTT
     pub fn time_threshold(&mut self, value: f32) -> &mut Self {
         self.time_threshold = value;
+        self
+    }
+
+    /// Whether abandoning a path (either end's PATH_ABANDON) declares the packets in flight on
+    /// it lost at once, so that their frames are sent again on the other paths (default:
+    /// `false`: they are declared lost by the usual loss detection, up to
+    /// `time_threshold` x RTT later, or when the path is discarded).
+    ///
+    /// Worth it where paths are abandoned because they stopped delivering (failover): nothing
+    /// in flight on such a path will be acknowledged. A path closed while it still works may
+    /// send some frames twice.
+    pub fn lose_in_flight_on_abandon(&mut self, value: bool) -> &mut Self {
+        self.lose_in_flight_on_abandon = value;
         self
     }
 
@@ -590,6 +604,7 @@ impl Default for TransportConfig {
 
             packet_threshold: 3,
             time_threshold: 9.0 / 8.0,
+            lose_in_flight_on_abandon: false,
             initial_rtt: Duration::from_millis(333), /* per spec, intentionally distinct from
                                                       * EXPECTED_RTT */
             initial_mtu: INITIAL_MTU,
@@ -643,6 +658,7 @@ impl fmt::Debug for TransportConfig {
             send_fairness,
             packet_threshold,
             time_threshold,
+            lose_in_flight_on_abandon,
             initial_rtt,
             initial_mtu,
             min_mtu,
@@ -682,6 +698,7 @@ impl fmt::Debug for TransportConfig {
             .field("send_fairness", send_fairness)
             .field("packet_threshold", packet_threshold)
             .field("time_threshold", time_threshold)
+            .field("lose_in_flight_on_abandon", lose_in_flight_on_abandon)
             .field("initial_rtt", initial_rtt)
             .field("initial_mtu", initial_mtu)
             .field("min_mtu", min_mtu)

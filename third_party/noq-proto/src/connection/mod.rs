@@ -764,6 +764,14 @@ impl Connection {
         // This will reset it to the next time-based loss time, if applicable.
         self.set_loss_detection_timer(now, path_id);
 
+        // A path abandoned because it stopped delivering will not acknowledge what is in
+        // flight on it: with the option set, its frames go to the other paths now instead of
+        // after the time threshold (mpquic patch, see PATCHES.md).
+        if self.config.lose_in_flight_on_abandon {
+            self.lose_path_packets(path_id, now);
+            self.set_loss_detection_timer(now, path_id);
+        }
+
         // Emit event to the application.
         self.events.push_back(Event::Path(PathEvent::Abandoned {
             id: path_id,
@@ -3452,12 +3460,10 @@ impl Connection {
         );
     }
 
-    /// Drops the path state, declaring any remaining in-flight packets as lost
-    fn discard_path(&mut self, path_id: PathId, now: Instant) {
-        trace!(%path_id, "dropping path state");
-        let path = self.path_data(path_id);
-        let in_flight_mtu_probe = path.mtud.in_flight_mtu_probe();
-
+    /// Declares every packet sent on `path_id` that is still unacknowledged lost (except an MTU
+    /// probe, which never triggers retransmission), so its frames are sent again elsewhere.
+    fn lose_path_packets(&mut self, path_id: PathId, now: Instant) {
+        let in_flight_mtu_probe = self.path_data(path_id).mtud.in_flight_mtu_probe();
         let mut size_of_lost_packets = 0u64; // add to path_stats.lost_bytes;
         let lost_pns: Vec<_> = self.spaces[SpaceId::Data]
             .for_path(path_id)
@@ -3488,6 +3494,12 @@ impl Connection {
                 size_of_lost_packets,
             );
         }
+    }
+
+    /// Drops the path state, declaring any remaining in-flight packets as lost
+    fn discard_path(&mut self, path_id: PathId, now: Instant) {
+        trace!(%path_id, "dropping path state");
+        self.lose_path_packets(path_id, now);
         // Before removing the path, we fetch the final path stats via `Self::path_stats`.
         // This ensures snapshot values (like rtt) are properly updated.
         let path_stats = self.path_stats(path_id).unwrap_or_default();

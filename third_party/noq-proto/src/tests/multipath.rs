@@ -2484,3 +2484,70 @@ fn path_acks_stay_on_their_path_when_path_zero_is_black_holed() -> TestResult {
     assert!(!pair.is_closed(Client) && !pair.is_closed(Server));
     Ok(())
 }
+
+/// mpquic patch 4 (`TransportConfig::lose_in_flight_on_abandon`): abandoning a black-holed path
+/// declares the packets in flight on it lost at once, so their data goes to the live path;
+/// without the option none is lost at the abandon (loss detection finds them later).
+#[test]
+fn abandoning_a_dark_path_loses_its_in_flight_packets_at_once() -> TestResult {
+    let _guard = subscribe();
+    for lose_at_abandon in [false, true] {
+        let mut cfg = TransportConfig::default();
+        cfg.max_concurrent_multipath_paths(MAX_PATHS)
+            .lose_in_flight_on_abandon(lose_at_abandon);
+        let mut pair = ConnPair::builder().with_transport_cfg(cfg).connect();
+        let first_client_addr = pair.routes.as_basic().client_addr;
+        let first_server_addr = pair.routes.as_basic().server_addr;
+        let mut second_client_addr = first_client_addr;
+        let mut second_server_addr = first_server_addr;
+        second_client_addr.set_port(second_client_addr.port() + 1);
+        second_server_addr.set_port(second_server_addr.port() + 1);
+        pair.routes = ManyToManyRouting::simple_symmetric(
+            [first_client_addr, second_client_addr],
+            [first_server_addr, second_server_addr],
+        )
+        .into();
+        let second_path = FourTuple {
+            local_ip: Some(second_client_addr.ip()),
+            remote: second_server_addr,
+        };
+        pair.open_path(Client, second_path, PathStatus::Available)?;
+        pair.drive();
+        while pair.poll(Client).is_some() {}
+        while pair.poll(Server).is_some() {}
+
+        info!(lose_at_abandon, "black-holing path 0, then sending");
+        pair.routes =
+            ManyToManyRouting::simple_symmetric([second_client_addr], [second_server_addr]).into();
+        const LEN: usize = 20_000;
+        let s = pair.streams(Client).open(Dir::Uni).unwrap();
+        pair.send_stream(Client, s).write(&[7u8; LEN])?;
+        pair.send_stream(Client, s).finish()?;
+        pair.drive_client();
+        let sent_on_path0 = pair.path_stats(Client, PathId::ZERO).unwrap().udp_tx.datagrams;
+        let lost_before = pair.path_stats(Client, PathId::ZERO).unwrap().lost_packets;
+        pair.close_path(Client, PathId::ZERO, 0u8.into())?;
+        let lost = pair.path_stats(Client, PathId::ZERO).unwrap().lost_packets - lost_before;
+        info!(sent_on_path0, lost, "at the abandon");
+        if lose_at_abandon {
+            assert!(lost > 0, "nothing in flight on path 0 was declared lost at the abandon");
+        } else {
+            assert_eq!(lost, 0, "without the option the abandon itself loses nothing");
+        }
+
+        pair.drive();
+        while let Some(event) = pair.poll(Server) {
+            let _ = event;
+        }
+        assert_matches!(pair.streams(Server).accept(Dir::Uni), Some(stream) if stream == s);
+        let mut recv = pair.recv_stream(Server, s);
+        let mut chunks = recv.read(true).unwrap();
+        let mut received = 0;
+        while let Ok(Some(chunk)) = chunks.next(usize::MAX) {
+            received += chunk.bytes.len();
+        }
+        let _ = chunks.finalize();
+        assert_eq!(received, LEN, "the stream arrives whole over path 1");
+    }
+    Ok(())
+}
