@@ -245,7 +245,7 @@ duration = "1ms"
 kind = "two-path"
 [[sweep]]
 name = "cross"
-values = ["kernel", "dctcp"]
+values = ["amp", "dctcp"]
 set = ["controller"]
 [[sweep]]
 name = "k"
@@ -264,7 +264,10 @@ only = { cross = "dctcp", k = 20 }
         e.points.iter().filter(|p| table.shows(&p.labels)).map(|p| p.name()).collect();
     assert_eq!(shown, ["cross=dctcp,k=20"]);
     for (bad, says) in [
-        ("only = { cross = \"udp\" }", "report.table.0.only.cross: `udp` is not a value of axis `cross`"),
+        (
+            "only = { cross = \"udp\" }",
+            "report.table.0.only.cross: `udp` is not a value of axis `cross`",
+        ),
         ("only = { x = 1 }", "report.table.0.only.x: `x` is not a sweep axis"),
     ] {
         let text = text.replace("only = { cross = \"dctcp\", k = 20 }", bad);
