@@ -17,7 +17,8 @@
 //! - `to_80pct_ms`: the end of the first bin in `[k0, k0 + 100)` where the rate is at most
 //!   `before - 0.8 (before - during)`, in ms after the start bin began (NaN: none).
 //!
-//! A bin with no link sample counts 0 in the medians and is skipped by the search.
+//! A bin with no link sample (the sampler was late) counts 0 in the medians and `before` in
+//! the search.
 
 use super::{Analysis, Run};
 use crate::results::FlowResult;
@@ -91,7 +92,7 @@ fn shift(link: &Bins, cross: &Bins, other: &Bins, start_s: f64) -> Shift {
     let during_mbps = median(DURING, &|k| rest(k).unwrap_or(0.0));
     let target = before_mbps - SHIFTED * (before_mbps - during_mbps);
     let to_80pct_ms = (k0 + SEARCH.0..k0 + SEARCH.1)
-        .find(|&k| rest(k).is_some_and(|r| r <= target))
+        .find(|&k| rest(k).unwrap_or(before_mbps) <= target)
         .map(|k| (k - k0 + 1) as f64 * BIN_S * 1e3);
     Shift {
         before_mbps,
@@ -200,6 +201,10 @@ mod tests {
         let up: Bins = (0..300).map(|k| (k, if k < 100 { 50.0 } else { 60.0 })).collect();
         let s = shift(&up, &Bins::new(), &other, 1.003);
         assert_eq!((s.during_mbps, s.to_80pct_ms), (60.0, None));
+        // A bin without a link sample reads as `before` in the search (as the old summary did).
+        let mut late = up.clone();
+        late.remove(&100);
+        assert_eq!(shift(&late, &Bins::new(), &other, 1.003).to_80pct_ms, Some(10.0));
     }
 
     #[test]
