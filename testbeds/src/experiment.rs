@@ -6,7 +6,7 @@
 //! and the median, min and max per point) and `tables.md` (the report's tables).
 
 use crate::compile::compile;
-use crate::results::RunResult;
+use crate::results::{JobsResult, RunResult};
 use crate::runner;
 use crate::spec;
 use anyhow::{bail, Result};
@@ -31,6 +31,8 @@ pub struct CompiledPoint {
     pub plan: spec::Scenario,
     /// The flows' (name, group), in the plan's order.
     pub flows: Vec<(String, Option<String>)>,
+    /// The group of each of the plan's `jobs` entries (its partition-aggregate workload's).
+    pub job_groups: Vec<String>,
 }
 
 /// Reads, checks and compiles `path` (and the file it `extends`); errors are
@@ -70,7 +72,8 @@ fn compile_points(
     for p in &experiment.points {
         let dir = point_dir(&experiment.base.name, p);
         let plan = compile(&p.scenario, &dir).map_err(&place)?;
-        points.push(CompiledPoint { dir, plan, flows: flow_labels(p).map_err(&place)? });
+        let flows = flow_labels(p).map_err(&place)?;
+        points.push(CompiledPoint { dir, plan, flows, job_groups: job_groups(p) });
     }
     Ok(Compiled { experiment, points })
 }
@@ -101,6 +104,16 @@ fn flow_labels(p: &Point) -> Result<Vec<(String, Option<String>)>, ScenarioError
         .collect())
 }
 
+/// The groups of a point's partition-aggregate workloads, in the order `compile` lists their
+/// jobs: `pa<workload index>`, as `expand_workloads` names the flows of one.
+fn job_groups(p: &Point) -> Vec<String> {
+    let pa = |w: &mpquic_scenario::Workload| {
+        matches!(w, mpquic_scenario::Workload::PartitionAggregate { .. })
+    };
+    let workloads = p.scenario.workloads.iter().enumerate();
+    workloads.filter(|(_, w)| pa(w)).map(|(i, _)| format!("pa{i}")).collect()
+}
+
 /// One run's row in `experiment.json`.
 #[derive(Serialize)]
 struct RunEntry {
@@ -123,7 +136,7 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
     let mut failed = Vec::new();
     runner::require_root()?;
     for round in 0..rounds {
-        for (i, CompiledPoint { dir, plan, flows }) in c.points.iter().enumerate() {
+        for (i, CompiledPoint { dir, plan, flows, job_groups }) in c.points.iter().enumerate() {
             let run_dir = out.join(dir).join(format!("round{}", round + 1));
             eprintln!("round {}: {dir} (load {:.1})", round + 1, runner::loadavg());
             // A failed run is reported and the others go on, as on a long unattended sweep.
@@ -139,7 +152,7 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
             };
             let point = &c.experiment.points[i];
             let seed = seeds[round % seeds.len()];
-            let m = metrics::compute(&point.scenario, &outcome(&result, flows));
+            let m = metrics::compute(&point.scenario, &outcome(&result, flows, &plan.jobs, job_groups));
             rows[i].push(RunRow {
                 series: point.name(),
                 x: 0.0,
@@ -198,10 +211,17 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
 }
 
 /// The shared per-run outcome from a testbed run (its one repetition): flows by name and group,
-/// every shaped direction as `from->to` with its queue in 1514-byte frames over busy samples.
-fn outcome(r: &RunResult, labels: &[(String, Option<String>)]) -> Outcome {
+/// each job as one flow of its workload's group with its job number (start and JCT: the job
+/// metrics' completion time), every shaped direction as `from->to` with its queue in
+/// 1514-byte frames over busy samples.
+fn outcome(
+    r: &RunResult,
+    labels: &[(String, Option<String>)],
+    job_specs: &[spec::JobSpec],
+    job_groups: &[String],
+) -> Outcome {
     let rep = &r.repetitions[0];
-    let flows = rep
+    let mut flows: Vec<FlowOutcome> = rep
         .flows
         .iter()
         .zip(labels)
@@ -221,6 +241,9 @@ fn outcome(r: &RunResult, labels: &[(String, Option<String>)]) -> Outcome {
             }
         })
         .collect();
+    for ((jobs, spec), group) in rep.jobs.iter().zip(job_specs).zip(job_groups) {
+        flows.extend(job_outcomes(jobs, spec, group));
+    }
     let links = rep
         .links
         .iter()
@@ -236,4 +259,30 @@ fn outcome(r: &RunResult, labels: &[(String, Option<String>)]) -> Outcome {
         })
         .collect();
     Outcome { flows, links, duration_s: rep.duration_s }
+}
+
+/// The jobs of one aggregator as flows of `group`: job `i` (in start order) starts at its
+/// start on the aggregator's clock and completes after its JCT (none when an answer failed;
+/// every job when the aggregator reported nothing, so that they count as unfinished).
+fn job_outcomes(jobs: &JobsResult, spec: &spec::JobSpec, group: &str) -> Vec<FlowOutcome> {
+    let reported = jobs.report.as_ref().and_then(|r| r["jobs"].as_array());
+    let flow = |i: usize, start_s: f64, jct_s: Option<f64>| FlowOutcome {
+        name: format!("{group}-job{i}"),
+        group: Some(group.to_string()),
+        fct_us: jct_s.map(|s| s * 1e6),
+        start_s,
+        job: Some(i),
+        ..Default::default()
+    };
+    match reported {
+        Some(list) => list
+            .iter()
+            .enumerate()
+            .map(|(i, j)| flow(i, j["start_s"].as_f64().unwrap_or(0.0), j["jct_s"].as_f64()))
+            .collect(),
+        None => {
+            let total = (spec.jobs * spec.parallel) as usize;
+            (0..total).map(|i| flow(i, 0.0, None)).collect()
+        }
+    }
 }
