@@ -5,8 +5,8 @@
 //!
 //! What the netns testbed cannot do is refused here, at the field that asks for it, before
 //! anything is built: paths that open later (`path_times`), answers (`response_bytes`),
-//! per-direction loss, addresses other than the first (`from_addr`, `to_addr`) of mpquic
-//! flows. A Poisson workload's arrivals become flows with their start times: a process each,
+//! per-direction loss, and flows whose addresses (`from_addr`, `to_addr`) no routed path
+//! joins. A Poisson workload's arrivals become flows with their start times: a process each,
 //! as the runner starts any flow.
 
 use crate::spec::{
@@ -14,7 +14,7 @@ use crate::spec::{
     TopologySpec,
 };
 use mpquic_scenario::error::{at, ScenarioError};
-use mpquic_scenario::expand::{expand_workloads, Expanded};
+use mpquic_scenario::expand::{expand_workloads, host_range, Expanded};
 use mpquic_scenario::{self as lang, Amount, LinkConfig, NetnsSettings, Workload};
 
 /// The queue sampling (and marker resynchronisation) period: the scenario's `queue_sample`
@@ -88,7 +88,30 @@ pub fn compile(s: &lang::Scenario, name: &str) -> Result<Scenario, ScenarioError
         jobs,
     };
     plan.validate().map_err(|e| ScenarioError::Invalid(format!("netns: {e:#}")))?;
+    check_addresses(s, &plan)?;
     Ok(plan)
+}
+
+/// Whether a routed path joins each flow's addresses (`from_addr`, `to_addr`), as the runner
+/// will pick them; an error is placed at the written flow's address field.
+fn check_addresses(s: &lang::Scenario, plan: &Scenario) -> Result<(), ScenarioError> {
+    let net = crate::topology::build(&plan.topology);
+    for f in &plan.flows {
+        let node = |name: &str| net.node(name).expect("the plan's hosts are the topology's");
+        let Err(e) = net.flow_pairs(node(&f.from), node(&f.to), (f.from_addr, f.to_addr)) else {
+            continue;
+        };
+        let written = s.flows.iter().position(|g| {
+            (&g.to, g.from_addr, g.to_addr) == (&f.to, f.from_addr, f.to_addr)
+                && host_range(&g.from).is_ok_and(|hosts| hosts.contains(&f.from))
+        });
+        let field = if f.to_addr > 0 { "to_addr" } else { "from_addr" };
+        return Err(match written {
+            Some(i) => at(format!("flows.{i}.{field}"), format!("netns: {e}")),
+            None => ScenarioError::Invalid(format!("netns: {e}")),
+        });
+    }
+    Ok(())
 }
 
 /// The written flows' and workloads' features the testbed has no counterpart for.
@@ -102,12 +125,6 @@ fn refuse_unsupported(s: &lang::Scenario) -> Result<(), ScenarioError> {
             return Err(at(
                 here("response_bytes"),
                 "netns: flows send one way (use workloads of kind partition-aggregate for answers)",
-            ));
-        }
-        if f.kind == lang::FlowKind::Mpquic && (f.from_addr > 0 || f.to_addr > 0) {
-            return Err(at(
-                here("from_addr"),
-                "netns: mpquic flows start at the first address pair",
             ));
         }
     }
@@ -245,8 +262,10 @@ fn flow(
         start_s,
         count: 1,
         stagger_ms: 0.0,
-        // mpquic: the first `paths` address pairs; kernel TCP: the pair of its client address.
-        paths: if kind == FlowKind::KernelTcp { f.from_addr + 1 } else { f.paths },
+        // From the pair of its addresses: mpquic, `paths` pairs; kernel TCP, that pair.
+        paths: if kind == FlowKind::KernelTcp { 1 } else { f.paths },
+        from_addr: f.from_addr,
+        to_addr: f.to_addr,
         cc_params,
         ecn: s.transport.ecn.clone(),
         scheduler: s.transport.scheduler.clone(),
@@ -404,9 +423,45 @@ controller = "mmptcp"
         assert!(p.flows.len() > 20, "~40 arrivals in 40 ms at 1000/s: {}", p.flows.len());
         assert_eq!((p.flows[0].bytes, p.flows[0].cc.as_str()), (8 << 20, "lia"), "[netns.set]");
         for (f, a) in p.flows.iter().zip(&arrivals).skip(1) {
-            assert_eq!((f.to.as_str(), f.bytes, f.paths, f.cc.as_str()), ("r", 70 * 1024, 4, "mmptcp"));
+            assert_eq!(
+                (f.to.as_str(), f.bytes, f.paths, f.cc.as_str()),
+                ("r", 70 * 1024, 4, "mmptcp")
+            );
             assert!((f.start_s - a.start.secs() * 10.0).abs() < 1e-9, "time_scale 10");
             assert!((0.1..0.5).contains(&f.start_s));
+        }
+    }
+
+    #[test]
+    fn flows_start_at_the_routed_pair_of_their_addresses() {
+        let text = TWO_PATH.replace("cross_hosts = 0", "cross_hosts = 1").replace(
+            "[[flows]]",
+            "[[flows]]\nfrom = \"xb0\"\nto = \"dst\"\nto_addr = 1\nbytes = \"1MB\"\n[[flows]]",
+        ) + "from_addr = 1\n";
+        let p = plan(&text).unwrap();
+        let net = topology::build(&p.topology);
+        let node = |n: &str| net.node(n).unwrap();
+        let pairs = |f: &FlowSpec| {
+            net.flow_pairs(node(&f.from), node(&f.to), (f.from_addr, f.to_addr)).unwrap()
+        };
+        let dst = net.host_addrs(node("dst"));
+        let src = net.host_addrs(node("src"));
+        assert_eq!(pairs(&p.flows[0]), [(net.host_addrs(node("xb0"))[0], dst[1])]);
+        // src's address 1 is on switch b's link: its paths start there and wrap around.
+        assert_eq!(pairs(&p.flows[1]), [(src[1], dst[1]), (src[0], dst[0])]);
+
+        // xa0 reaches only dst's address 0 (switch a), and dst has two addresses.
+        for (to_addr, says) in [
+            (1, "no routed path from xa0's address 0 to dst's address 1"),
+            (2, "dst has no address 2 (it has 2)"),
+        ] {
+            let bad = text.replacen(
+                "from = \"xb0\"\nto = \"dst\"\nto_addr = 1",
+                &format!("from = \"xa0\"\nto = \"dst\"\nto_addr = {to_addr}"),
+                1,
+            );
+            let e = crate::experiment::load_text(&bad, "t.toml").err().unwrap().to_string();
+            assert!(e.starts_with("t.toml:23:") && e.contains(says), "{e}");
         }
     }
 

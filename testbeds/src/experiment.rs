@@ -5,13 +5,17 @@
 //! `<out>/<point>/round<i>/`; the experiment writes `experiment.json` (every run's report metrics
 //! and the median, min and max per point) and `tables.md` (the report's tables).
 
+use crate::analysis;
 use crate::compile::compile;
 use crate::results::{JobsResult, RunResult};
 use crate::runner;
+use crate::sampler::Series;
 use crate::spec::{self, FlowKind};
-use anyhow::{bail, Result};
+use crate::topology;
+use anyhow::{bail, Context, Result};
 use mpquic_scenario::error::{locate, span_of};
 use mpquic_scenario::expand::expand_workloads;
+use mpquic_scenario::experiment::ReportSpec;
 use mpquic_scenario::metrics::{
     self, FlowOutcome, LinkOutcome, Outcome, PathOutcome, QueueOutcome, RunRow,
 };
@@ -71,6 +75,9 @@ fn compile_points(
     place: impl Fn(ScenarioError) -> ScenarioError,
 ) -> Result<Compiled, ScenarioError> {
     let mut points = Vec::new();
+    if let Some(report) = &experiment.base.report {
+        crate::analysis::check(report).map_err(&place)?;
+    }
     for p in &experiment.points {
         let dir = point_dir(&experiment.base.name, p);
         let plan = compile(&p.scenario, &dir).map_err(&place)?;
@@ -154,7 +161,12 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
             };
             let point = &c.experiment.points[i];
             let seed = seeds[round % seeds.len()];
-            let m = metrics::compute(&point.scenario, &outcome(&result, flows, &plan.jobs, job_groups));
+            let outcome = outcome(&result, flows, &plan.jobs, job_groups);
+            let mut m = metrics::compute(&point.scenario, &outcome);
+            if let Some(report) = point.scenario.report.as_ref().filter(|r| !r.analyses.is_empty())
+            {
+                m.extend(analyses(report, plan, &result, flows, &run_dir)?);
+            }
             rows[i].push(RunRow {
                 series: point.name(),
                 x: 0.0,
@@ -195,7 +207,8 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
     std::fs::write(out.join("experiment.json"), serde_json::to_string_pretty(&json)?)?;
     let mut tables = String::new();
     for t in c.experiment.base.report.iter().flat_map(|r| &r.table) {
-        tables += &metrics::markdown_table(&t.title, &summary, &t.metrics);
+        let rows: Vec<_> = summary.iter().filter(|r| t.shows(&r.labels)).cloned().collect();
+        tables += &metrics::markdown_table(&t.title, &rows, &t.metrics);
         tables += "\n";
     }
     std::fs::write(out.join("tables.md"), &tables)?;
@@ -210,6 +223,25 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
         bail!("{} of {runs} runs failed (listed in experiment.json)", failed.len());
     }
     Ok(())
+}
+
+/// The report's analysis metrics of a run (its one repetition), from its result and the
+/// sampled series it wrote in `run_dir`.
+fn analyses(
+    report: &ReportSpec,
+    plan: &spec::Scenario,
+    r: &RunResult,
+    labels: &[(String, Option<String>)],
+    run_dir: &Path,
+) -> Result<metrics::Metrics> {
+    let path = run_dir.join("rep0-series.json");
+    let text = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    let series: Vec<Series> =
+        serde_json::from_slice(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let groups: Vec<Option<String>> = labels.iter().map(|(_, g)| g.clone()).collect();
+    let net = topology::build(&plan.topology);
+    let run = analysis::Run { rep: &r.repetitions[0], series: &series, net: &net, groups: &groups };
+    Ok(analysis::compute(report, &run))
 }
 
 /// The shared per-run outcome from a testbed run (its one repetition): flows by name and group,

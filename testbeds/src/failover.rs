@@ -354,7 +354,9 @@ impl Sampling {
     fn start(probes: Vec<Probe>) -> Sampling {
         let stop = Arc::new(AtomicBool::new(false));
         let sampling = stop.clone();
-        let thread = std::thread::spawn(move || sampler::run(probes, SAMPLE, sampling).map(|_| ()));
+        let start = std::time::Instant::now();
+        let thread =
+            std::thread::spawn(move || sampler::run(probes, SAMPLE, sampling, start).map(|_| ()));
         Sampling { stop, thread: Some(thread) }
     }
 

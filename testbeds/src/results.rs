@@ -161,6 +161,9 @@ pub struct RepResult {
     pub ce: Option<CeEstimation>,
     pub receiver_counters: BTreeMap<String, BTreeMap<String, u64>>,
     pub sampler_late_fraction: f64,
+    /// How long the sampler ran before the flows' zero: a series time minus this is the run's
+    /// time (`rep<i>-series.json` counts from the sampler's start).
+    pub sampler_lead_s: f64,
     /// The host's 1-minute load average before the flows started and after they ended.
     pub host_loadavg_1min: [f64; 2],
     /// The mpquic servers' JSON lines (one per received transfer), verbatim.

@@ -9,7 +9,7 @@ use netlink_packet_core::{
 use netlink_packet_route::tc::{TcAttribute, TcMessage, TcStats2};
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -123,7 +123,7 @@ pub struct Probe {
     pub marker: Option<Marker>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Series {
     pub link_id: usize,
     /// seconds since the sampler started
@@ -147,7 +147,7 @@ impl Series {
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct MarkerCounts {
     pub marks: u64,
     pub packets: u64,
@@ -161,11 +161,13 @@ pub struct MarkerCounts {
     pub segs: u64,
 }
 
-/// Samples every `interval` until `stop`; resynchronizes each marker with its qdisc.
+/// Samples every `interval` until `stop`, with times since `start`; resynchronizes each marker
+/// with its qdisc.
 pub fn run(
     mut probes: Vec<Probe>,
     interval: Duration,
     stop: Arc<AtomicBool>,
+    start: Instant,
 ) -> Result<(Vec<Series>, f64)> {
     let mut readers: Vec<(String, QdiscReader)> = Vec::new();
     for p in &probes {
@@ -175,8 +177,7 @@ pub fn run(
     }
     let mut series: Vec<Series> =
         probes.iter().map(|p| Series { link_id: p.link_id, ..Default::default() }).collect();
-    let start = Instant::now();
-    let mut next = start;
+    let mut next = Instant::now();
     let mut late = 0u64;
     let mut ticks = 0u64;
     while !stop.load(Ordering::Relaxed) {

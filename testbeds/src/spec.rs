@@ -42,6 +42,9 @@
 //! count = 1                   # identical flows started `stagger_ms` apart
 //! stagger_ms = 0.0
 //! paths = 0                   # mpquic: paths to use (0: every address pair); kernel-tcp: path index
+//! from_addr = 0               # the paths start at the routed pair from this address of `from`
+//! to_addr = 0                 # ... to this address of `to` (0: either end open; see
+//!                             # `Net::flow_pairs`)
 //! cc_params = []              # mpquic: ["key=value", ...]
 //! ecn = "auto"                # mpquic: --ecn auto (default) | per-packet (GSO off, ACK every packet)
 //! scheduler = "stack"         # mpquic: --scheduler stack | lowest-rtt | round-robin
@@ -272,6 +275,12 @@ pub struct FlowSpec {
     pub stagger_ms: f64,
     #[serde(default)]
     pub paths: usize,
+    /// The address of `from` (and of `to`) the flow's address pairs start at
+    /// (`Net::flow_pairs`; 0: the first routed pair's).
+    #[serde(default)]
+    pub from_addr: usize,
+    #[serde(default)]
+    pub to_addr: usize,
     #[serde(default)]
     pub cc_params: Vec<String>,
     /// mpquic: the CLI's `--ecn` (ACK shaping; the library's default unless set).

@@ -115,6 +115,55 @@ impl Net {
         pairs
     }
 
+    /// A host's addresses as the scenario language numbers them: with `L` interfaces, address
+    /// `i` is the `i / L`-th address of its `i % L`-th interface.
+    pub fn host_addrs(&self, node: usize) -> Vec<Ipv4Addr> {
+        let ends = self.ends_of(node);
+        let per_end = ends.iter().map(|(_, e)| e.addrs.len()).max().unwrap_or(0);
+        (0..per_end)
+            .flat_map(|j| ends.iter().filter_map(move |(_, e)| e.addrs.get(j)))
+            .copied()
+            .collect()
+    }
+
+    /// A flow's address pairs: the routed pairs (`path_pairs`, in their order, wrapping
+    /// around) from the first that leaves from `from`'s address `from_addr` and arrives at
+    /// `to`'s address `to_addr`, where 0 leaves that end open (the first routed pair by
+    /// default). An error names the addresses when no routed pair joins them.
+    pub fn flow_pairs(
+        &self,
+        from: usize,
+        to: usize,
+        (from_addr, to_addr): (usize, usize),
+    ) -> Result<Vec<(Ipv4Addr, Ipv4Addr)>, String> {
+        let pairs = self.path_pairs(from, to);
+        let (from_name, to_name) = (&self.nodes[from].name, &self.nodes[to].name);
+        if pairs.is_empty() {
+            return Err(format!("no path from {from_name} to {to_name}"));
+        }
+        // Address `i` of a host, or None for 0 (that end left open).
+        let address = |node: usize, i: usize| -> Result<Option<Ipv4Addr>, String> {
+            if i == 0 {
+                return Ok(None);
+            }
+            let addrs = self.host_addrs(node);
+            let name = &self.nodes[node].name;
+            let n = addrs.len();
+            addrs.get(i).map(|a| Some(*a)).ok_or(format!("{name} has no address {i} (it has {n})"))
+        };
+        let (local, remote) = (address(from, from_addr)?, address(to, to_addr)?);
+        let first = pairs
+            .iter()
+            .position(|&(l, r)| local.is_none_or(|a| a == l) && remote.is_none_or(|a| a == r))
+            .ok_or_else(|| {
+                format!(
+                    "no routed path from {from_name}'s address {from_addr} to {to_name}'s \
+                     address {to_addr}"
+                )
+            })?;
+        Ok(pairs[first..].iter().chain(&pairs[..first]).copied().collect())
+    }
+
     /// The first hop from router `from` toward link `target` (BFS over routers only).
     fn next_hop(&self, from: usize, target: usize) -> Option<(Ipv4Addr, String)> {
         bfs_next_hop(self, from, target)

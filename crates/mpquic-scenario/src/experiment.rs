@@ -56,6 +56,11 @@ pub struct ReportSpec {
     /// What the metrics mean, recorded in the results JSON.
     #[serde(default)]
     pub definition: String,
+    /// Analyses of a backend over a run's raw record (the testbed's `shift`): `metrics` may
+    /// then list theirs as `<analysis>.<metric>[@group]`; a backend without the analysis reads
+    /// them as NaN.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub analyses: Vec<String>,
 }
 
 /// One markdown table.
@@ -66,6 +71,16 @@ pub struct TableSpec {
     pub title: String,
     /// Columns (metrics of the report).
     pub metrics: Vec<String>,
+    /// Rows: only the points with these axis values (`{ cross = "dctcp" }`); default every point.
+    #[serde(default, skip_serializing_if = "Table::is_empty")]
+    pub only: Table,
+}
+
+impl TableSpec {
+    /// Whether the point with these (axis, value label) pairs is a row of the table.
+    pub fn shows(&self, labels: &[(String, String)]) -> bool {
+        self.only.iter().all(|(axis, v)| labels.iter().any(|(a, l)| a == axis && *l == label(v)))
+    }
 }
 
 /// The sweep plot: panels of metrics against one axis, a line per value of the others.
@@ -271,6 +286,17 @@ fn check_axes(s: &Scenario) -> Result<(), ScenarioError> {
     for (j, entry) in s.skip.iter().enumerate() {
         if let Some(k) = entry.keys().find(|k| !s.sweep.iter().any(|a| &a.name == *k)) {
             return Err(at(format!("skip.{j}.{k}"), format!("`{k}` is not a sweep axis")));
+        }
+    }
+    let tables = s.report.iter().flat_map(|r| r.table.iter().enumerate());
+    for (t, (axis, v)) in tables.flat_map(|(t, table)| table.only.iter().map(move |o| (t, o))) {
+        let here = format!("report.table.{t}.only.{axis}");
+        match s.sweep.iter().find(|a| a.name == *axis) {
+            None => return Err(at(here, format!("`{axis}` is not a sweep axis"))),
+            Some(a) if !a.values.iter().any(|x| label(x) == label(v)) => {
+                return Err(at(here, format!("`{}` is not a value of axis `{axis}`", label(v))))
+            }
+            Some(_) => {}
         }
     }
     for (i, axis) in s.sweep.iter().enumerate() {

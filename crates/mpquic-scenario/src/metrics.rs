@@ -203,7 +203,9 @@ pub fn check_report(s: &Scenario) -> Result<(), ScenarioError> {
     for (i, m) in report.metrics.iter().enumerate() {
         for operand in operands(m) {
             let name = operand.split_once('@').map_or(operand, |(n, _)| n);
-            if !CATALOGUE.iter().any(|(k, _)| *k == name) {
+            let analysed =
+                name.split_once('.').is_some_and(|(a, _)| report.analyses.contains(&a.into()));
+            if !analysed && !CATALOGUE.iter().any(|(k, _)| *k == name) {
                 let known: Vec<&str> = CATALOGUE.iter().map(|(k, _)| *k).collect();
                 return Err(at(
                     format!("report.metrics.{i}"),

@@ -105,7 +105,14 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
                 paths_and_controller(*paths, c, &here)?;
             }
             Workload::Poisson {
-                hosts: pick, receiver, rate, start, stop, paths, controller: c, ..
+                hosts: pick,
+                receiver,
+                rate,
+                start,
+                stop,
+                paths,
+                controller: c,
+                ..
             } => {
                 for (j, h) in pick.iter().enumerate() {
                     host(h, format!("workloads.{i}.hosts.{j}"))?;

@@ -265,9 +265,13 @@ stop = "600ms"
     assert_eq!(from.into_iter().collect::<Vec<_>>(), ["s1", "s2", "s3"]);
     assert!(flows.windows(2).all(|w| w[0].start < w[1].start));
     assert!(flows.iter().all(|f| f.start >= Dur::ms(100) && f.start < Dur::ms(600)));
-    let e = mpquic_scenario::parse_scenario(&text.replace("\"s1\", \"s2\", \"s3\", ", ""))
-        .unwrap_err();
-    assert!(e.to_string().contains("workloads.0.hosts: needs at least 1 host(s) other than the receiver"), "{e}");
+    let e =
+        mpquic_scenario::parse_scenario(&text.replace("\"s1\", \"s2\", \"s3\", ", "")).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("workloads.0.hosts: needs at least 1 host(s) other than the receiver"),
+        "{e}"
+    );
     let e = mpquic_scenario::parse_scenario(&text.replace("receiver = \"r\"", "receiver = \"x\""))
         .unwrap_err();
     assert!(e.to_string().contains("workloads.0.receiver: no host `x`"), "{e}");

@@ -11,6 +11,7 @@ use mpquic_plot::chart::{self, Axes, SweepLine, SweepPoint};
 use mpquic_plot::palette::controller_color;
 use plotters::prelude::{IntoLogRange, SeriesLabelPosition};
 
+use mpquic_scenario::experiment::TableSpec;
 use mpquic_scenario::metrics::{compute, markdown_table, summarize, CATALOGUE};
 use mpquic_scenario::Experiment;
 
@@ -213,13 +214,19 @@ pub fn run_experiment(e: &Experiment, file: &str, out: &Path, command: &str) -> 
         &rows,
         &summary,
     )?;
-    let tables: Vec<(String, Vec<String>)> = if report.table.is_empty() {
-        vec![(s.name.clone(), report.metrics.clone())]
-    } else {
-        report.table.iter().map(|t| (t.title.clone(), t.metrics.clone())).collect()
+    let every = TableSpec {
+        title: s.name.clone(),
+        metrics: report.metrics.clone(),
+        only: Default::default(),
     };
-    let md: Vec<String> =
-        tables.iter().map(|(title, metrics)| markdown_table(title, &summary, metrics)).collect();
+    let tables = if report.table.is_empty() { std::slice::from_ref(&every) } else { &report.table };
+    let md: Vec<String> = tables
+        .iter()
+        .map(|t| {
+            let rows: Vec<_> = summary.iter().filter(|r| t.shows(&r.labels)).cloned().collect();
+            markdown_table(&t.title, &rows, &t.metrics)
+        })
+        .collect();
     std::fs::write(out.join("tables.md"), md.join("\n")).map_err(|e| e.to_string())?;
     if let Some(plot) = &s.plot {
         let panels: Vec<Panel> = plot

@@ -59,10 +59,9 @@ pub fn start_flows(
         for inst in 0..f.count {
             let id = format!("f{fi}.{inst}");
             let from = host(net, &f.from)?;
-            let pairs = net.path_pairs(from, host(net, &f.to)?);
-            if pairs.is_empty() {
-                bail!("no path from {} to {}", f.from, f.to);
-            }
+            let pairs = net
+                .flow_pairs(from, host(net, &f.to)?, (f.from_addr, f.to_addr))
+                .map_err(|e| anyhow::anyhow!("{id}: {e}"))?;
             let ns = nss.ns(from).to_string();
             let cmd = match f.kind {
                 FlowKind::KernelTcp | FlowKind::KernelMptcp => kernel_flow(f, &pairs, &id)?,

@@ -148,6 +148,7 @@ fn run_rep(
     let sampler = Sampler::start(shaped.probes, sc.sample_interval_ms);
     let load_before = loadavg();
     let clock = Clock { t0: Instant::now(), deadline: Duration::from_secs_f64(sc.duration_s) };
+    let sampler_lead_s = clock.t0.duration_since(sampler.started).as_secs_f64();
     let flows = launch::start_flows(sc, &net, &nss, clock)?;
     let jobs = launch::start_jobs(sc, &net, &nss, clock)?;
     let outcomes: Vec<FlowOutcome> = flows
@@ -207,6 +208,7 @@ fn run_rep(
         ce,
         receiver_counters: counters,
         sampler_late_fraction: late,
+        sampler_lead_s,
         host_loadavg_1min: [load_before, loadavg()],
         mpquic_server_reports: received.server_reports,
         receiver_cpu_s: received.cpu_s,
@@ -218,6 +220,8 @@ fn run_rep(
 /// The queue sampler on its thread.
 struct Sampler {
     stop: Arc<AtomicBool>,
+    /// The zero of the series' times.
+    started: Instant,
     thread: std::thread::JoinHandle<Result<(Vec<Series>, f64)>>,
 }
 
@@ -227,9 +231,10 @@ impl Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let interval = Duration::from_secs_f64(interval_ms / 1000.0);
         let st = stop.clone();
-        let thread = std::thread::spawn(move || sampler::run(probes, interval, st));
+        let started = Instant::now();
+        let thread = std::thread::spawn(move || sampler::run(probes, interval, st, started));
         std::thread::sleep(Duration::from_millis(50));
-        Sampler { stop, thread }
+        Sampler { stop, started, thread }
     }
 
     /// Samples 50 ms more (the queues drain), stops; returns the series and the fraction of
