@@ -401,6 +401,66 @@ mod tests {
         assert!(p.active && !paths[1].active);
         assert!(mpquic_paths(None).is_empty());
     }
+
+    #[test]
+    fn jobs_are_job_flows_of_their_workload_for_the_jct_metrics() {
+        let text = r#"
+name = "j"
+duration = "10s"
+[link]
+rate = "100Mbit"
+buffer = 100
+k = 10
+[topology]
+kind = "many-to-one"
+senders = 3
+[[workloads]]
+kind = "partition-aggregate"
+aggregator = "r"
+workers = ["s0", "s1", "s2"]
+response_bytes = "64KB"
+jobs = 2
+parallel = 2
+controller = "dctcp"
+[report]
+metrics = ["jobs@pa", "jobs_unfinished@pa", "jct_p50_ms@pa", "jct_p99_ms@pa"]
+"#;
+        let c = load_text(text, "j.toml").unwrap();
+        let point = &c.points[0];
+        assert_eq!(point.job_groups, ["pa0"]);
+        let spec = &point.plan.jobs[0];
+        let mut result = JobsResult {
+            id: "jobs0".into(),
+            aggregator: "r".into(),
+            workers: spec.workers.clone(),
+            cc: "dctcp".into(),
+            start_s: 0.0,
+            end_s: 1.0,
+            completed: false,
+            report: Some(serde_json::json!({"jobs": [
+                {"start_s": 0.0, "jct_s": 0.004},
+                {"start_s": 0.0, "jct_s": 0.010},
+                {"start_s": 0.004, "jct_s": 0.002},
+                {"start_s": 0.010, "jct_s": null},
+            ]})),
+            cpu_s: None,
+            error: None,
+        };
+        let jobs = job_outcomes(&result, spec, "pa0");
+        assert_eq!(jobs.len(), 4);
+        let o = Outcome { flows: jobs, duration_s: 1.0, ..Default::default() };
+        let m = metrics::compute(&c.experiment.points[0].scenario, &o);
+        let got: Vec<f64> = ["jobs@pa", "jobs_unfinished@pa", "jct_p50_ms@pa", "jct_p99_ms@pa"]
+            .iter()
+            .map(|k| (m[*k] * 1e6).round() / 1e6)
+            .collect();
+        assert_eq!(got, [4.0, 1.0, 4.0, 10.0], "the JCTs 4, 10, 2 ms and one unfinished job");
+        // An aggregator that reported nothing leaves every planned job unfinished.
+        result.report = None;
+        let o = Outcome { flows: job_outcomes(&result, spec, "pa0"), ..Default::default() };
+        let m = metrics::compute(&c.experiment.points[0].scenario, &o);
+        assert_eq!((m["jobs@pa"], m["jobs_unfinished@pa"]), (4.0, 4.0));
+    }
 }
 
 /// The jobs of one aggregator as flows of `group`: job `i` (in start order) starts at its
