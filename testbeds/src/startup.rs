@@ -86,9 +86,10 @@ pub fn run_startup(args: &StartupArgs, run_id: u32) -> Result<String> {
         let gets = (0..args.answers)
             .map(|i| {
                 let out = dir.join(format!("out{i}")).display().to_string();
-                let mut get: Vec<String> = ["get", NAME, "-o", &out, "--server", &server, "--json"]
-                    .map(String::from)
-                    .into();
+                let mut get: Vec<String> =
+                    ["get", NAME, "-o", &out, "--force", "--server", &server, "--json"]
+                        .map(String::from)
+                        .into();
                 get.extend(transport.clone());
                 Proc::spawn(&agg, &mpquic, &get)
             })
