@@ -370,6 +370,32 @@ fn mpquic_paths(report: Option<&serde_json::Value>) -> Vec<PathOutcome> {
         .collect()
 }
 
+/// The jobs of one aggregator as flows of `group`: job `i` (in start order) starts at its
+/// start on the aggregator's clock and completes after its JCT (none when an answer failed;
+/// every job when the aggregator reported nothing, so that they count as unfinished).
+fn job_outcomes(jobs: &JobsResult, spec: &spec::JobSpec, group: &str) -> Vec<FlowOutcome> {
+    let reported = jobs.report.as_ref().and_then(|r| r["jobs"].as_array());
+    let flow = |i: usize, start_s: f64, jct_s: Option<f64>| FlowOutcome {
+        name: format!("{group}-job{i}"),
+        group: Some(group.to_string()),
+        fct_us: jct_s.map(|s| s * 1e6),
+        start_s,
+        job: Some(i),
+        ..Default::default()
+    };
+    match reported {
+        Some(list) => list
+            .iter()
+            .enumerate()
+            .map(|(i, j)| flow(i, j["start_s"].as_f64().unwrap_or(0.0), j["jct_s"].as_f64()))
+            .collect(),
+        None => {
+            let total = (spec.jobs * spec.parallel) as usize;
+            (0..total).map(|i| flow(i, 0.0, None)).collect()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -460,31 +486,5 @@ metrics = ["jobs@pa", "jobs_unfinished@pa", "jct_p50_ms@pa", "jct_p99_ms@pa"]
         let o = Outcome { flows: job_outcomes(&result, spec, "pa0"), ..Default::default() };
         let m = metrics::compute(&c.experiment.points[0].scenario, &o);
         assert_eq!((m["jobs@pa"], m["jobs_unfinished@pa"]), (4.0, 4.0));
-    }
-}
-
-/// The jobs of one aggregator as flows of `group`: job `i` (in start order) starts at its
-/// start on the aggregator's clock and completes after its JCT (none when an answer failed;
-/// every job when the aggregator reported nothing, so that they count as unfinished).
-fn job_outcomes(jobs: &JobsResult, spec: &spec::JobSpec, group: &str) -> Vec<FlowOutcome> {
-    let reported = jobs.report.as_ref().and_then(|r| r["jobs"].as_array());
-    let flow = |i: usize, start_s: f64, jct_s: Option<f64>| FlowOutcome {
-        name: format!("{group}-job{i}"),
-        group: Some(group.to_string()),
-        fct_us: jct_s.map(|s| s * 1e6),
-        start_s,
-        job: Some(i),
-        ..Default::default()
-    };
-    match reported {
-        Some(list) => list
-            .iter()
-            .enumerate()
-            .map(|(i, j)| flow(i, j["start_s"].as_f64().unwrap_or(0.0), j["jct_s"].as_f64()))
-            .collect(),
-        None => {
-            let total = (spec.jobs * spec.parallel) as usize;
-            (0..total).map(|i| flow(i, 0.0, None)).collect()
-        }
     }
 }

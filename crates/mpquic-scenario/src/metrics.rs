@@ -189,6 +189,7 @@ pub const CATALOGUE: &[(&str, &str)] = &[
     ("queue_p99_max", "the largest 99th percentile queue over every monitored link, packets"),
     ("cpu_s_per_gb", "CPU s of the flows' senders and all receivers per GB the flows carried"),
     ("fct_over_200ms", "completed flows slower than 200 ms (the papers' minimum RTO)"),
+    ("jain_goodput", "Jain's index of the flows' goodput over their lifetime (bytes / FCT)"),
 ];
 
 /// Whether the report names known metrics, the plot and tables only report metrics, and the
@@ -258,15 +259,16 @@ pub fn compute(s: &Scenario, o: &Outcome) -> BTreeMap<String, f64> {
     let rounds = rounds(s);
     let link = report.link.as_deref().and_then(|n| o.links.iter().find(|l| l.name == n));
     let one = |m: &str| {
-        let (name, group) =
-            m.split_once('@').map_or((m, report.group.as_deref()), |(n, g)| (n, Some(g)));
-        let flows: Vec<&FlowOutcome> = o
-            .flows
-            .iter()
-            .filter(|f| {
-                group.is_none_or(|g| f.group.as_deref().is_some_and(|fg| fg.starts_with(g)))
-            })
-            .collect();
+        let (name, group, link) = match m.split_once('@') {
+            // `@from->to` names the link of the link metrics.
+            Some((n, l)) if l.contains("->") => {
+                (n, report.group.as_deref(), o.links.iter().find(|x| x.name == l))
+            }
+            Some((n, g)) => (n, Some(g), link),
+            None => (m, report.group.as_deref(), link),
+        };
+        let flows: Vec<&FlowOutcome> =
+            o.flows.iter().filter(|f| in_group(f.group.as_deref(), group)).collect();
         match name {
             _ if name.starts_with("jct") || name.starts_with("jobs") => {
                 job_metric(name, &flows, o.duration_s)
@@ -286,6 +288,12 @@ pub fn compute(s: &Scenario, o: &Outcome) -> BTreeMap<String, f64> {
             (m.clone(), value)
         })
         .collect()
+}
+
+/// Whether a flow of group `flow` is one of `group`'s: its group starts with that name (no
+/// group: every flow is).
+pub fn in_group(flow: Option<&str>, group: Option<&str>) -> bool {
+    group.is_none_or(|g| flow.is_some_and(|f| f.starts_with(g)))
 }
 
 /// The metrics of the whole run (every monitored link, the host, the receivers); None for the
@@ -423,6 +431,10 @@ fn metric(name: &str, flows: &[&FlowOutcome], link: Option<&LinkOutcome>, rounds
         "goodput_mean_mbps" => mean(&flows.iter().map(|f| f.goodput_bps / 1e6).collect::<Vec<_>>()),
         "goodput_mean_gbps" => mean(&gbps(&|f| f.goodput_bps)),
         "goodput_last_half_mean_gbps" => mean(&gbps(&|f| f.goodput_last_half_bps)),
+        "jain_goodput" => {
+            let xs: Vec<f64> = flows.iter().map(|f| f.goodput_bps).collect();
+            mpquic_stats::jain(&xs).unwrap_or(f64::NAN)
+        }
         "jain" => {
             let xs: Vec<f64> = flows.iter().map(|f| f.goodput_last_half_bps).collect();
             mpquic_stats::jain(&xs).unwrap_or(f64::NAN)

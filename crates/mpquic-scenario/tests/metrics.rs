@@ -189,3 +189,89 @@ fn a_ratio_of_unknown_metrics_is_refused() {
     let e = parse_scenario(text).unwrap_err().to_string();
     assert!(e.contains("report.metrics.0: unknown metric `fct_p42_ms`"), "{e}");
 }
+
+/// E3's and E4's netns tables: per-flow goodput by group, Jain's index of the lifetime goodput,
+/// a link's queue by name, and an analysis's metrics (which this crate leaves NaN).
+#[test]
+fn per_flow_goodput_jain_per_link_queue_and_analysis_metrics() {
+    let text = r#"name = "m"
+duration = "1s"
+[topology]
+kind = "two-path"
+[report]
+link = "a->dst"
+analyses = ["shift"]
+metrics = ["goodput_mean_mbps@mp", "goodput_mean_mbps@cross-b", "jain_goodput", "queue_p50", "queue_p50@b->dst", "queue_p99@b->dst", "shift.before_mbps@cross-a"]
+"#;
+    let s = parse_scenario(text).unwrap();
+    let flow = |group: &str, mbps: f64| FlowOutcome {
+        group: Some(group.into()),
+        goodput_bps: mbps * 1e6,
+        // The second half's rate must not count in jain_goodput.
+        goodput_last_half_bps: 1.0,
+        ..FlowOutcome::default()
+    };
+    let link = |name: &str, p50: f64| LinkOutcome {
+        name: name.into(),
+        queue: Some(QueueOutcome { p50, p99: 2.0 * p50, ..QueueOutcome::default() }),
+        ..LinkOutcome::default()
+    };
+    let outcome = Outcome {
+        flows: vec![flow("cross-a", 10.0), flow("cross-b", 30.0), flow("mp", 80.0)],
+        links: vec![link("a->dst", 17.0), link("b->dst", 19.0)],
+        duration_s: 1.0,
+        ..Outcome::default()
+    };
+    let m = compute(&s, &outcome);
+    assert_eq!(m["goodput_mean_mbps@mp"], 80.0);
+    assert_eq!(m["goodput_mean_mbps@cross-b"], 30.0);
+    // (10 + 30 + 80)^2 / (3 x (100 + 900 + 6400)) = 14400 / 22200.
+    assert_eq!(m["jain_goodput"], 14400.0 / 22200.0);
+    assert_eq!((m["queue_p50"], m["queue_p50@b->dst"], m["queue_p99@b->dst"]), (17.0, 19.0, 38.0));
+    assert!(m["shift.before_mbps@cross-a"].is_nan(), "the backend's analysis fills it");
+
+    // An analysis's metrics need the analysis.
+    let e = parse_scenario(&text.replace("analyses = [\"shift\"]\n", "")).unwrap_err().to_string();
+    assert!(e.contains("report.metrics.6: unknown metric `shift.before_mbps`"), "{e}");
+}
+
+/// `[[report.table]] only` keeps the points with those axis values, and names axes and values
+/// that exist.
+#[test]
+fn a_table_shows_only_the_points_it_names() {
+    let text = r#"name = "m"
+duration = "1ms"
+[topology]
+kind = "two-path"
+[[sweep]]
+name = "cross"
+values = ["kernel", "dctcp"]
+set = ["controller"]
+[[sweep]]
+name = "k"
+values = [10, 20]
+set = ["link.k"]
+[report]
+metrics = ["flows"]
+[[report.table]]
+title = "t"
+metrics = ["flows"]
+only = { cross = "dctcp", k = 20 }
+"#;
+    let e = mpquic_scenario::Experiment::parse(text, "t.toml").unwrap();
+    let table = &e.base.report.as_ref().unwrap().table[0];
+    let shown: Vec<String> =
+        e.points.iter().filter(|p| table.shows(&p.labels)).map(|p| p.name()).collect();
+    assert_eq!(shown, ["cross=dctcp,k=20"]);
+    for (bad, says) in [
+        (
+            "only = { cross = \"udp\" }",
+            "report.table.0.only.cross: `udp` is not a value of axis `cross`",
+        ),
+        ("only = { x = 1 }", "report.table.0.only.x: `x` is not a sweep axis"),
+    ] {
+        let text = text.replace("only = { cross = \"dctcp\", k = 20 }", bad);
+        let e = mpquic_scenario::Experiment::parse(&text, "t.toml").unwrap_err().to_string();
+        assert!(e.contains(says), "{e}");
+    }
+}

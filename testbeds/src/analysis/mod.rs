@@ -15,7 +15,7 @@ use crate::sampler::Series;
 use crate::topology::Net;
 use mpquic_scenario::error::{at, ScenarioError};
 use mpquic_scenario::experiment::ReportSpec;
-use mpquic_scenario::metrics::Metrics;
+use mpquic_scenario::metrics::{self, Metrics};
 
 /// What an analysis reads of one run.
 pub struct Run<'a> {
@@ -74,12 +74,6 @@ pub fn check(report: &ReportSpec) -> Result<(), ScenarioError> {
     Ok(())
 }
 
-/// The catalogue's rule: a flow is in a group when its own group starts with that name (no
-/// group: every flow).
-fn in_group(flow: Option<&str>, group: Option<&str>) -> bool {
-    group.is_none_or(|g| flow.is_some_and(|f| f.starts_with(g)))
-}
-
 /// `<analysis>.<metric>[@group]` as (analysis, metric), for an analysis the report asks for.
 fn split(m: &str) -> Option<(&str, &str)> {
     let name = m.split_once('@').map_or(m, |(n, _)| n);
@@ -96,7 +90,7 @@ pub fn compute(report: &ReportSpec, run: &Run) -> Metrics {
             let a = find(analysis).filter(|_| report.analyses.iter().any(|r| r == analysis))?;
             let group = m.split_once('@').map(|(_, g)| g).or(report.group.as_deref());
             let flows: Vec<usize> = (0..run.rep.flows.len())
-                .filter(|&i| in_group(run.groups[i].as_deref(), group))
+                .filter(|&i| metrics::in_group(run.groups[i].as_deref(), group))
                 .collect();
             Some((m.clone(), (a.compute)(run, metric, &flows)))
         })
