@@ -245,7 +245,7 @@ duration = "1ms"
 kind = "two-path"
 [[sweep]]
 name = "cross"
-values = ["kernel", "dctcp"]
+values = ["amp", "dctcp"]
 set = ["controller"]
 [[sweep]]
 name = "k"
