@@ -5,8 +5,9 @@
 //!
 //! What the netns testbed cannot do is refused here, at the field that asks for it, before
 //! anything is built: paths that open later (`path_times`), answers (`response_bytes`),
-//! per-direction loss, Poisson workloads (their flow counts would need thousands of
-//! processes); and flows whose addresses (`from_addr`, `to_addr`) no routed path joins.
+//! per-direction loss, and flows whose addresses (`from_addr`, `to_addr`) no routed path
+//! joins. A Poisson workload's arrivals become flows with their start times: a process each,
+//! as the runner starts any flow.
 
 use crate::spec::{
     CustomHost, CustomLink, FlowKind, FlowSpec, JobSpec, LinkOverride, LinkSpec, Scenario,
@@ -128,12 +129,6 @@ fn refuse_unsupported(s: &lang::Scenario) -> Result<(), ScenarioError> {
         }
     }
     for (i, w) in s.workloads.iter().enumerate() {
-        if let Workload::Poisson { .. } = w {
-            return Err(at(
-                format!("workloads.{i}.kind"),
-                "netns: no poisson workloads (a process per flow)",
-            ));
-        }
         if let Workload::PartitionAggregate { paths, .. } = w {
             if *paths != 1 {
                 return Err(at(
@@ -384,6 +379,57 @@ bytes = "1MB"
         let text = TWO_PATH.replace("to = \"dst\"\nrate", "to = \"dst\"\nloss = 0.1\nrate");
         let e = crate::experiment::load_text(&text, "t.toml").err().unwrap().to_string();
         assert!(e.contains("t.toml:18:") && e.contains("loss is one value"), "{e}");
+    }
+
+    #[test]
+    fn poisson_arrivals_become_flows_with_their_start_times_at_the_netns_scale() {
+        let text = r#"
+name = "p"
+duration = "100ms"
+controller = "lia"
+[link]
+rate = "10Gbps"
+buffer = 100
+k = 10
+[netns]
+rate_scale = 0.01
+time_scale = 10
+[netns.set]
+"flows.*.bytes" = "8MB"
+[topology]
+kind = "many-to-one"
+senders = 4
+[[flows]]
+from = "s0"
+to = "r"
+paths = 2
+[[workloads]]
+kind = "poisson"
+hosts = ["s1", "s2", "s3"]
+receiver = "r"
+rate = 1000.0
+bytes = "70KB"
+start = "10ms"
+stop = "50ms"
+paths = 4
+controller = "mmptcp"
+"#;
+        let e = crate::experiment::load_text(text, "p.toml").unwrap();
+        let s = &e.experiment.points[0].scenario;
+        let hosts = s.topology.expand().unwrap().hosts;
+        let arrivals = mpquic_scenario::expand::expand_workloads(s, &hosts).unwrap();
+        let p = &e.points[0].plan;
+        assert_eq!(p.flows.len(), arrivals.len());
+        assert!(p.flows.len() > 20, "~40 arrivals in 40 ms at 1000/s: {}", p.flows.len());
+        assert_eq!((p.flows[0].bytes, p.flows[0].cc.as_str()), (8 << 20, "lia"), "[netns.set]");
+        for (f, a) in p.flows.iter().zip(&arrivals).skip(1) {
+            assert_eq!(
+                (f.to.as_str(), f.bytes, f.paths, f.cc.as_str()),
+                ("r", 70 * 1024, 4, "mmptcp")
+            );
+            assert!((f.start_s - a.start.secs() * 10.0).abs() < 1e-9, "time_scale 10");
+            assert!((0.1..0.5).contains(&f.start_s));
+        }
     }
 
     #[test]

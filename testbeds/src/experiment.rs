@@ -7,7 +7,7 @@
 
 use crate::analysis;
 use crate::compile::compile;
-use crate::results::RunResult;
+use crate::results::{JobsResult, RunResult};
 use crate::runner;
 use crate::sampler::Series;
 use crate::spec::{self, FlowKind};
@@ -37,6 +37,8 @@ pub struct CompiledPoint {
     pub plan: spec::Scenario,
     /// The flows' (name, group), in the plan's order.
     pub flows: Vec<(String, Option<String>)>,
+    /// The group of each of the plan's `jobs` entries (its partition-aggregate workload's).
+    pub job_groups: Vec<String>,
 }
 
 /// Reads, checks and compiles `path` (and the file it `extends`); errors are
@@ -79,7 +81,8 @@ fn compile_points(
     for p in &experiment.points {
         let dir = point_dir(&experiment.base.name, p);
         let plan = compile(&p.scenario, &dir).map_err(&place)?;
-        points.push(CompiledPoint { dir, plan, flows: flow_labels(p).map_err(&place)? });
+        let flows = flow_labels(p).map_err(&place)?;
+        points.push(CompiledPoint { dir, plan, flows, job_groups: job_groups(p) });
     }
     Ok(Compiled { experiment, points })
 }
@@ -110,6 +113,16 @@ fn flow_labels(p: &Point) -> Result<Vec<(String, Option<String>)>, ScenarioError
         .collect())
 }
 
+/// The groups of a point's partition-aggregate workloads, in the order `compile` lists their
+/// jobs: `pa<workload index>`, as `expand_workloads` names the flows of one.
+fn job_groups(p: &Point) -> Vec<String> {
+    let pa = |w: &mpquic_scenario::Workload| {
+        matches!(w, mpquic_scenario::Workload::PartitionAggregate { .. })
+    };
+    let workloads = p.scenario.workloads.iter().enumerate();
+    workloads.filter(|(_, w)| pa(w)).map(|(i, _)| format!("pa{i}")).collect()
+}
+
 /// One run's row in `experiment.json`.
 #[derive(Serialize)]
 struct RunEntry {
@@ -132,7 +145,7 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
     let mut failed = Vec::new();
     runner::require_root()?;
     for round in 0..rounds {
-        for (i, CompiledPoint { dir, plan, flows }) in c.points.iter().enumerate() {
+        for (i, CompiledPoint { dir, plan, flows, job_groups }) in c.points.iter().enumerate() {
             let run_dir = out.join(dir).join(format!("round{}", round + 1));
             eprintln!("round {}: {dir} (load {:.1})", round + 1, runner::loadavg());
             // A failed run is reported and the others go on, as on a long unattended sweep.
@@ -148,7 +161,8 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
             };
             let point = &c.experiment.points[i];
             let seed = seeds[round % seeds.len()];
-            let mut m = metrics::compute(&point.scenario, &outcome(&result, flows));
+            let outcome = outcome(&result, flows, &plan.jobs, job_groups);
+            let mut m = metrics::compute(&point.scenario, &outcome);
             if let Some(report) = point.scenario.report.as_ref().filter(|r| !r.analyses.is_empty())
             {
                 m.extend(analyses(report, plan, &result, flows, &run_dir)?);
@@ -231,10 +245,17 @@ fn analyses(
 }
 
 /// The shared per-run outcome from a testbed run (its one repetition): flows by name and group,
-/// every shaped direction as `from->to` with its queue in 1514-byte frames over busy samples.
-fn outcome(r: &RunResult, labels: &[(String, Option<String>)]) -> Outcome {
+/// each job as one flow of its workload's group with its job number (start and JCT: the job
+/// metrics' completion time), every shaped direction as `from->to` with its queue in
+/// 1514-byte frames over busy samples.
+fn outcome(
+    r: &RunResult,
+    labels: &[(String, Option<String>)],
+    job_specs: &[spec::JobSpec],
+    job_groups: &[String],
+) -> Outcome {
     let rep = &r.repetitions[0];
-    let flows: Vec<FlowOutcome> = rep
+    let mut flows: Vec<FlowOutcome> = rep
         .flows
         .iter()
         .zip(labels)
@@ -263,6 +284,9 @@ fn outcome(r: &RunResult, labels: &[(String, Option<String>)]) -> Outcome {
             }
         })
         .collect();
+    for ((jobs, spec), group) in rep.jobs.iter().zip(job_specs).zip(job_groups) {
+        flows.extend(job_outcomes(jobs, spec, group));
+    }
     let links = rep
         .links
         .iter()
@@ -346,6 +370,32 @@ fn mpquic_paths(report: Option<&serde_json::Value>) -> Vec<PathOutcome> {
         .collect()
 }
 
+/// The jobs of one aggregator as flows of `group`: job `i` (in start order) starts at its
+/// start on the aggregator's clock and completes after its JCT (none when an answer failed;
+/// every job when the aggregator reported nothing, so that they count as unfinished).
+fn job_outcomes(jobs: &JobsResult, spec: &spec::JobSpec, group: &str) -> Vec<FlowOutcome> {
+    let reported = jobs.report.as_ref().and_then(|r| r["jobs"].as_array());
+    let flow = |i: usize, start_s: f64, jct_s: Option<f64>| FlowOutcome {
+        name: format!("{group}-job{i}"),
+        group: Some(group.to_string()),
+        fct_us: jct_s.map(|s| s * 1e6),
+        start_s,
+        job: Some(i),
+        ..Default::default()
+    };
+    match reported {
+        Some(list) => list
+            .iter()
+            .enumerate()
+            .map(|(i, j)| flow(i, j["start_s"].as_f64().unwrap_or(0.0), j["jct_s"].as_f64()))
+            .collect(),
+        None => {
+            let total = (spec.jobs * spec.parallel) as usize;
+            (0..total).map(|i| flow(i, 0.0, None)).collect()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -376,5 +426,65 @@ mod tests {
         );
         assert!(p.active && !paths[1].active);
         assert!(mpquic_paths(None).is_empty());
+    }
+
+    #[test]
+    fn jobs_are_job_flows_of_their_workload_for_the_jct_metrics() {
+        let text = r#"
+name = "j"
+duration = "10s"
+[link]
+rate = "100Mbit"
+buffer = 100
+k = 10
+[topology]
+kind = "many-to-one"
+senders = 3
+[[workloads]]
+kind = "partition-aggregate"
+aggregator = "r"
+workers = ["s0", "s1", "s2"]
+response_bytes = "64KB"
+jobs = 2
+parallel = 2
+controller = "dctcp"
+[report]
+metrics = ["jobs@pa", "jobs_unfinished@pa", "jct_p50_ms@pa", "jct_p99_ms@pa"]
+"#;
+        let c = load_text(text, "j.toml").unwrap();
+        let point = &c.points[0];
+        assert_eq!(point.job_groups, ["pa0"]);
+        let spec = &point.plan.jobs[0];
+        let mut result = JobsResult {
+            id: "jobs0".into(),
+            aggregator: "r".into(),
+            workers: spec.workers.clone(),
+            cc: "dctcp".into(),
+            start_s: 0.0,
+            end_s: 1.0,
+            completed: false,
+            report: Some(serde_json::json!({"jobs": [
+                {"start_s": 0.0, "jct_s": 0.004},
+                {"start_s": 0.0, "jct_s": 0.010},
+                {"start_s": 0.004, "jct_s": 0.002},
+                {"start_s": 0.010, "jct_s": null},
+            ]})),
+            cpu_s: None,
+            error: None,
+        };
+        let jobs = job_outcomes(&result, spec, "pa0");
+        assert_eq!(jobs.len(), 4);
+        let o = Outcome { flows: jobs, duration_s: 1.0, ..Default::default() };
+        let m = metrics::compute(&c.experiment.points[0].scenario, &o);
+        let got: Vec<f64> = ["jobs@pa", "jobs_unfinished@pa", "jct_p50_ms@pa", "jct_p99_ms@pa"]
+            .iter()
+            .map(|k| (m[*k] * 1e6).round() / 1e6)
+            .collect();
+        assert_eq!(got, [4.0, 1.0, 4.0, 10.0], "the JCTs 4, 10, 2 ms and one unfinished job");
+        // An aggregator that reported nothing leaves every planned job unfinished.
+        result.report = None;
+        let o = Outcome { flows: job_outcomes(&result, spec, "pa0"), ..Default::default() };
+        let m = metrics::compute(&c.experiment.points[0].scenario, &o);
+        assert_eq!((m["jobs@pa"], m["jobs_unfinished@pa"]), (4.0, 4.0));
     }
 }

@@ -17,6 +17,7 @@ mod runner;
 mod sampler;
 mod spec;
 mod stall;
+mod startup;
 mod topology;
 
 use anyhow::Result;
@@ -55,6 +56,10 @@ enum Cmd {
     /// Black-hole one of two shaped paths under an `mpquic send` and restore it: the receiver's
     /// longest stall, the failure and recovery reports (issue #12). Prints one JSON line.
     Failover(failover::FailoverArgs),
+    /// E7's start-up check: jobs of `mpquic get` processes (one per answer) against warm
+    /// connections (`mpquic aggregate`) on an unshaped veth pair; writes startup.json and
+    /// startup.md, prints the table.
+    Startup(startup::StartupArgs),
     /// Print which link backend this kernel supports.
     Detect,
     /// One Markdown table row per scenario: goodput and queue (medians over repetitions), CE
@@ -140,6 +145,10 @@ fn main() -> Result<()> {
             let res = torn_down(|run_id| failover::run_failover(&args, run_id))?;
             println!("{}", serde_json::to_string(&res)?);
             eprintln!("wrote {}", args.out.join("result.json").display());
+        }
+        Cmd::Startup(args) => {
+            print!("{}", torn_down(|run_id| startup::run_startup(&args, run_id))?);
+            eprintln!("wrote {}", args.out.join("startup.md").display());
         }
         Cmd::Cleanup { all } => {
             let removed = cleanup::cleanup_stale(all);

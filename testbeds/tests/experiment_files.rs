@@ -14,9 +14,6 @@ const NOT_ON_THE_TESTBED: &[(&str, &str)] = &[
     // The paper's timeline; the testbed runs E4-coexistence-static.toml.
     ("E4-coexistence.toml", "every path opens with the connection"),
     ("E4-coexistence-testbed.toml", "every path opens with the connection"),
-    ("E6-short-flows.toml", "no poisson workloads"),
-    ("E7-partition-aggregate.toml", "mpquic flows need `bytes`"),
-    ("E7-partition-aggregate-dc.toml", "mpquic flows need `bytes`"),
 ];
 
 #[test]

@@ -249,6 +249,7 @@ pub fn expand_workloads(
             }
             Workload::Poisson {
                 hosts: pick,
+                receiver,
                 rate,
                 bytes,
                 start,
@@ -257,9 +258,14 @@ pub fn expand_workloads(
                 controller,
                 handshake_at_start,
             } => {
-                let pick = if pick.is_empty() { all.clone() } else { pick.clone() };
-                if pick.len() < 2 || *rate <= 0.0 {
-                    return Err(invalid("poisson workload needs >= 2 hosts and a positive rate"));
+                let mut pick = if pick.is_empty() { all.clone() } else { pick.clone() };
+                // With a receiver, flows come from the other hosts.
+                pick.retain(|h| Some(h) != receiver.as_ref());
+                let needed = if receiver.is_some() { 1 } else { 2 };
+                if pick.len() < needed || *rate <= 0.0 {
+                    return Err(invalid(
+                        "poisson workload needs >= 2 hosts (a receiver and >= 1 other) and a positive rate",
+                    ));
                 }
                 let mut rng = SimRng::new(scenario.seed, 0x5050_0000 + w as u64);
                 let mut t = start.secs();
@@ -270,11 +276,17 @@ pub fn expand_workloads(
                         break;
                     }
                     let a = (rng.next_u64() % pick.len() as u64) as usize;
-                    let mut b = (rng.next_u64() % (pick.len() as u64 - 1)) as usize;
-                    if b >= a {
-                        b += 1;
-                    }
-                    let mut f = FlowSpec::bulk(&pick[a], &pick[b]);
+                    let to = match receiver {
+                        Some(r) => r,
+                        None => {
+                            let mut b = (rng.next_u64() % (pick.len() as u64 - 1)) as usize;
+                            if b >= a {
+                                b += 1;
+                            }
+                            &pick[b]
+                        }
+                    };
+                    let mut f = FlowSpec::bulk(&pick[a], to);
                     f.name = Some(format!("poisson{w}-{n}"));
                     f.group = Some(format!("poisson{w}"));
                     f.bytes = Some(*bytes);

@@ -402,12 +402,16 @@ pub enum Workload {
         #[serde(default)]
         controller: Option<String>,
     },
-    /// Short flows of `bytes` between random distinct hosts, Poisson arrivals at `rate` per
-    /// second, from `start` to `stop`.
+    /// Short flows of `bytes` between random distinct hosts (or from random hosts to
+    /// `receiver`), Poisson arrivals at `rate` per second, from `start` to `stop`.
     Poisson {
         /// Hosts to pick from (default all).
         #[serde(default)]
         hosts: Vec<String>,
+        /// Every flow to this host, from a random other one of `hosts` (default: a random
+        /// destination too).
+        #[serde(default)]
+        receiver: Option<String>,
         /// Arrivals per second.
         rate: f64,
         /// Flow size.

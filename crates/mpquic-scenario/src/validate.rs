@@ -104,12 +104,29 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
                 }
                 paths_and_controller(*paths, c, &here)?;
             }
-            Workload::Poisson { hosts: pick, rate, start, stop, paths, controller: c, .. } => {
+            Workload::Poisson {
+                hosts: pick,
+                receiver,
+                rate,
+                start,
+                stop,
+                paths,
+                controller: c,
+                ..
+            } => {
                 for (j, h) in pick.iter().enumerate() {
                     host(h, format!("workloads.{i}.hosts.{j}"))?;
                 }
-                if !pick.is_empty() && pick.len() < 2 {
-                    return Err(at(here("hosts"), "needs at least two hosts"));
+                if let Some(r) = receiver {
+                    host(r, here("receiver"))?;
+                }
+                let sources = pick.iter().filter(|h| Some(*h) != receiver.as_ref()).count();
+                let needed = if receiver.is_some() { 1 } else { 2 };
+                if !pick.is_empty() && sources < needed {
+                    return Err(at(
+                        here("hosts"),
+                        format!("needs at least {needed} host(s) other than the receiver"),
+                    ));
                 }
                 if !(rate.is_finite() && *rate > 0.0) {
                     return Err(at(here("rate"), "must be > 0 (arrivals per second)"));

@@ -239,3 +239,40 @@ fn netns_set_applies_to_the_testbed_variant_only_and_is_checked() {
     let err = error(&bad);
     assert!(err.contains("netns.set: `workloads.3.bytes`: index 3 out of range"), "{err}");
 }
+
+#[test]
+fn poisson_with_a_receiver_sends_every_flow_to_it_from_the_other_hosts() {
+    let text = r#"name = "p"
+duration = "1s"
+[topology]
+kind = "many-to-one"
+senders = 4
+[[workloads]]
+kind = "poisson"
+hosts = ["s1", "s2", "s3", "r"]
+receiver = "r"
+rate = 200.0
+bytes = "70KB"
+start = "100ms"
+stop = "600ms"
+"#;
+    let s = mpquic_scenario::parse_scenario(text).unwrap();
+    let hosts = s.topology.expand().unwrap().hosts;
+    let flows = expand_workloads(&s, &hosts).unwrap();
+    assert!(flows.len() > 50, "~100 arrivals in 0.5 s at 200/s: {}", flows.len());
+    assert!(flows.iter().all(|f| f.to == "r"));
+    let from: std::collections::BTreeSet<&str> = flows.iter().map(|f| f.from.as_str()).collect();
+    assert_eq!(from.into_iter().collect::<Vec<_>>(), ["s1", "s2", "s3"]);
+    assert!(flows.windows(2).all(|w| w[0].start < w[1].start));
+    assert!(flows.iter().all(|f| f.start >= Dur::ms(100) && f.start < Dur::ms(600)));
+    let e =
+        mpquic_scenario::parse_scenario(&text.replace("\"s1\", \"s2\", \"s3\", ", "")).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("workloads.0.hosts: needs at least 1 host(s) other than the receiver"),
+        "{e}"
+    );
+    let e = mpquic_scenario::parse_scenario(&text.replace("receiver = \"r\"", "receiver = \"x\""))
+        .unwrap_err();
+    assert!(e.to_string().contains("workloads.0.receiver: no host `x`"), "{e}");
+}

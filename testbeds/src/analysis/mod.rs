@@ -5,8 +5,9 @@
 //! listed in `report.metrics` and fill `experiment.json` and the tables like any other (median,
 //! min, max over rounds). The simulator has none of these: there they read "-".
 //!
-//! Adding one (E7's job phase, pathkeep): a module with its [`Analysis`] in [`ANALYSES`].
+//! Adding one (pathkeep): a module with its [`Analysis`] in [`ANALYSES`].
 
+mod job_phase;
 mod shift;
 
 use crate::results::RepResult;
@@ -39,7 +40,7 @@ pub struct Analysis {
 }
 
 /// Every analysis the testbed has.
-pub const ANALYSES: &[Analysis] = &[shift::SHIFT];
+pub const ANALYSES: &[Analysis] = &[shift::SHIFT, job_phase::JOB_PHASE];
 
 fn find(name: &str) -> Option<&'static Analysis> {
     ANALYSES.iter().find(|a| a.name == name)
