@@ -182,7 +182,7 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
     std::fs::write(out.join("experiment.json"), serde_json::to_string_pretty(&json)?)?;
     let mut tables = String::new();
     for t in c.experiment.base.report.iter().flat_map(|r| &r.table) {
-        tables += &metrics::markdown_table(&t.title, &summary, &t.metrics);
+        tables += &mpquic_scenario::tables::markdown(t, &summary);
         tables += "\n";
     }
     std::fs::write(out.join("tables.md"), &tables)?;

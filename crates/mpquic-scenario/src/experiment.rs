@@ -58,14 +58,38 @@ pub struct ReportSpec {
     pub definition: String,
 }
 
-/// One markdown table.
+/// One markdown table (see [`crate::tables`]).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TableSpec {
     /// Heading.
     pub title: String,
-    /// Columns (metrics of the report).
+    /// Columns (metrics of the report): median (min-max) over the point's runs.
     pub metrics: Vec<String>,
+    /// Then columns of the sum over the point's runs (counts pooled over seeds, e.g. E5's
+    /// eliminations that were right and wrong).
+    #[serde(default)]
+    pub sum: Vec<String>,
+    /// Then columns comparing two points of one axis: a metric's median at a point over its
+    /// median at the point that differs only in that axis's value.
+    #[serde(default)]
+    pub compare: Vec<Compare>,
+}
+
+/// A table column: `metric` at the points where `axis` is `value`, divided by `metric` at the
+/// same point with `axis` = `over` (E5: CPU per GB with ESE on over off, at the same size and
+/// path count); empty on the other rows.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Compare {
+    /// A metric of the report.
+    pub metric: String,
+    /// A sweep axis.
+    pub axis: String,
+    /// The value of the rows that get a ratio.
+    pub value: Value,
+    /// The value of the point they are divided by.
+    pub over: Value,
 }
 
 /// The sweep plot: panels of metrics against one axis, a line per value of the others.
@@ -237,6 +261,7 @@ impl Experiment {
             }
         }
         crate::metrics::check_report(&base)?;
+        crate::tables::check(&base)?;
         Ok(Experiment { base, points, netns_points: None })
     }
 

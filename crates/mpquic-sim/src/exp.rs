@@ -11,7 +11,9 @@ use mpquic_plot::chart::{self, Axes, SweepLine, SweepPoint};
 use mpquic_plot::palette::controller_color;
 use plotters::prelude::{IntoLogRange, SeriesLabelPosition};
 
-use mpquic_scenario::metrics::{compute, markdown_table, summarize, CATALOGUE};
+use mpquic_scenario::experiment::TableSpec;
+use mpquic_scenario::metrics::{compute, summarize, CATALOGUE};
+use mpquic_scenario::tables::markdown;
 use mpquic_scenario::Experiment;
 
 use crate::report::Report;
@@ -213,13 +215,13 @@ pub fn run_experiment(e: &Experiment, file: &str, out: &Path, command: &str) -> 
         &rows,
         &summary,
     )?;
-    let tables: Vec<(String, Vec<String>)> = if report.table.is_empty() {
-        vec![(s.name.clone(), report.metrics.clone())]
+    let tables: Vec<TableSpec> = if report.table.is_empty() {
+        let metrics = report.metrics.clone();
+        vec![TableSpec { title: s.name.clone(), metrics, sum: vec![], compare: vec![] }]
     } else {
-        report.table.iter().map(|t| (t.title.clone(), t.metrics.clone())).collect()
+        report.table.clone()
     };
-    let md: Vec<String> =
-        tables.iter().map(|(title, metrics)| markdown_table(title, &summary, metrics)).collect();
+    let md: Vec<String> = tables.iter().map(|t| markdown(t, &summary)).collect();
     std::fs::write(out.join("tables.md"), md.join("\n")).map_err(|e| e.to_string())?;
     if let Some(plot) = &s.plot {
         let panels: Vec<Panel> = plot
