@@ -232,7 +232,7 @@ fn spread_paths(f: &lang::FlowSpec, pairs: usize) -> Result<(usize, usize), Scen
     if pairs == 0 || f.paths <= pairs {
         return Ok((f.paths, f.paths_per_pair));
     }
-    if f.paths % pairs != 0 {
+    if !f.paths.is_multiple_of(pairs) {
         return Err(ScenarioError::Invalid(format!(
             "netns: flow from {} to {}: {} paths over {pairs} address pairs (the testbed opens \
              as many over every pair: a multiple of {pairs})",
