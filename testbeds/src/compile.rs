@@ -41,6 +41,7 @@ pub fn compile(s: &lang::Scenario, name: &str) -> Result<Scenario, ScenarioError
     let expanded = s.topology.expand()?;
     refuse_unsupported(s)?;
     let (topology, directions) = topology(&expanded);
+    let net = crate::topology::build(&topology);
     let mut links = Vec::new();
     for (i, (from, to, own)) in directions.iter().enumerate() {
         let config = s.link_for(from, to, own);
@@ -73,7 +74,7 @@ pub fn compile(s: &lang::Scenario, name: &str) -> Result<Scenario, ScenarioError
     flow_workloads.workloads.retain(|w| !matches!(w, Workload::PartitionAggregate { .. }));
     let flows = expand_workloads(&flow_workloads, &expanded.hosts)?
         .iter()
-        .map(|f| flow(s, f, &scale))
+        .map(|f| flow(s, f, &scale, &net))
         .collect::<Result<Vec<_>, _>>()?;
     let jobs = s.workloads.iter().filter_map(|w| jobs(s, w, &scale)).collect();
     let plan = Scenario {
@@ -235,11 +236,30 @@ fn controller(c: &str) -> (String, Vec<String>) {
 /// The kernel's own default controller, for kernel flows that name none.
 const KERNEL_CC: &str = "cubic";
 
+/// An mpquic flow's paths as the runner opens them: (address pairs, paths over each pair).
+/// The simulator spreads path `i` over address `i % addrs`, so more paths than the hosts have
+/// address pairs share the pairs' links (link sharing, as MPTCP-D's E5 studies); the testbed
+/// opens them as `paths_per_pair` over each pair, which needs a whole number per pair.
+fn spread_paths(f: &lang::FlowSpec, pairs: usize) -> Result<(usize, usize), ScenarioError> {
+    if pairs == 0 || f.paths <= pairs {
+        return Ok((f.paths, f.paths_per_pair));
+    }
+    if !f.paths.is_multiple_of(pairs) {
+        return Err(ScenarioError::Invalid(format!(
+            "netns: flow from {} to {}: {} paths over {pairs} address pairs (the testbed opens \
+             as many over every pair: a multiple of {pairs})",
+            f.from, f.to, f.paths
+        )));
+    }
+    Ok((pairs, f.paths / pairs * f.paths_per_pair))
+}
+
 /// One expanded flow as the runner starts it.
 fn flow(
     s: &lang::Scenario,
     f: &lang::FlowSpec,
     scale: &NetnsSettings,
+    net: &crate::topology::Net,
 ) -> Result<FlowSpec, ScenarioError> {
     // Kernel flows name the kernel's controller; the document's default is the library's.
     let default = if f.kind == lang::FlowKind::Mpquic { &s.controller[..] } else { KERNEL_CC };
@@ -252,6 +272,15 @@ fn flow(
     let start_s = f.start.secs() * scale.time_scale;
     let bytes = f.bytes.map_or(0, |b| (b as f64 * scale.size_scale).round() as u64);
     let stop_s = f.stop.unwrap_or(s.duration).secs() * scale.time_scale;
+    let pairs = match (net.node(&f.from), net.node(&f.to)) {
+        (Some(a), Some(b)) => net.path_pairs(a, b).len(),
+        _ => 0,
+    };
+    let (paths, paths_per_pair) = match kind {
+        FlowKind::Mpquic => spread_paths(f, pairs)?,
+        FlowKind::KernelTcp => (1, 1),
+        FlowKind::KernelMptcp => (f.paths, 1),
+    };
     Ok(FlowSpec {
         kind,
         from: f.from.clone(),
@@ -262,14 +291,15 @@ fn flow(
         start_s,
         count: 1,
         stagger_ms: 0.0,
-        // From the pair of its addresses: mpquic, `paths` pairs; kernel TCP, that pair.
-        paths: if kind == FlowKind::KernelTcp { 1 } else { f.paths },
+        // From the pair of its addresses: mpquic, `paths` pairs (spread over the pairs when
+        // there are fewer); kernel TCP, that pair.
+        paths,
         from_addr: f.from_addr,
         to_addr: f.to_addr,
         cc_params,
         ecn: s.transport.ecn.clone(),
         scheduler: s.transport.scheduler.clone(),
-        paths_per_pair: 1,
+        paths_per_pair: paths_per_pair as u32,
         repeat: f.repeat as u32,
     })
 }
@@ -379,6 +409,24 @@ bytes = "1MB"
         let text = TWO_PATH.replace("to = \"dst\"\nrate", "to = \"dst\"\nloss = 0.1\nrate");
         let e = crate::experiment::load_text(&text, "t.toml").err().unwrap().to_string();
         assert!(e.contains("t.toml:18:") && e.contains("loss is one value"), "{e}");
+    }
+
+    /// E5's link sharing: more paths than address pairs become paths over each pair, as the
+    /// simulator spreads them; kernel flows keep theirs.
+    #[test]
+    fn paths_beyond_the_address_pairs_share_the_pairs_links() {
+        let text = TWO_PATH.replace("paths = 2\n", "paths = 8\nrepeat = 20\n");
+        let f = &plan(&text).unwrap().flows[0];
+        assert_eq!((f.paths, f.paths_per_pair, f.repeat), (2, 4, 20));
+        let text = TWO_PATH.replace("paths = 2\n", "paths = 2\npaths_per_pair = 3\n");
+        let f = &plan(&text).unwrap().flows[0];
+        assert_eq!((f.paths, f.paths_per_pair), (2, 3), "written per pair: as written");
+        let text = TWO_PATH.replace("paths = 2\n", "paths = 3\n");
+        let e = plan(&text).err().unwrap().to_string();
+        assert!(e.contains("3 paths over 2 address pairs") && e.contains("multiple of 2"), "{e}");
+        let text = TWO_PATH.replace("paths = 2\n", "kind = \"kernel-mptcp\"\npaths = 8\n");
+        let f = &plan(&text).unwrap().flows[0];
+        assert_eq!((f.kind, f.paths_per_pair), (FlowKind::KernelMptcp, 1));
     }
 
     #[test]

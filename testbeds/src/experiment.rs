@@ -207,8 +207,7 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
     std::fs::write(out.join("experiment.json"), serde_json::to_string_pretty(&json)?)?;
     let mut tables = String::new();
     for t in c.experiment.base.report.iter().flat_map(|r| &r.table) {
-        let rows: Vec<_> = summary.iter().filter(|r| t.shows(&r.labels)).cloned().collect();
-        tables += &metrics::markdown_table(&t.title, &rows, &t.metrics);
+        tables += &mpquic_scenario::tables::markdown(t, &summary);
         tables += "\n";
     }
     std::fs::write(out.join("tables.md"), &tables)?;

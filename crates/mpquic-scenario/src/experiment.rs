@@ -63,17 +63,25 @@ pub struct ReportSpec {
     pub analyses: Vec<String>,
 }
 
-/// One markdown table.
+/// One markdown table (see [`crate::tables`]).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TableSpec {
     /// Heading.
     pub title: String,
-    /// Columns (metrics of the report).
+    /// Columns (metrics of the report): median (min-max) over the point's runs.
     pub metrics: Vec<String>,
     /// Rows: only the points with these axis values (`{ cross = "dctcp" }`); default every point.
     #[serde(default, skip_serializing_if = "Table::is_empty")]
     pub only: Table,
+    /// Then columns of the sum over the point's runs (counts pooled over seeds, e.g. E5's
+    /// eliminations that were right and wrong).
+    #[serde(default)]
+    pub sum: Vec<String>,
+    /// Then columns comparing two points of one axis: a metric's median at a point over its
+    /// median at the point that differs only in that axis's value.
+    #[serde(default)]
+    pub compare: Vec<Compare>,
 }
 
 impl TableSpec {
@@ -81,6 +89,22 @@ impl TableSpec {
     pub fn shows(&self, labels: &[(String, String)]) -> bool {
         self.only.iter().all(|(axis, v)| labels.iter().any(|(a, l)| a == axis && *l == label(v)))
     }
+}
+
+/// A table column: `metric` at the points where `axis` is `value`, divided by `metric` at the
+/// same point with `axis` = `over` (E5: CPU per GB with ESE on over off, at the same size and
+/// path count); empty on the other rows.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Compare {
+    /// A metric of the report.
+    pub metric: String,
+    /// A sweep axis.
+    pub axis: String,
+    /// The value of the rows that get a ratio.
+    pub value: Value,
+    /// The value of the point they are divided by.
+    pub over: Value,
 }
 
 /// The sweep plot: panels of metrics against one axis, a line per value of the others.
@@ -252,6 +276,7 @@ impl Experiment {
             }
         }
         crate::metrics::check_report(&base)?;
+        crate::tables::check(&base)?;
         Ok(Experiment { base, points, netns_points: None })
     }
 

@@ -12,7 +12,8 @@
 //!   reports `file:line:column: reason`.
 //! - [`validate`]: the checks of one scenario.
 //! - [`metrics`]: the per-run outcome both backends fill, the metrics computed from it, the
-//!   summary over seeds and the markdown tables.
+//!   summary over seeds.
+//! - [`tables`]: the markdown tables of a report (medians, sums, ratios between points).
 
 pub mod error;
 pub mod expand;
@@ -20,6 +21,7 @@ pub mod experiment;
 pub mod metrics;
 pub mod model;
 pub mod rng;
+pub mod tables;
 pub mod units;
 pub mod validate;
 

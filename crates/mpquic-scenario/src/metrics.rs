@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{at, ScenarioError};
 use crate::model::{Scenario, Workload};
+use crate::tables::Column;
 
 /// One run's result, as the report metrics read it.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -190,6 +191,19 @@ pub const CATALOGUE: &[(&str, &str)] = &[
     ("cpu_s_per_gb", "CPU s of the flows' senders and all receivers per GB the flows carried"),
     ("fct_over_200ms", "completed flows slower than 200 ms (the papers' minimum RTO)"),
     ("jain_goodput", "Jain's index of the flows' goodput over their lifetime (bytes / FCT)"),
+    ("rtt_p50_ms", "median RTT of the flows' paths that sent > 100 kB: the median (nearest rank, the lower middle of an even count) of those paths' median RTT samples, ms"),
+    ("rtt_min_ms", "smallest RTT sample of those paths, ms"),
+    ("eliminations", "paths the flows' controllers eliminated (MPTCP-D's ESE)"),
+    ("flows_with_elimination", "flows whose controller eliminated a path"),
+    ("ese_extra", "extra paths: per link (paths grouped by server address) all but one"),
+    ("ese_keep", "paths that should stay: one per link"),
+    ("ese_tp", "true positives: closed paths of a link, up to its extra paths"),
+    ("ese_fp", "false positives: closed paths of a link beyond its extra ones (its last path)"),
+    ("active_paths", "paths carrying data at the end (a repeating flow: its last transfer's)"),
+    ("transfers", "transfers completed (each of a repeating flow; else each completed flow)"),
+    ("transfer_fct_p50_ms", "median completion time of those transfers (nearest rank), ms"),
+    ("transfer_fct_p99_ms", "99th percentile completion time of those transfers, ms"),
+    ("sender_cpu_ms_per_transfer", "CPU ms of the flows' senders per completed transfer"),
 ];
 
 /// Whether the report names known metrics, the plot and tables only report metrics, and the
@@ -274,6 +288,7 @@ pub fn compute(s: &Scenario, o: &Outcome) -> BTreeMap<String, f64> {
                 job_metric(name, &flows, o.duration_s)
             }
             "cpu_s_per_gb" => cpu_s_per_gb(&flows, o),
+            _ if name.starts_with("ese_") => ese_metric(name, &flows),
             _ => run_metric(name, o).unwrap_or_else(|| metric(name, &flows, link, rounds)),
         }
     };
@@ -321,6 +336,51 @@ fn cpu_s_per_gb(flows: &[&FlowOutcome], o: &Outcome) -> f64 {
     let bytes: u64 = flows.iter().map(|f| f.bytes).sum();
     match (senders, o.receiver_cpu_s) {
         (Some(s), Some(r)) if bytes > 0 => (s + r) / (bytes as f64 / 1e9),
+        _ => f64::NAN,
+    }
+}
+
+/// Paths that carried enough data for their RTT to describe the flow (E5: > 100 kB sent).
+const RTT_PATH_MIN_BYTES: u64 = 100_000;
+
+/// Each transfer's completion time, ms: every transfer of a repeating flow, else the flow's
+/// own when it completed.
+fn transfer_fcts_ms(flows: &[&FlowOutcome]) -> Vec<f64> {
+    let per_flow = |f: &&FlowOutcome| match &f.transfer_fcts_us[..] {
+        [] => f.fct_us.into_iter().collect::<Vec<_>>(),
+        each => each.to_vec(),
+    };
+    flows.iter().flat_map(per_flow).map(|us| us / 1e3).collect()
+}
+
+/// Extra-subflow elimination judged per link, summed over the flows: `ese_extra` and `ese_keep`
+/// count the paths that should and should not be closed, `ese_tp` and `ese_fp` the closed ones
+/// (inactive at the end) that were right and wrong. A flow's paths are grouped by the server
+/// address they reach (one per link, port stripped); of a link's n paths n - 1 are extra and
+/// one should stay, so closures up to n - 1 are true positives and any beyond (the link's
+/// last path) false positives. Flows without paths (kernel ones) count nothing.
+fn ese_metric(name: &str, flows: &[&FlowOutcome]) -> f64 {
+    let (mut extra, mut keep, mut tp, mut fp) = (0, 0, 0, 0);
+    for f in flows {
+        let mut links: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+        for p in &f.paths {
+            let address = p.remote.rsplit_once(':').map_or(p.remote.as_str(), |(a, _)| a);
+            let (n, closed) = links.entry(address).or_default();
+            *n += 1;
+            *closed += u64::from(!p.active);
+        }
+        for (n, closed) in links.into_values() {
+            extra += n - 1;
+            keep += 1;
+            tp += closed.min(n - 1);
+            fp += closed.saturating_sub(n - 1);
+        }
+    }
+    match name {
+        "ese_extra" => extra as f64,
+        "ese_keep" => keep as f64,
+        "ese_tp" => tp as f64,
+        "ese_fp" => fp as f64,
         _ => f64::NAN,
     }
 }
@@ -403,6 +463,11 @@ fn metric(name: &str, flows: &[&FlowOutcome], link: Option<&LinkOutcome>, rounds
     let on_link = |x: &dyn Fn(&LinkOutcome) -> f64| link.map_or(f64::NAN, x);
     let queue =
         |x: &dyn Fn(&QueueOutcome) -> f64| link.and_then(|l| l.queue.as_ref()).map_or(f64::NAN, x);
+    let rtts = |x: &dyn Fn(&PathOutcome) -> Option<f64>| -> Vec<f64> {
+        let paths = flows.iter().flat_map(|f| &f.paths);
+        paths.filter(|p| p.bytes_sent > RTT_PATH_MIN_BYTES).filter_map(x).collect()
+    };
+    let transfers = transfer_fcts_ms(flows);
     match name {
         "flows" => flows.len() as f64,
         "unfinished" => (flows.len() - fcts.len()) as f64,
@@ -426,6 +491,20 @@ fn metric(name: &str, flows: &[&FlowOutcome], link: Option<&LinkOutcome>, rounds
             count(&|f| slow(f) && f.ack_request_lost) / rounds
         }
         "fct_over_200ms" => fcts.iter().filter(|&&x| x > 200.0).count() as f64,
+        "rtt_p50_ms" => quantile(&rtts(&|p| p.rtt_p50_ms), 0.5),
+        "rtt_min_ms" => quantile(&rtts(&|p| p.rtt_min_ms), 0.0),
+        "eliminations" => sum(&|f| f.eliminations),
+        "flows_with_elimination" => count(&|f| f.eliminations > 0),
+        "active_paths" => {
+            flows.iter().map(|f| f.paths.iter().filter(|p| p.active).count()).sum::<usize>() as f64
+        }
+        "transfers" => transfers.len() as f64,
+        "transfer_fct_p50_ms" => quantile(&transfers, 0.5),
+        "transfer_fct_p99_ms" => quantile(&transfers, 0.99),
+        "sender_cpu_ms_per_transfer" => {
+            let cpu: Option<f64> = flows.iter().map(|f| f.cpu_s).sum();
+            cpu.map_or(f64::NAN, |c| c * 1e3 / transfers.len() as f64)
+        }
         "lost" => sum(&|f| f.lost_packets),
         "goodput_sum_mbps" => flows.iter().map(|f| f.goodput_bps / 1e6).sum(),
         "goodput_mean_mbps" => mean(&flows.iter().map(|f| f.goodput_bps / 1e6).collect::<Vec<_>>()),
@@ -483,9 +562,12 @@ pub struct Spread {
     pub max: f64,
     /// Runs.
     pub n: usize,
+    /// Sum (counts pooled over the runs).
+    pub sum: f64,
 }
 
-/// Median (nearest rank: the lower middle of an even count), min and max of the finite values.
+/// Median (nearest rank: the lower middle of an even count), min, max and sum of the finite
+/// values.
 pub fn spread(xs: &[f64]) -> Option<Spread> {
     let v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
     let sorted = mpquic_stats::Sorted::new(&v);
@@ -494,6 +576,7 @@ pub fn spread(xs: &[f64]) -> Option<Spread> {
         min: r4(sorted.min()?),
         max: r4(sorted.max()?),
         n: v.len(),
+        sum: r4(v.iter().sum()),
     })
 }
 
@@ -537,28 +620,7 @@ pub fn summarize(series: &str, x: f64, runs: &[RunRow]) -> SummaryRow {
 /// A markdown table: one row per summary row (its axis values, or else its series and x),
 /// `median (min-max)` per metric.
 pub fn markdown_table(title: &str, summary: &[SummaryRow], metrics: &[String]) -> String {
-    let keys: Vec<String> = match summary.first() {
-        Some(row) if !row.labels.is_empty() => row.labels.iter().map(|(a, _)| a.clone()).collect(),
-        _ => vec!["series".into(), "x".into()],
-    };
-    let mut out = format!("### {title}\n\n| {} | {} |\n", keys.join(" | "), metrics.join(" | "));
-    out += &format!("|{}\n", "---|".repeat(keys.len() + metrics.len()));
-    for row in summary {
-        let mut cells: Vec<String> = if row.labels.is_empty() {
-            vec![row.series.clone(), row.x.to_string()]
-        } else {
-            row.labels.iter().map(|(_, v)| v.clone()).collect()
-        };
-        cells.extend(metrics.iter().map(|m| {
-            row.metrics.get(m).map_or("-".into(), |s| {
-                if s.n > 1 && s.min != s.max {
-                    format!("{} ({}-{})", s.median, s.min, s.max)
-                } else {
-                    s.median.to_string()
-                }
-            })
-        }));
-        out += &format!("| {} |\n", cells.join(" | "));
-    }
-    out
+    let columns: Vec<Column> = metrics.iter().map(|m| Column::Median(m)).collect();
+    let rows: Vec<&SummaryRow> = summary.iter().collect();
+    crate::tables::render(title, &rows, summary, &columns)
 }

@@ -1,9 +1,12 @@
 //! The report metrics over a hand-made outcome: what each computes, per round and per job.
 
 use mpquic_scenario::metrics::{
-    compute, markdown_table, summarize, FlowOutcome, LinkOutcome, Outcome, QueueOutcome, RunRow,
+    compute, markdown_table, summarize, FlowOutcome, LinkOutcome, Outcome, PathOutcome,
+    QueueOutcome, RunRow,
 };
 use mpquic_scenario::parse_scenario;
+use mpquic_scenario::tables::markdown;
+use mpquic_scenario::Experiment;
 
 fn flow(group: &str, fct_us: Option<f64>, job: Option<usize>, start_s: f64) -> FlowOutcome {
     FlowOutcome {
@@ -274,4 +277,147 @@ only = { cross = "dctcp", k = 20 }
         let e = mpquic_scenario::Experiment::parse(&text, "t.toml").unwrap_err().to_string();
         assert!(e.contains(says), "{e}");
     }
+}
+
+fn path(remote: &str, bytes_sent: u64, rtt_ms: (f64, f64), active: bool) -> PathOutcome {
+    PathOutcome {
+        remote: remote.into(),
+        bytes_sent,
+        rtt_min_ms: Some(rtt_ms.0),
+        rtt_p50_ms: Some(rtt_ms.1),
+        active,
+        ..PathOutcome::default()
+    }
+}
+
+/// E5's metrics over one link-sharing flow (3 paths to one server address, 2 to the other)
+/// and one repeating flow: path RTTs over the paths that carried data, ESE judged per link,
+/// per-transfer FCTs and CPU.
+#[test]
+fn path_ese_and_transfer_metrics() {
+    let text = r#"name = "m"
+duration = "1s"
+[topology]
+kind = "two-path"
+[report]
+metrics = ["rtt_p50_ms", "rtt_min_ms", "eliminations", "flows_with_elimination", "ese_extra", "ese_keep", "ese_tp", "ese_fp", "active_paths", "transfers", "transfer_fct_p50_ms", "transfer_fct_p99_ms", "sender_cpu_ms_per_transfer"]
+"#;
+    let s = parse_scenario(text).unwrap();
+    let sharing = FlowOutcome {
+        fct_us: Some(2_000_000.0),
+        eliminations: 3,
+        cpu_s: Some(0.25),
+        paths: vec![
+            // Link 1: 3 paths, 2 closed (true positives). Link 2: both closed (1 true, 1
+            // false: its last path). The 50 kB path is too small for the RTT metrics.
+            path("10.0.1.2:4433", 5_000_000, (0.5, 4.0), true),
+            path("10.0.1.2:4433", 200_000, (0.3, 2.0), false),
+            path("10.0.1.2:4433", 50_000, (0.1, 9.0), false),
+            path("10.0.2.2:4433", 3_000_000, (0.4, 3.0), false),
+            path("10.0.2.2:4433", 150_000, (0.6, 5.0), false),
+        ],
+        ..FlowOutcome::default()
+    };
+    let repeating = FlowOutcome {
+        fct_us: Some(30_000.0),
+        transfer_fcts_us: vec![10_000.0, 30_000.0, 20_000.0],
+        cpu_s: Some(0.05),
+        paths: vec![path("10.0.1.2:4433", 0, (0.1, 0.2), true)],
+        ..FlowOutcome::default()
+    };
+    let outcome = Outcome { flows: vec![sharing, repeating], ..Outcome::default() };
+    let m = compute(&s, &outcome);
+    let expected = [
+        // RTT medians 4, 2, 3, 5 ms: the lower middle of four is 3.
+        ("rtt_p50_ms", 3.0),
+        ("rtt_min_ms", 0.3),
+        ("eliminations", 3.0),
+        ("flows_with_elimination", 1.0),
+        ("ese_extra", 3.0),
+        ("ese_keep", 3.0),
+        ("ese_tp", 3.0),
+        ("ese_fp", 1.0),
+        ("active_paths", 2.0),
+        // The sharing flow's own FCT (2 s) and the repeating flow's three transfers.
+        ("transfers", 4.0),
+        ("transfer_fct_p50_ms", 20.0),
+        ("transfer_fct_p99_ms", 2000.0),
+        ("sender_cpu_ms_per_transfer", 75.0),
+    ];
+    for (name, value) in expected {
+        assert_eq!(m[name], value, "{name}");
+    }
+}
+
+/// A table's sum columns pool a point's runs; a comparison divides a point's median by the
+/// median of the point that differs in one axis only, on the rows at `value`.
+#[test]
+fn tables_with_sums_and_comparisons_between_points() {
+    let text = r#"name = "t"
+duration = "1s"
+[topology]
+kind = "two-path"
+[[flows]]
+from = "src"
+to = "dst"
+[[sweep]]
+name = "paths"
+values = [2, 4]
+set = ["flows.0.paths"]
+[[sweep]]
+name = "ese"
+values = ["on", "off"]
+set = ["flows.0.controller"]
+[sweep.when.on]
+"flows.0.controller" = "mptcp-d"
+[sweep.when.off]
+"flows.0.controller" = "mptcp-d:ese=false"
+[report]
+metrics = ["cpu_s_per_gb", "ese_tp"]
+[[report.table]]
+title = "T"
+metrics = ["cpu_s_per_gb"]
+sum = ["ese_tp"]
+compare = [{ metric = "cpu_s_per_gb", axis = "ese", value = "on", over = "off" }]
+"#;
+    let e = Experiment::parse(text, "t.toml").unwrap();
+    let row = |seed: u64, cpu: f64, tp: f64| RunRow {
+        series: String::new(),
+        x: 0.0,
+        seed,
+        metrics: [("cpu_s_per_gb".to_string(), cpu), ("ese_tp".to_string(), tp)].into(),
+        wall_s: 0.0,
+    };
+    let runs = [
+        [row(1, 60.0, 1.0), row(2, 50.0, 2.0)],
+        [row(1, 40.0, 0.0), row(2, 40.0, 0.0)],
+        [row(1, 30.0, 3.0), row(2, 30.0, 0.0)],
+        [row(1, 60.0, 0.0), row(2, 60.0, 0.0)],
+    ];
+    let summary: Vec<_> = e
+        .points
+        .iter()
+        .zip(&runs)
+        .map(|(p, r)| {
+            let mut s = summarize(&p.name(), 0.0, r);
+            s.labels = p.labels.clone();
+            s
+        })
+        .collect();
+    let table = markdown(&e.base.report.as_ref().unwrap().table[0], &summary);
+    assert_eq!(
+        table,
+        "### T\n\n| paths | ese | cpu_s_per_gb | ese_tp (sum) | cpu_s_per_gb on / off |\n\
+         |---|---|---|---|---|\n\
+         | 2 | on | 50 (50-60) | 3 | 1.25 |\n\
+         | 2 | off | 40 | 0 | - |\n\
+         | 4 | on | 30 | 3 | 0.50 |\n\
+         | 4 | off | 60 | 0 | - |\n"
+    );
+    let bad = text.replace("over = \"off\"", "over = \"of\"");
+    let err = Experiment::parse(&bad, "t.toml").unwrap_err().to_string();
+    assert!(err.contains("compare.0.over: `of` is not a value of axis `ese`"), "{err}");
+    let bad = text.replace("sum = [\"ese_tp\"]", "sum = [\"lost\"]");
+    let err = Experiment::parse(&bad, "t.toml").unwrap_err().to_string();
+    assert!(err.contains("report.table.0.sum.0: `lost` is not in report.metrics"), "{err}");
 }

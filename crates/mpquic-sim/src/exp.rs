@@ -12,7 +12,8 @@ use mpquic_plot::palette::controller_color;
 use plotters::prelude::{IntoLogRange, SeriesLabelPosition};
 
 use mpquic_scenario::experiment::TableSpec;
-use mpquic_scenario::metrics::{compute, markdown_table, summarize, CATALOGUE};
+use mpquic_scenario::metrics::{compute, summarize, CATALOGUE};
+use mpquic_scenario::tables::markdown;
 use mpquic_scenario::Experiment;
 
 use crate::report::Report;
@@ -214,19 +215,19 @@ pub fn run_experiment(e: &Experiment, file: &str, out: &Path, command: &str) -> 
         &rows,
         &summary,
     )?;
-    let every = TableSpec {
-        title: s.name.clone(),
-        metrics: report.metrics.clone(),
-        only: Default::default(),
+    let tables: Vec<TableSpec> = if report.table.is_empty() {
+        let metrics = report.metrics.clone();
+        vec![TableSpec {
+            title: s.name.clone(),
+            metrics,
+            only: Default::default(),
+            sum: vec![],
+            compare: vec![],
+        }]
+    } else {
+        report.table.clone()
     };
-    let tables = if report.table.is_empty() { std::slice::from_ref(&every) } else { &report.table };
-    let md: Vec<String> = tables
-        .iter()
-        .map(|t| {
-            let rows: Vec<_> = summary.iter().filter(|r| t.shows(&r.labels)).cloned().collect();
-            markdown_table(&t.title, &rows, &t.metrics)
-        })
-        .collect();
+    let md: Vec<String> = tables.iter().map(|t| markdown(t, &summary)).collect();
     std::fs::write(out.join("tables.md"), md.join("\n")).map_err(|e| e.to_string())?;
     if let Some(plot) = &s.plot {
         let panels: Vec<Panel> = plot

@@ -368,9 +368,34 @@ fn crypto_configs(suite: CryptoSuite) -> Result<CryptoConfigs, ScenarioError> {
     })
 }
 
+/// The written flows' fields only the testbed has, refused at the field (workloads never set
+/// them): `repeat` (transfers over a new connection each, by one process) and `paths_per_pair`
+/// (the simulator spreads a flow's `paths` over the addresses, so more paths than addresses
+/// share their links already).
+fn refuse_testbed_only(s: &Scenario) -> Result<(), ScenarioError> {
+    for (i, f) in s.flows.iter().enumerate() {
+        let why = [
+            (f.repeat, "repeat", "the simulator runs one transfer per flow"),
+            (
+                f.paths_per_pair,
+                "paths_per_pair",
+                "write more `paths`: they spread over the addresses",
+            ),
+        ];
+        if let Some((_, field, why)) = why.into_iter().find(|(n, _, _)| *n > 1) {
+            return Err(ScenarioError::At {
+                path: format!("flows.{i}.{field}"),
+                message: format!("sim: {field} is the testbed's ({why})"),
+            });
+        }
+    }
+    Ok(())
+}
+
 impl Sim {
     /// Build the network, endpoints and flows of a scenario.
     pub fn new(scenario: Scenario) -> Result<Sim, ScenarioError> {
+        refuse_testbed_only(&scenario)?;
         let expanded = scenario.topology.expand()?;
         let Network { nodes, links, index, host_of } = Network::build(&expanded, &scenario)?;
         let hosts = expanded.hosts;
@@ -440,13 +465,6 @@ impl Sim {
         }
         if spec.paths == 0 {
             return Err(invalid("a flow needs at least one path".into()));
-        }
-        if spec.repeat > 1 || spec.paths_per_pair > 1 {
-            return Err(invalid(format!(
-                "flow from {}: repeat and paths_per_pair are the testbed's (the simulator runs \
-                 one transfer per flow, its paths spread over the addresses)",
-                spec.from
-            )));
         }
         spec.check_path_times().map_err(invalid)?;
         if i >= 20_000 {

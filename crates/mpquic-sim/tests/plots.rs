@@ -26,7 +26,13 @@ fn a_sweep_draws_each_controller_in_its_colour_with_a_bar_per_point() {
         .flat_map(|(i, c)| {
             [10.0, 20.0, 40.0].map(|x| {
                 let median = x * (i + 1) as f64;
-                let fct = Spread { median, min: median * 0.5, max: median * 2.0, n: 3 };
+                let fct = Spread {
+                    median,
+                    min: median * 0.5,
+                    max: median * 2.0,
+                    n: 3,
+                    sum: median * 3.0,
+                };
                 let metrics = BTreeMap::from([("fct_ms".to_string(), fct)]);
                 SummaryRow { series: c.to_string(), x, labels: vec![], metrics }
             })

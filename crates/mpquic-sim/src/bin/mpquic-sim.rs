@@ -9,10 +9,11 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Parser, Subcommand};
+use mpquic_scenario::error::locate;
 use mpquic_sim::plot::{write_shift_plot, ShiftPanel};
 use mpquic_sim::report::{thread_cpu_time, Perf, Report, Traces};
 use mpquic_sim::scenario::Dur;
-use mpquic_sim::scenario::Experiment;
+use mpquic_sim::scenario::{Experiment, ScenarioError};
 use mpquic_sim::shift::{path_rates, phase_shift, Criterion, PhaseShift};
 use mpquic_sim::{Scenario, Sim};
 
@@ -120,12 +121,19 @@ fn load(path: &Path) -> Result<Scenario, String> {
 }
 
 /// Check a file and build every point of its sweep.
+/// A point's refusal at a field is placed in the file (`file:line:column: [point] reason`).
 fn validate(path: &Path) -> Result<String, String> {
     let e = Experiment::load(path).map_err(|e| e.to_string())?;
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).unwrap_or_default();
     for p in &e.points {
-        Sim::new(p.scenario.clone()).map_err(|err| {
-            let at = if p.labels.is_empty() { String::new() } else { format!(" [{}]", p.name()) };
-            format!("{}{at}: {err}", path.display())
+        let point = if p.labels.is_empty() { String::new() } else { format!("[{}] ", p.name()) };
+        Sim::new(p.scenario.clone()).map_err(|err| match err {
+            ScenarioError::At { path, message } => {
+                let e = ScenarioError::At { path, message: format!("{point}{message}") };
+                locate(e, &file, &text).to_string()
+            }
+            other => format!("{file}: {point}{other}"),
         })?;
     }
     let seeds = e.base.seeds.len();
