@@ -550,19 +550,20 @@ pub fn markdown_table(title: &str, summary: &[SummaryRow], metrics: &[String]) -
         } else {
             row.labels.iter().map(|(_, v)| v.clone()).collect()
         };
-        cells.extend(metrics.iter().map(|m| {
-            row.metrics.get(m).map_or("-".into(), |s| {
-                let (median, min, max) = (short(s.median), short(s.min), short(s.max));
-                if s.n > 1 && min != max {
-                    format!("{median} ({min}-{max})")
-                } else {
-                    median
-                }
-            })
-        }));
+        cells.extend(metrics.iter().map(|m| row.metrics.get(m).map_or("-".into(), cell)));
         out += &format!("| {} |\n", cells.join(" | "));
     }
     out
+}
+
+/// A table cell: `median (min-max)`, or the median alone when the spread rounds away.
+pub fn cell(s: &Spread) -> String {
+    let (median, min, max) = (short(s.median), short(s.min), short(s.max));
+    if s.n > 1 && min != max {
+        format!("{median} ({min}-{max})")
+    } else {
+        median
+    }
 }
 
 /// A table's number, short: about 3 significant digits (`0.743`, `14.7`), whole numbers and
