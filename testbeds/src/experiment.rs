@@ -364,6 +364,7 @@ fn mpquic_paths(report: Option<&serde_json::Value>) -> Vec<PathOutcome> {
                 rtt_p50_ms: p["rtt_p50_ms"].as_f64(),
                 rtt_p99_ms: p["rtt_p99_ms"].as_f64(),
                 active: p["active"].as_bool().unwrap_or(false),
+                cwnd_bytes: p["cwnd"].as_u64(),
             }
         })
         .collect()

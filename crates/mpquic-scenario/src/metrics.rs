@@ -94,6 +94,8 @@ pub struct PathOutcome {
     pub rtt_p99_ms: Option<f64>,
     /// Whether the controller lets it carry new data.
     pub active: bool,
+    /// The sender's congestion window at the end, bytes (None: the backend does not know it).
+    pub cwnd_bytes: Option<u64>,
 }
 
 /// One link direction's result.
@@ -204,6 +206,7 @@ pub const CATALOGUE: &[(&str, &str)] = &[
     ("transfer_fct_p50_ms", "median completion time of those transfers (nearest rank), ms"),
     ("transfer_fct_p99_ms", "99th percentile completion time of those transfers, ms"),
     ("sender_cpu_ms_per_transfer", "CPU ms of the flows' senders per completed transfer"),
+    ("cwnd_pkts_mean", "the flows' paths' congestion windows at the end, mean, packets of the mtu"),
 ];
 
 /// Whether the report names known metrics, the plot and tables only report metrics, and the
@@ -289,6 +292,7 @@ pub fn compute(s: &Scenario, o: &Outcome) -> BTreeMap<String, f64> {
             }
             "cpu_s_per_gb" => cpu_s_per_gb(&flows, o),
             _ if name.starts_with("ese_") => ese_metric(name, &flows),
+            "cwnd_pkts_mean" => cwnd_pkts_mean(&flows, s.transport.mtu),
             _ => run_metric(name, o).unwrap_or_else(|| metric(name, &flows, link, rounds)),
         }
     };
@@ -331,6 +335,17 @@ fn run_metric(name: &str, o: &Outcome) -> Option<f64> {
 
 /// CPU seconds of the flows' senders and of all receivers per GB the flows carried (NaN when a
 /// CPU time is missing).
+/// Mean over the flows' paths whose window the backend reported, in packets of `mtu` bytes.
+fn cwnd_pkts_mean(flows: &[&FlowOutcome], mtu: u16) -> f64 {
+    let windows: Vec<f64> = flows
+        .iter()
+        .flat_map(|f| &f.paths)
+        .filter_map(|p| p.cwnd_bytes)
+        .map(|w| w as f64 / f64::from(mtu))
+        .collect();
+    mean(&windows)
+}
+
 fn cpu_s_per_gb(flows: &[&FlowOutcome], o: &Outcome) -> f64 {
     let senders: Option<f64> = flows.iter().map(|f| f.cpu_s).sum();
     let bytes: u64 = flows.iter().map(|f| f.bytes).sum();
@@ -623,4 +638,30 @@ pub fn markdown_table(title: &str, summary: &[SummaryRow], metrics: &[String]) -
     let columns: Vec<Column> = metrics.iter().map(|m| Column::Median(m)).collect();
     let rows: Vec<&SummaryRow> = summary.iter().collect();
     crate::tables::render(title, &rows, summary, &columns)
+}
+
+/// A table cell: `median (min-max)`, or the median alone when the spread rounds away.
+pub fn cell(s: &Spread) -> String {
+    let (median, min, max) = (short(s.median), short(s.min), short(s.max));
+    if s.n > 1 && min != max {
+        format!("{median} ({min}-{max})")
+    } else {
+        median
+    }
+}
+
+/// A table's number, short: about 3 significant digits (`0.743`, `14.7`), whole numbers and
+/// values from 100 up without decimals (`34`, `332`, `1235`).
+pub fn short(x: f64) -> String {
+    if x.abs() >= 100.0 || x == x.round() {
+        // `+ 0.0` turns -0 into 0.
+        return format!("{:.0}", x + 0.0);
+    }
+    // Decimals for 3 significant digits, counted again after rounding (0.9996 -> 1, not 1.000).
+    let decimals = |v: f64| (2 - v.abs().log10().floor() as i32).max(0) as usize;
+    let rounded: f64 = format!("{x:.*}", decimals(x)).parse().unwrap_or(x);
+    if rounded == rounded.round() {
+        return format!("{rounded:.0}");
+    }
+    format!("{rounded:.*}", decimals(rounded))
 }

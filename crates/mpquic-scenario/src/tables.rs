@@ -4,7 +4,7 @@
 
 use crate::error::{at, ScenarioError};
 use crate::experiment::{label, Compare, TableSpec};
-use crate::metrics::{Spread, SummaryRow};
+use crate::metrics::{cell, short, Spread, SummaryRow};
 use crate::model::Scenario;
 
 /// One column of a table.
@@ -31,14 +31,8 @@ impl Column<'_> {
     fn cell(&self, row: &SummaryRow, summary: &[SummaryRow]) -> String {
         let dash = || "-".to_string();
         match self {
-            Column::Median(m) => row.metrics.get(*m).map_or_else(dash, |s| {
-                if s.n > 1 && s.min != s.max {
-                    format!("{} ({}-{})", s.median, s.min, s.max)
-                } else {
-                    s.median.to_string()
-                }
-            }),
-            Column::Sum(m) => row.metrics.get(*m).map_or_else(dash, |s| s.sum.to_string()),
+            Column::Median(m) => row.metrics.get(*m).map_or_else(dash, cell),
+            Column::Sum(m) => row.metrics.get(*m).map_or_else(dash, |s| short(s.sum)),
             Column::Ratio(c) => {
                 let median = |r: &SummaryRow| r.metrics.get(&c.metric).map(|s: &Spread| s.median);
                 ratio_partner(c, row, summary)

@@ -421,3 +421,65 @@ compare = [{ metric = "cpu_s_per_gb", axis = "ese", value = "on", over = "off" }
     let err = Experiment::parse(&bad, "t.toml").unwrap_err().to_string();
     assert!(err.contains("report.table.0.sum.0: `lost` is not in report.metrics"), "{err}");
 }
+
+#[test]
+fn table_numbers_are_short() {
+    use mpquic_scenario::metrics::short;
+    let cases = [
+        (0.74343, "0.743"),
+        (0.73102, "0.731"),
+        (0.898857, "0.899"),
+        (14.719, "14.7"),
+        (13.941, "13.9"),
+        (16.608, "16.6"),
+        (26.09, "26.1"),
+        (0.666667, "0.667"),
+        (0.001234, "0.00123"),
+        (34.0, "34"),
+        (2.0, "2"),
+        (0.0, "0"),
+        (-0.0, "0"),
+        (332.333, "332"),
+        (1234.6, "1235"),
+        (0.9996, "1"),
+        (9.996, "10"),
+        (-1.2345, "-1.23"),
+    ];
+    for (x, want) in cases {
+        assert_eq!(short(x), want, "{x}");
+    }
+    // In a table: median (min-max), and one number when the spread rounds away.
+    let row = |seed: u64, v: f64| RunRow {
+        series: "amp".into(),
+        x: 10.0,
+        seed,
+        metrics: [("fct_mean_ms".to_string(), v), ("pto".to_string(), 4.0 + v * 1e-6)].into(),
+        wall_s: 0.0,
+    };
+    let mut summary = summarize("amp", 10.0, &[row(1, 14.719), row(2, 13.941), row(3, 16.608)]);
+    summary.labels = vec![("controller".into(), "amp".into())];
+    let table = markdown_table("T", &[summary], &["fct_mean_ms".into(), "pto".into()]);
+    assert!(table.ends_with("| amp | 14.7 (13.9-16.6) | 4 |\n"), "{table}");
+}
+
+#[test]
+fn final_windows_in_packets() {
+    use mpquic_scenario::metrics::PathOutcome;
+    let text = "name = \"m\"\nduration = \"1ms\"\n[transport]\nmtu = 1000\n[topology]\nkind = \"two-path\"\n[report]\nmetrics = [\"cwnd_pkts_mean\", \"cwnd_pkts_mean@none\"]\n";
+    let s = parse_scenario(text).unwrap();
+    let path = |cwnd_bytes| PathOutcome { cwnd_bytes, ..PathOutcome::default() };
+    let outcome = Outcome {
+        flows: vec![
+            FlowOutcome {
+                paths: vec![path(Some(2000)), path(Some(3000))],
+                ..FlowOutcome::default()
+            },
+            // A path without a known window does not count.
+            FlowOutcome { paths: vec![path(Some(7000)), path(None)], ..FlowOutcome::default() },
+        ],
+        ..Outcome::default()
+    };
+    let m = compute(&s, &outcome);
+    assert_eq!(m["cwnd_pkts_mean"], 4.0, "(2 + 3 + 7) / 3 packets of 1000 bytes");
+    assert!(m["cwnd_pkts_mean@none"].is_nan(), "no flow in the group");
+}

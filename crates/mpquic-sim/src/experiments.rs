@@ -1,13 +1,16 @@
 //! The experiment whose analysis is not yet a `[report]` of its file (`mpquic-sim exp e4`): E4's
 //! per-phase rates need the run's time series, which the per-run outcome does not carry. It
-//! builds its variants from the scenario file, runs them with every seed, and writes `e4.json`
-//! and `e4.svg` into the output directory. E1, E2, E6 and E7 are files in `experiments/`.
+//! builds its variants from the scenario file, runs them with every seed, and writes `e4.json`,
+//! `tables.md` and `e4.svg` into the output directory. E1, E2, E6 and E7 are files in
+//! `experiments/`.
 
 use std::path::Path;
 
 use serde_json::json;
 
-use crate::exp::{sweep_with, write_json, Metrics, Variant};
+use mpquic_scenario::metrics::{cell, Spread};
+
+use crate::exp::{sweep_with, write_json, Metrics, SummaryRow, Variant};
 use crate::net::Ps;
 use crate::plot::{write_timeline_plot, FlowRates, TimelinePanel};
 use crate::report::{goodput_between, jain, Report};
@@ -78,6 +81,63 @@ fn timeline_marks(s: &Scenario) -> Vec<(f64, String)> {
         }
     }
     marks
+}
+
+/// E4's table: per controller and phase, the multipath flows' paths, Jain's index and each
+/// flow's rate, median (min-max) over seeds; in Mbit/s when every rate is below 1 Gbit/s.
+fn phase_table(base: &Scenario, bounds_ms: &[f64], summary: &[SummaryRow]) -> String {
+    let names: Vec<String> = base
+        .flows
+        .iter()
+        .enumerate()
+        .map(|(i, f)| f.name.clone().unwrap_or_else(|| format!("flow{i}")))
+        .collect();
+    let multipath: Vec<&String> =
+        names.iter().zip(&base.flows).filter(|(_, f)| f.paths > 1).map(|(n, _)| n).collect();
+    let rates = summary.iter().flat_map(|r| r.metrics.iter()).filter(|(k, _)| k.ends_with("_gbps"));
+    let (unit, scale) = if rates.map(|(_, s)| s.max).fold(0.0, f64::max) < 1.0 {
+        ("Mbps", 1e3)
+    } else {
+        ("Gbps", 1.0)
+    };
+    let paths_of = multipath.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(" / ");
+    let rate_cols: Vec<String> = names.iter().map(|n| format!("{n} {unit}")).collect();
+    let mut out = format!(
+        "### E4: per phase, the flows' rates over its second half, median (min-max) over seeds\n\n\
+         | controller | phase (ms) | paths ({paths_of}) | Jain | {} |\n|{}\n",
+        rate_cols.join(" | "),
+        "---|".repeat(4 + names.len())
+    );
+    for row in summary {
+        for (k, w) in bounds_ms.windows(2).enumerate() {
+            let get = |key: String, scale: f64| {
+                row.metrics.get(&key).map_or("-".into(), |s| {
+                    cell(&Spread {
+                        median: s.median * scale,
+                        min: s.min * scale,
+                        max: s.max * scale,
+                        n: s.n,
+                        sum: s.sum * scale,
+                    })
+                })
+            };
+            let p = k + 1;
+            let paths: Vec<String> =
+                multipath.iter().map(|n| get(format!("p{p}_{n}_paths"), 1.0)).collect();
+            let rates: Vec<String> =
+                names.iter().map(|n| get(format!("p{p}_{n}_gbps"), scale)).collect();
+            out += &format!(
+                "| {} | {p} ({:.0}-{:.0}) | {} | {} | {} |\n",
+                row.series,
+                w[0],
+                w[1],
+                paths.join(" / "),
+                get(format!("p{p}_jain"), 1.0),
+                rates.join(" | ")
+            );
+        }
+    }
+    out
 }
 
 /// E4, coexistence (XMP Fig. 6, Table 2): the flows of the scenario share one link
@@ -185,6 +245,8 @@ pub fn e4(base: &Scenario, o: &ExpOptions) -> Result<(), String> {
         &rows,
         &summary,
     )?;
+    std::fs::write(o.out.join("tables.md"), phase_table(base, &bounds_ms, &summary))
+        .map_err(|e| e.to_string())?;
     let marks = timeline_marks(base);
     let panels: Vec<TimelinePanel> = ctrls
         .iter()

@@ -76,6 +76,7 @@ fn path_outcome(p: &PathReport) -> PathOutcome {
         rtt_p50_ms: p.rtt_p50_ms,
         rtt_p99_ms: p.rtt_p99_ms,
         active: p.active,
+        cwnd_bytes: Some(p.cwnd),
     }
 }
 

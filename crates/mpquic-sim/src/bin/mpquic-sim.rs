@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 use mpquic_scenario::error::locate;
+use mpquic_scenario::metrics::short;
 use mpquic_sim::plot::{write_shift_plot, ShiftPanel};
 use mpquic_sim::report::{thread_cpu_time, Perf, Report, Traces};
 use mpquic_sim::scenario::Dur;
@@ -58,7 +59,7 @@ enum Command {
         files: Vec<PathBuf>,
     },
     /// E3, traffic shifting: run a two-path scenario (flows `mp`, `cross-a`, `cross-b`) once per
-    /// controller of `mp`; write `e3.json` (shifting times, definition) and `e3.svg`.
+    /// controller of `mp`; write `e3.json` (shifting times, definition), `tables.md` and `e3.svg`.
     E3 {
         /// The scenario (TOML), e.g. experiments/E3-traffic-shifting.toml.
         scenario: PathBuf,
@@ -311,6 +312,7 @@ fn e3(s: Scenario, out: &Path, controllers: &str, criterion: Criterion) -> Resul
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let links = ["src->a", "src->b"];
     let mut runs = vec![];
+    let mut rows = vec![];
     let mut panels = vec![];
     for controller in controllers.split(',').map(str::trim).filter(|c| !c.is_empty()) {
         let mut sc = s.clone();
@@ -332,6 +334,16 @@ fn e3(s: Scenario, out: &Path, controllers: &str, criterion: Criterion) -> Resul
             phase_shift(&sim, links, 1, (a.0, b.0, b.1), criterion),
         ];
         let fmt = |p: &PhaseShift| p.shift_ms.map_or("not moved".into(), |t| format!("{t:.1} ms"));
+        let goodput = report.flow("mp").map_or(f64::NAN, |f| f.goodput_bps / 1e9);
+        let share = |p: &PhaseShift| format!("{} -> {}", short(p.pre_share), short(p.during_share));
+        rows.push(format!(
+            "| {controller} | {} | {} | {} | {} | {} |",
+            fmt(&phases[0]),
+            share(&phases[0]),
+            fmt(&phases[1]),
+            share(&phases[1]),
+            short(goodput)
+        ));
         println!(
             "{controller:>8}: path 1 {} (share {:.3} -> {:.3}), path 2 {} (share {:.3} -> {:.3}); {:.2} s simulated in {:.1} s wall",
             fmt(&phases[0]),
@@ -388,9 +400,18 @@ fn e3(s: Scenario, out: &Path, controllers: &str, criterion: Criterion) -> Resul
         serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?,
     )
     .map_err(|e| e.to_string())?;
+    let table = format!(
+        "### E3: shifting times (seed {}), shares of the crossed path before -> during its cross \
+         traffic\n\n| controller | moved off path 1 | share | moved off path 2 | share | goodput \
+         Gbps |\n|---|---|---|---|---|---|\n{}\n",
+        s.seed,
+        rows.join("\n")
+    );
+    std::fs::write(out.join("tables.md"), table).map_err(|e| e.to_string())?;
     write_shift_plot(&out.join("e3.svg"), &panels)?;
     println!("definition: {definition}");
-    println!("wrote {}/e3.json, {}/e3.svg", out.display(), out.display());
+    let dir = out.display();
+    println!("wrote {dir}/e3.json, {dir}/tables.md, {dir}/e3.svg");
     Ok(())
 }
 
