@@ -5,12 +5,13 @@
 //! `<out>/<point>/round<i>/`; the experiment writes `experiment.json` (every run's report metrics
 //! and the median, min and max per point) and `tables.md` (the report's tables).
 
+use crate::analyses;
 use crate::compile::compile;
 use crate::results::RunResult;
 use crate::runner;
 use crate::spec;
 use anyhow::{bail, Result};
-use mpquic_scenario::error::{locate, span_of};
+use mpquic_scenario::error::{at, locate, span_of};
 use mpquic_scenario::expand::expand_workloads;
 use mpquic_scenario::metrics::{self, FlowOutcome, LinkOutcome, Outcome, QueueOutcome, RunRow};
 use mpquic_scenario::{Experiment, Point, ScenarioError};
@@ -66,6 +67,17 @@ fn compile_points(
     experiment: Experiment,
     place: impl Fn(ScenarioError) -> ScenarioError,
 ) -> Result<Compiled, ScenarioError> {
+    let analyses = experiment.base.report.iter().flat_map(|r| r.analyses.iter().enumerate());
+    for (i, name) in analyses {
+        if !analyses::NAMES.contains(&name.as_str()) {
+            let known = analyses::NAMES.join(", ");
+            let e = at(
+                format!("report.analyses.{i}"),
+                format!("no analysis `{name}` (known: {known})"),
+            );
+            return Err(place(e));
+        }
+    }
     let mut points = Vec::new();
     for p in &experiment.points {
         let dir = point_dir(&experiment.base.name, p);
@@ -121,6 +133,10 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
     let mut entries = Vec::new();
     let mut rows: Vec<Vec<RunRow>> = vec![Vec::new(); c.points.len()];
     let mut failed = Vec::new();
+    let names =
+        c.experiment.base.report.iter().flat_map(|r| r.analyses.clone()).collect::<Vec<_>>();
+    // Per analysis: (point, round, row) of every run.
+    let mut analysed: Vec<Vec<(String, usize, analyses::Row)>> = vec![Vec::new(); names.len()];
     runner::require_root()?;
     for round in 0..rounds {
         for (i, CompiledPoint { dir, plan, flows }) in c.points.iter().enumerate() {
@@ -138,6 +154,18 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
                 }
             };
             let point = &c.experiment.points[i];
+            for (name, rows) in names.iter().zip(&mut analysed) {
+                match analyses::run(name, &result, &run_dir) {
+                    Ok(new) => rows.extend(new.into_iter().map(|r| (dir.clone(), round + 1, r))),
+                    Err(e) => {
+                        eprintln!("FAILED: analysis {name} of {dir} round {}: {e:#}", round + 1);
+                        failed.push(serde_json::json!({
+                            "point": dir, "round": round + 1, "analysis": name,
+                            "error": format!("{e:#}"),
+                        }));
+                    }
+                }
+            }
             let seed = seeds[round % seeds.len()];
             let m = metrics::compute(&point.scenario, &outcome(&result, flows));
             rows[i].push(RunRow {
@@ -175,12 +203,24 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
         "runs": entries,
         "failed": failed,
         "summary": summary,
+        "analyses": names.iter().zip(&analysed).map(|(name, rows)| {
+            let runs = rows.iter().map(|(point, round, row)| {
+                let values: serde_json::Map<String, serde_json::Value> =
+                    row.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+                serde_json::json!({"point": point, "round": round, "values": values})
+            });
+            (name.clone(), serde_json::Value::Array(runs.collect()))
+        }).collect::<serde_json::Map<_, _>>(),
     });
     std::fs::create_dir_all(out)?;
     std::fs::write(out.join("experiment.json"), serde_json::to_string_pretty(&json)?)?;
     let mut tables = String::new();
     for t in c.experiment.base.report.iter().flat_map(|r| &r.table) {
         tables += &metrics::markdown_table(&t.title, &summary, &t.metrics);
+        tables += "\n";
+    }
+    for (name, rows) in names.iter().zip(&analysed) {
+        tables += &analyses::markdown(analyses::title(name), rows);
         tables += "\n";
     }
     std::fs::write(out.join("tables.md"), &tables)?;

@@ -1,5 +1,6 @@
 //! `mpquic-testbed`: network-namespace testbeds for mpquic (see testbeds/README.md).
 
+mod analyses;
 mod backend;
 mod cleanup;
 mod compile;

@@ -9,7 +9,7 @@ use netlink_packet_core::{
 use netlink_packet_route::tc::{TcAttribute, TcMessage, TcStats2};
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -123,7 +123,7 @@ pub struct Probe {
     pub marker: Option<Marker>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Series {
     pub link_id: usize,
     /// seconds since the sampler started
@@ -147,7 +147,7 @@ impl Series {
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct MarkerCounts {
     pub marks: u64,
     pub packets: u64,

@@ -56,6 +56,11 @@ pub struct ReportSpec {
     /// What the metrics mean, recorded in the results JSON.
     #[serde(default)]
     pub definition: String,
+    /// Named analyses of the backend that runs the file (the testbed's `pathkeep`): readings of
+    /// a run that are not catalogue metrics (time windows over raw series), tabulated per run.
+    /// A backend refuses a name it does not have.
+    #[serde(default)]
+    pub analyses: Vec<String>,
 }
 
 /// One markdown table.
