@@ -9,11 +9,13 @@ use crate::analyses;
 use crate::compile::compile;
 use crate::results::RunResult;
 use crate::runner;
-use crate::spec;
+use crate::spec::{self, FlowKind};
 use anyhow::{bail, Result};
 use mpquic_scenario::error::{at, locate, span_of};
 use mpquic_scenario::expand::expand_workloads;
-use mpquic_scenario::metrics::{self, FlowOutcome, LinkOutcome, Outcome, QueueOutcome, RunRow};
+use mpquic_scenario::metrics::{
+    self, FlowOutcome, LinkOutcome, Outcome, PathOutcome, QueueOutcome, RunRow,
+};
 use mpquic_scenario::{Experiment, Point, ScenarioError};
 use serde::Serialize;
 use std::path::Path;
@@ -241,13 +243,15 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
 /// every shaped direction as `from->to` with its queue in 1514-byte frames over busy samples.
 fn outcome(r: &RunResult, labels: &[(String, Option<String>)]) -> Outcome {
     let rep = &r.repetitions[0];
-    let flows = rep
+    let flows: Vec<FlowOutcome> = rep
         .flows
         .iter()
         .zip(labels)
         .map(|(f, (name, group))| {
             let goodput = f.goodput_mbps.unwrap_or(0.0) * 1e6;
             let state = f.mpquic.as_ref().map(|m| &m["controller_state"]);
+            let count = |key: &str| state.and_then(|s| s[key].as_u64()).unwrap_or(0);
+            let paths = mpquic_paths(f.mpquic.as_ref());
             FlowOutcome {
                 name: name.clone(),
                 group: group.clone(),
@@ -255,8 +259,15 @@ fn outcome(r: &RunResult, labels: &[(String, Option<String>)]) -> Outcome {
                 goodput_bps: goodput,
                 // The CLI reports totals only: the lifetime goodput stands for both halves.
                 goodput_last_half_bps: goodput,
-                suppressions: state.and_then(|s| s["suppressions"].as_u64()).unwrap_or(0),
+                suppressions: count("suppressions"),
                 start_s: f.start_s,
+                kind: kind_name(f.kind).into(),
+                bytes: f.bytes,
+                lost_packets: paths.iter().map(|p| p.lost_packets).sum(),
+                cpu_s: f.cpu_s,
+                eliminations: count("eliminations"),
+                transfer_fcts_us: f.transfer_fcts_s.iter().map(|s| s * 1e6).collect(),
+                paths,
                 ..Default::default()
             }
         })
@@ -271,9 +282,108 @@ fn outcome(r: &RunResult, labels: &[(String, Option<String>)]) -> Outcome {
                 marked: l.marker.as_ref().map_or(0, |m| m.marks),
                 dropped: l.qdisc_drops,
                 utilization: if l.samples > 1 { q.n as f64 / (l.samples - 1) as f64 } else { 0.0 },
-                queue: Some(QueueOutcome { p50: q.median, p90: q.p90, p99: q.p99, mean: q.mean }),
+                queue: Some(QueueOutcome {
+                    p50: q.median,
+                    p90: q.p90,
+                    p99: q.p99,
+                    mean: q.mean,
+                    p5: q.p5,
+                    p95: q.p95,
+                }),
+                sent_bytes: l.sent_bytes,
             }
         })
         .collect();
-    Outcome { flows, links, duration_s: rep.duration_s }
+    let receiver_cpu = rep.receiver_cpu_s.values().sum();
+    Outcome {
+        payload_ceiling: payload_ceiling(rep.flows.iter().map(|f| f.kind)),
+        flows,
+        links,
+        duration_s: rep.duration_s,
+        host_load_1min: Some(rep.host_loadavg_1min[0]),
+        receiver_rcvbuf_errors: rep
+            .receiver_counters
+            .values()
+            .filter_map(|c| c.get("Udp.RcvbufErrors"))
+            .sum(),
+        receiver_cpu_s: (!rep.receiver_cpu_s.is_empty()).then_some(receiver_cpu),
+    }
+}
+
+/// The flow kind as the experiment files and the outcome name it.
+fn kind_name(kind: FlowKind) -> &'static str {
+    match kind {
+        FlowKind::Mpquic => "mpquic",
+        FlowKind::KernelTcp => "kernel-tcp",
+        FlowKind::KernelMptcp => "kernel-mptcp",
+    }
+}
+
+/// Goodput over wire bytes of a full-size packet, when every flow is of one kind: htb counts
+/// Ethernet frames. An mpquic packet is a 1452-byte UDP payload in a 1494-byte frame, ~35
+/// bytes of it QUIC's (short header, STREAM frame header, AEAD tag); a kernel TCP segment
+/// carries 1448 bytes (timestamps on) in a 1514-byte frame.
+fn payload_ceiling(mut kinds: impl Iterator<Item = FlowKind>) -> Option<f64> {
+    let kind = kinds.next()?;
+    if kinds.any(|k| k != kind) {
+        return None;
+    }
+    Some(match kind {
+        FlowKind::Mpquic => (1452.0 - 35.0) / 1494.0,
+        FlowKind::KernelTcp | FlowKind::KernelMptcp => 1448.0 / 1514.0,
+    })
+}
+
+/// The paths of an mpquic client's JSON report (`paths`), none for kernel flows.
+fn mpquic_paths(report: Option<&serde_json::Value>) -> Vec<PathOutcome> {
+    let Some(paths) = report.and_then(|m| m["paths"].as_array()) else { return vec![] };
+    paths
+        .iter()
+        .map(|p| {
+            let count = |key: &str| p[key].as_u64().unwrap_or(0);
+            PathOutcome {
+                remote: p["remote"].as_str().unwrap_or_default().to_string(),
+                bytes_sent: count("bytes_sent"),
+                packets_sent: count("packets_sent"),
+                lost_packets: count("lost_packets"),
+                rtt_min_ms: p["rtt_min_ms"].as_f64(),
+                rtt_p50_ms: p["rtt_p50_ms"].as_f64(),
+                rtt_p99_ms: p["rtt_p99_ms"].as_f64(),
+                active: p["active"].as_bool().unwrap_or(false),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ceiling_of_one_kind_only() {
+        assert_eq!(payload_ceiling([FlowKind::Mpquic].into_iter()), Some(1417.0 / 1494.0));
+        let tcp = [FlowKind::KernelTcp, FlowKind::KernelTcp];
+        assert_eq!(payload_ceiling(tcp.into_iter()), Some(1448.0 / 1514.0));
+        assert_eq!(payload_ceiling([FlowKind::Mpquic, FlowKind::KernelTcp].into_iter()), None);
+        assert_eq!(payload_ceiling(std::iter::empty()), None);
+    }
+
+    #[test]
+    fn paths_from_the_client_report() {
+        let report = serde_json::json!({"paths": [
+            {"remote": "10.0.1.2:4433", "bytes_sent": 3000, "packets_sent": 3, "lost_packets": 1,
+             "rtt_min_ms": 0.2, "rtt_p50_ms": 0.5, "rtt_p99_ms": null, "active": true},
+            {"remote": "10.0.2.2:4433", "bytes_sent": 0}
+        ]});
+        let paths = mpquic_paths(Some(&report));
+        assert_eq!(paths.len(), 2);
+        let p = &paths[0];
+        assert_eq!((p.remote.as_str(), p.bytes_sent, p.packets_sent), ("10.0.1.2:4433", 3000, 3));
+        assert_eq!(
+            (p.lost_packets, p.rtt_min_ms, p.rtt_p50_ms, p.rtt_p99_ms),
+            (1, Some(0.2), Some(0.5), None)
+        );
+        assert!(p.active && !paths[1].active);
+        assert!(mpquic_paths(None).is_empty());
+    }
 }

@@ -18,6 +18,16 @@ pub struct Outcome {
     pub links: Vec<LinkOutcome>,
     /// Time the run covered, seconds.
     pub duration_s: f64,
+    /// The host's 1-minute load average at the run's start (a shared machine's noise).
+    pub host_load_1min: Option<f64>,
+    /// Datagrams the receivers' UDP sockets dropped for a full buffer (sum of their
+    /// `Udp.RcvbufErrors`).
+    pub receiver_rcvbuf_errors: u64,
+    /// CPU seconds of the receiving processes, summed.
+    pub receiver_cpu_s: Option<f64>,
+    /// The backend's goodput ceiling as a fraction of the link rate, for full-size packets
+    /// (payload over wire bytes): what an ideal transfer reaches.
+    pub payload_ceiling: Option<f64>,
 }
 
 /// One flow's result.
@@ -48,6 +58,41 @@ pub struct FlowOutcome {
     pub start_s: f64,
     /// The job (partition/aggregate) it is part of, numbered within its group.
     pub job: Option<usize>,
+    /// What carried it: `mpquic`, `kernel-tcp` or `kernel-mptcp`.
+    pub kind: String,
+    /// Bytes it carried (with repeated transfers, their total).
+    pub bytes: u64,
+    /// Packets declared lost, over its paths.
+    pub lost_packets: u64,
+    /// CPU seconds of the sending process.
+    pub cpu_s: Option<f64>,
+    /// Paths its controller eliminated (MPTCP-D's ESE).
+    pub eliminations: u64,
+    /// Each transfer's completion time of a repeating flow, microseconds.
+    pub transfer_fcts_us: Vec<f64>,
+    /// The client's paths (multipath flows).
+    pub paths: Vec<PathOutcome>,
+}
+
+/// One path of a flow, as the client saw it at the end.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct PathOutcome {
+    /// The server's address.
+    pub remote: String,
+    /// QUIC bytes sent.
+    pub bytes_sent: u64,
+    /// Packets sent.
+    pub packets_sent: u64,
+    /// Packets declared lost.
+    pub lost_packets: u64,
+    /// Smallest RTT sample, ms.
+    pub rtt_min_ms: Option<f64>,
+    /// Median RTT sample, ms.
+    pub rtt_p50_ms: Option<f64>,
+    /// 99th percentile RTT sample, ms.
+    pub rtt_p99_ms: Option<f64>,
+    /// Whether the controller lets it carry new data.
+    pub active: bool,
 }
 
 /// One link direction's result.
@@ -63,6 +108,8 @@ pub struct LinkOutcome {
     pub utilization: f64,
     /// Queue length percentiles, packets (when sampled).
     pub queue: Option<QueueOutcome>,
+    /// Bytes it sent, as the backend counts them on the wire.
+    pub sent_bytes: u64,
 }
 
 /// Queue length over the run, packets.
@@ -76,10 +123,14 @@ pub struct QueueOutcome {
     pub p99: f64,
     /// Mean.
     pub mean: f64,
+    /// 5th percentile.
+    pub p5: f64,
+    /// 95th percentile.
+    pub p95: f64,
 }
 
 /// The metrics a report may name, with what each means (a metric may add `@group` to use
-/// other flows than the report's group).
+/// other flows than the report's group; `A / B`, spaces around the slash, is the ratio of two).
 pub const CATALOGUE: &[(&str, &str)] = &[
     ("flows", "flows of the group"),
     ("unfinished", "flows not complete at the end of the run"),
@@ -125,6 +176,19 @@ pub const CATALOGUE: &[(&str, &str)] = &[
     ("queue_p90", "90th percentile queue, packets"),
     ("queue_p99", "99th percentile queue, packets"),
     ("queue_mean", "mean queue, packets"),
+    ("lost", "packets the flows' senders declared lost"),
+    ("drops_all", "drops summed over every monitored link"),
+    ("marks_all", "CE marks summed over every monitored link"),
+    ("rcvbuf_drops", "datagrams the receivers' UDP sockets dropped (Udp.RcvbufErrors)"),
+    ("host_load", "the host's 1-min load average at the run's start"),
+    ("goodput_sum_mbps", "sum of the flows' goodput, Mbit/s"),
+    ("goodput_mean_mbps", "mean goodput of the flows, Mbit/s"),
+    ("queue_p5", "5th percentile queue of the report's link, packets"),
+    ("queue_p95", "95th percentile queue, packets"),
+    ("queue_p50_mean", "the links' median queues averaged over every monitored link, packets"),
+    ("queue_p99_max", "the largest 99th percentile queue over every monitored link, packets"),
+    ("cpu_s_per_gb", "CPU s of the flows' senders and all receivers per GB the flows carried"),
+    ("fct_over_200ms", "completed flows slower than 200 ms (the papers' minimum RTO)"),
 ];
 
 /// Whether the report names known metrics, the plot and tables only report metrics, and the
@@ -137,13 +201,15 @@ pub fn check_report(s: &Scenario) -> Result<(), ScenarioError> {
         };
     };
     for (i, m) in report.metrics.iter().enumerate() {
-        let name = m.split_once('@').map_or(m.as_str(), |(n, _)| n);
-        if !CATALOGUE.iter().any(|(k, _)| *k == name) {
-            let known: Vec<&str> = CATALOGUE.iter().map(|(k, _)| *k).collect();
-            return Err(at(
-                format!("report.metrics.{i}"),
-                format!("unknown metric `{name}` (known: {})", known.join(", ")),
-            ));
+        for operand in operands(m) {
+            let name = operand.split_once('@').map_or(operand, |(n, _)| n);
+            if !CATALOGUE.iter().any(|(k, _)| *k == name) {
+                let known: Vec<&str> = CATALOGUE.iter().map(|(k, _)| *k).collect();
+                return Err(at(
+                    format!("report.metrics.{i}"),
+                    format!("unknown metric `{name}` (known: {})", known.join(", ")),
+                ));
+            }
         }
     }
     let reported = |m: &String| report.metrics.contains(m);
@@ -179,39 +245,74 @@ pub fn rounds(s: &Scenario) -> f64 {
     n.max(1) as f64
 }
 
+/// A report metric's catalogue metrics: `A / B` is two, anything else one.
+fn operands(m: &str) -> Vec<&str> {
+    m.split_once(" / ").map_or(vec![m], |(a, b)| vec![a, b])
+}
+
 /// The report's metrics of one run of `s` (NaN where there is nothing to compute over).
 pub fn compute(s: &Scenario, o: &Outcome) -> BTreeMap<String, f64> {
     let Some(report) = &s.report else { return BTreeMap::new() };
     let rounds = rounds(s);
     let link = report.link.as_deref().and_then(|n| o.links.iter().find(|l| l.name == n));
+    let one = |m: &str| {
+        let (name, group) =
+            m.split_once('@').map_or((m, report.group.as_deref()), |(n, g)| (n, Some(g)));
+        let flows: Vec<&FlowOutcome> = o
+            .flows
+            .iter()
+            .filter(|f| {
+                group.is_none_or(|g| f.group.as_deref().is_some_and(|fg| fg.starts_with(g)))
+            })
+            .collect();
+        match name {
+            _ if name.starts_with("jct") || name.starts_with("jobs") => {
+                job_metric(name, &flows, o.duration_s)
+            }
+            "cpu_s_per_gb" => cpu_s_per_gb(&flows, o),
+            _ => run_metric(name, o).unwrap_or_else(|| metric(name, &flows, link, rounds)),
+        }
+    };
     report
         .metrics
         .iter()
         .map(|m| {
-            let (name, group) = m
-                .split_once('@')
-                .map_or((m.as_str(), report.group.as_deref()), |(n, g)| (n, Some(g)));
-            let flows: Vec<&FlowOutcome> = o
-                .flows
-                .iter()
-                .filter(|f| {
-                    group.is_none_or(|g| f.group.as_deref().is_some_and(|fg| fg.starts_with(g)))
-                })
-                .collect();
-            let value = match name {
-                _ if name.starts_with("jct") || name.starts_with("jobs") => {
-                    job_metric(name, &flows, o.duration_s)
-                }
-                "queue_p90_max" => {
-                    let p90s: Vec<f64> =
-                        o.links.iter().filter_map(|l| l.queue.as_ref()).map(|q| q.p90).collect();
-                    quantile(&p90s, 1.0)
-                }
-                _ => metric(name, &flows, link, rounds),
+            let value = match operands(m)[..] {
+                [a, b] => one(a) / one(b),
+                _ => one(m),
             };
             (m.clone(), value)
         })
         .collect()
+}
+
+/// The metrics of the whole run (every monitored link, the host, the receivers); None for the
+/// others.
+fn run_metric(name: &str, o: &Outcome) -> Option<f64> {
+    let queues = |x: &dyn Fn(&QueueOutcome) -> f64| {
+        o.links.iter().filter_map(|l| l.queue.as_ref()).map(x).collect::<Vec<f64>>()
+    };
+    Some(match name {
+        "queue_p90_max" => quantile(&queues(&|q| q.p90), 1.0),
+        "queue_p99_max" => quantile(&queues(&|q| q.p99), 1.0),
+        "queue_p50_mean" => mean(&queues(&|q| q.p50)),
+        "drops_all" => o.links.iter().map(|l| l.dropped).sum::<u64>() as f64,
+        "marks_all" => o.links.iter().map(|l| l.marked).sum::<u64>() as f64,
+        "rcvbuf_drops" => o.receiver_rcvbuf_errors as f64,
+        "host_load" => o.host_load_1min.unwrap_or(f64::NAN),
+        _ => return None,
+    })
+}
+
+/// CPU seconds of the flows' senders and of all receivers per GB the flows carried (NaN when a
+/// CPU time is missing).
+fn cpu_s_per_gb(flows: &[&FlowOutcome], o: &Outcome) -> f64 {
+    let senders: Option<f64> = flows.iter().map(|f| f.cpu_s).sum();
+    let bytes: u64 = flows.iter().map(|f| f.bytes).sum();
+    match (senders, o.receiver_cpu_s) {
+        (Some(s), Some(r)) if bytes > 0 => (s + r) / (bytes as f64 / 1e9),
+        _ => f64::NAN,
+    }
 }
 
 /// A job: first start and last completion (ms), whether all its flows completed and whether
@@ -314,6 +415,10 @@ fn metric(name: &str, flows: &[&FlowOutcome], link: Option<&LinkOutcome>, rounds
         "over_10ms_with_ack_request_lost_per_round" => {
             count(&|f| slow(f) && f.ack_request_lost) / rounds
         }
+        "fct_over_200ms" => fcts.iter().filter(|&&x| x > 200.0).count() as f64,
+        "lost" => sum(&|f| f.lost_packets),
+        "goodput_sum_mbps" => flows.iter().map(|f| f.goodput_bps / 1e6).sum(),
+        "goodput_mean_mbps" => mean(&flows.iter().map(|f| f.goodput_bps / 1e6).collect::<Vec<_>>()),
         "goodput_mean_gbps" => mean(&gbps(&|f| f.goodput_bps)),
         "goodput_last_half_mean_gbps" => mean(&gbps(&|f| f.goodput_last_half_bps)),
         "jain" => {
@@ -325,6 +430,8 @@ fn metric(name: &str, flows: &[&FlowOutcome], link: Option<&LinkOutcome>, rounds
         "marks" => on_link(&|l| l.marked as f64),
         "marks_per_round" => on_link(&|l| l.marked as f64) / rounds,
         "utilization" => on_link(&|l| l.utilization),
+        "queue_p5" => queue(&|q| q.p5),
+        "queue_p95" => queue(&|q| q.p95),
         "queue_p50" => queue(&|q| q.p50),
         "queue_p90" => queue(&|q| q.p90),
         "queue_p99" => queue(&|q| q.p99),

@@ -1,7 +1,7 @@
 //! The report metrics over a hand-made outcome: what each computes, per round and per job.
 
 use mpquic_scenario::metrics::{
-    compute, markdown_table, summarize, FlowOutcome, LinkOutcome, Outcome, RunRow,
+    compute, markdown_table, summarize, FlowOutcome, LinkOutcome, Outcome, QueueOutcome, RunRow,
 };
 use mpquic_scenario::parse_scenario;
 
@@ -46,6 +46,7 @@ metrics = ["flows", "unfinished", "fct_mean_ms", "fct_max_ms", "pto_per_round", 
         ],
         links: vec![LinkOutcome { name: "sw->r".into(), marked: 10, ..LinkOutcome::default() }],
         duration_s: 0.1,
+        ..Outcome::default()
     };
     let m = compute(&s, &outcome);
     let get = |k: &str| m[k];
@@ -95,4 +96,96 @@ fn unknown_metrics_and_plot_axes_are_refused() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("plot.x: `k` is not a sweep axis"), "{e}");
+}
+
+/// Two flows with CPU times and paths, two monitored links, one receiver: the run-wide metrics,
+/// the group sums and a ratio of two groups.
+#[test]
+fn run_wide_metrics_and_ratios() {
+    let text = r#"name = "m"
+duration = "1s"
+[topology]
+kind = "many-to-one"
+senders = 2
+[report]
+link = "sw->r"
+metrics = ["lost", "drops_all", "marks_all", "rcvbuf_drops", "host_load", "goodput_sum_mbps", "goodput_mean_mbps", "queue_p5", "queue_p95", "queue_p50_mean", "queue_p99_max", "cpu_s_per_gb", "fct_over_200ms", "goodput_mean_mbps@multi / goodput_mean_mbps@single", "fct_max_ms / fct_over_200ms"]
+"#;
+    let s = parse_scenario(text).unwrap();
+    let flow = |group: &str, fct_ms: f64, mbps: f64, lost: u64| FlowOutcome {
+        group: Some(group.into()),
+        fct_us: Some(fct_ms * 1e3),
+        goodput_bps: mbps * 1e6,
+        lost_packets: lost,
+        bytes: 250_000_000,
+        cpu_s: Some(0.5),
+        ..FlowOutcome::default()
+    };
+    let queue = |p5: f64, p50: f64, p95: f64, p99: f64| QueueOutcome {
+        p5,
+        p50,
+        p95,
+        p99,
+        ..QueueOutcome::default()
+    };
+    let mut outcome = Outcome {
+        flows: vec![flow("multi", 100.0, 60.0, 3), flow("single", 300.0, 20.0, 4)],
+        links: vec![
+            LinkOutcome {
+                name: "sw->r".into(),
+                marked: 7,
+                dropped: 1,
+                queue: Some(queue(1.0, 10.0, 18.0, 20.0)),
+                ..LinkOutcome::default()
+            },
+            LinkOutcome {
+                name: "s1->sw".into(),
+                marked: 5,
+                dropped: 2,
+                queue: Some(queue(0.0, 4.0, 30.0, 40.0)),
+                ..LinkOutcome::default()
+            },
+        ],
+        duration_s: 1.0,
+        host_load_1min: Some(2.5),
+        receiver_rcvbuf_errors: 9,
+        receiver_cpu_s: Some(1.0),
+        payload_ceiling: Some(0.95),
+    };
+    let m = compute(&s, &outcome);
+    let expected = [
+        ("lost", 7.0),
+        ("drops_all", 3.0),
+        ("marks_all", 12.0),
+        ("rcvbuf_drops", 9.0),
+        ("host_load", 2.5),
+        ("goodput_sum_mbps", 80.0),
+        ("goodput_mean_mbps", 40.0),
+        ("queue_p5", 1.0),
+        ("queue_p95", 18.0),
+        ("queue_p50_mean", 7.0),
+        ("queue_p99_max", 40.0),
+        // (0.5 + 0.5 senders + 1.0 receivers) CPU s over 0.5 GB.
+        ("cpu_s_per_gb", 4.0),
+        ("fct_over_200ms", 1.0),
+        ("goodput_mean_mbps@multi / goodput_mean_mbps@single", 3.0),
+        ("fct_max_ms / fct_over_200ms", 300.0),
+    ];
+    for (name, value) in expected {
+        assert_eq!(m[name], value, "{name}");
+    }
+
+    // What a backend does not measure is NaN (a "-" in the tables).
+    outcome.host_load_1min = None;
+    outcome.receiver_cpu_s = None;
+    let m = compute(&s, &outcome);
+    assert!(m["host_load"].is_nan());
+    assert!(m["cpu_s_per_gb"].is_nan());
+}
+
+#[test]
+fn a_ratio_of_unknown_metrics_is_refused() {
+    let text = "name = \"m\"\nduration = \"1ms\"\n[topology]\nkind = \"two-path\"\n[report]\nmetrics = [\"lost / fct_p42_ms\"]\n";
+    let e = parse_scenario(text).unwrap_err().to_string();
+    assert!(e.contains("report.metrics.0: unknown metric `fct_p42_ms`"), "{e}");
 }

@@ -13,9 +13,9 @@ use serde::Serialize;
 
 use mpquic::PathReport;
 use mpquic_cc::{ConnectionSnapshot, Notice};
-use mpquic_scenario::metrics::{FlowOutcome, LinkOutcome, Outcome, QueueOutcome};
+use mpquic_scenario::metrics::{FlowOutcome, LinkOutcome, Outcome, PathOutcome, QueueOutcome};
 
-use crate::net::Ps;
+use crate::net::{Ps, WIRE_OVERHEAD};
 use crate::scenario::Scenario;
 use crate::sim::{Flow, NoticeAt, Side, Sim};
 
@@ -30,10 +30,14 @@ pub struct Percentiles {
     pub stdev: f64,
     /// Minimum.
     pub min: u64,
+    /// 5th percentile.
+    pub p5: u64,
     /// Median.
     pub p50: u64,
     /// 90th percentile.
     pub p90: u64,
+    /// 95th percentile.
+    pub p95: u64,
     /// 99th percentile.
     pub p99: u64,
     /// Maximum.
@@ -48,11 +52,30 @@ impl Percentiles {
             mean: round3(h.mean()),
             stdev: round3(h.stdev()),
             min: h.min(),
+            p5: h.value_at_quantile(0.05),
             p50: h.value_at_quantile(0.5),
             p90: h.value_at_quantile(0.9),
+            p95: h.value_at_quantile(0.95),
             p99: h.value_at_quantile(0.99),
             max: h.max(),
         }
+    }
+}
+
+/// Bytes of a full-size QUIC packet that are not application data, for the payload ceiling.
+const QUIC_OVERHEAD: f64 = 35.0;
+
+/// A client path as the shared outcome has it.
+fn path_outcome(p: &PathReport) -> PathOutcome {
+    PathOutcome {
+        remote: p.remote.map(|a| a.to_string()).unwrap_or_default(),
+        bytes_sent: p.bytes_sent,
+        packets_sent: p.packets_sent,
+        lost_packets: p.lost_packets,
+        rtt_min_ms: p.rtt_min_ms,
+        rtt_p50_ms: p.rtt_p50_ms,
+        rtt_p99_ms: p.rtt_p99_ms,
+        active: p.active,
     }
 }
 
@@ -188,6 +211,8 @@ pub struct LinkReport {
     pub rate_bps: u64,
     /// Packets sent.
     pub sent_packets: u64,
+    /// Wire bytes sent (IP and UDP headers included).
+    pub sent_bytes: u64,
     /// Utilization over the run.
     pub utilization: f64,
     /// CE marks.
@@ -336,6 +361,13 @@ impl Report {
                 server_ack_request_lost: f.ack_frequency_lost.1,
                 start_s: f.start_s,
                 job: f.job,
+                kind: "mpquic".into(),
+                bytes: f.delivered_bytes,
+                lost_packets: f.path_stats.iter().map(|p| p.lost_packets).sum(),
+                cpu_s: None,
+                eliminations: f.controllers.iter().map(|c| c.snapshot.eliminations).sum(),
+                transfer_fcts_us: vec![],
+                paths: f.path_stats.iter().map(path_outcome).collect(),
             })
             .collect();
         let links = self
@@ -351,10 +383,22 @@ impl Report {
                     p90: q.p90 as f64,
                     p99: q.p99 as f64,
                     mean: q.mean,
+                    p5: q.p5 as f64,
+                    p95: q.p95 as f64,
                 }),
+                sent_bytes: l.sent_bytes,
             })
             .collect();
-        Outcome { flows, links, duration_s: self.simulated_s }
+        let mtu = f64::from(self.scenario.transport.mtu);
+        Outcome {
+            flows,
+            links,
+            duration_s: self.simulated_s,
+            // Links carry IP + UDP; ~35 bytes of a packet are QUIC's (short header, STREAM
+            // frame header, AEAD tag).
+            payload_ceiling: Some((mtu - QUIC_OVERHEAD) / (mtu + WIRE_OVERHEAD as f64)),
+            ..Outcome::default()
+        }
     }
 
     /// Summarize a finished run.
@@ -477,6 +521,7 @@ impl Report {
                 name: l.params.name.clone(),
                 rate_bps: l.params.rate_bps,
                 sent_packets: l.stats.sent_packets,
+                sent_bytes: l.stats.sent_bytes,
                 utilization: round3(
                     l.stats.sent_bytes as f64 * 8.0
                         / (l.params.rate_bps as f64 * end as f64 / 1e12),
