@@ -14,7 +14,7 @@ use anyhow::{bail, Result};
 use mpquic_scenario::error::{at, locate, span_of};
 use mpquic_scenario::expand::expand_workloads;
 use mpquic_scenario::metrics::{
-    self, FlowOutcome, LinkOutcome, Outcome, PathOutcome, QueueOutcome, RunRow,
+    self, DelayLineSecond, FlowOutcome, LinkOutcome, Outcome, PathOutcome, QueueOutcome, RunRow,
 };
 use mpquic_scenario::{Experiment, Point, ScenarioError};
 use serde::Serialize;
@@ -251,7 +251,11 @@ fn outcome(r: &RunResult, labels: &[(String, Option<String>)]) -> Outcome {
             let goodput = f.goodput_mbps.unwrap_or(0.0) * 1e6;
             let state = f.mpquic.as_ref().map(|m| &m["controller_state"]);
             let count = |key: &str| state.and_then(|s| s[key].as_u64()).unwrap_or(0);
-            let paths = mpquic_paths(f.mpquic.as_ref());
+            let link_into = |remote: &str| {
+                let l = rep.links.iter().find(|l| l.delivers_to(remote))?;
+                Some(format!("{}->{}", l.from, l.to))
+            };
+            let paths = mpquic_paths(f.mpquic.as_ref(), link_into);
             FlowOutcome {
                 name: name.clone(),
                 group: group.clone(),
@@ -307,6 +311,15 @@ fn outcome(r: &RunResult, labels: &[(String, Option<String>)]) -> Outcome {
             .filter_map(|c| c.get("Udp.RcvbufErrors"))
             .sum(),
         receiver_cpu_s: (!rep.receiver_cpu_s.is_empty()).then_some(receiver_cpu),
+        delay_line: rep
+            .delay_line
+            .iter()
+            .map(|d| DelayLineSecond {
+                pkt_per_s: d.pkt_per_s,
+                late_p99_us: d.late_p99_us as f64,
+                late_max_us: d.late_max_us as f64,
+            })
+            .collect(),
     }
 }
 
@@ -334,15 +347,20 @@ fn payload_ceiling(mut kinds: impl Iterator<Item = FlowKind>) -> Option<f64> {
     })
 }
 
-/// The paths of an mpquic client's JSON report (`paths`), none for kernel flows.
-fn mpquic_paths(report: Option<&serde_json::Value>) -> Vec<PathOutcome> {
+/// The paths of an mpquic client's JSON report (`paths`), none for kernel flows; `link_into`
+/// names the link that delivers to a remote address.
+fn mpquic_paths(
+    report: Option<&serde_json::Value>,
+    link_into: impl Fn(&str) -> Option<String>,
+) -> Vec<PathOutcome> {
     let Some(paths) = report.and_then(|m| m["paths"].as_array()) else { return vec![] };
     paths
         .iter()
         .map(|p| {
             let count = |key: &str| p[key].as_u64().unwrap_or(0);
+            let remote = p["remote"].as_str().unwrap_or_default();
             PathOutcome {
-                remote: p["remote"].as_str().unwrap_or_default().to_string(),
+                remote: remote.to_string(),
                 bytes_sent: count("bytes_sent"),
                 packets_sent: count("packets_sent"),
                 lost_packets: count("lost_packets"),
@@ -350,6 +368,7 @@ fn mpquic_paths(report: Option<&serde_json::Value>) -> Vec<PathOutcome> {
                 rtt_p50_ms: p["rtt_p50_ms"].as_f64(),
                 rtt_p99_ms: p["rtt_p99_ms"].as_f64(),
                 active: p["active"].as_bool().unwrap_or(false),
+                link: link_into(remote),
             }
         })
         .collect()
@@ -375,7 +394,8 @@ mod tests {
              "rtt_min_ms": 0.2, "rtt_p50_ms": 0.5, "rtt_p99_ms": null, "active": true},
             {"remote": "10.0.2.2:4433", "bytes_sent": 0}
         ]});
-        let paths = mpquic_paths(Some(&report));
+        let link_into = |r: &str| r.starts_with("10.0.2.").then(|| "b->dst".to_string());
+        let paths = mpquic_paths(Some(&report), link_into);
         assert_eq!(paths.len(), 2);
         let p = &paths[0];
         assert_eq!((p.remote.as_str(), p.bytes_sent, p.packets_sent), ("10.0.1.2:4433", 3000, 3));
@@ -384,6 +404,7 @@ mod tests {
             (1, Some(0.2), Some(0.5), None)
         );
         assert!(p.active && !paths[1].active);
-        assert!(mpquic_paths(None).is_empty());
+        assert_eq!((p.link.as_deref(), paths[1].link.as_deref()), (None, Some("b->dst")));
+        assert!(mpquic_paths(None, |_| None).is_empty());
     }
 }

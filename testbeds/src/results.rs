@@ -112,6 +112,16 @@ pub struct LinkResult {
     pub model_minus_real_pkts: Option<Summary>,
 }
 
+impl LinkResult {
+    /// Whether `remote` (`ip:port`, a path's server address) is one this direction delivers
+    /// to, i.e. the path crosses it last.
+    pub fn delivers_to(&self, remote: &str) -> bool {
+        remote
+            .parse::<std::net::SocketAddr>()
+            .is_ok_and(|a| self.to_addrs.iter().any(|x| std::net::IpAddr::V4(*x) == a.ip()))
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct CeEstimation {
     /// Marks set by the bottleneck markers (sum over links), one per skb.

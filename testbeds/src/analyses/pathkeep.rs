@@ -6,12 +6,11 @@
 //! packets each end sent on it (both ends' reports).
 
 use super::Row;
-use crate::results::{LinkResult, RunResult};
+use crate::results::RunResult;
 use crate::runner::SAMPLER_LEAD;
 use crate::sampler::Series;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
-use std::net::SocketAddr;
 use std::path::Path;
 
 pub const NAME: &str = "pathkeep";
@@ -37,8 +36,10 @@ pub fn rows(result: &RunResult, dir: &Path) -> Result<Vec<Row>> {
     let load = rep.host_loadavg_1min[0];
     let mut rows = Vec::new();
     for p in &paths {
-        let link = link_of(&p["remote"], &rep.links)
-            .with_context(|| format!("{NAME}: no bottleneck delivers to path {}", p["remote"]))?;
+        let remote = p["remote"].as_str().unwrap_or_default();
+        let Some(link) = rep.links.iter().find(|l| l.delivers_to(remote)) else {
+            bail!("{NAME}: no bottleneck delivers to path {remote:?}")
+        };
         let Some(s) = series.iter().find(|s| s.link_id == link.link_id) else {
             bail!("{NAME}: no series of link {}", link.link_id)
         };
@@ -66,12 +67,6 @@ pub fn rows(result: &RunResult, dir: &Path) -> Result<Vec<Row>> {
         ]);
     }
     Ok(rows)
-}
-
-/// The bottleneck that delivers to a path's remote address (`ip:port`).
-fn link_of<'a>(remote: &Value, links: &'a [LinkResult]) -> Option<&'a LinkResult> {
-    let addr: SocketAddr = remote.as_str()?.parse().ok()?;
-    links.iter().find(|l| l.to_addrs.iter().any(|a| std::net::IpAddr::V4(*a) == addr.ip()))
 }
 
 /// Bytes the link sent between `lo` and `hi` (seconds of the sampler's clock): its cumulative
