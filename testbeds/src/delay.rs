@@ -17,6 +17,7 @@
 
 use crate::netns::run;
 use anyhow::{bail, Context, Result};
+use serde::Serialize;
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -204,23 +205,63 @@ impl Stats {
         }
         let h = &self.late_us;
         if !h.is_empty() {
-            eprintln!(
-                "queue {}: {:.0} pkt/s, release lateness p50 {} us p99 {} us max {} us, max held {}",
-                self.num,
-                h.len() as f64 / span.as_secs_f64(),
-                h.value_at_quantile(0.5),
-                h.value_at_quantile(0.99),
-                h.max(),
-                self.max_held
-            );
+            let second = DelaySecond {
+                queue: self.num,
+                pkt_per_s: (h.len() as f64 / span.as_secs_f64()).round(),
+                late_p50_us: h.value_at_quantile(0.5),
+                late_p99_us: h.value_at_quantile(0.99),
+                late_max_us: h.max(),
+            };
+            eprintln!("{second}, max held {}", self.max_held);
         }
         *self = Stats::new(self.num);
+    }
+}
+
+/// One queue's second as its log line states it: packets released per second and how late
+/// after their release time (percentiles, microseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DelaySecond {
+    pub queue: u16,
+    pub pkt_per_s: f64,
+    pub late_p50_us: u64,
+    pub late_p99_us: u64,
+    pub late_max_us: u64,
+}
+
+impl std::fmt::Display for DelaySecond {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "queue {}: {:.0} pkt/s, release lateness p50 {} us p99 {} us max {} us",
+            self.queue, self.pkt_per_s, self.late_p50_us, self.late_p99_us, self.late_max_us
+        )
+    }
+}
+
+impl DelaySecond {
+    /// The record of a log line written by [`Stats`] (`None`: another line, e.g. an error).
+    pub fn parse(line: &str) -> Option<DelaySecond> {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let [_queue, num, rate, _pkt, _release, _lateness, _p50, p50, _us, _p99, p99, _us2, _max, max, ..] =
+            words[..]
+        else {
+            return None;
+        };
+        Some(DelaySecond {
+            queue: num.strip_suffix(':')?.parse().ok()?,
+            pkt_per_s: rate.parse().ok()?,
+            late_p50_us: p50.parse().ok()?,
+            late_p99_us: p99.parse().ok()?,
+            late_max_us: max.parse().ok()?,
+        })
     }
 }
 
 /// A running `__delay-line` process for one router namespace and its iptables rules.
 pub struct DelayLine {
     child: Child,
+    log: std::path::PathBuf,
 }
 
 impl DelayLine {
@@ -244,7 +285,7 @@ impl DelayLine {
         let mut line = String::new();
         let stdout = child.stdout.take().expect("piped");
         BufReader::new(stdout).read_line(&mut line)?;
-        let mut dl = DelayLine { child };
+        let mut dl = DelayLine { child, log: log.to_path_buf() };
         if line.trim() != "ready" {
             let _ = dl.child.wait();
             let why = std::fs::read_to_string(log).unwrap_or_default();
@@ -259,6 +300,17 @@ impl DelayLine {
             run("ip", &a).context("adding the NFQUEUE rule (is iptables installed?)")?;
         }
         Ok(dl)
+    }
+}
+
+impl DelayLine {
+    /// Stops the process and returns the seconds its log recorded (an unreadable log has
+    /// none: the run's result then shows no delay-line seconds).
+    pub fn finish(self) -> Vec<DelaySecond> {
+        let log = self.log.clone();
+        drop(self);
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        text.lines().filter_map(DelaySecond::parse).collect()
     }
 }
 
@@ -331,6 +383,19 @@ mod tests {
         assert!(e.contains("expected NUM:DELAY_US:JITTER_US"), "{e}");
         let e = format!("{:#}", "x:1:2".parse::<QueueSpec>().unwrap_err());
         assert!(e.contains("queue number"), "{e}");
+    }
+
+    #[test]
+    fn a_second_reads_back_from_its_log_line() {
+        let s = DelaySecond {
+            queue: 2,
+            pkt_per_s: 8342.0,
+            late_p50_us: 12,
+            late_p99_us: 282,
+            late_max_us: 1130,
+        };
+        assert_eq!(DelaySecond::parse(&format!("{s}, max held 17")), Some(s));
+        assert_eq!(DelaySecond::parse("delay line: queue 2: bind failed"), None);
     }
 
     impl QueueSpec {

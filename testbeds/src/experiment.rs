@@ -17,10 +17,11 @@ use mpquic_scenario::error::{locate, span_of};
 use mpquic_scenario::expand::expand_workloads;
 use mpquic_scenario::experiment::ReportSpec;
 use mpquic_scenario::metrics::{
-    self, FlowOutcome, LinkOutcome, Outcome, PathOutcome, QueueOutcome, RunRow,
+    self, DelayLineSecond, FlowOutcome, LinkOutcome, Outcome, PathOutcome, QueueOutcome, RunRow,
 };
 use mpquic_scenario::{Experiment, Point, ScenarioError};
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// A checked experiment with every point compiled to the runner's plan.
@@ -143,6 +144,8 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
     let mut entries = Vec::new();
     let mut rows: Vec<Vec<RunRow>> = vec![Vec::new(); c.points.len()];
     let mut failed = Vec::new();
+    // Per analysis with a table: (point, round, row) of every run.
+    let mut analysed: BTreeMap<&str, Vec<(String, usize, analysis::Row)>> = BTreeMap::new();
     runner::require_root()?;
     for round in 0..rounds {
         for (i, CompiledPoint { dir, plan, flows, job_groups }) in c.points.iter().enumerate() {
@@ -165,7 +168,26 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
             let mut m = metrics::compute(&point.scenario, &outcome);
             if let Some(report) = point.scenario.report.as_ref().filter(|r| !r.analyses.is_empty())
             {
-                m.extend(analyses(report, plan, &result, flows, &run_dir)?);
+                let (metrics, tables) = analyses(report, plan, &result, flows, &run_dir)?;
+                m.extend(metrics);
+                for (name, rows) in tables {
+                    match rows {
+                        Ok(rows) => analysed
+                            .entry(name)
+                            .or_default()
+                            .extend(rows.into_iter().map(|r| (dir.clone(), round + 1, r))),
+                        Err(e) => {
+                            eprintln!(
+                                "FAILED: analysis {name} of {dir} round {}: {e:#}",
+                                round + 1
+                            );
+                            failed.push(serde_json::json!({
+                                "point": dir, "round": round + 1, "analysis": name,
+                                "error": format!("{e:#}"),
+                            }));
+                        }
+                    }
+                }
             }
             rows[i].push(RunRow {
                 series: point.name(),
@@ -202,12 +224,24 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
         "runs": entries,
         "failed": failed,
         "summary": summary,
+        "analyses": analysed.iter().map(|(name, rows)| {
+            let runs = rows.iter().map(|(point, round, row)| {
+                let values: serde_json::Map<String, serde_json::Value> =
+                    row.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+                serde_json::json!({"point": point, "round": round, "values": values})
+            });
+            (name.to_string(), serde_json::Value::Array(runs.collect()))
+        }).collect::<serde_json::Map<_, _>>(),
     });
     std::fs::create_dir_all(out)?;
     std::fs::write(out.join("experiment.json"), serde_json::to_string_pretty(&json)?)?;
     let mut tables = String::new();
     for t in c.experiment.base.report.iter().flat_map(|r| &r.table) {
         tables += &mpquic_scenario::tables::markdown(t, &summary);
+        tables += "\n";
+    }
+    for (name, rows) in &analysed {
+        tables += &analysis::markdown(analysis::title(name), rows);
         tables += "\n";
     }
     std::fs::write(out.join("tables.md"), &tables)?;
@@ -224,15 +258,15 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
     Ok(())
 }
 
-/// The report's analysis metrics of a run (its one repetition), from its result and the
-/// sampled series it wrote in `run_dir`.
+/// The report's analyses of a run (its one repetition), from its result and the sampled series
+/// it wrote in `run_dir`: their metrics, and the rows of those that give tables.
 fn analyses(
     report: &ReportSpec,
     plan: &spec::Scenario,
     r: &RunResult,
     labels: &[(String, Option<String>)],
     run_dir: &Path,
-) -> Result<metrics::Metrics> {
+) -> Result<(metrics::Metrics, Vec<(&'static str, Result<Vec<analysis::Row>>)>)> {
     let path = run_dir.join("rep0-series.json");
     let text = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
     let series: Vec<Series> =
@@ -240,7 +274,7 @@ fn analyses(
     let groups: Vec<Option<String>> = labels.iter().map(|(_, g)| g.clone()).collect();
     let net = topology::build(&plan.topology);
     let run = analysis::Run { rep: &r.repetitions[0], series: &series, net: &net, groups: &groups };
-    Ok(analysis::compute(report, &run))
+    Ok((analysis::compute(report, &run), analysis::tables(report, &run)))
 }
 
 /// The shared per-run outcome from a testbed run (its one repetition): flows by name and group,
@@ -262,7 +296,11 @@ fn outcome(
             let goodput = f.goodput_mbps.unwrap_or(0.0) * 1e6;
             let state = f.mpquic.as_ref().map(|m| &m["controller_state"]);
             let count = |key: &str| state.and_then(|s| s[key].as_u64()).unwrap_or(0);
-            let paths = mpquic_paths(f.mpquic.as_ref());
+            let link_into = |remote: &str| {
+                let l = rep.links.iter().find(|l| l.delivers_to(remote))?;
+                Some(format!("{}->{}", l.from, l.to))
+            };
+            let paths = mpquic_paths(f.mpquic.as_ref(), link_into);
             FlowOutcome {
                 name: name.clone(),
                 group: group.clone(),
@@ -321,6 +359,15 @@ fn outcome(
             .filter_map(|c| c.get("Udp.RcvbufErrors"))
             .sum(),
         receiver_cpu_s: (!rep.receiver_cpu_s.is_empty()).then_some(receiver_cpu),
+        delay_line: rep
+            .delay_line
+            .iter()
+            .map(|d| DelayLineSecond {
+                pkt_per_s: d.pkt_per_s,
+                late_p99_us: d.late_p99_us as f64,
+                late_max_us: d.late_max_us as f64,
+            })
+            .collect(),
     }
 }
 
@@ -348,15 +395,20 @@ fn payload_ceiling(mut kinds: impl Iterator<Item = FlowKind>) -> Option<f64> {
     })
 }
 
-/// The paths of an mpquic client's JSON report (`paths`), none for kernel flows.
-fn mpquic_paths(report: Option<&serde_json::Value>) -> Vec<PathOutcome> {
+/// The paths of an mpquic client's JSON report (`paths`), none for kernel flows; `link_into`
+/// names the link that delivers to a remote address.
+fn mpquic_paths(
+    report: Option<&serde_json::Value>,
+    link_into: impl Fn(&str) -> Option<String>,
+) -> Vec<PathOutcome> {
     let Some(paths) = report.and_then(|m| m["paths"].as_array()) else { return vec![] };
     paths
         .iter()
         .map(|p| {
             let count = |key: &str| p[key].as_u64().unwrap_or(0);
+            let remote = p["remote"].as_str().unwrap_or_default();
             PathOutcome {
-                remote: p["remote"].as_str().unwrap_or_default().to_string(),
+                remote: remote.to_string(),
                 bytes_sent: count("bytes_sent"),
                 packets_sent: count("packets_sent"),
                 lost_packets: count("lost_packets"),
@@ -365,6 +417,7 @@ fn mpquic_paths(report: Option<&serde_json::Value>) -> Vec<PathOutcome> {
                 rtt_p99_ms: p["rtt_p99_ms"].as_f64(),
                 active: p["active"].as_bool().unwrap_or(false),
                 cwnd_bytes: p["cwnd"].as_u64(),
+                link: link_into(remote),
             }
         })
         .collect()
@@ -416,7 +469,8 @@ mod tests {
              "rtt_min_ms": 0.2, "rtt_p50_ms": 0.5, "rtt_p99_ms": null, "active": true},
             {"remote": "10.0.2.2:4433", "bytes_sent": 0}
         ]});
-        let paths = mpquic_paths(Some(&report));
+        let link_into = |r: &str| r.starts_with("10.0.2.").then(|| "b->dst".to_string());
+        let paths = mpquic_paths(Some(&report), link_into);
         assert_eq!(paths.len(), 2);
         let p = &paths[0];
         assert_eq!((p.remote.as_str(), p.bytes_sent, p.packets_sent), ("10.0.1.2:4433", 3000, 3));
@@ -425,7 +479,8 @@ mod tests {
             (1, Some(0.2), Some(0.5), None)
         );
         assert!(p.active && !paths[1].active);
-        assert!(mpquic_paths(None).is_empty());
+        assert_eq!((p.link.as_deref(), paths[1].link.as_deref()), (None, Some("b->dst")));
+        assert!(mpquic_paths(None, |_| None).is_empty());
     }
 
     #[test]

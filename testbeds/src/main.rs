@@ -35,7 +35,6 @@ struct Cli {
 enum Cmd {
     /// Run an experiment file (experiments/*.toml): every sweep point in interleaved rounds,
     /// one per seed; per run result.json and SVG plots, then experiment.json and tables.md (as mpquic-sim run).
-    /// (A file of the old testbed dialect runs its repetitions back to back.)
     Run {
         scenario: PathBuf,
         /// Output directory (default: testbed-results/<name>)
@@ -103,34 +102,17 @@ fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Run { scenario, out, repetitions } => {
-            let mut sc = match load(&scenario)? {
-                File::Experiment(c) => {
-                    let name = &c.experiment.base.name;
-                    let out = out.unwrap_or_else(|| PathBuf::from("testbed-results").join(name));
-                    let rounds = repetitions.map(|r| r as usize);
-                    return torn_down(|_| experiment::run(&c, &out, rounds));
-                }
-                File::Legacy(sc) => *sc,
-            };
-            if let Some(r) = repetitions {
-                sc.repetitions = r;
-            }
-            let out = out.unwrap_or_else(|| PathBuf::from("testbed-results").join(&sc.name));
-            torn_down(|_| {
-                let res = runner::run_scenario(&sc, &out)?;
-                println!("{}", serde_json::to_string(&summary(&res))?);
-                eprintln!("wrote {}", out.join("result.json").display());
-                Ok(())
-            })?;
+            let c = experiment::load(&scenario)?;
+            let name = &c.experiment.base.name;
+            let out = out.unwrap_or_else(|| PathBuf::from("testbed-results").join(name));
+            let rounds = repetitions.map(|r| r as usize);
+            torn_down(|_| experiment::run(&c, &out, rounds))?;
         }
         Cmd::Validate { scenarios } => {
             let mut failed = 0;
             for s in &scenarios {
-                match load(s) {
-                    Ok(File::Experiment(c)) => {
-                        println!("{}: ok ({} points)", s.display(), c.points.len())
-                    }
-                    Ok(File::Legacy(_)) => println!("{}: ok (old testbed dialect)", s.display()),
+                match experiment::load(s) {
+                    Ok(c) => println!("{}: ok ({} points)", s.display(), c.points.len()),
                     Err(e) => {
                         eprintln!("{e:#}");
                         failed += 1;
@@ -186,23 +168,6 @@ fn main() -> Result<()> {
     Ok(())
 }
 
-/// A scenario file: the shared experiment language, or the testbed's old dialect.
-enum File {
-    Experiment(Box<experiment::Compiled>),
-    Legacy(Box<spec::Scenario>),
-}
-
-/// Reads `path` in the experiment language, else in the old dialect; a file that is neither
-/// gets the experiment language's error (`file:line:column: reason`).
-fn load(path: &std::path::Path) -> Result<File> {
-    match experiment::load(path) {
-        Ok(c) => Ok(File::Experiment(Box::new(c))),
-        Err(e) => {
-            spec::Scenario::load(path).map(|s| File::Legacy(Box::new(s))).map_err(|_| e.into())
-        }
-    }
-}
-
 /// Runs `f` with this process's run id and removes the run's namespaces afterwards, also on
 /// Ctrl-C.
 fn torn_down<T>(f: impl FnOnce(u32) -> Result<T>) -> Result<T> {
@@ -222,31 +187,4 @@ fn torn_down<T>(f: impl FnOnce(u32) -> Result<T>) -> Result<T> {
         anyhow::bail!("interrupted");
     }
     res
-}
-
-/// A one-line digest of a run for the terminal.
-fn summary(r: &results::RunResult) -> serde_json::Value {
-    serde_json::json!({
-        "scenario": r.scenario.name,
-        "backend": r.backend,
-        "median_goodput_fraction": r.median_goodput_fraction,
-        "median_queue_frames_median": r.median_queue_frames_median,
-        "median_queue_frames_p99": r.median_queue_frames_p99,
-        "median_ce_sender_error": r.median_ce_sender_error,
-        "median_ce_receiver_error": r.median_ce_receiver_error,
-        "reps": r.repetitions.iter().map(|x| serde_json::json!({
-            "goodput_mbps": x.total_goodput_mbps,
-            "fraction": x.goodput_fraction_of_link_sum,
-            "queue_frames": x.links.iter().map(|l| (l.queue_frames_busy.median, l.queue_frames_busy.p99)).collect::<Vec<_>>(),
-            "model_minus_real_median": x.links.iter().map(|l| l.model_minus_real_pkts.map(|m| m.median)).collect::<Vec<_>>(),
-            "ce": x.ce,
-            "mpquic": x.flows.iter().filter_map(|f| f.mpquic.as_ref()).map(|m| serde_json::json!({
-                "goodput_mbps": m["goodput_mbps"],
-                "exact_ecn": m["exact_ecn"],
-                "paths": m["paths"].as_array().map(|ps| ps.iter().map(|p| serde_json::json!([p["remote"], p["bytes_sent"], p["cwnd"], p["ce_events"], p["ce_marked"], p["lost_packets"]])).collect::<Vec<_>>()),
-                "suppressions": m["controller_state"]["suppressions"],
-            })).collect::<Vec<_>>(),
-            "errors": x.flows.iter().filter_map(|f| f.error.clone()).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-    })
 }

@@ -2,6 +2,7 @@
 //! the backend that ran. Written as one JSON file.
 
 use crate::backend::{Backend, Capabilities};
+use crate::delay::DelaySecond;
 use crate::sampler::MarkerCounts;
 use crate::spec::{FlowKind, Scenario};
 use serde::Serialize;
@@ -92,6 +93,9 @@ pub struct LinkResult {
     pub link_id: usize,
     pub from: String,
     pub to: String,
+    /// The addresses this direction delivers to: a path whose remote address is one of them
+    /// crosses this link last.
+    pub to_addrs: Vec<std::net::Ipv4Addr>,
     pub samples: usize,
     /// Queue over samples where the link was sending, in the qdisc's packets: skbs, so with
     /// sender offload a GSO batch of ~6 packets counts once (see `queue_frames_busy`).
@@ -106,6 +110,16 @@ pub struct LinkResult {
     pub marker: Option<MarkerCounts>,
     /// Marker model minus the real backlog at each resync, in packets of 1514 bytes.
     pub model_minus_real_pkts: Option<Summary>,
+}
+
+impl LinkResult {
+    /// Whether `remote` (`ip:port`, a path's server address) is one this direction delivers
+    /// to, i.e. the path crosses it last.
+    pub fn delivers_to(&self, remote: &str) -> bool {
+        remote
+            .parse::<std::net::SocketAddr>()
+            .is_ok_and(|a| self.to_addrs.iter().any(|x| std::net::IpAddr::V4(*x) == a.ip()))
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -172,6 +186,10 @@ pub struct RepResult {
     /// "host:tcp-sink"), read just before it was stopped: with one flow per receiver, the
     /// receiving side of the energy proxy.
     pub receiver_cpu_s: BTreeMap<String, f64>,
+    /// The delay lines' seconds (every queue's, from their logs): how many packets each
+    /// released and how late.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub delay_line: Vec<DelaySecond>,
 }
 
 #[derive(Debug, Clone, Serialize)]

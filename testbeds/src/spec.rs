@@ -1,4 +1,7 @@
-//! Scenario files (TOML): the topology, its link parameters, and the flows to run.
+//! The runner's plan: the topology, its link parameters, and the flows and jobs to run.
+//! `compile.rs` builds it from a point of an experiment file (the shared language); it is the
+//! testbed's former scenario dialect, no longer read from files. Its serde form, below, is what
+//! each `result.json` records as `scenario` and what the unit tests here write.
 //!
 //! ```toml
 //! name = "two-path-mptcp"
@@ -66,7 +69,6 @@
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
-use std::path::Path;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -345,15 +347,6 @@ fn one_u32() -> u32 {
 }
 
 impl Scenario {
-    pub fn load(path: &Path) -> Result<Scenario> {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let s: Scenario =
-            toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-        s.validate()?;
-        Ok(s)
-    }
-
     pub fn validate(&self) -> Result<()> {
         match self.topology {
             TopologySpec::MultiPath { paths, addrs_per_link, .. } => {

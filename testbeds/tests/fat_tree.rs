@@ -13,7 +13,8 @@ const K: u32 = 10;
 fn fat_tree_ecmp_spreads_flows_over_the_core() {
     let Some(_serial) = netns_test("fat_tree_ecmp_spreads_flows_over_the_core") else { return };
     let sc = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/fat-tree-k4-tcp.toml"),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../experiments/scenarios/fat-tree-k4-tcp.toml"),
     )
     .unwrap();
     assert!(sc.contains(&format!("k = {K}\n")) && sc.contains("buffer = \"150000B\""));

@@ -56,9 +56,10 @@ pub struct ReportSpec {
     /// What the metrics mean, recorded in the results JSON.
     #[serde(default)]
     pub definition: String,
-    /// Analyses of a backend over a run's raw record (the testbed's `shift`): `metrics` may
-    /// then list theirs as `<analysis>.<metric>[@group]`; a backend without the analysis reads
-    /// them as NaN.
+    /// Named analyses of the backend over a run's raw record (the testbed's `shift`,
+    /// `job_phase`, `pathkeep`): an analysis gives metrics, listed in `metrics` as
+    /// `<analysis>.<metric>[@group]` (a backend without it reads them as NaN), or a table of
+    /// rows per run. A backend refuses a name it does not have.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub analyses: Vec<String>,
 }

@@ -29,6 +29,20 @@ pub struct Outcome {
     /// The backend's goodput ceiling as a fraction of the link rate, for full-size packets
     /// (payload over wire bytes): what an ideal transfer reaches.
     pub payload_ceiling: Option<f64>,
+    /// The testbed's link delay line, per queue and second (empty elsewhere).
+    #[serde(default)]
+    pub delay_line: Vec<DelayLineSecond>,
+}
+
+/// One second of one delay-line queue (one delayed link direction) on the testbed.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct DelayLineSecond {
+    /// Packets it released.
+    pub pkt_per_s: f64,
+    /// 99th percentile of their release lateness (release time to verdict), microseconds.
+    pub late_p99_us: f64,
+    /// The latest of them, microseconds.
+    pub late_max_us: f64,
 }
 
 /// One flow's result.
@@ -96,6 +110,10 @@ pub struct PathOutcome {
     pub active: bool,
     /// The sender's congestion window at the end, bytes (None: the backend does not know it).
     pub cwnd_bytes: Option<u64>,
+    /// The link direction that delivers to `remote` (`b->dst`), where the backend knows it:
+    /// what a path metric's `[link]` selects by.
+    #[serde(default)]
+    pub link: Option<String>,
 }
 
 /// One link direction's result.
@@ -133,7 +151,9 @@ pub struct QueueOutcome {
 }
 
 /// The metrics a report may name, with what each means (a metric may add `@group` to use
-/// other flows than the report's group; `A / B`, spaces around the slash, is the ratio of two).
+/// other flows than the report's group; `A / B`, spaces around the slash, is the ratio of two,
+/// and B may be a number; a `path_` metric may add `[link]` to use only the paths that cross
+/// that link direction last, `path_share[b->dst]`).
 pub const CATALOGUE: &[(&str, &str)] = &[
     ("flows", "flows of the group"),
     ("unfinished", "flows not complete at the end of the run"),
@@ -207,7 +227,19 @@ pub const CATALOGUE: &[(&str, &str)] = &[
     ("transfer_fct_p99_ms", "99th percentile completion time of those transfers, ms"),
     ("sender_cpu_ms_per_transfer", "CPU ms of the flows' senders per completed transfer"),
     ("cwnd_pkts_mean", "the flows' paths' congestion windows at the end, mean, packets of the mtu"),
+    ("path_share", "bytes the flows sent on the selected paths over their bytes on all paths"),
+    ("path_rtt_p50_ms", "median over the selected paths of each path's median RTT sample, ms"),
+    ("path_rtt_p99_ms", "median over the selected paths of each path's p99 RTT sample, ms"),
+    ("delay_pkt_per_s", "testbed delay line: median packet rate of its busy seconds (> 100 pkt/s)"),
+    ("delay_late_p99_us", "median over those seconds of their p99 release lateness, us"),
+    ("delay_late_p99_worst_us", "the worst second's p99 release lateness, us"),
+    ("delay_late_max_us", "median over the busy seconds of their latest release, us"),
+    ("delay_late_max_worst_us", "the latest release of any busy second, us"),
 ];
+
+/// Delay-line seconds with fewer packets than this are idle (keep-alives between transfers):
+/// their lateness says little about the line under load.
+const DELAY_BUSY_PKT_PER_S: f64 = 100.0;
 
 /// Whether the report names known metrics, the plot and tables only report metrics, and the
 /// plot's x is an axis.
@@ -219,8 +251,9 @@ pub fn check_report(s: &Scenario) -> Result<(), ScenarioError> {
         };
     };
     for (i, m) in report.metrics.iter().enumerate() {
-        for operand in operands(m) {
+        for operand in operands(m).into_iter().filter(|o| o.parse::<f64>().is_err()) {
             let name = operand.split_once('@').map_or(operand, |(n, _)| n);
+            let (name, selector) = path_selector(name);
             let analysed =
                 name.split_once('.').is_some_and(|(a, _)| report.analyses.contains(&a.into()));
             if !analysed && !CATALOGUE.iter().any(|(k, _)| *k == name) {
@@ -228,6 +261,12 @@ pub fn check_report(s: &Scenario) -> Result<(), ScenarioError> {
                 return Err(at(
                     format!("report.metrics.{i}"),
                     format!("unknown metric `{name}` (known: {})", known.join(", ")),
+                ));
+            }
+            if selector.is_some() && !name.starts_with("path_") {
+                return Err(at(
+                    format!("report.metrics.{i}"),
+                    format!("`{name}` is not a path metric: it takes no `[link]`"),
                 ));
             }
         }
@@ -270,12 +309,24 @@ fn operands(m: &str) -> Vec<&str> {
     m.split_once(" / ").map_or(vec![m], |(a, b)| vec![a, b])
 }
 
+/// A metric name and the link of its `[link]` selector, if it has one
+/// (`path_share[b->dst]` is `path_share` over the paths crossing `b->dst`).
+fn path_selector(name: &str) -> (&str, Option<&str>) {
+    match name.strip_suffix(']').and_then(|n| n.split_once('[')) {
+        Some((name, link)) => (name, Some(link)),
+        None => (name, None),
+    }
+}
+
 /// The report's metrics of one run of `s` (NaN where there is nothing to compute over).
 pub fn compute(s: &Scenario, o: &Outcome) -> BTreeMap<String, f64> {
     let Some(report) = &s.report else { return BTreeMap::new() };
     let rounds = rounds(s);
     let link = report.link.as_deref().and_then(|n| o.links.iter().find(|l| l.name == n));
     let one = |m: &str| {
+        if let Ok(constant) = m.parse::<f64>() {
+            return constant;
+        }
         let (name, group, link) = match m.split_once('@') {
             // `@from->to` names the link of the link metrics.
             Some((n, l)) if l.contains("->") => {
@@ -293,6 +344,11 @@ pub fn compute(s: &Scenario, o: &Outcome) -> BTreeMap<String, f64> {
             "cpu_s_per_gb" => cpu_s_per_gb(&flows, o),
             _ if name.starts_with("ese_") => ese_metric(name, &flows),
             "cwnd_pkts_mean" => cwnd_pkts_mean(&flows, s.transport.mtu),
+            _ if name.starts_with("path_") => {
+                let (name, selector) = path_selector(name);
+                path_metric(name, selector, &flows)
+            }
+            _ if name.starts_with("delay_") => delay_metric(name, &o.delay_line),
             _ => run_metric(name, o).unwrap_or_else(|| metric(name, &flows, link, rounds)),
         }
     };
@@ -331,6 +387,42 @@ fn run_metric(name: &str, o: &Outcome) -> Option<f64> {
         "host_load" => o.host_load_1min.unwrap_or(f64::NAN),
         _ => return None,
     })
+}
+
+/// A metric over the paths of `flows` that cross the link `selector` last (every path without
+/// one).
+fn path_metric(name: &str, selector: Option<&str>, flows: &[&FlowOutcome]) -> f64 {
+    let all: Vec<&PathOutcome> = flows.iter().flat_map(|f| &f.paths).collect();
+    let chosen: Vec<&PathOutcome> = all
+        .iter()
+        .copied()
+        .filter(|p| selector.is_none_or(|l| p.link.as_deref() == Some(l)))
+        .collect();
+    let bytes = |ps: &[&PathOutcome]| ps.iter().map(|p| p.bytes_sent).sum::<u64>() as f64;
+    let median_of = |x: &dyn Fn(&PathOutcome) -> Option<f64>| {
+        quantile(&chosen.iter().filter_map(|p| x(p)).collect::<Vec<_>>(), 0.5)
+    };
+    match name {
+        "path_share" => bytes(&chosen) / bytes(&all),
+        "path_rtt_p50_ms" => median_of(&|p| p.rtt_p50_ms),
+        "path_rtt_p99_ms" => median_of(&|p| p.rtt_p99_ms),
+        _ => f64::NAN,
+    }
+}
+
+/// A metric of the delay line's busy seconds (NaN without any).
+fn delay_metric(name: &str, seconds: &[DelayLineSecond]) -> f64 {
+    let busy: Vec<&DelayLineSecond> =
+        seconds.iter().filter(|s| s.pkt_per_s > DELAY_BUSY_PKT_PER_S).collect();
+    let of = |x: &dyn Fn(&DelayLineSecond) -> f64| busy.iter().map(|s| x(s)).collect::<Vec<_>>();
+    match name {
+        "delay_pkt_per_s" => quantile(&of(&|s| s.pkt_per_s), 0.5),
+        "delay_late_p99_us" => quantile(&of(&|s| s.late_p99_us), 0.5),
+        "delay_late_p99_worst_us" => quantile(&of(&|s| s.late_p99_us), 1.0),
+        "delay_late_max_us" => quantile(&of(&|s| s.late_max_us), 0.5),
+        "delay_late_max_worst_us" => quantile(&of(&|s| s.late_max_us), 1.0),
+        _ => f64::NAN,
+    }
 }
 
 /// CPU seconds of the flows' senders and of all receivers per GB the flows carried (NaN when a

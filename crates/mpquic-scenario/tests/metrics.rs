@@ -1,8 +1,8 @@
 //! The report metrics over a hand-made outcome: what each computes, per round and per job.
 
 use mpquic_scenario::metrics::{
-    compute, markdown_table, summarize, FlowOutcome, LinkOutcome, Outcome, PathOutcome,
-    QueueOutcome, RunRow,
+    compute, markdown_table, summarize, DelayLineSecond, FlowOutcome, LinkOutcome, Outcome,
+    PathOutcome, QueueOutcome, RunRow,
 };
 use mpquic_scenario::parse_scenario;
 use mpquic_scenario::tables::markdown;
@@ -154,6 +154,7 @@ metrics = ["lost", "drops_all", "marks_all", "rcvbuf_drops", "host_load", "goodp
         receiver_rcvbuf_errors: 9,
         receiver_cpu_s: Some(1.0),
         payload_ceiling: Some(0.95),
+        delay_line: vec![],
     };
     let m = compute(&s, &outcome);
     let expected = [
@@ -482,4 +483,85 @@ fn final_windows_in_packets() {
     let m = compute(&s, &outcome);
     assert_eq!(m["cwnd_pkts_mean"], 4.0, "(2 + 3 + 7) / 3 packets of 1000 bytes");
     assert!(m["cwnd_pkts_mean@none"].is_nan(), "no flow in the group");
+}
+
+#[test]
+fn path_metrics_select_paths_by_the_link_they_cross() {
+    let text = r#"name = "m"
+duration = "1ms"
+[topology]
+kind = "two-path"
+[report]
+metrics = ["path_share[b->dst]", "path_share", "path_rtt_p50_ms[a->dst]", "path_rtt_p99_ms[b->dst]", "path_rtt_p50_ms", "path_share[x->y]", "goodput_mean_mbps / 120"]
+"#;
+    let s = parse_scenario(text).unwrap();
+    let path = |link: &str, bytes: u64, p50: f64, p99: f64| PathOutcome {
+        link: Some(link.into()),
+        bytes_sent: bytes,
+        rtt_p50_ms: Some(p50),
+        rtt_p99_ms: Some(p99),
+        ..PathOutcome::default()
+    };
+    let outcome = Outcome {
+        flows: vec![
+            FlowOutcome {
+                goodput_bps: 90e6,
+                paths: vec![path("a->dst", 600, 4.0, 9.0), path("b->dst", 200, 45.0, 90.0)],
+                ..FlowOutcome::default()
+            },
+            FlowOutcome {
+                goodput_bps: 30e6,
+                paths: vec![path("a->dst", 100, 3.0, 8.0), path("b->dst", 100, 47.0, 99.0)],
+                ..FlowOutcome::default()
+            },
+        ],
+        ..Outcome::default()
+    };
+    let m = compute(&s, &outcome);
+    assert_eq!(m["path_share[b->dst]"], 0.3, "300 of 1000 bytes");
+    assert_eq!(m["path_share"], 1.0);
+    assert_eq!(m["path_rtt_p50_ms[a->dst]"], 3.0, "nearest rank: the lower of two");
+    assert_eq!(m["path_rtt_p99_ms[b->dst]"], 90.0);
+    assert_eq!(m["path_rtt_p50_ms"], 4.0, "over all four paths");
+    assert_eq!(m["path_share[x->y]"], 0.0, "no path crosses it");
+    assert_eq!(m["goodput_mean_mbps / 120"], 0.5, "a ratio to a number");
+
+    let bad = text.replace("\"path_share\", ", "\"lost[a->dst]\", ");
+    let e = parse_scenario(&bad).unwrap_err().to_string();
+    assert!(e.contains("report.metrics.1: `lost` is not a path metric"), "{e}");
+}
+
+#[test]
+fn delay_line_metrics_read_its_busy_seconds() {
+    let text = r#"name = "m"
+duration = "1ms"
+[topology]
+kind = "two-path"
+[report]
+metrics = ["delay_pkt_per_s", "delay_late_p99_us", "delay_late_p99_worst_us", "delay_late_max_us", "delay_late_max_worst_us"]
+"#;
+    let s = parse_scenario(text).unwrap();
+    let second = |pkt_per_s: f64, late_p99_us: f64, late_max_us: f64| DelayLineSecond {
+        pkt_per_s,
+        late_p99_us,
+        late_max_us,
+    };
+    let mut outcome = Outcome {
+        delay_line: vec![
+            second(8000.0, 60.0, 900.0),
+            second(8400.0, 280.0, 1100.0),
+            second(1700.0, 40.0, 600.0),
+            // Idle: a keep-alive's lateness is not the line's under load.
+            second(6.0, 5000.0, 9000.0),
+        ],
+        ..Outcome::default()
+    };
+    let m = compute(&s, &outcome);
+    assert_eq!(m["delay_pkt_per_s"], 8000.0);
+    assert_eq!(m["delay_late_p99_us"], 60.0);
+    assert_eq!(m["delay_late_p99_worst_us"], 280.0);
+    assert_eq!(m["delay_late_max_us"], 900.0);
+    assert_eq!(m["delay_late_max_worst_us"], 1100.0);
+    outcome.delay_line.clear();
+    assert!(compute(&s, &outcome).values().all(|v| v.is_nan()), "no delay line: no values");
 }

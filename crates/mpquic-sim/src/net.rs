@@ -311,6 +311,20 @@ fn invalid(message: String) -> ScenarioError {
     ScenarioError::Invalid(message)
 }
 
+/// The name (`from->to`) of the link that delivers to address `ip` of host `host`: the reverse
+/// of the link the host sends that address's packets on.
+pub fn link_into<'a>(
+    nodes: &[Node],
+    links: &'a [Link],
+    host: NodeId,
+    ip: IpAddr,
+) -> Option<&'a str> {
+    let Node::Host { interfaces, .. } = &nodes[host] else { return None };
+    let out = &links[interfaces.iter().find(|i| i.ip == ip)?.link].params;
+    let back = links.iter().find(|l| l.params.from == out.to && l.params.to == out.from)?;
+    Some(&back.params.name)
+}
+
 /// Address `addr` of host `host`: 10.addr.(h >> 8).(h & 255) with h = host + 1.
 fn host_ip(host: usize, addr: usize) -> IpAddr {
     let h = host + 1;

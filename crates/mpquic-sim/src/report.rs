@@ -65,9 +65,11 @@ impl Percentiles {
 /// Bytes of a full-size QUIC packet that are not application data, for the payload ceiling.
 const QUIC_OVERHEAD: f64 = 35.0;
 
-/// A client path as the shared outcome has it.
-fn path_outcome(p: &PathReport) -> PathOutcome {
+/// A client path as the shared outcome has it, with the link that delivers to its remote
+/// address.
+fn path_outcome(p: &PathReport, link: Option<String>) -> PathOutcome {
     PathOutcome {
+        link,
         remote: p.remote.map(|a| a.to_string()).unwrap_or_default(),
         bytes_sent: p.bytes_sent,
         packets_sent: p.packets_sent,
@@ -151,6 +153,8 @@ pub struct FlowReport {
     pub paths_abandoned: u64,
     /// The client's paths, as the library reports a connection's paths.
     pub path_stats: Vec<PathReport>,
+    /// Per path of `path_stats`, the link that delivers to its remote address (`b->dst`).
+    pub path_links: Vec<Option<String>>,
     /// mpquic-cc controllers (through the mpquic adapter): the client's, and the server's if it
     /// sends a response. Empty for the stack's own controllers.
     pub controllers: Vec<ControllerReport>,
@@ -368,7 +372,12 @@ impl Report {
                 cpu_s: None,
                 eliminations: f.controllers.iter().map(|c| c.snapshot.eliminations).sum(),
                 transfer_fcts_us: vec![],
-                paths: f.path_stats.iter().map(path_outcome).collect(),
+                paths: f
+                    .path_stats
+                    .iter()
+                    .zip(&f.path_links)
+                    .map(|(p, link)| path_outcome(p, link.clone()))
+                    .collect(),
             })
             .collect();
         let links = self
@@ -410,6 +419,10 @@ impl Report {
         let mut last_half_bulk = vec![];
         for f in 0..sim.flows.len() {
             let path_stats = sim.client_path_stats(f);
+            let path_links = path_stats
+                .iter()
+                .map(|p| sim.link_into(p.remote?.ip()).map(String::from))
+                .collect();
             let (pto_client, pto_server, pto_times) = sim.flow_ptos(f);
             let ack_frequency_lost = sim.ack_frequency_lost(f);
             let controllers = sim
@@ -463,6 +476,7 @@ impl Report {
                     .collect(),
                 paths_abandoned: flow.progress.paths_abandoned,
                 path_stats,
+                path_links,
                 controllers,
                 notice_counts,
                 episodes,

@@ -393,6 +393,12 @@ fn refuse_testbed_only(s: &Scenario) -> Result<(), ScenarioError> {
 }
 
 impl Sim {
+    /// The name (`from->to`) of the link that delivers to address `ip` (a path to that address
+    /// crosses it last).
+    pub fn link_into(&self, ip: IpAddr) -> Option<&str> {
+        crate::net::link_into(&self.nodes, &self.links, *self.host_of.get(&ip)?, ip)
+    }
+
     /// Build the network, endpoints and flows of a scenario.
     pub fn new(scenario: Scenario) -> Result<Sim, ScenarioError> {
         refuse_testbed_only(&scenario)?;

@@ -132,3 +132,23 @@ fn link_overrides_and_byte_amounts_reach_the_simulated_links() {
     assert_eq!(link("a->dst"), (10_000_000_000, 107, Some(20)));
     assert_eq!(link("dst->b").0, 10_000_000_000, "the other direction keeps [link]");
 }
+
+/// A path is named by the link that delivers to its remote address: on two paths, the
+/// receiver's two addresses arrive over `a->dst` and `b->dst`.
+#[test]
+fn each_address_names_the_link_into_it() {
+    let text = "name = \"l\"\nduration = \"1ms\"\n[topology]\nkind = \"two-path\"\n";
+    let sim = Sim::new(parse_scenario(text).unwrap()).unwrap();
+    let into = |host: &str| -> Vec<String> {
+        let ips = sim.nodes.iter().find_map(|n| match n {
+            mpquic_sim::net::Node::Host { name, interfaces } if name == host => {
+                Some(interfaces.iter().map(|i| i.ip).collect::<Vec<_>>())
+            }
+            _ => None,
+        });
+        ips.unwrap().into_iter().map(|ip| sim.link_into(ip).unwrap().to_string()).collect()
+    };
+    assert_eq!(into("dst"), ["a->dst", "b->dst"]);
+    assert_eq!(into("src"), ["a->src", "b->src"]);
+    assert_eq!(sim.link_into("192.0.2.1".parse().unwrap()), None);
+}

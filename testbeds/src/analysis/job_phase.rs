@@ -36,6 +36,7 @@ pub const JOB_PHASE: Analysis = Analysis {
         ("bg_paths", "mpquic paths of the group's flows"),
     ],
     compute,
+    table: None,
 };
 
 /// One job as the aggregator reports it.

@@ -3,11 +3,15 @@
 //! experiment's `[report] analyses = ["shift"]` asks for one; its metrics are named
 //! `<analysis>.<metric>`, with `@group` for the flows they are about (as catalogue metrics), are
 //! listed in `report.metrics` and fill `experiment.json` and the tables like any other (median,
-//! min, max over rounds). The simulator has none of these: there they read "-".
+//! min, max over rounds). The simulator has none of these: there they read "-". An analysis
+//! may instead (or also) give a table of rows per run (`pathkeep`: one row per path), which
+//! `experiment.json` keeps under `analyses.<name>` and `tables.md` prints run by run, not as a
+//! median over rounds.
 //!
-//! Adding one (pathkeep): a module with its [`Analysis`] in [`ANALYSES`].
+//! Adding one: a module with its [`Analysis`] in [`ANALYSES`].
 
 mod job_phase;
+mod pathkeep;
 mod shift;
 
 use crate::results::RepResult;
@@ -37,10 +41,23 @@ pub struct Analysis {
     pub metrics: &'static [(&'static str, &'static str)],
     /// One metric over the given flows (indices into `rep.flows`); NaN where it cannot say.
     pub compute: fn(&Run, &str, &[usize]) -> f64,
+    /// Its table of rows per run, if it has one.
+    pub table: Option<RunTable>,
 }
 
+/// An analysis's table: rows per run, each led by the run's point and round.
+pub struct RunTable {
+    /// Heading.
+    pub title: &'static str,
+    /// The run's rows (every row has the same columns).
+    pub rows: fn(&Run) -> anyhow::Result<Vec<Row>>,
+}
+
+/// One row: (column, value) in column order.
+pub type Row = Vec<(&'static str, serde_json::Value)>;
+
 /// Every analysis the testbed has.
-pub const ANALYSES: &[Analysis] = &[shift::SHIFT, job_phase::JOB_PHASE];
+pub const ANALYSES: &[Analysis] = &[shift::SHIFT, job_phase::JOB_PHASE, pathkeep::PATHKEEP];
 
 fn find(name: &str) -> Option<&'static Analysis> {
     ANALYSES.iter().find(|a| a.name == name)
@@ -95,4 +112,64 @@ pub fn compute(report: &ReportSpec, run: &Run) -> Metrics {
             Some((m.clone(), (a.compute)(run, metric, &flows)))
         })
         .collect()
+}
+
+/// The report's analyses that give tables, with their rows for one run.
+pub fn tables(report: &ReportSpec, run: &Run) -> Vec<(&'static str, anyhow::Result<Vec<Row>>)> {
+    report
+        .analyses
+        .iter()
+        .filter_map(|name| find(name))
+        .filter_map(|a| Some((a.name, (a.table.as_ref()?.rows)(run))))
+        .collect()
+}
+
+/// The heading of analysis `name`'s table.
+pub fn title(name: &str) -> &'static str {
+    find(name).and_then(|a| a.table.as_ref()).map_or("", |t| t.title)
+}
+
+/// A markdown table of `rows` (every row has the same columns) under `title`, each row led by
+/// its run's point and round.
+pub fn markdown(title: &str, rows: &[(String, usize, Row)]) -> String {
+    let Some((_, _, first)) = rows.first() else {
+        return format!("### {title}\n\n(no runs)\n");
+    };
+    let columns: Vec<&str> = first.iter().map(|(c, _)| *c).collect();
+    let mut out = format!("### {title}\n\n| point | round | {} |\n", columns.join(" | "));
+    out += &format!("|{}\n", "---|".repeat(columns.len() + 2));
+    for (point, round, row) in rows {
+        let cells: Vec<String> = row.iter().map(|(_, v)| cell(v)).collect();
+        out += &format!("| {point} | {round} | {} |\n", cells.join(" | "));
+    }
+    out
+}
+
+/// A value as a table cell: numbers short (as the report's tables), strings bare, null as `-`.
+fn cell(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => "-".into(),
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Bool(b) => if *b { "yes" } else { "NO" }.into(),
+        serde_json::Value::Number(n) => n.as_f64().map_or_else(|| n.to_string(), metrics::short),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_table_has_a_row_per_run_and_entry_with_its_point_and_round() {
+        let row = |open: bool, mb: f64| -> Row { vec![("open", json!(open)), ("MB", json!(mb))] };
+        let rows =
+            vec![("pk".to_string(), 1, row(true, 62.4449)), ("pk".to_string(), 1, row(false, 0.0))];
+        assert_eq!(
+            markdown("t", &rows),
+            "### t\n\n| point | round | open | MB |\n|---|---|---|---|\n\
+             | pk | 1 | yes | 62.4 |\n| pk | 1 | NO | 0 |\n"
+        );
+    }
 }

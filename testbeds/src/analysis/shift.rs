@@ -36,6 +36,7 @@ pub const SHIFT: Analysis = Analysis {
         ("to_80pct_ms", "time until the rest's rate fell by 80% of before - during, ms"),
     ],
     compute,
+    table: None,
 };
 
 const BIN_S: f64 = 0.01;

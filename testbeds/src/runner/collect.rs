@@ -196,6 +196,7 @@ pub fn link_result(s: &Series, b: &Bottleneck) -> LinkResult {
         link_id: b.link_id,
         from: b.from.clone(),
         to: b.to.clone(),
+        to_addrs: b.to_addrs.clone(),
         samples: s.t.len(),
         queue_pkts_busy: Summary::of(&qp),
         queue_bytes_busy: Summary::of(&qb),

@@ -170,7 +170,7 @@ fn run_rep(
     let (series, late) = sampler.stop()?;
     let after = netstat_all()?;
     let received = receivers.stop_sinks(&net);
-    drop(shaped.delay_lines);
+    let delay_line = shaped.delay_lines.into_iter().flat_map(|d| d.finish()).collect();
     drop(nss);
     if use_marker {
         let _ = nix::mount::umount2(&bpffs, nix::mount::MntFlags::MNT_DETACH);
@@ -212,10 +212,15 @@ fn run_rep(
         host_loadavg_1min: [load_before, loadavg()],
         mpquic_server_reports: received.server_reports,
         receiver_cpu_s: received.cpu_s,
+        delay_line,
     };
     write_plots(out, &rr, &series)?;
     Ok(rr)
 }
+
+/// How long the sampler runs before the flows start (at least: the run records the measured
+/// lead, `RepResult::sampler_lead_s`).
+const SAMPLER_LEAD: Duration = Duration::from_millis(50);
 
 /// The queue sampler on its thread.
 struct Sampler {
@@ -226,14 +231,15 @@ struct Sampler {
 }
 
 impl Sampler {
-    /// Starts sampling every `interval_ms`, and lets it run 50 ms before the flows start.
+    /// Starts sampling every `interval_ms`, and lets it run `SAMPLER_LEAD` before the flows
+    /// start.
     fn start(probes: Vec<sampler::Probe>, interval_ms: f64) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let interval = Duration::from_secs_f64(interval_ms / 1000.0);
         let st = stop.clone();
         let started = Instant::now();
         let thread = std::thread::spawn(move || sampler::run(probes, interval, st, started));
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(SAMPLER_LEAD);
         Sampler { stop, started, thread }
     }
 
