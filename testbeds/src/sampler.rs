@@ -9,7 +9,7 @@ use netlink_packet_core::{
 use netlink_packet_route::tc::{TcAttribute, TcMessage, TcStats2};
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -123,7 +123,7 @@ pub struct Probe {
     pub marker: Option<Marker>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Series {
     pub link_id: usize,
     /// seconds since the sampler started
@@ -145,9 +145,14 @@ impl Series {
     pub fn frames(&self) -> Vec<f64> {
         self.backlog.iter().map(|b| *b as f64 / crate::backend::FRAME as f64).collect()
     }
+
+    /// The samples where the link was busy: it sent bytes since the previous sample.
+    pub fn busy(&self) -> impl Iterator<Item = usize> + '_ {
+        (1..self.t.len()).filter(|&i| self.bytes[i] > self.bytes[i - 1])
+    }
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct MarkerCounts {
     pub marks: u64,
     pub packets: u64,
