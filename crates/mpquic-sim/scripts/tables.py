@@ -1,20 +1,16 @@
 #!/usr/bin/env python3
 """Markdown tables of the simulator's experiment results, in the write-ups' formats
-(docs/results/E*-sim.md, crosscheck.md), straight from the committed JSON: the `e1.json`,
+(docs/results/E*-sim.md), straight from the committed JSON: the `e1.json`,
 `e2.json`, ... that the retired Rust sweeps (`mpquic-sim exp e1|e2|e6|e7`) wrote and `e3.json`
 (`mpquic-sim e3`). Today's `mpquic-sim run experiments/E*.toml` writes `experiment.json` and its
 own `tables.md` instead; this script does not read those.
 
 usage: python3 crates/mpquic-sim/scripts/tables.py [--update] [EXP ...]
-  EXP: e1 e1-256k e1-512k e1-dc e2 e3 e6 e7 e7-dc crosscheck (default: all)
+  EXP: e1 e1-256k e1-512k e1-dc e2 e3 e6 e7 e7-dc (default: all)
   --update: replace each table's rows in its write-up (the table is found by its header line),
             otherwise print the tables.
-Run from the repository root. Cross-check: the sim side is read from $CROSSCHECK_SIM
-(default testbed-results/crosscheck: <dir>/sim/controller=<cc>/seed-*/results.json, as
-testbeds/experiments/crosscheck.sh writes them, and
-<dir>/sim-e2/<cc>/seed*/results.json); the netns side from testbeds/results/crosscheck/summary.json
-(with CROSSCHECK_WRITE=1 the sim side of that summary is rewritten too). Without sim runs there,
-the summary's sim numbers are used. Checked: it reproduces, from the JSON committed at 33a219c,
+Run from the repository root. (The cross-check's table is `mpquic-testbed compare` over the
+simulator's and the testbed's experiment.json, docs/results/crosscheck.md.) Checked: it reproduces, from the JSON committed at 33a219c,
 every table of those write-ups byte for byte.
 """
 import glob
@@ -91,8 +87,6 @@ E6_HDR = "| controller | paths | short FCT mean ms | short FCT std ms | p50 ms |
 E6_COLS = ["short_fct_mean_ms", "short_fct_std_ms", "short_fct_p50_ms", "short_fct_p99_ms", "short_unfinished", "short_pto", "short_flows", "long_mean_gbps"]
 E3_HDR = "| controller | moved off path 1 | share before -> during | moved off path 2 | share before -> during | goodput |"
 E3R_HDR = "| controller | moved off path 1, ms: median [min, max] | moved off path 2, ms: median [min, max] |"
-CC_HDR = "| controller | netns goodput % of ceiling | sim goodput % of ceiling | netns queue median / p99 | sim queue p50 / p99 | netns / sim CE-marked % of packets | netns / sim lost packets |"
-CC2_HDR = "| 8 DCTCP + 1 x | multipath / DCTCP goodput, netns | sim | multipath Mbit/s, netns | sim | queue median / p99, netns (frames) | sim (packets) |"
 
 
 def e1(sub):
@@ -153,66 +147,8 @@ def e3(_):
     return [("E3-sim.md", E3_HDR, full), ("E3-sim.md", E3R_HDR, rep)]
 
 
-def crosscheck(_):
-    """The sim side recomputed as in testbeds/experiments/crosscheck_summary.py; netns side kept."""
-    out = os.environ.get("CROSSCHECK_SIM", "testbed-results/crosscheck")
-    summ = load("testbeds/results/crosscheck/summary.json")
-    PAYLOAD = 1452 - 35
-    SIM_CEIL = PAYLOAD / 1480
-
-    def med(xs):
-        return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)} if xs else None
-    for cc in ("amp", "xmp", "dcm", "lia"):
-        g, q50, q99, lost, ce = [], [], [], [], []
-        for p in sorted(glob.glob(os.path.join(out, "sim", f"controller={cc}", "seed-*", "results.json"))):
-            j = load(p)
-            f = j["flows"][0]
-            g.append(f["goodput_last_half_bps"] / (2 * 100e6) / SIM_CEIL)
-            ql = [l for l in j["links"] if l["queue"]]
-            q50.append(sum(l["queue"]["p50"] for l in ql) / len(ql))
-            q99.append(max(l["queue"]["p99"] for l in ql))
-            lost.append(sum(p["lost_packets"] for p in f["path_stats"]))
-            ce.append(sum(l["marked"] for l in ql) / max(1, sum(l["sent_packets"] for l in ql)))
-        if g:
-            summ[cc]["sim"] = {"seeds": len(g), "goodput_of_ceiling": med(g), "queue_median": med(q50),
-                           "queue_p99": med(q99), "lost": med(lost), "marked_fraction": med(ce)}
-    for cc in ("xmp", "amp"):
-        ratio, mp, q50, q99 = [], [], [], []
-        for p in sorted(glob.glob(os.path.join(out, "sim-e2", cc, "seed*", "results.json"))):
-            j = load(p)
-            gp = {f["name"]: f["delivered_bytes"] * 8 / (f["fct_us"] / 1e6) / 1e6 for f in j["flows"]}
-            single = [v for k, v in gp.items() if k != "multipath"]
-            ratio.append(gp["multipath"] / (sum(single) / len(single)))
-            mp.append(gp["multipath"])
-            q = [l for l in j["links"] if l["queue"]][0]["queue"]
-            q50.append(q["p50"])
-            q99.append(q["p99"])
-        if ratio:
-            summ["e2_mix"][cc]["sim"] = {"ratio": med(ratio), "multipath_mbps": med(mp), "queue_median": med(q50), "queue_p99": med(q99)}
-    if os.environ.get("CROSSCHECK_WRITE"):
-        with open("testbeds/results/crosscheck/summary.json", "w") as f:
-            json.dump(summ, f, indent=1)
-    m = lambda s, d=1, k=1.0: ("%%.%df" % d) % (s["median"] * k)
-    rng = lambda s, d=1, k=1.0: ("%%.%df (%%.%df-%%.%df)" % (d, d, d)) % (s["median"] * k, s["min"] * k, s["max"] * k)
-    rows = []
-    for cc in ("amp", "xmp", "dcm", "lia"):
-        n, s = summ[cc]["netns"], summ[cc]["sim"]
-        rows.append("| %s | %s | %s | %s / %s | %s / %s | %s / %s | %s / %s |" % (
-            cc, rng(n["goodput_of_ceiling"], 1, 100), rng(s["goodput_of_ceiling"], 1, 100),
-            m(n["queue_median"]), m(n["queue_p99"]), m(s["queue_median"]), m(s["queue_p99"]),
-            m(n["marked_fraction"], 2, 100), m(s["marked_fraction"], 2, 100), m(n["lost"], 0), m(s["lost"], 0)))
-    rows2 = []
-    for cc in ("xmp", "amp"):
-        n, s = summ["e2_mix"][cc]["netns"], summ["e2_mix"][cc]["sim"]
-        sq = lambda x: "%g" % round(x["median"], 1)
-        rows2.append("| %s | %s | %s | %s | %s | %s / %s | %s / %s |" % (
-            cc, rng(n["ratio"], 2), m(s["ratio"], 2), rng(n["multipath_mbps"]), m(s["multipath_mbps"]),
-            m(n["queue_median"]), m(n["queue_p99"]), sq(s["queue_median"]), sq(s["queue_p99"])))
-    return [("crosscheck.md", CC_HDR, rows), ("crosscheck.md", CC2_HDR, rows2)]
-
-
 TABLES = {"e1": e1, "e1-256k": e1, "e1-512k": e1, "e1-dc": e1, "e2": e2, "e3": e3, "e6": e6,
-          "e7": e7, "e7-dc": e7, "crosscheck": crosscheck}
+          "e7": e7, "e7-dc": e7}
 
 
 def replace(doc, header, rows):
