@@ -7,6 +7,7 @@
 
 use crate::analysis;
 use crate::compile::compile;
+use crate::plots;
 use crate::results::{JobsResult, RunResult};
 use crate::runner;
 use crate::sampler::Series;
@@ -146,6 +147,9 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
     let mut failed = Vec::new();
     // Per analysis with a table: (point, round, row) of every run.
     let mut analysed: BTreeMap<&str, Vec<(String, usize, analysis::Row)>> = BTreeMap::new();
+    let link = c.experiment.base.report.as_ref().and_then(|r| r.link.clone());
+    // Per point, the report link's queue over every round (frames, busy samples).
+    let mut queues: Vec<Vec<f64>> = vec![Vec::new(); c.points.len()];
     runner::require_root()?;
     for round in 0..rounds {
         for (i, CompiledPoint { dir, plan, flows, job_groups }) in c.points.iter().enumerate() {
@@ -189,6 +193,9 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
                     }
                 }
             }
+            if let Some(link) = &link {
+                queues[i].extend(busy_queue(&result, &run_dir, link)?);
+            }
             rows[i].push(RunRow {
                 series: point.name(),
                 x: 0.0,
@@ -221,6 +228,7 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
         "experiment": c.experiment.base.name,
         "backend": "netns",
         "definition": c.experiment.base.report.as_ref().map(|r| r.definition.clone()),
+        "report": c.experiment.base.report,
         "runs": entries,
         "failed": failed,
         "summary": summary,
@@ -245,6 +253,10 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
         tables += "\n";
     }
     std::fs::write(out.join("tables.md"), &tables)?;
+    if let Some(link) = &link {
+        let points = c.experiment.points.iter().map(|p| p.name()).zip(queues).collect();
+        plots::queue_cdf(&out.join("queue-cdf.svg"), link, points)?;
+    }
     print!("{tables}");
     eprintln!(
         "wrote {} and {}",
@@ -275,6 +287,54 @@ fn analyses(
     let net = topology::build(&plan.topology);
     let run = analysis::Run { rep: &r.repetitions[0], series: &series, net: &net, groups: &groups };
     Ok((analysis::compute(report, &run), analysis::tables(report, &run)))
+}
+
+/// The queue of link `from->to` at the run's busy samples, in frames, from the series the run
+/// wrote (`rep0-series.json`); none if the run did not shape that direction.
+fn busy_queue(r: &RunResult, run_dir: &Path, link: &str) -> Result<Vec<f64>> {
+    let rep = &r.repetitions[0];
+    let Some(l) = rep.links.iter().find(|l| format!("{}->{}", l.from, l.to) == link) else {
+        return Ok(vec![]);
+    };
+    let path = run_dir.join("rep0-series.json");
+    let text = std::fs::read(&path).with_context(|| path.display().to_string())?;
+    let series: Vec<Series> =
+        serde_json::from_slice(&text).with_context(|| path.display().to_string())?;
+    Ok(series
+        .iter()
+        .filter(|s| s.link_id == l.link_id)
+        .flat_map(|s| {
+            let frames = s.frames();
+            s.busy().map(move |i| frames[i]).collect::<Vec<_>>()
+        })
+        .collect())
+}
+
+/// Two `experiment.json` of one experiment file side by side (the simulator's and the
+/// testbed's): each report table of the first, its metrics from both, points matched by their
+/// axis values. Markdown.
+pub fn compare(a: &Path, b: &Path) -> Result<String> {
+    let read = |p: &Path| -> Result<(String, Vec<metrics::SummaryRow>, serde_json::Value)> {
+        let text = std::fs::read_to_string(p).with_context(|| p.display().to_string())?;
+        let doc: serde_json::Value =
+            serde_json::from_str(&text).with_context(|| p.display().to_string())?;
+        let summary = serde_json::from_value(doc["summary"].clone())
+            .with_context(|| format!("{}: no summary of an experiment", p.display()))?;
+        let backend = doc["backend"].as_str().unwrap_or("?").to_string();
+        Ok((backend, summary, doc["report"].clone()))
+    };
+    let (a_name, a_rows, report) = read(a)?;
+    let (b_name, b_rows, _) = read(b)?;
+    let report: mpquic_scenario::experiment::ReportSpec = serde_json::from_value(report)
+        .with_context(|| format!("{}: no report section", a.display()))?;
+    Ok(report
+        .table
+        .iter()
+        .map(|t| {
+            metrics::comparison_table(&t.title, (&a_name, &a_rows), (&b_name, &b_rows), &t.metrics)
+        })
+        .collect::<Vec<_>>()
+        .join("\n"))
 }
 
 /// The shared per-run outcome from a testbed run (its one repetition): flows by name and group,
@@ -324,6 +384,7 @@ fn outcome(
     for ((jobs, spec), group) in rep.jobs.iter().zip(job_specs).zip(job_groups) {
         flows.extend(job_outcomes(jobs, spec, group));
     }
+    let frame = full_packet(rep.flows.iter().map(|f| f.kind));
     let links = rep
         .links
         .iter()
@@ -343,12 +404,14 @@ fn outcome(
                     p95: q.p95,
                 }),
                 sent_bytes: l.sent_bytes,
+                rate_bps: r.scenario.link_for(&l.from, &l.to).rate_mbit * 1e6,
+                sent_packets: frame.map_or(0, |(_, frame)| l.sent_bytes / frame),
             }
         })
         .collect();
     let receiver_cpu = rep.receiver_cpu_s.values().sum();
     Outcome {
-        payload_ceiling: payload_ceiling(rep.flows.iter().map(|f| f.kind)),
+        payload_ceiling: frame.map(|(payload, frame)| payload / frame as f64),
         flows,
         links,
         duration_s: rep.duration_s,
@@ -380,18 +443,18 @@ fn kind_name(kind: FlowKind) -> &'static str {
     }
 }
 
-/// Goodput over wire bytes of a full-size packet, when every flow is of one kind: htb counts
-/// Ethernet frames. An mpquic packet is a 1452-byte UDP payload in a 1494-byte frame, ~35
-/// bytes of it QUIC's (short header, STREAM frame header, AEAD tag); a kernel TCP segment
-/// carries 1448 bytes (timestamps on) in a 1514-byte frame.
-fn payload_ceiling(mut kinds: impl Iterator<Item = FlowKind>) -> Option<f64> {
+/// Application bytes and frame bytes of a full-size packet, when every flow is of one kind
+/// (htb counts Ethernet frames). An mpquic packet is a 1452-byte UDP payload in a 1494-byte
+/// frame, ~35 bytes of it QUIC's (short header, STREAM frame header, AEAD tag); a kernel TCP
+/// segment carries 1448 bytes (timestamps on) in a 1514-byte frame.
+fn full_packet(mut kinds: impl Iterator<Item = FlowKind>) -> Option<(f64, u64)> {
     let kind = kinds.next()?;
     if kinds.any(|k| k != kind) {
         return None;
     }
     Some(match kind {
-        FlowKind::Mpquic => (1452.0 - 35.0) / 1494.0,
-        FlowKind::KernelTcp | FlowKind::KernelMptcp => 1448.0 / 1514.0,
+        FlowKind::Mpquic => (1452.0 - 35.0, 1494),
+        FlowKind::KernelTcp | FlowKind::KernelMptcp => (1448.0, 1514),
     })
 }
 
@@ -454,12 +517,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ceiling_of_one_kind_only() {
-        assert_eq!(payload_ceiling([FlowKind::Mpquic].into_iter()), Some(1417.0 / 1494.0));
+    fn full_packet_of_one_kind_only() {
+        assert_eq!(full_packet([FlowKind::Mpquic].into_iter()), Some((1417.0, 1494)));
         let tcp = [FlowKind::KernelTcp, FlowKind::KernelTcp];
-        assert_eq!(payload_ceiling(tcp.into_iter()), Some(1448.0 / 1514.0));
-        assert_eq!(payload_ceiling([FlowKind::Mpquic, FlowKind::KernelTcp].into_iter()), None);
-        assert_eq!(payload_ceiling(std::iter::empty()), None);
+        assert_eq!(full_packet(tcp.into_iter()), Some((1448.0, 1514)));
+        assert_eq!(full_packet([FlowKind::Mpquic, FlowKind::KernelTcp].into_iter()), None);
+        assert_eq!(full_packet(std::iter::empty()), None);
     }
 
     #[test]

@@ -44,6 +44,9 @@ enum Cmd {
         #[arg(long)]
         repetitions: Option<u32>,
     },
+    /// Two experiment.json files of one experiment file side by side, e.g. `mpquic-sim run`'s
+    /// and `mpquic-testbed run`'s: the first's report tables with both files' medians (min-max).
+    Compare { a: PathBuf, b: PathBuf },
     /// Check scenario files without building anything: parameters, host and link names,
     /// controllers, ECN modes and schedulers (by the library that will parse them).
     Validate { scenarios: Vec<PathBuf> },
@@ -108,6 +111,7 @@ fn main() -> Result<()> {
             let rounds = repetitions.map(|r| r as usize);
             torn_down(|_| experiment::run(&c, &out, rounds))?;
         }
+        Cmd::Compare { a, b } => print!("{}", experiment::compare(&a, &b)?),
         Cmd::Validate { scenarios } => {
             let mut failed = 0;
             for s in &scenarios {

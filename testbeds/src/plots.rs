@@ -63,6 +63,24 @@ pub fn fct_cdf(path: &Path, flows: &[FlowResult], jobs: &[JobsResult]) -> Result
     lines(path, title, "completion time (ms)", "fraction", series)
 }
 
+/// The CDF of a link's queue per sweep point (frames over busy samples, every round pooled),
+/// each curve thinned to about 400 points.
+pub fn queue_cdf(path: &Path, link: &str, points: Vec<(String, Vec<f64>)>) -> Result<()> {
+    let s = points
+        .into_iter()
+        .map(|(name, q)| {
+            let cdf = mpquic_stats::Sorted::new(&q).cdf();
+            let step = cdf.len().div_ceil(400).max(1);
+            let last = cdf.last().copied();
+            let mut thin: Vec<(f64, f64)> = cdf.into_iter().step_by(step).collect();
+            thin.extend(last.filter(|l| thin.last() != Some(l)));
+            (name, thin)
+        })
+        .collect();
+    let title = format!("Queue CDF at {link}, every round");
+    lines(path, &title, "queue (frames of 1514 B, busy samples)", "fraction", s)
+}
+
 /// (ms, cumulative fraction) points of durations in seconds.
 fn cdf(s: Vec<f64>) -> Vec<(f64, f64)> {
     mpquic_stats::Sorted::new(&s).cdf().into_iter().map(|(x, p)| (x * 1000.0, p)).collect()

@@ -145,6 +145,11 @@ impl Series {
     pub fn frames(&self) -> Vec<f64> {
         self.backlog.iter().map(|b| *b as f64 / crate::backend::FRAME as f64).collect()
     }
+
+    /// The samples where the link was busy: it sent bytes since the previous sample.
+    pub fn busy(&self) -> impl Iterator<Item = usize> + '_ {
+        (1..self.t.len()).filter(|&i| self.bytes[i] > self.bytes[i - 1])
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -131,6 +131,10 @@ pub struct LinkOutcome {
     pub queue: Option<QueueOutcome>,
     /// Bytes it sent, as the backend counts them on the wire.
     pub sent_bytes: u64,
+    /// Its rate, bits per second.
+    pub rate_bps: f64,
+    /// Packets it sent (the testbed, which counts bytes: its bytes over a full packet's frame).
+    pub sent_packets: u64,
 }
 
 /// Queue length over the run, packets.
@@ -235,6 +239,9 @@ pub const CATALOGUE: &[(&str, &str)] = &[
     ("delay_late_p99_worst_us", "the worst second's p99 release lateness, us"),
     ("delay_late_max_us", "median over the busy seconds of their latest release, us"),
     ("delay_late_max_worst_us", "the latest release of any busy second, us"),
+    ("ideal_ms", "the flows' bytes at the report link's rate x payload ceiling, ms"),
+    ("goodput_of_ceiling", "second-half goodput sum over the monitored links' rates x ceiling"),
+    ("marked_fraction", "marks over packets sent, summed over every monitored link"),
 ];
 
 /// Delay-line seconds with fewer packets than this are idle (keep-alives between transfers):
@@ -323,6 +330,7 @@ pub fn compute(s: &Scenario, o: &Outcome) -> BTreeMap<String, f64> {
     let Some(report) = &s.report else { return BTreeMap::new() };
     let rounds = rounds(s);
     let link = report.link.as_deref().and_then(|n| o.links.iter().find(|l| l.name == n));
+    let monitored = || o.links.iter().filter(|l| l.queue.is_some());
     let one = |m: &str| {
         if let Ok(constant) = m.parse::<f64>() {
             return constant;
@@ -349,6 +357,16 @@ pub fn compute(s: &Scenario, o: &Outcome) -> BTreeMap<String, f64> {
                 path_metric(name, selector, &flows)
             }
             _ if name.starts_with("delay_") => delay_metric(name, &o.delay_line),
+            "ideal_ms" => {
+                let bits = flows.iter().map(|f| f.bytes).sum::<u64>() as f64 * 8.0;
+                let rate = link.map_or(f64::NAN, |l| l.rate_bps);
+                bits / (rate * o.payload_ceiling.unwrap_or(f64::NAN)) * 1e3
+            }
+            "goodput_of_ceiling" => {
+                let goodput: f64 = flows.iter().map(|f| f.goodput_last_half_bps).sum();
+                let rates: f64 = monitored().map(|l| l.rate_bps).sum();
+                goodput / (rates * o.payload_ceiling.unwrap_or(f64::NAN))
+            }
             _ => run_metric(name, o).unwrap_or_else(|| metric(name, &flows, link, rounds)),
         }
     };
@@ -371,9 +389,10 @@ pub fn in_group(flow: Option<&str>, group: Option<&str>) -> bool {
     group.is_none_or(|g| flow.is_some_and(|f| f.starts_with(g)))
 }
 
-/// The metrics of the whole run (every monitored link, the host, the receivers); None for the
-/// others.
+/// The metrics of the whole run (every monitored link: those with a sampled queue; the host,
+/// the receivers); None for the others.
 fn run_metric(name: &str, o: &Outcome) -> Option<f64> {
+    let monitored = || o.links.iter().filter(|l| l.queue.is_some());
     let queues = |x: &dyn Fn(&QueueOutcome) -> f64| {
         o.links.iter().filter_map(|l| l.queue.as_ref()).map(x).collect::<Vec<f64>>()
     };
@@ -381,10 +400,14 @@ fn run_metric(name: &str, o: &Outcome) -> Option<f64> {
         "queue_p90_max" => quantile(&queues(&|q| q.p90), 1.0),
         "queue_p99_max" => quantile(&queues(&|q| q.p99), 1.0),
         "queue_p50_mean" => mean(&queues(&|q| q.p50)),
-        "drops_all" => o.links.iter().map(|l| l.dropped).sum::<u64>() as f64,
-        "marks_all" => o.links.iter().map(|l| l.marked).sum::<u64>() as f64,
+        "drops_all" => monitored().map(|l| l.dropped).sum::<u64>() as f64,
+        "marks_all" => monitored().map(|l| l.marked).sum::<u64>() as f64,
         "rcvbuf_drops" => o.receiver_rcvbuf_errors as f64,
         "host_load" => o.host_load_1min.unwrap_or(f64::NAN),
+        "marked_fraction" => {
+            let marks: u64 = monitored().map(|l| l.marked).sum();
+            marks as f64 / monitored().map(|l| l.sent_packets).sum::<u64>() as f64
+        }
         _ => return None,
     })
 }
@@ -659,7 +682,7 @@ pub struct RunRow {
 }
 
 /// Median, min, max of a metric over seeds.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Spread {
     /// Median.
     pub median: f64,
@@ -696,14 +719,14 @@ fn r4(x: f64) -> f64 {
 }
 
 /// Per sweep point: metric -> spread over seeds.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SummaryRow {
     /// Series.
     pub series: String,
     /// X value.
     pub x: f64,
     /// The point's (axis, value) pairs, when it comes from an experiment file's sweep.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub labels: Vec<(String, String)>,
     /// Metric -> median/min/max over seeds.
     pub metrics: BTreeMap<String, Spread>,
@@ -756,4 +779,34 @@ pub fn short(x: f64) -> String {
         return format!("{rounded:.0}");
     }
     format!("{rounded:.*}", decimals(rounded))
+}
+
+/// Two summaries of one experiment side by side (e.g. the simulator's and the testbed's
+/// `experiment.json`): a row per point of `a` (by its axis values) with the point of `b` that
+/// has the same values, and per metric a column for each, headed `metric (a_name)` and
+/// `metric (b_name)`.
+pub fn comparison_table(
+    title: &str,
+    (a_name, a): (&str, &[SummaryRow]),
+    (b_name, b): (&str, &[SummaryRow]),
+    metrics: &[String],
+) -> String {
+    let keys: Vec<&str> =
+        a.first().map_or(vec![], |r| r.labels.iter().map(|(k, _)| &k[..]).collect());
+    let heads: Vec<String> = metrics
+        .iter()
+        .flat_map(|m| [format!("{m} ({a_name})"), format!("{m} ({b_name})")])
+        .collect();
+    let mut out = format!("### {title}\n\n| {} | {} |\n", keys.join(" | "), heads.join(" | "));
+    out += &format!("|{}\n", "---|".repeat(keys.len() + heads.len()));
+    for row in a {
+        let twin = b.iter().find(|r| r.labels == row.labels);
+        let mut cells: Vec<String> = row.labels.iter().map(|(_, v)| v.clone()).collect();
+        for m in metrics {
+            cells.push(row.metrics.get(m).map_or("-".into(), cell));
+            cells.push(twin.and_then(|t| t.metrics.get(m)).map_or("-".into(), cell));
+        }
+        out += &format!("| {} |\n", cells.join(" | "));
+    }
+    out
 }

@@ -1,8 +1,8 @@
 //! The report metrics over a hand-made outcome: what each computes, per round and per job.
 
 use mpquic_scenario::metrics::{
-    compute, markdown_table, summarize, DelayLineSecond, FlowOutcome, LinkOutcome, Outcome,
-    PathOutcome, QueueOutcome, RunRow,
+    comparison_table, compute, markdown_table, summarize, DelayLineSecond, FlowOutcome,
+    LinkOutcome, Outcome, PathOutcome, QueueOutcome, RunRow,
 };
 use mpquic_scenario::parse_scenario;
 use mpquic_scenario::tables::markdown;
@@ -564,4 +564,81 @@ metrics = ["delay_pkt_per_s", "delay_late_p99_us", "delay_late_p99_worst_us", "d
     assert_eq!(m["delay_late_max_worst_us"], 1100.0);
     outcome.delay_line.clear();
     assert!(compute(&s, &outcome).values().all(|v| v.is_nan()), "no delay line: no values");
+}
+
+/// The ceiling metrics: the ideal time of the group's bytes on the report link, goodput against
+/// the monitored links' capacity, marks per packet sent.
+#[test]
+fn ceiling_metrics() {
+    let text = r#"name = "m"
+duration = "1s"
+[topology]
+kind = "two-path"
+[report]
+link = "a->dst"
+metrics = ["ideal_ms", "goodput_of_ceiling", "marked_fraction", "fct_max_ms / ideal_ms"]
+"#;
+    let s = parse_scenario(text).unwrap();
+    let link = |name: &str, marked: u64, sent_packets: u64| LinkOutcome {
+        name: name.into(),
+        marked,
+        sent_packets,
+        rate_bps: 100e6,
+        queue: Some(QueueOutcome::default()),
+        ..LinkOutcome::default()
+    };
+    let outcome = Outcome {
+        flows: vec![FlowOutcome {
+            // 1 MB: 80 ms at 100 Mbit/s, 100 ms at a ceiling of 0.8.
+            bytes: 1_000_000,
+            fct_us: Some(150_000.0),
+            goodput_last_half_bps: 120e6,
+            ..FlowOutcome::default()
+        }],
+        links: vec![
+            link("a->dst", 30, 1000),
+            link("b->dst", 10, 1000),
+            // Not monitored (no queue samples): not in the sums.
+            LinkOutcome {
+                name: "src->a".into(),
+                marked: 5,
+                rate_bps: 1e9,
+                ..LinkOutcome::default()
+            },
+        ],
+        payload_ceiling: Some(0.8),
+        ..Outcome::default()
+    };
+    let m = compute(&s, &outcome);
+    assert_eq!(m["ideal_ms"], 100.0);
+    assert_eq!(m["goodput_of_ceiling"], 0.75, "120 Mbit/s of 2 x 100 x 0.8");
+    assert_eq!(m["marked_fraction"], 0.02);
+    assert_eq!(m["fct_max_ms / ideal_ms"], 1.5);
+}
+
+#[test]
+fn two_summaries_side_by_side() {
+    let row = |labels: &[(&str, &str)], v: f64| {
+        let runs: Vec<RunRow> = [v, v + 2.0]
+            .iter()
+            .map(|&x| RunRow {
+                series: String::new(),
+                x: 0.0,
+                seed: 1,
+                metrics: [("lost".to_string(), x)].into(),
+                wall_s: 0.0,
+            })
+            .collect();
+        let mut r = summarize("", 0.0, &runs);
+        r.labels = labels.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        r
+    };
+    let sim = [row(&[("controller", "amp")], 1.0), row(&[("controller", "xmp")], 5.0)];
+    let netns = [row(&[("controller", "xmp")], 7.0)];
+    let table = comparison_table("T", ("sim", &sim), ("netns", &netns), &["lost".into()]);
+    assert_eq!(
+        table,
+        "### T\n\n| controller | lost (sim) | lost (netns) |\n|---|---|---|\n\
+         | amp | 1 (1-3) | - |\n| xmp | 5 (5-7) | 7 (7-9) |\n"
+    );
 }

@@ -204,6 +204,7 @@ pub fn run_experiment(e: &Experiment, file: &str, out: &Path, command: &str) -> 
         &out.join("experiment.json"),
         serde_json::json!({
             "experiment": s.name,
+            "backend": "sim",
             "file": file,
             "command": command,
             "scenario": s,

@@ -397,6 +397,8 @@ impl Report {
                     p95: q.p95 as f64,
                 }),
                 sent_bytes: l.sent_bytes,
+                rate_bps: l.rate_bps as f64,
+                sent_packets: l.sent_packets,
             })
             .collect();
         let mtu = f64::from(self.scenario.transport.mtu);

@@ -173,18 +173,15 @@ pub fn jobs_result(
 
 /// One bottleneck's result from its sampled series.
 pub fn link_result(s: &Series, b: &Bottleneck) -> LinkResult {
-    // Busy samples: the link sent bytes since the previous sample.
     let mut qp = Vec::new();
     let mut qb = Vec::new();
     let mut busy_t = 0.0;
     let mut busy_bytes = 0u64;
-    for i in 1..s.t.len() {
-        if s.bytes[i] > s.bytes[i - 1] {
-            qp.push(s.qlen[i] as f64);
-            qb.push(s.backlog[i] as f64);
-            busy_t += s.t[i] - s.t[i - 1];
-            busy_bytes += s.bytes[i] - s.bytes[i - 1];
-        }
+    for i in s.busy() {
+        qp.push(s.qlen[i] as f64);
+        qb.push(s.backlog[i] as f64);
+        busy_t += s.t[i] - s.t[i - 1];
+        busy_bytes += s.bytes[i] - s.bytes[i - 1];
     }
     let mm = if s.model_minus_real.is_empty() {
         None
