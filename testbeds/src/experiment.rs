@@ -278,7 +278,7 @@ fn analyses(
     r: &RunResult,
     labels: &[(String, Option<String>)],
     run_dir: &Path,
-) -> Result<(metrics::Metrics, Vec<(&'static str, Result<Vec<analysis::Row>>)>)> {
+) -> Result<(metrics::Metrics, analysis::Tables)> {
     let path = run_dir.join("rep0-series.json");
     let text = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
     let series: Vec<Series> =

@@ -56,6 +56,9 @@ pub struct RunTable {
 /// One row: (column, value) in column order.
 pub type Row = Vec<(&'static str, serde_json::Value)>;
 
+/// The rows of one run per analysis that gives a table (or why it could not).
+pub type Tables = Vec<(&'static str, anyhow::Result<Vec<Row>>)>;
+
 /// Every analysis the testbed has.
 pub const ANALYSES: &[Analysis] = &[shift::SHIFT, job_phase::JOB_PHASE, pathkeep::PATHKEEP];
 
@@ -115,7 +118,7 @@ pub fn compute(report: &ReportSpec, run: &Run) -> Metrics {
 }
 
 /// The report's analyses that give tables, with their rows for one run.
-pub fn tables(report: &ReportSpec, run: &Run) -> Vec<(&'static str, anyhow::Result<Vec<Row>>)> {
+pub fn tables(report: &ReportSpec, run: &Run) -> Tables {
     report
         .analyses
         .iter()
