@@ -692,7 +692,8 @@ pub struct Spread {
     pub max: f64,
     /// Runs.
     pub n: usize,
-    /// Sum (counts pooled over the runs).
+    /// Sum (counts pooled over the runs; absent in summaries written before it existed).
+    #[serde(default)]
     pub sum: f64,
 }
 
