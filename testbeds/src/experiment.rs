@@ -170,9 +170,12 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
             let seed = seeds[round % seeds.len()];
             let outcome = outcome(&result, flows, &plan.jobs, job_groups);
             let mut m = metrics::compute(&point.scenario, &outcome);
-            if let Some(report) = point.scenario.report.as_ref().filter(|r| !r.analyses.is_empty())
-            {
-                let (metrics, tables) = analyses(report, plan, &result, flows, &run_dir)?;
+            let report = point.scenario.report.as_ref().filter(|r| !r.analyses.is_empty());
+            // The sampled series, read back once for what needs it.
+            let series =
+                if report.is_some() || link.is_some() { read_series(&run_dir)? } else { vec![] };
+            if let Some(report) = report {
+                let (metrics, tables) = analyses(report, plan, &result, flows, &series);
                 m.extend(metrics);
                 for (name, rows) in tables {
                     match rows {
@@ -194,7 +197,7 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
                 }
             }
             if let Some(link) = &link {
-                queues[i].extend(busy_queue(&result, &run_dir, link)?);
+                queues[i].extend(busy_queue(&result, &series, link));
             }
             rows[i].push(RunRow {
                 series: point.name(),
@@ -270,44 +273,43 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
     Ok(())
 }
 
-/// The report's analyses of a run (its one repetition), from its result and the sampled series
-/// it wrote in `run_dir`: their metrics, and the rows of those that give tables.
+/// The sampled link series a run wrote in `run_dir` (`rep0-series.json`).
+fn read_series(run_dir: &Path) -> Result<Vec<Series>> {
+    let path = run_dir.join("rep0-series.json");
+    let text = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_slice(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+/// The report's analyses of a run (its one repetition), from its result and sampled series:
+/// their metrics, and the rows of those that give tables.
 fn analyses(
     report: &ReportSpec,
     plan: &spec::Scenario,
     r: &RunResult,
     labels: &[(String, Option<String>)],
-    run_dir: &Path,
-) -> Result<(metrics::Metrics, analysis::Tables)> {
-    let path = run_dir.join("rep0-series.json");
-    let text = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-    let series: Vec<Series> =
-        serde_json::from_slice(&text).with_context(|| format!("parsing {}", path.display()))?;
+    series: &[Series],
+) -> (metrics::Metrics, analysis::Tables) {
     let groups: Vec<Option<String>> = labels.iter().map(|(_, g)| g.clone()).collect();
     let net = topology::build(&plan.topology);
-    let run = analysis::Run { rep: &r.repetitions[0], series: &series, net: &net, groups: &groups };
-    Ok((analysis::compute(report, &run), analysis::tables(report, &run)))
+    let run = analysis::Run { rep: &r.repetitions[0], series, net: &net, groups: &groups };
+    (analysis::compute(report, &run), analysis::tables(report, &run))
 }
 
-/// The queue of link `from->to` at the run's busy samples, in frames, from the series the run
-/// wrote (`rep0-series.json`); none if the run did not shape that direction.
-fn busy_queue(r: &RunResult, run_dir: &Path, link: &str) -> Result<Vec<f64>> {
+/// The queue of link `from->to` at the run's busy samples, in frames, from its sampled
+/// series; none if the run did not shape that direction.
+fn busy_queue(r: &RunResult, series: &[Series], link: &str) -> Vec<f64> {
     let rep = &r.repetitions[0];
     let Some(l) = rep.links.iter().find(|l| format!("{}->{}", l.from, l.to) == link) else {
-        return Ok(vec![]);
+        return vec![];
     };
-    let path = run_dir.join("rep0-series.json");
-    let text = std::fs::read(&path).with_context(|| path.display().to_string())?;
-    let series: Vec<Series> =
-        serde_json::from_slice(&text).with_context(|| path.display().to_string())?;
-    Ok(series
+    series
         .iter()
         .filter(|s| s.link_id == l.link_id)
         .flat_map(|s| {
             let frames = s.frames();
             s.busy().map(move |i| frames[i]).collect::<Vec<_>>()
         })
-        .collect())
+        .collect()
 }
 
 /// Two `experiment.json` of one experiment file side by side (the simulator's and the

@@ -8,7 +8,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{at, ScenarioError};
 use crate::model::{Scenario, Workload};
-use crate::tables::Column;
 
 /// One run's result, as the report metrics read it.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -746,14 +745,6 @@ pub fn summarize(series: &str, x: f64, runs: &[RunRow]) -> SummaryRow {
         })
         .collect();
     SummaryRow { series: series.to_string(), x, labels: vec![], metrics }
-}
-
-/// A markdown table: one row per summary row (its axis values, or else its series and x),
-/// `median (min-max)` per metric.
-pub fn markdown_table(title: &str, summary: &[SummaryRow], metrics: &[String]) -> String {
-    let columns: Vec<Column> = metrics.iter().map(|m| Column::Median(m)).collect();
-    let rows: Vec<&SummaryRow> = summary.iter().collect();
-    crate::tables::render(title, &rows, summary, &columns)
 }
 
 /// A table cell: `median (min-max)`, or the median alone when the spread rounds away.
