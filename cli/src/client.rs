@@ -96,6 +96,9 @@ impl LaterPaths {
         LaterPaths(tokio::spawn(async move {
             for (spec, delay) in paths {
                 tokio::time::sleep_until(established + delay).await;
+                if conn.connection().close_reason().is_some() {
+                    return; // closed before the path was due: nothing left to carry
+                }
                 if let Err(failure) = conn.open_path(spec).await {
                     warn_path_failed(&failure);
                 }
