@@ -93,8 +93,12 @@ pub struct AggregateResult {
 /// printing nothing, only when set-up fails; failed jobs are in the result).
 pub async fn aggregate(args: &AggregateArgs) -> Result<AggregateResult> {
     let c = &args.connect;
-    if !c.locals.is_empty() || !c.paths.is_empty() || c.paths_per_pair != 1 {
-        bail!("aggregate opens one single-path connection per --server: --local, --path and --paths-per-pair do not apply");
+    if !c.locals.is_empty()
+        || !c.paths.is_empty()
+        || c.paths_per_pair != 1
+        || !c.path_delays.is_empty()
+    {
+        bail!("aggregate opens one single-path connection per --server: --local, --path, --paths-per-pair and --path-delay do not apply");
     }
     let options = c.transport.options()?;
     let client = c.client(c.servers[0].ip())?;

@@ -122,6 +122,14 @@ pub struct ConnectArgs {
     /// subflows, as in MPTCP-D's experiments).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16), value_name = "N")]
     pub paths_per_pair: u32,
+    /// Open the paths at these times, in seconds after the connection is established
+    /// (repeatable, or comma-separated): one per path, in the order the paths are listed (each
+    /// --path, or each --local x --server pair, repeated --paths-per-pair times). The first is 0
+    /// (path 0 carries the handshake); the others must not decrease, e.g. `--path-delay 0,5,15`.
+    /// A path opened during a transfer carries data as soon as it is validated. Default: every
+    /// path opens with the connection. With --repeat the times start again on each connection.
+    #[arg(long = "path-delay", value_name = "SECS", value_delimiter = ',', value_parser = parse_delay)]
+    pub path_delays: Vec<Duration>,
     /// Name the server's certificate must carry (default: the first server's IP).
     #[arg(long)]
     pub server_name: Option<String>,
@@ -159,6 +167,14 @@ pub fn parse_interval(s: &str) -> Result<Duration, String> {
     }
 }
 
+/// A delay of 0 or more seconds.
+fn parse_delay(s: &str) -> Result<Duration, String> {
+    match s.trim().parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs >= 0.0 => Ok(Duration::from_secs_f64(secs)),
+        _ => Err(format!("bad path delay {s:?}: a number of seconds, 0 or more")),
+    }
+}
+
 fn parse_path(s: &str) -> Result<PathSpec, String> {
     let (local, remote) = s.split_once('=').ok_or("expected LOCAL_IP=SERVER_IP:PORT")?;
     let local: IpAddr = local.parse().map_err(|e| format!("bad local address {local:?}: {e}"))?;
@@ -186,6 +202,42 @@ impl ConnectArgs {
             ensure_local(local)?;
         }
         Ok(specs)
+    }
+
+    /// The paths to open, each with its delay after the connection is established
+    /// (`--path-delay`; all 0 without it), checked: one delay per path, path 0's 0, none
+    /// earlier than the one before.
+    pub fn timed_paths(&self) -> Result<Vec<(PathSpec, Duration)>> {
+        let specs = self.path_specs()?;
+        let delays = &self.path_delays;
+        if delays.is_empty() {
+            return Ok(specs.into_iter().map(|s| (s, Duration::ZERO)).collect());
+        }
+        if delays.len() != specs.len() {
+            let paths = specs.len();
+            bail!(
+                "--path-delay: one delay per path, in the order the paths are listed: {} given \
+                 for {paths} path{}",
+                delays.len(),
+                if paths == 1 { "" } else { "s" }
+            );
+        }
+        if !delays[0].is_zero() {
+            bail!(
+                "--path-delay: the first path's delay must be 0, not {:?}: path 0 carries the \
+                 handshake, so it opens with the connection",
+                delays[0]
+            );
+        }
+        if let Some(i) = (1..delays.len()).find(|&i| delays[i] < delays[i - 1]) {
+            bail!(
+                "--path-delay: delays must not decrease (path {i} at {:?} after path {} at {:?})",
+                delays[i],
+                i - 1,
+                delays[i - 1]
+            );
+        }
+        Ok(specs.into_iter().zip(delays.iter().copied()).collect())
     }
 
     pub fn trust(&self) -> Result<Trust> {
@@ -451,6 +503,15 @@ mod tests {
         assert_eq!(parse_size("2GiB"), Ok(2 << 30));
         assert!(parse_size("12X").is_err());
         assert!(parse_size("99999999999T").is_err());
+    }
+
+    #[test]
+    fn path_delays_are_seconds_of_zero_or_more() {
+        assert_eq!(parse_delay("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_delay("0.25"), Ok(Duration::from_millis(250)));
+        assert!(parse_delay("-1").is_err());
+        assert!(parse_delay("inf").is_err());
+        assert!(parse_delay("soon").is_err());
     }
 
     #[test]

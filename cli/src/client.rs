@@ -6,7 +6,7 @@ use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
-use mpquic::{Client, MultipathConnection};
+use mpquic::{Client, MultipathConnection, PathOpenError, PathSpec};
 use rand::{rngs::SmallRng, RngCore, SeedableRng};
 use tokio::io::{AsyncRead, ReadBuf};
 
@@ -43,28 +43,34 @@ impl AsyncRead for GeneratedData {
 struct Session {
     client: Client,
     conn: MultipathConnection,
+    /// The paths `--path-delay` opens later, on `conn`.
+    _later: LaterPaths,
 }
 
 async fn connect(args: &ConnectArgs) -> Result<Session> {
     let specs = args.path_specs()?;
     let client = args.client(specs[0].remote.ip())?;
-    let conn = open_connection(&client, args).await?;
-    Ok(Session { client, conn })
+    let (conn, later) = open_connection(&client, args).await?;
+    Ok(Session { client, conn, _later: later })
 }
 
-/// A connection over every path of `args` from `client`'s endpoint.
-async fn open_connection(client: &Client, args: &ConnectArgs) -> Result<MultipathConnection> {
+/// A connection from `client`'s endpoint over the paths of `args` that open with it, and the
+/// task that opens the others at their `--path-delay`.
+async fn open_connection(
+    client: &Client,
+    args: &ConnectArgs,
+) -> Result<(MultipathConnection, LaterPaths)> {
+    let mut paths = args.timed_paths()?;
+    // Delays do not decrease and path 0's is 0: the paths due now come first.
+    let later = paths.split_off(paths.iter().take_while(|(_, delay)| delay.is_zero()).count());
+    let now: Vec<PathSpec> = paths.into_iter().map(|(spec, _)| spec).collect();
     let (conn, failures) = client
-        .connect(
-            &args.server_name(),
-            &args.path_specs()?,
-            &args.transport.options()?,
-            args.timeout()?,
-        )
+        .connect(&args.server_name(), &now, &args.transport.options()?, args.timeout()?)
         .await?;
     for failure in failures {
-        eprintln!("mpquic: warning: {failure}; continuing on the other paths");
+        warn_path_failed(&failure);
     }
+    let later = LaterPaths::start(&conn, later);
     // Say when a path fails or comes back while it happens, not only in the final table.
     let mut failovers = conn.failover_events();
     tokio::spawn(async move {
@@ -72,7 +78,39 @@ async fn open_connection(client: &Client, args: &ConnectArgs) -> Result<Multipat
             eprintln!("mpquic: {event}");
         }
     });
-    Ok(conn)
+    Ok((conn, later))
+}
+
+fn warn_path_failed(failure: &PathOpenError) {
+    eprintln!("mpquic: warning: {failure}; continuing on the other paths");
+}
+
+/// Opens paths on a running connection at their delays after it was established
+/// (`--path-delay`); stops, leaving the rest unopened, when dropped with its connection.
+struct LaterPaths(tokio::task::JoinHandle<()>);
+
+impl LaterPaths {
+    fn start(conn: &MultipathConnection, paths: Vec<(PathSpec, Duration)>) -> LaterPaths {
+        let established = tokio::time::Instant::now();
+        let conn = conn.clone();
+        LaterPaths(tokio::spawn(async move {
+            for (spec, delay) in paths {
+                tokio::time::sleep_until(established + delay).await;
+                if conn.connection().close_reason().is_some() {
+                    return; // closed before the path was due: nothing left to carry
+                }
+                if let Err(failure) = conn.open_path(spec).await {
+                    warn_path_failed(&failure);
+                }
+            }
+        }))
+    }
+}
+
+impl Drop for LaterPaths {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 impl Session {
@@ -122,7 +160,8 @@ pub async fn send(args: SendArgs, mut report: impl FnMut(&TransferResult)) -> Re
         if i > 0 {
             // A new connection from the same endpoint; the previous one drains in the background.
             session.conn.connection().close(0u32.into(), b"done");
-            session.conn = open_connection(&session.client, &args.connect).await?;
+            (session.conn, session._later) =
+                open_connection(&session.client, &args.connect).await?;
         }
         let source = match first.take() {
             Some(source) => source,

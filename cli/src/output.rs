@@ -98,9 +98,10 @@ impl TransferResult {
         }
         let _ = writeln!(
             out,
-            "{:>4}  {:<32} {:>10} {:>6} {:>22} {:>18} {:>6} {:>9} {:>9}",
+            "{:>4}  {:<32} {:>8} {:>10} {:>6} {:>22} {:>18} {:>6} {:>9} {:>9}",
             "path",
             "local -> remote",
+            "opened",
             "sent",
             "share",
             "rtt min/p50/p99 ms",
@@ -121,9 +122,12 @@ impl TransferResult {
             };
             let _ = writeln!(
                 out,
-                "{:>4}  {:<32} {:>10} {:>5.1}% {:>22} {:>18} {:>6} {:>9} {:>8.0}ms{}",
+                "{:>4}  {:<32} {:>8} {:>10} {:>5.1}% {:>22} {:>18} {:>6} {:>9} {:>8.0}ms{}",
                 p.id,
                 route,
+                // When the path opened, after the connection (--path-delay, or a re-opened
+                // path).
+                p.opened_ms.map_or("-".into(), |ms| format!("{:.2}s", ms / 1000.0)),
                 human_bytes(p.bytes_sent),
                 p.share * 100.0,
                 rtt,

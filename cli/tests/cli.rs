@@ -287,6 +287,7 @@ fn bad_input_gets_one_clear_line() {
     // An address with no server: the connection attempt times out.
     let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let silent_addr = silent.local_addr().unwrap().to_string();
+    let download = tmp.path().join("download.bin").to_str().unwrap().to_owned();
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (
             vec!["send", "/nonexistent/file", "--server", "127.0.0.1:9", "--insecure"],
@@ -359,6 +360,59 @@ fn bad_input_gets_one_clear_line() {
         (
             vec!["send", f, "--server", &silent_addr, "--insecure", "--timeout", "1"],
             "no answer from",
+        ),
+        (
+            vec!["send", f, "-s", "127.0.0.1:9", "--insecure", "--path-delay", "0,1"],
+            "one delay per path, in the order the paths are listed: 2 given for 1 path",
+        ),
+        (
+            vec![
+                "send",
+                f,
+                "-s",
+                "127.0.0.1:9",
+                "-s",
+                "127.0.0.2:9",
+                "--insecure",
+                "--path-delay",
+                "0.5,1",
+            ],
+            "the first path's delay must be 0",
+        ),
+        (
+            vec![
+                "get",
+                "f.bin",
+                "-o",
+                &download,
+                "-s",
+                "127.0.0.1:9",
+                "-s",
+                "127.0.0.2:9",
+                "-s",
+                "127.0.0.3:9",
+                "--insecure",
+                "--path-delay",
+                "0",
+                "--path-delay",
+                "2",
+                "--path-delay",
+                "1",
+            ],
+            "delays must not decrease (path 2 at 1s after path 1 at 2s)",
+        ),
+        (
+            vec![
+                "aggregate",
+                "--name",
+                "a",
+                "-s",
+                "127.0.0.1:9",
+                "--insecure",
+                "--path-delay",
+                "0",
+            ],
+            "--path-delay do not apply",
         ),
         (
             vec!["send", f, "--server", "127.0.0.1:9", "--insecure", "--name", "../escape"],
@@ -614,4 +668,69 @@ fn interval_lines_show_every_path_while_the_transfer_runs() {
         .collect();
     assert!(carried.iter().all(|&n| n > 0), "interval objects per path: {carried:?}");
     assert!(intervals.iter().all(|o| o["mbit_s"].as_f64().is_some() || o["kind"] == "event"));
+}
+
+#[test]
+fn a_path_opened_mid_transfer_carries_data_on_every_repeated_connection() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Long enough that path 1, opened 0.1 s in, finds the transfer running (loopback moves
+    // ~3 Gbit/s here: ~0.3 s).
+    let source = random_file(tmp.path(), "payload.bin", 100 << 20);
+    let store = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(
+        &["127.0.0.1", "127.0.0.2"],
+        &[
+            "--insecure",
+            "--dir",
+            store.path().to_str().unwrap(),
+            "--overwrite",
+            "--max-transfers",
+            "2",
+        ],
+    );
+    let (a, b) = (server.addr("127.0.0.1"), server.addr("127.0.0.2"));
+    let out = mpquic(&[
+        "send",
+        source.to_str().unwrap(),
+        "--path",
+        &format!("127.0.0.1={a}"),
+        "--path",
+        &format!("127.0.0.2={b}"),
+        "-s",
+        &a,
+        "--path-delay",
+        "0,0.1",
+        "--repeat",
+        "2",
+        "--scheduler",
+        "round-robin",
+        "--insecure",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    server.wait();
+    assert_eq!(
+        std::fs::read(store.path().join("payload.bin")).unwrap(),
+        std::fs::read(&source).unwrap()
+    );
+    let results: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(results.len(), 2, "one result per transfer");
+    // Each connection opens its second path anew, 0.1 s after it is established.
+    for result in &results {
+        assert_eq!(result["verified"], true);
+        let paths = result["paths"].as_array().unwrap();
+        assert_eq!(paths.len(), 2, "{result}");
+        let opened: Vec<f64> = paths.iter().map(|p| p["opened_ms"].as_f64().unwrap()).collect();
+        assert_eq!(opened[0], 0.0, "path 0 opens with the connection: {result}");
+        assert!(opened[1] >= 100.0, "path 1 opened {} ms in: {result}", opened[1]);
+        let sent = paths[1]["bytes_sent"].as_u64().unwrap();
+        assert!(
+            sent > 1 << 20,
+            "path 1 carried {sent} bytes (did the transfer end, fct {} s, before it opened?)",
+            result["fct_s"]
+        );
+    }
 }

@@ -4,10 +4,10 @@
 //! rates, times and sizes, flows and workloads become the processes the runner starts.
 //!
 //! What the netns testbed cannot do is refused here, at the field that asks for it, before
-//! anything is built: paths that open later (`path_times`), answers (`response_bytes`),
-//! per-direction loss, and flows whose addresses (`from_addr`, `to_addr`) no routed path
-//! joins. A Poisson workload's arrivals become flows with their start times: a process each,
-//! as the runner starts any flow.
+//! anything is built: answers (`response_bytes`), per-direction loss, and flows whose
+//! addresses (`from_addr`, `to_addr`) no routed path joins. Paths that open later
+//! (`path_times`) become the CLI's `--path-delay`. A Poisson workload's arrivals become flows
+//! with their start times: a process each, as the runner starts any flow.
 
 use crate::spec::{
     CustomHost, CustomLink, FlowKind, FlowSpec, JobSpec, LinkOverride, LinkSpec, Scenario,
@@ -119,9 +119,6 @@ fn check_addresses(s: &lang::Scenario, plan: &Scenario) -> Result<(), ScenarioEr
 fn refuse_unsupported(s: &lang::Scenario) -> Result<(), ScenarioError> {
     for (i, f) in s.flows.iter().enumerate() {
         let here = |field: &str| format!("flows.{i}.{field}");
-        if !f.path_times.is_empty() {
-            return Err(at(here("path_times"), "netns: every path opens with the connection"));
-        }
         if f.response_bytes > 0 {
             return Err(at(
                 here("response_bytes"),
@@ -281,6 +278,7 @@ fn flow(
         FlowKind::KernelTcp => (1, 1),
         FlowKind::KernelMptcp => (f.paths, 1),
     };
+    let path_delays_s = path_delays(f, kind, paths_per_pair, start_s, scale)?;
     Ok(FlowSpec {
         kind,
         from: f.from.clone(),
@@ -301,7 +299,33 @@ fn flow(
         scheduler: s.transport.scheduler.clone(),
         paths_per_pair: paths_per_pair as u32,
         repeat: f.repeat as u32,
+        path_delays_s,
     })
+}
+
+/// A flow's `path_times` (since the start of the run) as the CLI's `--path-delay` (since its
+/// connection, which the runner makes when it starts the flow's process at `start_s`): a path
+/// due by then opens with the connection, as in the simulator. The CLI opens a pair's paths
+/// one after the other where the language spreads them over the pairs, so `path_times` with
+/// several paths over a pair is refused.
+fn path_delays(
+    f: &lang::FlowSpec,
+    kind: FlowKind,
+    paths_per_pair: usize,
+    start_s: f64,
+    scale: &NetnsSettings,
+) -> Result<Vec<f64>, ScenarioError> {
+    if f.path_times.is_empty() {
+        return Ok(Vec::new());
+    }
+    if kind != FlowKind::Mpquic || paths_per_pair > 1 {
+        return Err(ScenarioError::Invalid(format!(
+            "netns: flow from {} to {}: path_times needs an mpquic flow with one path per \
+             address pair",
+            f.from, f.to
+        )));
+    }
+    Ok(f.path_times.iter().map(|t| (t.secs() * scale.time_scale - start_s).max(0.0)).collect())
 }
 
 /// A partition-aggregate workload as the runner's jobs: `parallel` closed-loop job streams of
@@ -402,13 +426,38 @@ bytes = "1MB"
 
     #[test]
     fn what_the_testbed_cannot_do_is_refused_at_its_line() {
-        let text = TWO_PATH.replace("paths = 2", "paths = 2\npath_times = [\"0ms\", \"1ms\"]");
+        let text = TWO_PATH.replace("paths = 2", "paths = 2\nresponse_bytes = 100");
         let e = crate::experiment::load_text(&text, "t.toml").err().unwrap().to_string();
         assert!(e.starts_with("t.toml:24:"), "{e}");
-        assert!(e.contains("netns: every path opens with the connection"), "{e}");
+        assert!(e.contains("netns: flows send one way"), "{e}");
         let text = TWO_PATH.replace("to = \"dst\"\nrate", "to = \"dst\"\nloss = 0.1\nrate");
         let e = crate::experiment::load_text(&text, "t.toml").err().unwrap().to_string();
         assert!(e.contains("t.toml:18:") && e.contains("loss is one value"), "{e}");
+    }
+
+    /// XMP Fig. 6's flow adding paths while it runs: the run's times become delays after the
+    /// connection, which the runner makes at the flow's start (scaled); a path due before
+    /// then opens with it.
+    #[test]
+    fn path_times_become_delays_after_the_flows_connection() {
+        let text = TWO_PATH
+            .replace("paths = 2\n", "paths = 2\npath_times = [\"0ms\", \"300ms\"]\n")
+            .replace("rate_scale = 0.01", "rate_scale = 0.01\ntime_scale = 10");
+        assert_eq!(plan(&text).unwrap().flows[0].path_delays_s, [0.0, 3.0]);
+        let late = text.replace("bytes = \"1MB\"", "bytes = \"1MB\"\nstart = \"100ms\"");
+        assert_eq!(plan(&late).unwrap().flows[0].path_delays_s, [0.0, 2.0]);
+        let early = text.replace("bytes = \"1MB\"", "bytes = \"1MB\"\nstart = \"500ms\"");
+        assert_eq!(plan(&early).unwrap().flows[0].path_delays_s, [0.0, 0.0]);
+        assert!(plan(TWO_PATH).unwrap().flows[0].path_delays_s.is_empty());
+        // The CLI opens a pair's paths together, the language spreads them over the pairs.
+        let shared = text
+            .replace("paths = 2\n", "paths = 4\n")
+            .replace("[\"0ms\", \"300ms\"]", "[\"0ms\", \"1ms\", \"2ms\", \"3ms\"]");
+        let e = plan(&shared).err().unwrap().to_string();
+        assert!(
+            e.contains("path_times needs an mpquic flow with one path per address pair"),
+            "{e}"
+        );
     }
 
     /// E5's link sharing: more paths than address pairs become paths over each pair, as the

@@ -53,6 +53,7 @@
 //! scheduler = "stack"         # mpquic: --scheduler stack | lowest-rtt | round-robin
 //! paths_per_pair = 1          # mpquic: --paths-per-pair N (N paths over each address pair)
 //! repeat = 1                  # mpquic: --repeat N (N transfers of `bytes`, a new connection each)
+//! path_delays_s = [0.0, 5.0]  # mpquic: --path-delay (path i opens this long after the connection)
 //!
 //! [[jobs]]                    # partition/aggregate jobs (`mpquic aggregate`); flows may be empty
 //! aggregator = "d"            # host that sends the requests and receives the answers
@@ -298,6 +299,11 @@ pub struct FlowSpec {
     /// by one process: short flows without a process start-up each).
     #[serde(default = "one_u32")]
     pub repeat: u32,
+    /// mpquic: the CLI's `--path-delay`: when each path the CLI opens does, in seconds after its
+    /// connection is established (the first 0, none earlier than the one before). Empty: every
+    /// path opens with the connection.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path_delays_s: Vec<f64>,
 }
 
 /// Partition/aggregate jobs: the aggregator asks every worker at once (one warm single-path
@@ -424,6 +430,11 @@ impl Scenario {
                 if !(1..=16).contains(&f.paths_per_pair) {
                     bail!("flow {} -> {}: paths_per_pair must be in 1..=16", f.from, f.to);
                 }
+            } else if !f.path_delays_s.is_empty() {
+                bail!("flow {} -> {}: path_delays_s is for mpquic flows", f.from, f.to);
+            }
+            if f.path_delays_s.iter().any(|d| !(d.is_finite() && *d >= 0.0)) {
+                bail!("flow {} -> {}: path_delays_s must be seconds, 0 or more", f.from, f.to);
             }
         }
         Ok(())

@@ -96,6 +96,8 @@ struct PathRecord {
     /// Final statistics, once noq discarded the path.
     closed_stats: Option<PathStats>,
     closed: bool,
+    /// When the path was established (path 0: when the connection was).
+    opened: Instant,
 }
 
 /// A QUIC connection with the multipath extension, its coupled controller and its path ledger.
@@ -300,6 +302,7 @@ impl MultipathConnection {
             slot: None,
             closed_stats: None,
             closed: false,
+            opened: Instant::now(),
         });
         if let Some(network) = network {
             record.local = network.local_ip();
@@ -436,6 +439,7 @@ impl MultipathConnection {
     pub fn report(&self) -> ConnectionReport {
         let snapshot = self.controller_snapshot();
         let ledger = self.ledger().clone();
+        let established = ledger.get(&PathId::ZERO).map(|r| r.opened);
         let mut paths: Vec<PathReport> = ledger
             .iter()
             .map(|(&id, record)| {
@@ -445,7 +449,11 @@ impl MultipathConnection {
                     record.slot.and_then(|slot| self.controller.as_ref()?.slot_report(slot));
                 let ends =
                     PathEnds { local: record.local, remote: record.remote, open: !record.closed };
-                PathReport::new(id, ends, stats.as_ref(), cc.as_ref(), measured.as_ref())
+                let mut path =
+                    PathReport::new(id, ends, stats.as_ref(), cc.as_ref(), measured.as_ref());
+                path.opened_ms = established
+                    .map(|t0| record.opened.saturating_duration_since(t0).as_secs_f64() * 1000.0);
+                path
             })
             .collect();
         PathReport::set_shares(&mut paths);
@@ -541,6 +549,11 @@ pub struct PathReport {
     pub active: bool,
     /// Time the controller kept the path from new data (AMP suppression, MPTCP-D elimination).
     pub inactive_ms: f64,
+    /// When the path was established, in ms after the connection was (path 0: 0; a path
+    /// opened later, or re-opened after a failure, later). `None` where not recorded (the
+    /// simulator's reports).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opened_ms: Option<f64>,
 }
 
 /// Where a path runs and whether it is still open.
@@ -587,6 +600,7 @@ impl PathReport {
             ce_exact: cc.is_some_and(|c| c.ce_exact),
             active: cc.is_none_or(|c| c.active) && ends.open,
             inactive_ms: measured.map_or(0.0, |m| m.inactive.as_secs_f64() * 1000.0),
+            opened_ms: None,
         }
     }
 

@@ -166,6 +166,10 @@ fn mpquic_flow(
     if f.repeat > 1 {
         args.extend(["--repeat".into(), f.repeat.to_string()]);
     }
+    if !f.path_delays_s.is_empty() {
+        let delays: Vec<String> = f.path_delays_s.iter().map(f64::to_string).collect();
+        args.extend(["--path-delay".into(), delays.join(",")]);
+    }
     args.extend(transport_args(&f.cc, &f.cc_params, &f.ecn));
     args.extend(["--scheduler".into(), f.scheduler.clone(), "--insecure".into(), "--json".into()]);
     Ok(Command { program: flows::mpquic_bin()?, args, paths: address_pairs(&pairs[..n]) })
