@@ -9,8 +9,6 @@ use std::process::Command;
 
 /// (file, the reason the testbed refuses it): what the netns testbed does not run yet.
 const NOT_ON_THE_TESTBED: &[(&str, &str)] = &[
-    // The sim's E3 (bulk DCTCP cross flows); the testbed's is E3-traffic-shifting-testbed.toml.
-    ("E3-traffic-shifting.toml", "mpquic flows need `bytes`"),
     // The paper's timeline; the testbed runs E4-coexistence-static.toml.
     ("E4-coexistence.toml", "every path opens with the connection"),
     ("E4-coexistence-testbed.toml", "every path opens with the connection"),

@@ -2,9 +2,10 @@
 //! `[[jobs]]` entry, per bottleneck, the CE estimation and the aggregate goodput.
 
 use super::launch::Launched;
+use super::receivers::Received;
 use super::shaping::Bottleneck;
 use crate::backend::FRAME;
-use crate::flows::{SendRecord, SinkRecord};
+use crate::flows::SendRecord;
 use crate::results::*;
 use crate::sampler::Series;
 use crate::spec::{FlowKind, FlowSpec, JobSpec};
@@ -31,9 +32,9 @@ pub struct FlowOutcome {
     pub run: Launched,
 }
 
-/// A flow's result from its sender's output (and, for kernel flows, its sink's samples, whose
-/// clock starts at `start_ns`).
-pub fn flow_result(o: FlowOutcome, sinks: &[SinkRecord], start_ns: u64) -> FlowResult {
+/// A flow's result from its sender's output and its receiver's samples (a kernel sink's or an
+/// mpquic server's), whose clock starts at `start_ns`.
+pub fn flow_result(o: FlowOutcome, received: &Received, start_ns: u64) -> FlowResult {
     let mut fr = FlowResult {
         id: o.id,
         kind: o.spec.kind,
@@ -73,7 +74,7 @@ pub fn flow_result(o: FlowOutcome, sinks: &[SinkRecord], start_ns: u64) -> FlowR
                 fr.bytes = r.bytes;
                 fr.fct_s = Some(r.fct_s);
                 fr.goodput_mbps = Some(r.goodput_mbps);
-                if let Some(s) = sinks.iter().find(|s| s.peer == r.local) {
+                if let Some(s) = received.sink_records.iter().find(|s| s.peer == r.local) {
                     fr.throughput = rate_series(&s.samples, start_ns, 0.01);
                 }
             }
@@ -97,6 +98,15 @@ pub fn flow_result(o: FlowOutcome, sinks: &[SinkRecord], start_ns: u64) -> FlowR
                     let busy: f64 = fr.transfer_fcts_s.iter().sum();
                     fr.fct_s = Some(busy);
                     fr.goodput_mbps = (busy > 0.0).then(|| fr.bytes as f64 * 8.0 / busy / 1e6);
+                }
+                if let Some(samples) = received.server_series.get(&fr.id) {
+                    fr.throughput = rate_series(samples, start_ns, 0.01);
+                }
+                // A timed flow that runs to the run's end is stopped there by the runner's
+                // SIGTERM and ends cleanly, verified: that is its end, not a failure.
+                if o.spec.bytes == 0 && last["ended_by"] == "SIGTERM" && fr.error.is_some() {
+                    fr.completed = reports.len() == 1;
+                    fr.error = None;
                 }
                 fr.mpquic = Some(last.clone());
             } else if fr.error.is_none() {

@@ -27,8 +27,11 @@ pub struct Receivers {
 pub struct Received {
     /// The kernel flows' sink records (bytes over time per peer).
     pub sink_records: Vec<SinkRecord>,
-    /// The mpquic servers' JSON lines.
+    /// The mpquic servers' JSON lines (their `received_series` taken out into `server_series`).
     pub server_reports: Vec<serde_json::Value>,
+    /// The mpquic servers' received bytes over time per transfer name (the flow's id), as the
+    /// kernel sinks' samples: (CLOCK_MONOTONIC ns, cumulative bytes).
+    pub server_series: BTreeMap<String, Vec<(u64, u64)>>,
     /// The sinks' and servers' error lines, one entry per process.
     pub sink_errors: Vec<String>,
     /// CPU seconds per receiving process, keyed `<host>:mpquic` or `<host>:tcp-sink`.
@@ -86,6 +89,7 @@ impl Receivers {
         let mut r = Received {
             sink_records: Vec::new(),
             server_reports: Vec::new(),
+            server_series: BTreeMap::new(),
             sink_errors: Vec::new(),
             cpu_s: BTreeMap::new(),
         };
@@ -100,9 +104,21 @@ impl Receivers {
                     lines.iter().filter_map(|l| serde_json::from_str::<SinkRecord>(l).ok()),
                 );
             } else {
-                r.server_reports.extend(
-                    lines.iter().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()),
-                );
+                for mut report in
+                    lines.iter().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                {
+                    let series = report.as_object_mut().and_then(|o| o.remove("received_series"));
+                    let name = report["name"].as_str().map(str::to_string);
+                    if let (Some(name), Some(series)) = (name, series) {
+                        let samples: Vec<(u64, u64)> =
+                            serde_json::from_value(series).unwrap_or_default();
+                        // A flow's transfers (`repeat`) one after the other: one cumulative count.
+                        let flow = r.server_series.entry(name).or_default();
+                        let before = flow.last().map_or(0, |&(_, bytes)| bytes);
+                        flow.extend(samples.into_iter().map(|(t, bytes)| (t, before + bytes)));
+                    }
+                    r.server_reports.push(report);
+                }
             }
             let err = server_errors(&err);
             if !err.is_empty() {
@@ -168,8 +184,9 @@ fn start_flow_server(net: &Net, ns: &str, to: usize) -> Result<Proc> {
         }
     }
     // Lab servers: a throwaway certificate, any client of the testbed may send, and caps far
-    // above any scenario's fan-in (a refused flow would skew a run).
-    let lab = ["--insecure", "--allow-anonymous", "--sink", "--json"];
+    // above any scenario's fan-in (a refused flow would skew a run). Received bytes every 5 ms,
+    // as the kernel flows' sink samples them.
+    let lab = ["--insecure", "--allow-anonymous", "--sink", "--json", "--received-series", "5"];
     args.extend(lab.into_iter().chain(LAB_CAPS).map(Into::into));
     start_mpquic_server(ns, args)
 }
