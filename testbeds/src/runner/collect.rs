@@ -338,3 +338,51 @@ pub fn total_goodput_mbps(flows: &[FlowResult]) -> f64 {
         0.0
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::FlowSpec;
+
+    /// An mpquic flow `f0.0` whose sender exited (`ok`: before the deadline) printing `report`.
+    fn mpquic_flow(spec: &str, ok: bool, report: serde_json::Value) -> FlowOutcome {
+        let spec: FlowSpec =
+            toml::from_str(&format!("kind = \"mpquic\"\nfrom = \"s\"\nto = \"d\"\n{spec}"))
+                .unwrap();
+        let lines = vec![report.to_string()];
+        let res = Ok((lines, "mpquic: shutting down".to_string(), ok, None));
+        let run = Launched { started: 1.0, ended: 5.0, res };
+        FlowOutcome { id: "f0.0".into(), spec, paths: vec![], run }
+    }
+
+    fn received(series: Vec<(u64, u64)>) -> Received {
+        Received {
+            sink_records: vec![],
+            server_reports: vec![],
+            server_series: [("f0.0".to_string(), series)].into(),
+            sink_errors: vec![],
+            cpu_s: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn a_timed_flow_stopped_at_the_run_end_is_complete_with_its_receiver_series() {
+        // 1.25 MB per 10 ms from 1 s on the run's clock (start_ns = 10 s): 1000 Mbit/s.
+        let series: Vec<(u64, u64)> =
+            (0..=100).map(|i| (11_000_000_000 + i * 10_000_000, i * 1_250_000)).collect();
+        let report = serde_json::json!({"bytes": 125_000_000u64, "fct_s": 1.0,
+            "goodput_mbps": 1000.0, "ended_by": "SIGTERM", "paths": []});
+        let f = flow_result(
+            mpquic_flow("for_s = 3.0", false, report.clone()),
+            &received(series),
+            10_000_000_000,
+        );
+        assert!(f.completed && f.error.is_none(), "{:?}", f.error);
+        assert_eq!((f.bytes, f.goodput_mbps), (125_000_000, Some(1000.0)));
+        assert_eq!(f.throughput.len(), 100);
+        assert!(f.throughput.iter().all(|&(t, rate)| t > 1.0 && (rate - 1000.0).abs() < 1e-6));
+        // A sized flow cut at the deadline did not finish: that stays an error.
+        let f = flow_result(mpquic_flow("bytes = 1000", false, report), &received(vec![]), 0);
+        assert!(!f.completed && f.error.is_some());
+    }
+}

@@ -107,16 +107,7 @@ impl Receivers {
                 for mut report in
                     lines.iter().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
                 {
-                    let series = report.as_object_mut().and_then(|o| o.remove("received_series"));
-                    let name = report["name"].as_str().map(str::to_string);
-                    if let (Some(name), Some(series)) = (name, series) {
-                        let samples: Vec<(u64, u64)> =
-                            serde_json::from_value(series).unwrap_or_default();
-                        // A flow's transfers (`repeat`) one after the other: one cumulative count.
-                        let flow = r.server_series.entry(name).or_default();
-                        let before = flow.last().map_or(0, |&(_, bytes)| bytes);
-                        flow.extend(samples.into_iter().map(|(t, bytes)| (t, before + bytes)));
-                    }
+                    take_series(&mut report, &mut r.server_series);
                     r.server_reports.push(report);
                 }
             }
@@ -127,6 +118,17 @@ impl Receivers {
         }
         r
     }
+}
+
+/// Moves a server report's `received_series` into `series` under the transfer's name; a
+/// flow's transfers (`repeat`), one after the other, add up to one cumulative count.
+fn take_series(report: &mut serde_json::Value, series: &mut BTreeMap<String, Vec<(u64, u64)>>) {
+    let samples = report.as_object_mut().and_then(|o| o.remove("received_series"));
+    let (Some(name), Some(samples)) = (report["name"].as_str(), samples) else { return };
+    let samples: Vec<(u64, u64)> = serde_json::from_value(samples).unwrap_or_default();
+    let flow = series.entry(name.to_string()).or_default();
+    let before = flow.last().map_or(0, |&(_, bytes)| bytes);
+    flow.extend(samples.into_iter().map(|(t, bytes)| (t, before + bytes)));
 }
 
 /// Lets every host's MPTCP connections open and accept up to 8 subflows.
@@ -242,4 +244,28 @@ fn server_errors(stderr: &str) -> Vec<String> {
         .filter(|l| !l.starts_with("mpquic: shutting down") && !l.trim().is_empty())
         .map(str::to_string)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn server_series_leave_the_reports_and_add_up_per_flow() {
+        let mut series = BTreeMap::new();
+        let mut reports = [
+            json!({"name": "f0.0", "bytes": 30, "received_series": [[10, 0], [15, 20], [20, 30]]}),
+            json!({"name": "f1.0", "bytes": 5, "received_series": [[12, 0], [13, 5]]}),
+            json!({"name": "f0.0", "bytes": 7, "received_series": [[30, 0], [31, 7]]}),
+            json!({"name": "f2.0", "bytes": 9}),
+        ];
+        for r in &mut reports {
+            take_series(r, &mut series);
+            assert!(r.get("received_series").is_none() && r["bytes"].is_u64(), "{r}");
+        }
+        assert_eq!(series["f0.0"], [(10, 0), (15, 20), (20, 30), (30, 30), (31, 37)]);
+        assert_eq!(series["f1.0"], [(12, 0), (13, 5)]);
+        assert!(!series.contains_key("f2.0"), "no series, no entry");
+    }
 }
