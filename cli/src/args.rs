@@ -247,7 +247,8 @@ pub struct ServeArgs {
     /// Directory to store received files in and serve downloads from.
     #[arg(long, value_name = "DIR", required_unless_present = "sink")]
     pub dir: Option<PathBuf>,
-    /// Verify received data and discard it (for measurements); downloads are refused.
+    /// Verify received data and discard it (for measurements); downloads are refused. Only a
+    /// sink takes timed sends (`send --time`).
     #[arg(long, conflicts_with = "dir")]
     pub sink: bool,
     /// Certificate chain (PEM).
@@ -361,8 +362,9 @@ pub struct SendArgs {
     pub generate: Option<u64>,
     /// Send generated data for this many seconds (a measurement, like iperf3's -t): an unsized
     /// stream that ends with its BLAKE3 hash, which a `serve --sink` server verifies and
-    /// discards (a server storing files refuses it). Ctrl-C or SIGTERM ends it early, cleanly:
-    /// the result reports what was sent and `ended_by`.
+    /// discards (a server storing files refuses it). The time is when the sender stops writing:
+    /// what the stack still holds drains after it, within the reported FCT. Ctrl-C or SIGTERM
+    /// ends it early, cleanly: the result reports what was sent and `ended_by`.
     #[arg(long, short = 't', value_name = "SECS", value_parser = parse_time)]
     pub time: Option<Duration>,
     /// Name to store the file under on the server (default: the file's name).

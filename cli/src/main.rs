@@ -145,6 +145,9 @@ fn fail(error: anyhow::Error) -> ExitCode {
     // handshake, from the first stream, so the error alone does not say what to do.
     let hint = if text.contains("error 116") {
         " (this server requires a client certificate: --client-cert and --client-key)"
+    } else if text.contains("unknown request type 0x53") {
+        // 'S', a timed send's stream, is newer than the server.
+        " (this server predates timed sends: update it, or send --generate SIZE)"
     } else {
         ""
     };
