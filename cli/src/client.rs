@@ -1,11 +1,13 @@
 //! `mpquic send` and `mpquic get`.
 
+use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
+use futures_util::FutureExt;
 use mpquic::{Client, MultipathConnection, PathOpenError, PathSpec};
 use rand::{rngs::SmallRng, RngCore, SeedableRng};
 use tokio::io::{AsyncRead, ReadBuf};
@@ -13,9 +15,9 @@ use tokio::io::{AsyncRead, ReadBuf};
 use crate::args::{ConnectArgs, GetArgs, SendArgs};
 use crate::errors::one_line;
 use crate::files::{Dir, PartialFile};
-use crate::output::{progress_bar, TransferResult};
+use crate::output::{progress_bar, stream_bar, TransferResult};
 use crate::progress::{self, Sink};
-use crate::transfer::{check_name, read_reply, receive_body, send_body, Request};
+use crate::transfer::{check_name, read_reply, receive_body, send_body, send_until, Request};
 
 /// Pseudo-random bytes, for measurements without a file (incompressible, so nothing is flattered).
 pub struct GeneratedData(SmallRng);
@@ -121,13 +123,20 @@ impl Session {
     }
 }
 
-/// What `send` uploads: the file or generated data, its size and its name on the server.
-type Source = (Box<dyn AsyncRead + Unpin + Send>, u64, String);
+/// What `send` uploads: a file or generated data of a known size, or generated data for a time.
+enum Body {
+    Sized(Box<dyn AsyncRead + Unpin + Send>, u64),
+    Timed(Duration),
+}
+
+/// What `send` uploads and its name on the server.
+type Source = (Body, String);
 
 /// Opens what `send` uploads and checks its name (before any connection: bad input fails first).
 async fn open_source(args: &SendArgs) -> Result<Source> {
-    let source: Source = match (&args.file, args.generate) {
-        (Some(path), _) => {
+    let generated = || args.name.clone().unwrap_or_else(|| "generated.bin".into());
+    let source: Source = match (&args.file, args.generate, args.time) {
+        (Some(path), _, _) => {
             let file = tokio::fs::File::open(path)
                 .await
                 .with_context(|| format!("cannot open {}", path.display()))?;
@@ -138,62 +147,96 @@ async fn open_source(args: &SendArgs) -> Result<Source> {
             }
             let default_name =
                 path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            (Box::new(file), meta.len(), args.name.clone().unwrap_or(default_name))
+            (Body::Sized(Box::new(file), meta.len()), args.name.clone().unwrap_or(default_name))
         }
-        (None, Some(size)) => (
-            Box::new(GeneratedData::new(size)),
-            size,
-            args.name.clone().unwrap_or_else(|| "generated.bin".into()),
-        ),
-        (None, None) => unreachable!("clap requires FILE or --generate"),
+        (None, Some(size), _) => {
+            (Body::Sized(Box::new(GeneratedData::new(size)), size), generated())
+        }
+        (None, None, Some(time)) => (Body::Timed(time), generated()),
+        (None, None, None) => unreachable!("clap requires FILE, --generate or --time"),
     };
-    check_name(&source.2)?;
+    check_name(&source.1)?;
     Ok(source)
 }
 
 /// Upload a file or generated data `--repeat` times, each over a new connection; calls
-/// `report` with each transfer's result as it completes.
-pub async fn send(args: SendArgs, mut report: impl FnMut(&TransferResult)) -> Result<()> {
+/// `report` with each transfer's result as it completes. `stop` (Ctrl-C / SIGTERM for a
+/// `--time` send) ends a timed transfer early and cleanly, and with it the repeats; before a
+/// transfer runs, it interrupts.
+pub async fn send(
+    args: SendArgs,
+    stop: impl Future<Output = &'static str>,
+    mut report: impl FnMut(&TransferResult),
+) -> Result<()> {
+    let mut stop = std::pin::pin!(stop.fuse());
     let mut first = Some(open_source(&args).await?);
-    let mut session = connect(&args.connect).await?;
+    let mut session = crate::unless_stopped(connect(&args.connect), &mut stop).await?;
     for i in 0..args.repeat {
         if i > 0 {
             // A new connection from the same endpoint; the previous one drains in the background.
             session.conn.connection().close(0u32.into(), b"done");
-            (session.conn, session._later) =
-                open_connection(&session.client, &args.connect).await?;
+            let next = open_connection(&session.client, &args.connect);
+            (session.conn, session._later) = crate::unless_stopped(next, &mut stop).await?;
         }
         let source = match first.take() {
             Some(source) => source,
             None => open_source(&args).await?,
         };
-        report(&upload(&session.conn, source, &args.connect).await?);
+        let result = upload(&session.conn, source, &args.connect, &mut stop).await?;
+        report(&result);
+        if result.ended_by.is_some_and(|why| why != "time") {
+            break;
+        }
     }
     session.close().await;
     Ok(())
 }
 
-/// One upload over an open connection.
+/// One upload over an open connection; a timed one ends at its time or when `stop` resolves.
 async fn upload(
     conn: &MultipathConnection,
-    (mut source, size, name): Source,
+    (body, name): Source,
     args: &ConnectArgs,
+    stop: &mut (impl Future<Output = &'static str> + Unpin),
 ) -> Result<TransferResult> {
     let started = Instant::now();
     let (mut send, mut recv) = conn.connection().open_bi().await.context("opening a stream")?;
-    Request::Put { name: name.clone(), size }.write(&mut send).await?;
-    let bar = progress_bar(size, args.json);
+    let (request, bar) = match &body {
+        Body::Sized(_, size) => {
+            (Request::Put { name: name.clone(), size: *size }, progress_bar(*size, args.json))
+        }
+        Body::Timed(_) => (Request::Stream { name: name.clone() }, stream_bar(args.json)),
+    };
+    request.write(&mut send).await?;
     let _live = progress::start(conn, args.interval, Sink::new(args.json, &bar));
-    let sent = send_body(&mut source, size, &mut send, |n| bar.inc(n)).await;
-    if let Err(e) = sent {
+    let sent = match body {
+        Body::Sized(mut source, size) => {
+            send_body(&mut source, size, &mut send, |n| bar.inc(n)).await.map(|()| (size, None))
+        }
+        Body::Timed(time) => {
+            let until = async {
+                tokio::select! {
+                    _ = tokio::time::sleep(time) => "time",
+                    signal = stop => signal,
+                }
+            };
+            let mut data = GeneratedData::new(time.as_nanos() as u64);
+            let sent = send_until(&mut data, &mut send, until, |n| bar.inc(n)).await;
+            sent.map(|(bytes, ended_by)| (bytes, Some(ended_by)))
+        }
+    };
+    let (size, ended_by) = match sent {
+        Ok(sent) => sent,
         // A receiver that gives up (disk full, bad name) says why before it stops the stream.
-        return Err(
-            match tokio::time::timeout(Duration::from_secs(2), read_reply(&mut recv)).await {
-                Ok(Err(reason)) => reason,
-                _ => e,
-            },
-        );
-    }
+        Err(e) => {
+            return Err(
+                match tokio::time::timeout(Duration::from_secs(2), read_reply(&mut recv)).await {
+                    Ok(Err(reason)) => reason,
+                    _ => e,
+                },
+            )
+        }
+    };
     send.finish().context("finishing the stream")?;
     read_reply(&mut recv).await?;
     let fct = started.elapsed();
@@ -201,7 +244,9 @@ async fn upload(
     // The report holds what the ACK frames said (the CE counts among it): wait until the peer
     // has acknowledged the stream's end, which follows its reply by at most its ACK delay.
     let _ = tokio::time::timeout(Duration::from_secs(1), send.stopped()).await;
-    Ok(TransferResult::new("send", name, size, fct, conn.report()))
+    let mut result = TransferResult::new("send", name, size, fct, conn.report());
+    result.ended_by = ended_by;
+    Ok(result)
 }
 
 /// Where `get` writes: the directory and the file name in it. An existing file is refused

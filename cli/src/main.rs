@@ -10,6 +10,7 @@ mod files;
 mod output;
 mod progress;
 mod ratelimit;
+mod received;
 mod report;
 mod serve;
 mod transfer;
@@ -40,7 +41,13 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve::serve(args).await,
             Command::Send(args) => {
                 let json = args.connect.json;
-                interruptible(client::send(args, |r| print_result(r, json))).await
+                let report = move |r: &TransferResult| print_result(r, json);
+                if args.time.is_some() {
+                    // A timed send ends cleanly on Ctrl-C / SIGTERM and reports what it sent.
+                    client::send(args, termination(), report).await
+                } else {
+                    interruptible(client::send(args, std::future::pending(), report)).await
+                }
             }
             Command::Get(args) => {
                 let json = args.connect.json;
@@ -68,9 +75,17 @@ fn main() -> ExitCode {
 async fn interruptible<T>(
     work: impl std::future::Future<Output = anyhow::Result<T>>,
 ) -> anyhow::Result<T> {
+    unless_stopped(work, termination()).await
+}
+
+/// Run `work` unless `stop` resolves first: then an error naming what `stop` answered.
+pub async fn unless_stopped<T>(
+    work: impl std::future::Future<Output = anyhow::Result<T>>,
+    stop: impl std::future::Future<Output = &'static str>,
+) -> anyhow::Result<T> {
     tokio::select! {
         result = work => result,
-        signal = termination() => Err(anyhow::anyhow!("interrupted by {signal}")),
+        signal = stop => Err(anyhow::anyhow!("interrupted by {signal}")),
     }
 }
 
@@ -130,6 +145,9 @@ fn fail(error: anyhow::Error) -> ExitCode {
     // handshake, from the first stream, so the error alone does not say what to do.
     let hint = if text.contains("error 116") {
         " (this server requires a client certificate: --client-cert and --client-key)"
+    } else if text.contains("unknown request type 0x53") {
+        // 'S', a timed send's stream, is newer than the server.
+        " (this server predates timed sends: update it, or send --generate SIZE)"
     } else {
         ""
     };

@@ -21,6 +21,15 @@ pub struct TransferResult {
     pub goodput_mbps: f64,
     /// Whether the receiver verified the hash.
     pub verified: bool,
+    /// Timed (unsized) transfers only: what ended the data. The sender says "time" (`--time`
+    /// ran out) or the signal that stopped it early ("Ctrl-C", "SIGTERM"); the receiver says
+    /// "sender" (the stream ended with its hash).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended_by: Option<&'static str>,
+    /// A receiving server's `--received-series`: (CLOCK_MONOTONIC ns, payload bytes received
+    /// so far), one sample per interval and one at the end.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub received_series: Vec<(u64, u64)>,
     /// CPU seconds (user + system) this process spent during the transfer, both endpoints
     /// included when they share the process (`mpquic demo`); `None` where not measured.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -46,6 +55,8 @@ impl TransferResult {
             fct_s,
             goodput_mbps: if fct_s > 0.0 { bytes as f64 * 8.0 / fct_s / 1e6 } else { 0.0 },
             verified: true,
+            ended_by: None,
+            received_series: Vec::new(),
             cpu_s: None,
             connection,
         }
@@ -56,9 +67,14 @@ impl TransferResult {
         use std::fmt::Write;
         let c = &self.connection;
         let mut out = String::new();
+        let ended = match self.ended_by {
+            Some("sender") => " (a timed stream)".to_string(),
+            Some(why) => format!(" (timed, ended by {why})"),
+            None => String::new(),
+        };
         let _ = writeln!(
             out,
-            "{} {} ({}) in {:.3} s: {:.1} Mbit/s goodput, BLAKE3 verified; controller {}, CE counting: {}",
+            "{} {} ({}){ended} in {:.3} s: {:.1} Mbit/s goodput, BLAKE3 verified; controller {}, CE counting: {}",
             self.direction,
             self.name,
             human_bytes(self.bytes),
@@ -169,16 +185,22 @@ pub fn human_bytes(n: u64) -> String {
 
 /// A byte-progress bar on stderr, hidden when `quiet` or when stderr is not a terminal.
 pub fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
-    let bar = ProgressBar::with_draw_target(
+    bar_on_stderr(
         Some(total),
-        if quiet { ProgressDrawTarget::hidden() } else { ProgressDrawTarget::stderr() },
-    );
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{bar:40} {bytes:>10}/{total_bytes:<10} {binary_bytes_per_sec:>12} eta {eta}",
-        )
-        .expect("valid template"),
-    );
+        quiet,
+        "{bar:40} {bytes:>10}/{total_bytes:<10} {binary_bytes_per_sec:>12} eta {eta}",
+    )
+}
+
+/// A timed send's progress line (no total): bytes sent, rate, time so far.
+pub fn stream_bar(quiet: bool) -> ProgressBar {
+    bar_on_stderr(None, quiet, "{spinner} {bytes:>10} sent {binary_bytes_per_sec:>12} in {elapsed}")
+}
+
+fn bar_on_stderr(total: Option<u64>, quiet: bool, template: &str) -> ProgressBar {
+    let target = if quiet { ProgressDrawTarget::hidden() } else { ProgressDrawTarget::stderr() };
+    let bar = ProgressBar::with_draw_target(total, target);
+    bar.set_style(ProgressStyle::with_template(template).expect("valid template"));
     bar
 }
 

@@ -20,7 +20,8 @@ use crate::files::{Dir, PartialFile};
 use crate::output::TransferResult;
 use crate::progress::{self, Sink};
 use crate::ratelimit::LogLimiter;
-use crate::transfer::{receive_body, send_body, write_reply, Request};
+use crate::received::ReceivedSeries;
+use crate::transfer::{receive_body, receive_stream, send_body, write_reply, Request};
 
 /// How the server reports each finished transfer.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -57,6 +58,8 @@ pub struct Policy {
     pub transfers: Semaphore,
     /// The budget of log lines about failures.
     pub failures: LogLimiter,
+    /// Record each upload's bytes over time at this interval (`--received-series`).
+    pub received_series: Option<Duration>,
 }
 
 impl Policy {
@@ -71,6 +74,7 @@ impl Policy {
             transfers: Semaphore::new(64),
             // A burst of 20 failure lines, then one a second.
             failures: LogLimiter::new(20, 1.0),
+            received_series: None,
         }
     }
 
@@ -81,6 +85,7 @@ impl Policy {
             header_timeout: ServeArgs::seconds(args.header_timeout, "--header-timeout")?,
             idle_close: ServeArgs::seconds(args.idle_close, "--idle-close")?,
             transfers: Semaphore::new(args.max_active_transfers as usize),
+            received_series: args.received_series.map(Duration::from_millis),
             ..Policy::new(store)
         })
     }
@@ -285,34 +290,61 @@ async fn serve_stream(
         let busy = anyhow!("server busy: too many transfers running; try again later");
         return Err(refuse(&mut send, &mut recv, busy).await);
     };
-    let (direction, name, size, outcome) = match request {
+    let mut series = policy.received_series.map(ReceivedSeries::new);
+    let mut count = |n| {
+        if let Some(series) = &mut series {
+            series.add(n)
+        }
+    };
+    let (direction, name, size, outcome, ended_by) = match request {
         Request::Put { name, size } => {
-            let outcome = receive(&mut recv, &name, size, policy).await;
-            write_reply(&mut send, &outcome).await?;
-            let _ = send.finish();
-            if outcome.is_err() {
-                // Nothing more will be read: tell the sender to stop.
-                let _ = recv.stop(1u32.into());
-            }
-            ("receive", name, size, outcome)
+            let outcome = receive(&mut recv, &name, size, policy, &mut count).await;
+            answer(&mut send, &mut recv, &outcome).await?;
+            ("receive", name, size, outcome, None)
+        }
+        Request::Stream { name } => {
+            let received = receive_stream_into_sink(&mut recv, &policy.store, &mut count).await;
+            let size = received.as_ref().map_or(0, |&size| size);
+            let outcome = received.map(drop);
+            answer(&mut send, &mut recv, &outcome).await?;
+            ("receive", name, size, outcome, Some("sender"))
         }
         Request::Get { name } => {
             let outcome = upload(&mut send, &name, &policy.store).await;
             let size = outcome.as_ref().map_or(0, |&size| size);
-            ("upload", name, size, outcome.map(drop))
+            ("upload", name, size, outcome.map(drop), None)
         }
     };
     outcome.with_context(|| format!("{direction} {name:?}"))?;
     // The peer acknowledging the stream's end is the end of the transfer.
     let _ = send.stopped().await;
-    Ok(TransferResult::new(direction, name, size, started.elapsed(), conn.report()))
+    let mut result = TransferResult::new(direction, name, size, started.elapsed(), conn.report());
+    result.ended_by = ended_by;
+    result.received_series = series.map_or_else(Vec::new, ReceivedSeries::finish);
+    Ok(result)
+}
+
+/// Reply to an upload; a failed one is also told to stop sending (nothing more will be read).
+async fn answer(send: &mut SendStream, recv: &mut RecvStream, outcome: &Result<()>) -> Result<()> {
+    write_reply(send, outcome).await?;
+    let _ = send.finish();
+    if outcome.is_err() {
+        let _ = recv.stop(1u32.into());
+    }
+    Ok(())
 }
 
 /// Receive an upload; refused before any byte is written when the policy or the free space
 /// does not allow it.
-async fn receive(recv: &mut RecvStream, name: &str, size: u64, policy: &Policy) -> Result<()> {
+async fn receive(
+    recv: &mut RecvStream,
+    name: &str,
+    size: u64,
+    policy: &Policy,
+    progress: impl FnMut(u64),
+) -> Result<()> {
     let dir = match &policy.store {
-        Store::Sink => return receive_body(recv, size, &mut tokio::io::sink(), |_| {}).await,
+        Store::Sink => return receive_body(recv, size, &mut tokio::io::sink(), progress).await,
         Store::Dir(dir) => dir,
     };
     if policy.read_only {
@@ -327,8 +359,24 @@ async fn receive(recv: &mut RecvStream, name: &str, size: u64, policy: &Policy) 
     }
     let mut partial = PartialFile::create(dir.clone())?;
     partial.reserve(size)?;
-    receive_body(recv, size, partial.file(), |_| {}).await?;
+    receive_body(recv, size, partial.file(), progress).await?;
     partial.commit(name, policy.overwrite).await
+}
+
+/// Receive a stream (a timed send): a sink verifies and discards it and returns its length; a
+/// server storing files refuses it before reading any of it.
+async fn receive_stream_into_sink(
+    recv: &mut RecvStream,
+    store: &Store,
+    progress: impl FnMut(u64),
+) -> Result<u64> {
+    match store {
+        Store::Sink => receive_stream(recv, &mut tokio::io::sink(), progress).await,
+        Store::Dir(_) => bail!(
+            "this server stores files: a timed send (an unsized measurement stream) goes to a \
+             `serve --sink` server; send a file or --generate SIZE here"
+        ),
+    }
 }
 
 /// Reply, then send the file; returns its size.

@@ -4,12 +4,21 @@
 //! request  = "MPQ1" op:u8 name_len:u16 name
 //!   op 'P' (put):  size:u64 data[size] blake3[32]      -> reply
 //!   op 'G' (get):                                      -> reply, and on OK: size:u64 data[size] blake3[32]
+//!   op 'S' (stream): data blake3[32] FIN               -> reply
 //! reply    = status:u8 (0 ok, 1 error) msg_len:u16 msg
 //! ```
 //!
 //! The hash travels after the data, so both sides hash while streaming. A receiver writes to a
 //! temporary file beside the target (`files::PartialFile`) and renames it only once the hash
 //! matched: a failed transfer never leaves a file that looks complete.
+//!
+//! A stream (`mpquic send --time`) has no size: the sender sends until it stops, then the hash
+//! of what it sent, then ends the QUIC stream (FIN); the receiver holds back the last 32 bytes
+//! until the FIN says they were the hash. A stream cut off (a reset, a lost connection) never
+//! reaches a FIN, so it fails like a short sized transfer. Only a sink (`serve --sink`) takes
+//! streams: a measurement, verified and discarded; a server storing files refuses them, having
+//! no size to check against its free space. Servers from before 'S' refuse it as an unknown
+//! request type, which the sender reports.
 
 use anyhow::{anyhow, bail, Context, Result};
 use mpquic::noq;
@@ -36,6 +45,11 @@ pub enum Request {
     /// Send `name` back.
     Get {
         /// File name.
+        name: String,
+    },
+    /// Data of no announced size, for a sink: it ends with its hash and the stream's end.
+    Stream {
+        /// The transfer's name (reports name it; nothing is stored).
         name: String,
     },
 }
@@ -69,6 +83,7 @@ impl Request {
         let (op, name) = match self {
             Request::Put { name, .. } => (b'P', name),
             Request::Get { name } => (b'G', name),
+            Request::Stream { name } => (b'S', name),
         };
         let mut header = Vec::with_capacity(7 + name.len() + 8);
         header.extend_from_slice(MAGIC);
@@ -103,6 +118,7 @@ impl Request {
                 Ok(Request::Put { name, size: u64::from_be_bytes(size) })
             }
             b'G' => Ok(Request::Get { name }),
+            b'S' => Ok(Request::Stream { name }),
             op => bail!("unknown request type {op:#x}"),
         }
     }
@@ -162,6 +178,82 @@ pub async fn send_body(
     Ok(())
 }
 
+/// Stream data from `source` until `stop` resolves (or the source ends), followed by the BLAKE3
+/// hash of what was sent; calls `progress` with each written part's length. Returns the bytes
+/// sent and why they ended: `stop`'s answer, or "end of data". The caller ends the stream.
+pub async fn send_until(
+    source: &mut (impl AsyncRead + Unpin),
+    send: &mut (impl AsyncWrite + Unpin),
+    stop: impl std::future::Future<Output = &'static str>,
+    mut progress: impl FnMut(u64),
+) -> Result<(u64, &'static str)> {
+    let mut stop = std::pin::pin!(stop);
+    let mut hasher = blake3::Hasher::new();
+    let mut buf = vec![0u8; CHUNK];
+    let mut sent = 0u64;
+    let ended_by = 'sending: loop {
+        let n = source.read(&mut buf).await.context("reading the source")?;
+        if n == 0 {
+            break "end of data";
+        }
+        let mut done = 0;
+        while done < n {
+            tokio::select! {
+                biased;
+                reason = &mut stop => break 'sending reason,
+                // Cancel-safe: when `stop` wins, nothing of this write was sent (nor hashed).
+                written = send.write(&buf[done..n]) => {
+                    let written = written.context("sending data")?;
+                    hasher.update(&buf[done..done + written]);
+                    done += written;
+                    sent += written as u64;
+                    progress(written as u64);
+                }
+            }
+        }
+    };
+    send.write_all(hasher.finalize().as_bytes()).await.context("sending the hash")?;
+    Ok((sent, ended_by))
+}
+
+/// Receive a stream (data, its hash, the stream's end) into `sink`; returns the data's length.
+/// Fails if the stream is cut off before its end or the hash does not match.
+pub async fn receive_stream(
+    recv: &mut (impl AsyncRead + Unpin),
+    sink: &mut (impl AsyncWrite + Unpin),
+    mut progress: impl FnMut(u64),
+) -> Result<u64> {
+    const HASH: usize = 32;
+    let mut hasher = blake3::Hasher::new();
+    // The last HASH bytes read are held at the front until more data (or the end) follows.
+    let mut buf = vec![0u8; HASH + CHUNK];
+    let mut held = 0;
+    let mut received = 0u64;
+    loop {
+        let n = recv.read(&mut buf[held..]).await.context("receiving data")?;
+        if n == 0 {
+            break;
+        }
+        let total = held + n;
+        let data = total.saturating_sub(HASH);
+        hasher.update(&buf[..data]);
+        sink.write_all(&buf[..data]).await.context("writing data")?;
+        buf.copy_within(data..total, 0);
+        held = total - data;
+        received += data as u64;
+        progress(data as u64);
+    }
+    if held < HASH {
+        bail!("the stream ended without its hash");
+    }
+    let expected: [u8; HASH] = buf[..HASH].try_into().expect("HASH bytes");
+    if hasher.finalize() != blake3::Hash::from_bytes(expected) {
+        bail!("integrity check failed: the data's BLAKE3 hash does not match the sender's");
+    }
+    sink.flush().await.context("writing data")?;
+    Ok(received)
+}
+
 /// Receive `size` bytes and the trailing hash into `sink`; fails if the hash does not match.
 pub async fn receive_body(
     recv: &mut RecvStream,
@@ -197,6 +289,7 @@ pub async fn receive_body(
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::time::Duration;
 
     fn parse(bytes: &[u8]) -> Result<Request> {
         let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
@@ -226,7 +319,9 @@ mod tests {
             bytes.extend_from_slice(&len.to_be_bytes());
             bytes.extend_from_slice(&rest);
             if let Ok(request) = parse(&bytes) {
-                let name = match &request { Request::Put { name, .. } | Request::Get { name } => name };
+                let name = match &request {
+                    Request::Put { name, .. } | Request::Get { name } | Request::Stream { name } => name,
+                };
                 prop_assert!(check_name(name).is_ok());
             }
         }
@@ -236,15 +331,108 @@ mod tests {
         fn requests_round_trip_and_truncation_fails(
             name in valid_name(),
             size in any::<u64>(),
-            put in any::<bool>(),
+            op in 0..3u8,
         ) {
-            let request = if put { Request::Put { name, size } } else { Request::Get { name } };
+            let request = match op {
+                0 => Request::Put { name, size },
+                1 => Request::Get { name },
+                _ => Request::Stream { name },
+            };
             let bytes = request.encode();
             prop_assert_eq!(parse(&bytes).unwrap(), request);
             for cut in 0..bytes.len() {
                 prop_assert!(parse(&bytes[..cut]).is_err());
             }
         }
+    }
+
+    /// The stream `send_until` writes for `data` when nothing stops it.
+    fn stream_of(data: &[u8]) -> (Vec<u8>, u64, &'static str) {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        runtime.block_on(async {
+            let (mut writer, mut reader) = tokio::io::duplex(CHUNK);
+            let send = async {
+                let mut source = data;
+                let sent = send_until(&mut source, &mut writer, std::future::pending(), |_| {});
+                let sent = sent.await;
+                drop(writer);
+                sent
+            };
+            let mut wire = Vec::new();
+            let (sent, read) = tokio::join!(send, reader.read_to_end(&mut wire));
+            read.unwrap();
+            let (sent, why) = sent.unwrap();
+            (wire, sent, why)
+        })
+    }
+
+    fn receive(wire: &[u8]) -> Result<u64> {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        runtime.block_on(receive_stream(&mut &wire[..], &mut tokio::io::sink(), |_| {}))
+    }
+
+    #[test]
+    fn a_stream_carries_its_data_and_hash_to_its_end() {
+        let data: Vec<u8> = (0..3 * CHUNK + 17).map(|i| (i * 7) as u8).collect();
+        let (wire, sent, why) = stream_of(&data);
+        assert_eq!((sent, why), (data.len() as u64, "end of data"));
+        assert_eq!(wire.len(), data.len() + 32);
+        assert_eq!(&wire[data.len()..], blake3::hash(&data).as_bytes());
+        assert_eq!(receive(&wire).unwrap(), data.len() as u64);
+        // An empty stream is its hash alone.
+        let (wire, sent, _) = stream_of(&[]);
+        assert_eq!((wire.len(), sent), (32, 0));
+        assert_eq!(receive(&wire).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_stream_cut_short_or_altered_fails() {
+        let data: Vec<u8> = (0..CHUNK + 100).map(|i| (i * 13) as u8).collect();
+        let (wire, _, _) = stream_of(&data);
+        for cut in [0, 31, 32, 1000, wire.len() - 1] {
+            let err = receive(&wire[..cut]).unwrap_err().to_string();
+            assert!(err.contains("without its hash") || err.contains("integrity"), "{cut}: {err}");
+        }
+        let mut flipped = wire.clone();
+        flipped[500] ^= 1;
+        assert!(receive(&flipped).unwrap_err().to_string().contains("integrity"));
+    }
+
+    #[test]
+    fn a_stream_stops_when_told_and_hashes_only_what_went_out() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        let (wire, sent, why) = runtime.block_on(async {
+            // A pipe smaller than a chunk, drained slowly: the stop comes in mid-write.
+            let (mut writer, mut reader) = tokio::io::duplex(1000);
+            let endless = &mut tokio::io::repeat(0x5a);
+            let stop = async {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                "time"
+            };
+            let send = async {
+                let r = send_until(endless, &mut writer, stop, |_| {}).await;
+                drop(writer);
+                r
+            };
+            let drain = async {
+                let mut wire = Vec::new();
+                let mut buf = [0u8; 100];
+                loop {
+                    match reader.read(&mut buf).await.unwrap() {
+                        0 => break wire,
+                        n => wire.extend_from_slice(&buf[..n]),
+                    }
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            };
+            let (sent, wire) = tokio::join!(send, drain);
+            let (sent, why) = sent.unwrap();
+            (wire, sent, why)
+        });
+        assert_eq!(why, "time");
+        assert!(sent > 0 && sent < CHUNK as u64, "{sent} bytes before the stop");
+        assert_eq!(wire.len() as u64, sent + 32);
+        assert_eq!(receive(&wire).unwrap(), sent);
     }
 
     #[test]

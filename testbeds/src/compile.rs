@@ -460,6 +460,24 @@ bytes = "1MB"
         );
     }
 
+    /// A flow without `bytes` (E3's bulk flows) sends from its start until its stop, or the
+    /// run's end: a timed `mpquic send`, its time at the testbed's scale.
+    #[test]
+    fn flows_without_bytes_send_until_their_stop_or_the_run_end() {
+        let text = TWO_PATH.replace(
+            "rate_scale = 0.01",
+            "rate_scale = 0.01
+time_scale = 2.0",
+        );
+        let text = text.replace("bytes = \"1MB\"", "start = \"0.5s\"\nstop = \"1.5s\"");
+        let f = &plan(&text).unwrap().flows[0];
+        assert_eq!((f.bytes, f.start_s, f.for_s), (0, 1.0, 2.0));
+        let f = &plan(&text.replace("stop = \"1.5s\"", "")).unwrap().flows[0];
+        assert_eq!((f.bytes, f.for_s), (0, 3.0), "until the run's end, 4 s");
+        let e = plan(&text.replace("paths = 2", "paths = 2\nrepeat = 3")).unwrap_err();
+        assert!(e.to_string().contains("repeat needs bytes"), "{e}");
+    }
+
     /// E5's link sharing: more paths than address pairs become paths over each pair, as the
     /// simulator spreads them; kernel flows keep theirs.
     #[test]

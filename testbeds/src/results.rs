@@ -180,7 +180,8 @@ pub struct RepResult {
     pub sampler_lead_s: f64,
     /// The host's 1-minute load average before the flows started and after they ended.
     pub host_loadavg_1min: [f64; 2],
-    /// The mpquic servers' JSON lines (one per received transfer), verbatim.
+    /// The mpquic servers' JSON lines (one per received transfer), verbatim but for their
+    /// `received_series`, which became the flows' `throughput`.
     pub mpquic_server_reports: Vec<serde_json::Value>,
     /// CPU seconds (user + system) of each receiver process ("host:mpquic" or
     /// "host:tcp-sink"), read just before it was stopped: with one flow per receiver, the

@@ -39,8 +39,8 @@
 //! from = "s"                  # host name (see the topology kinds)
 //! to = "d"
 //! cc = "cubic"                # kernel TCP congestion control, or mpquic controller name
-//! bytes = 50000000            # bytes to send (0: send for `for_s` seconds)
-//! for_s = 0.0
+//! bytes = 50000000            # bytes to send (0: send for `for_s` seconds; mpquic: a timed
+//! for_s = 0.0                 # `mpquic send --time` into the server's sink)
 //! start_s = 0.0
 //! count = 1                   # identical flows started `stagger_ms` apart
 //! stagger_ms = 0.0
@@ -419,8 +419,12 @@ impl Scenario {
                 bail!("flow {} -> {}: set bytes or for_s", f.from, f.to);
             }
             if f.kind == FlowKind::Mpquic {
-                if f.bytes == 0 {
-                    bail!("flow {} -> {}: mpquic flows need `bytes` (the CLI sends a generated file of that size)", f.from, f.to);
+                if f.bytes == 0 && f.repeat > 1 {
+                    bail!(
+                        "flow {} -> {}: repeat needs bytes (a timed flow sends once)",
+                        f.from,
+                        f.to
+                    );
                 }
                 check_mpquic_transport(&f.cc, &f.cc_params, &f.ecn, &f.scheduler)
                     .with_context(|| format!("flow {} -> {}", f.from, f.to))?;

@@ -8,14 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// (file, the reason the testbed refuses it): what the netns testbed does not run yet.
-const NOT_ON_THE_TESTBED: &[(&str, &str)] = &[
-    // The sim's E3 (bulk DCTCP cross flows); the testbed's is E3-traffic-shifting-testbed.toml.
-    ("E3-traffic-shifting.toml", "mpquic flows need `bytes`"),
-    // The paper's timeline (its `path_times` are the CLI's --path-delay), with bulk mpquic
-    // flows as E3's; the testbed runs E4-coexistence-static.toml.
-    ("E4-coexistence.toml", "mpquic flows need `bytes`"),
-    ("E4-coexistence-testbed.toml", "mpquic flows need `bytes`"),
-];
+const NOT_ON_THE_TESTBED: &[(&str, &str)] = &[];
 
 #[test]
 fn every_experiment_file_validates_or_is_listed_with_its_reason() {

@@ -587,7 +587,7 @@ pub struct NetnsSettings {
     /// Queue sampling and marker resync period (`output.queue_sample` is the simulator's).
     pub sample_interval: Dur,
     /// Fields only the testbed sets, as dotted paths like a sweep's `set`
-    /// (`"flows.*.bytes" = "8MB"`: the CLI sends sized transfers only), applied after the sweep.
+    /// (`"flows.*.bytes" = "8MB"`, `"link.k" = 20`), applied after the sweep.
     #[serde(skip_serializing_if = "toml::Table::is_empty")]
     pub set: toml::Table,
 }

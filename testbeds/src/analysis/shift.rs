@@ -2,7 +2,7 @@
 //! yields when a cross flow arrives there, and how fast.
 //!
 //! The metric's group names one cross flow with a receiver rate series (kernel TCP: its sink
-//! records bytes over time; mpquic flows have none, and get NaN). Its link is the shaped
+//! records bytes over time; mpquic: its server's `--received-series`). Its link is the shaped
 //! direction that delivers to its server address. In 10 ms bins since the flows' zero, the
 //! rate of everything else on that link is the link's sent rate (the qdisc's byte counter) minus
 //! the cross flow's receiver rate. With `k0` the bin of the cross flow's (process) start:

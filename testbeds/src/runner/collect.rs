@@ -2,9 +2,10 @@
 //! `[[jobs]]` entry, per bottleneck, the CE estimation and the aggregate goodput.
 
 use super::launch::Launched;
+use super::receivers::Received;
 use super::shaping::Bottleneck;
 use crate::backend::FRAME;
-use crate::flows::{SendRecord, SinkRecord};
+use crate::flows::SendRecord;
 use crate::results::*;
 use crate::sampler::Series;
 use crate::spec::{FlowKind, FlowSpec, JobSpec};
@@ -31,9 +32,9 @@ pub struct FlowOutcome {
     pub run: Launched,
 }
 
-/// A flow's result from its sender's output (and, for kernel flows, its sink's samples, whose
-/// clock starts at `start_ns`).
-pub fn flow_result(o: FlowOutcome, sinks: &[SinkRecord], start_ns: u64) -> FlowResult {
+/// A flow's result from its sender's output and its receiver's samples (a kernel sink's or an
+/// mpquic server's), whose clock starts at `start_ns`.
+pub fn flow_result(o: FlowOutcome, received: &Received, start_ns: u64) -> FlowResult {
     let mut fr = FlowResult {
         id: o.id,
         kind: o.spec.kind,
@@ -73,7 +74,7 @@ pub fn flow_result(o: FlowOutcome, sinks: &[SinkRecord], start_ns: u64) -> FlowR
                 fr.bytes = r.bytes;
                 fr.fct_s = Some(r.fct_s);
                 fr.goodput_mbps = Some(r.goodput_mbps);
-                if let Some(s) = sinks.iter().find(|s| s.peer == r.local) {
+                if let Some(s) = received.sink_records.iter().find(|s| s.peer == r.local) {
                     fr.throughput = rate_series(&s.samples, start_ns, 0.01);
                 }
             }
@@ -97,6 +98,15 @@ pub fn flow_result(o: FlowOutcome, sinks: &[SinkRecord], start_ns: u64) -> FlowR
                     let busy: f64 = fr.transfer_fcts_s.iter().sum();
                     fr.fct_s = Some(busy);
                     fr.goodput_mbps = (busy > 0.0).then(|| fr.bytes as f64 * 8.0 / busy / 1e6);
+                }
+                if let Some(samples) = received.server_series.get(&fr.id) {
+                    fr.throughput = rate_series(samples, start_ns, 0.01);
+                }
+                // A timed flow that runs to the run's end is stopped there by the runner's
+                // SIGTERM and ends cleanly, verified: that is its end, not a failure.
+                if o.spec.bytes == 0 && last["ended_by"] == "SIGTERM" && fr.error.is_some() {
+                    fr.completed = reports.len() == 1;
+                    fr.error = None;
                 }
                 fr.mpquic = Some(last.clone());
             } else if fr.error.is_none() {
@@ -326,5 +336,53 @@ pub fn total_goodput_mbps(flows: &[FlowResult]) -> f64 {
         done.iter().map(|f| f.bytes as f64).sum::<f64>() * 8.0 / span / 1e6
     } else {
         0.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::FlowSpec;
+
+    /// An mpquic flow `f0.0` whose sender exited (`ok`: before the deadline) printing `report`.
+    fn mpquic_flow(spec: &str, ok: bool, report: serde_json::Value) -> FlowOutcome {
+        let spec: FlowSpec =
+            toml::from_str(&format!("kind = \"mpquic\"\nfrom = \"s\"\nto = \"d\"\n{spec}"))
+                .unwrap();
+        let lines = vec![report.to_string()];
+        let res = Ok((lines, "mpquic: shutting down".to_string(), ok, None));
+        let run = Launched { started: 1.0, ended: 5.0, res };
+        FlowOutcome { id: "f0.0".into(), spec, paths: vec![], run }
+    }
+
+    fn received(series: Vec<(u64, u64)>) -> Received {
+        Received {
+            sink_records: vec![],
+            server_reports: vec![],
+            server_series: [("f0.0".to_string(), series)].into(),
+            sink_errors: vec![],
+            cpu_s: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn a_timed_flow_stopped_at_the_run_end_is_complete_with_its_receiver_series() {
+        // 1.25 MB per 10 ms from 1 s on the run's clock (start_ns = 10 s): 1000 Mbit/s.
+        let series: Vec<(u64, u64)> =
+            (0..=100).map(|i| (11_000_000_000 + i * 10_000_000, i * 1_250_000)).collect();
+        let report = serde_json::json!({"bytes": 125_000_000u64, "fct_s": 1.0,
+            "goodput_mbps": 1000.0, "ended_by": "SIGTERM", "paths": []});
+        let f = flow_result(
+            mpquic_flow("for_s = 3.0", false, report.clone()),
+            &received(series),
+            10_000_000_000,
+        );
+        assert!(f.completed && f.error.is_none(), "{:?}", f.error);
+        assert_eq!((f.bytes, f.goodput_mbps), (125_000_000, Some(1000.0)));
+        assert_eq!(f.throughput.len(), 100);
+        assert!(f.throughput.iter().all(|&(t, rate)| t > 1.0 && (rate - 1000.0).abs() < 1e-6));
+        // A sized flow cut at the deadline did not finish: that stays an error.
+        let f = flow_result(mpquic_flow("bytes = 1000", false, report), &received(vec![]), 0);
+        assert!(!f.completed && f.error.is_some());
     }
 }

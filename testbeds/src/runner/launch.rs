@@ -137,7 +137,8 @@ fn kernel_flow(f: &FlowSpec, pairs: &[(Ipv4Addr, Ipv4Addr)], id: &str) -> Result
     })
 }
 
-/// An mpquic flow over its first `paths` pairs (0: every pair): `mpquic send`.
+/// An mpquic flow over its first `paths` pairs (0: every pair): `mpquic send`, of `bytes` or
+/// (none) for `for_s` seconds, named by the flow's id (the server's report says which it was).
 fn mpquic_flow(
     f: &FlowSpec,
     pairs: &[(Ipv4Addr, Ipv4Addr)],
@@ -155,7 +156,11 @@ fn mpquic_flow(
             f.from
         );
     }
-    let mut args = vec!["send".into(), "--generate".into(), f.bytes.to_string()];
+    let mut args = match f.bytes {
+        0 => vec!["send".into(), "--time".into(), f.for_s.to_string()],
+        bytes => vec!["send".into(), "--generate".into(), bytes.to_string()],
+    };
+    args.extend(["--name".into(), id.into()]);
     args.extend(["--server".into(), format!("{r0}:{QUIC_PORT}")]);
     for (l, r) in &pairs[..n] {
         args.extend(["--path".into(), format!("{l}={r}:{QUIC_PORT}")]);

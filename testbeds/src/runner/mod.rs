@@ -178,7 +178,7 @@ fn run_rep(
 
     let start_ns = marker::mono_ns() - clock.t0.elapsed().as_nanos() as u64;
     let mut flows_res: Vec<FlowResult> =
-        outcomes.into_iter().map(|o| flow_result(o, &received.sink_records, start_ns)).collect();
+        outcomes.into_iter().map(|o| flow_result(o, &received, start_ns)).collect();
     let bns = &shaped.bottlenecks;
     let links: Vec<LinkResult> = series.iter().zip(bns).map(|(s, b)| link_result(s, b)).collect();
     let names = hosts.iter().map(|&h| net.nodes[h].name.clone());

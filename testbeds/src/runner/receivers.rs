@@ -27,8 +27,11 @@ pub struct Receivers {
 pub struct Received {
     /// The kernel flows' sink records (bytes over time per peer).
     pub sink_records: Vec<SinkRecord>,
-    /// The mpquic servers' JSON lines.
+    /// The mpquic servers' JSON lines (their `received_series` taken out into `server_series`).
     pub server_reports: Vec<serde_json::Value>,
+    /// The mpquic servers' received bytes over time per transfer name (the flow's id), as the
+    /// kernel sinks' samples: (CLOCK_MONOTONIC ns, cumulative bytes).
+    pub server_series: BTreeMap<String, Vec<(u64, u64)>>,
     /// The sinks' and servers' error lines, one entry per process.
     pub sink_errors: Vec<String>,
     /// CPU seconds per receiving process, keyed `<host>:mpquic` or `<host>:tcp-sink`.
@@ -86,6 +89,7 @@ impl Receivers {
         let mut r = Received {
             sink_records: Vec::new(),
             server_reports: Vec::new(),
+            server_series: BTreeMap::new(),
             sink_errors: Vec::new(),
             cpu_s: BTreeMap::new(),
         };
@@ -100,9 +104,12 @@ impl Receivers {
                     lines.iter().filter_map(|l| serde_json::from_str::<SinkRecord>(l).ok()),
                 );
             } else {
-                r.server_reports.extend(
-                    lines.iter().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()),
-                );
+                for mut report in
+                    lines.iter().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                {
+                    take_series(&mut report, &mut r.server_series);
+                    r.server_reports.push(report);
+                }
             }
             let err = server_errors(&err);
             if !err.is_empty() {
@@ -111,6 +118,17 @@ impl Receivers {
         }
         r
     }
+}
+
+/// Moves a server report's `received_series` into `series` under the transfer's name; a
+/// flow's transfers (`repeat`), one after the other, add up to one cumulative count.
+fn take_series(report: &mut serde_json::Value, series: &mut BTreeMap<String, Vec<(u64, u64)>>) {
+    let samples = report.as_object_mut().and_then(|o| o.remove("received_series"));
+    let (Some(name), Some(samples)) = (report["name"].as_str(), samples) else { return };
+    let samples: Vec<(u64, u64)> = serde_json::from_value(samples).unwrap_or_default();
+    let flow = series.entry(name.to_string()).or_default();
+    let before = flow.last().map_or(0, |&(_, bytes)| bytes);
+    flow.extend(samples.into_iter().map(|(t, bytes)| (t, before + bytes)));
 }
 
 /// Lets every host's MPTCP connections open and accept up to 8 subflows.
@@ -168,8 +186,9 @@ fn start_flow_server(net: &Net, ns: &str, to: usize) -> Result<Proc> {
         }
     }
     // Lab servers: a throwaway certificate, any client of the testbed may send, and caps far
-    // above any scenario's fan-in (a refused flow would skew a run).
-    let lab = ["--insecure", "--allow-anonymous", "--sink", "--json"];
+    // above any scenario's fan-in (a refused flow would skew a run). Received bytes every 5 ms,
+    // as the kernel flows' sink samples them.
+    let lab = ["--insecure", "--allow-anonymous", "--sink", "--json", "--received-series", "5"];
     args.extend(lab.into_iter().chain(LAB_CAPS).map(Into::into));
     start_mpquic_server(ns, args)
 }
@@ -225,4 +244,28 @@ fn server_errors(stderr: &str) -> Vec<String> {
         .filter(|l| !l.starts_with("mpquic: shutting down") && !l.trim().is_empty())
         .map(str::to_string)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn server_series_leave_the_reports_and_add_up_per_flow() {
+        let mut series = BTreeMap::new();
+        let mut reports = [
+            json!({"name": "f0.0", "bytes": 30, "received_series": [[10, 0], [15, 20], [20, 30]]}),
+            json!({"name": "f1.0", "bytes": 5, "received_series": [[12, 0], [13, 5]]}),
+            json!({"name": "f0.0", "bytes": 7, "received_series": [[30, 0], [31, 7]]}),
+            json!({"name": "f2.0", "bytes": 9}),
+        ];
+        for r in &mut reports {
+            take_series(r, &mut series);
+            assert!(r.get("received_series").is_none() && r["bytes"].is_u64(), "{r}");
+        }
+        assert_eq!(series["f0.0"], [(10, 0), (15, 20), (20, 30), (30, 30), (31, 37)]);
+        assert_eq!(series["f1.0"], [(12, 0), (13, 5)]);
+        assert!(!series.contains_key("f2.0"), "no series, no entry");
+    }
 }
