@@ -977,7 +977,8 @@ impl Sim {
         };
         let mut config = ClientConfig::new(self.crypto.1.clone());
         config.transport_config(transport);
-        // Each transfer's connection its own initial destination CIDs (the first's as before).
+        // Each transfer's connection gets its own initial destination CIDs (the first's are as
+        // before).
         let transfer = flow.transfer;
         let stream = 0x4943_0000 + f as u64 + ((transfer as u64) << 32);
         let counter = Arc::new(AtomicU64::new(SimRng::new(self.scenario.seed, stream).next_u64()));
