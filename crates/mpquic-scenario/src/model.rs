@@ -249,8 +249,9 @@ pub struct FlowSpec {
     /// Bytes the server answers once it has the whole request.
     #[serde(default, deserialize_with = "de_bytes")]
     pub response_bytes: u64,
-    /// Testbed: `bytes` sent this many times, each over a new connection, by one process (short
-    /// flows without a process start-up each). The simulator refuses values above 1.
+    /// `bytes` sent this many times, one after the other, each over a new connection from the
+    /// same client (the testbed: one process, no process start-up per transfer). Sized flows
+    /// only.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub repeat: usize,
     /// Testbed: paths over each address pair (the CLI's `--paths-per-pair`, link sharing). The

@@ -21,8 +21,9 @@ use mpquic::Congestion;
 use mpquic_cc::{Notice, PathId as Slot};
 use noq_proto::{
     ClientConfig, Connection, ConnectionHandle, ConnectionId, ConnectionIdGenerator, DatagramEvent,
-    Dir, Endpoint, EndpointConfig, Event, FourTuple, PathEvent, PathStatus, ServerConfig, StreamId,
-    TimeSource, TransportConfig, ValidationTokenConfig,
+    Dir, Endpoint, EndpointConfig, EndpointEvent, Event, FourTuple, Incoming, PathEvent,
+    PathStatus, ServerConfig, StreamEvent, StreamId, TimeSource, TransportConfig,
+    ValidationTokenConfig,
 };
 use slab::Slab;
 
@@ -76,6 +77,29 @@ pub struct FlowProgress {
     pub traces: BTreeMap<u64, Vec<TracePoint>>,
     /// Why the connection was lost, if it was.
     pub error: Option<String>,
+    /// The flow's completed transfers, in order: one, or `repeat` of a repeating flow. The
+    /// fields above from `connected_at` to `response_done_at` are the current connection's;
+    /// the others add up over all of them.
+    pub transfers: Vec<Transfer>,
+}
+
+/// One completed transfer: a sized flow's `bytes` (and its response), over one connection.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Transfer {
+    /// When it began: the first, at the flow's `start`; each next one when the client opened its
+    /// connection, right after it knew the previous one was over.
+    pub start: Ps,
+    /// Its connection's handshake completion (client view).
+    pub connected: Option<Ps>,
+    /// When the receiving application had everything.
+    pub done: Ps,
+}
+
+impl Transfer {
+    /// Its completion time: from its start (a next transfer's handshake included) until done.
+    pub fn fct(&self) -> Ps {
+        self.done - self.start
+    }
 }
 
 /// One sample of a client path's congestion state.
@@ -170,8 +194,14 @@ pub struct Flow {
     paths_opened: usize,
     request_finished: bool,
     response_finished: bool,
+    /// The client saw its request stream finished and acknowledged (it knows the server has it).
+    request_acked: bool,
     started: bool,
     stopped: bool,
+    /// The current transfer, counted from 0 (a repeating flow's next one runs over a new
+    /// connection), and when it began.
+    transfer: usize,
+    transfer_start: Ps,
     /// Progress and measurements.
     pub progress: FlowProgress,
 }
@@ -181,25 +211,25 @@ impl Flow {
     pub fn is_done(&self) -> bool {
         match self.spec.bytes {
             None => self.stopped,
-            Some(_) => {
-                if self.spec.response_bytes > 0 {
-                    self.progress.response_done_at.is_some()
-                } else {
-                    self.progress.request_done_at.is_some()
-                }
-            }
+            Some(_) => self.progress.transfers.len() == self.spec.repeat,
         }
     }
 
-    /// Flow completion time in picoseconds, for sized flows that completed.
+    /// Flow completion time in picoseconds, for sized flows that completed: the time from its
+    /// start until the receiving application had everything; a repeating flow's, the sum of its
+    /// transfers' (the time spent transferring, as the testbed counts it).
     pub fn fct(&self) -> Option<Ps> {
         self.spec.bytes?;
-        let done = if self.spec.response_bytes > 0 {
-            self.progress.response_done_at?
-        } else {
-            self.progress.request_done_at?
-        };
-        Some(done - self.spec.start.0)
+        let transfers = &self.progress.transfers;
+        (transfers.len() == self.spec.repeat).then(|| transfers.iter().map(Transfer::fct).sum())
+    }
+
+    /// Time spent transferring until `end`: the completed transfers' FCTs and, if the flow is
+    /// not done, the current one's time so far.
+    pub fn busy(&self, end: Ps) -> Ps {
+        let done: Ps = self.progress.transfers.iter().map(Transfer::fct).sum();
+        let current = if self.is_done() { 0 } else { end.saturating_sub(self.transfer_start) };
+        done + current
     }
 }
 
@@ -222,6 +252,8 @@ struct Ep {
     policy: Policy,
     /// The connection's path supervisor, once there is a connection.
     supervision: Option<Supervision>,
+    /// The flow's transfer the connection carries (a repeating flow has one connection each).
+    transfer: usize,
 }
 
 enum Ev {
@@ -346,6 +378,10 @@ pub struct Sim {
 /// One end's transport configuration, coupled controller and path supervision policy.
 type EndTransport = (Arc<TransportConfig>, Option<Arc<SharedController>>, Policy);
 
+/// A server's configuration for one connection, with its coupled controller and path
+/// supervision policy.
+type ServerEnd = (Arc<ServerConfig>, Option<Arc<SharedController>>, Policy);
+
 /// Server and client handshake configuration.
 type CryptoConfigs =
     (Arc<dyn noq_proto::crypto::ServerConfig>, Arc<dyn noq_proto::crypto::ClientConfig>);
@@ -368,24 +404,27 @@ fn crypto_configs(suite: CryptoSuite) -> Result<CryptoConfigs, ScenarioError> {
     })
 }
 
-/// The written flows' fields only the testbed has, refused at the field (workloads never set
-/// them): `repeat` (transfers over a new connection each, by one process) and `paths_per_pair`
-/// (the simulator spreads a flow's `paths` over the addresses, so more paths than addresses
-/// share their links already).
-fn refuse_testbed_only(s: &Scenario) -> Result<(), ScenarioError> {
+/// The written flows' fields the simulator refuses, at the field (workloads never set them):
+/// `paths_per_pair`, which only the testbed has (the simulator spreads a flow's `paths` over the
+/// addresses, so more paths than addresses share their links already), and `repeat` on a bulk
+/// flow (it has no end to repeat after).
+fn refuse_unsupported(s: &Scenario) -> Result<(), ScenarioError> {
     for (i, f) in s.flows.iter().enumerate() {
-        let why = [
-            (f.repeat, "repeat", "the simulator runs one transfer per flow"),
-            (
-                f.paths_per_pair,
+        let refusal = if f.paths_per_pair > 1 {
+            Some((
                 "paths_per_pair",
-                "write more `paths`: they spread over the addresses",
-            ),
-        ];
-        if let Some((_, field, why)) = why.into_iter().find(|(n, _, _)| *n > 1) {
+                "sim: paths_per_pair is the testbed's (write more `paths`: they spread over the \
+                 addresses)",
+            ))
+        } else if f.repeat > 1 && f.bytes.is_none() {
+            Some(("repeat", "sim: repeat needs `bytes` (a bulk flow has no end to repeat after)"))
+        } else {
+            None
+        };
+        if let Some((field, message)) = refusal {
             return Err(ScenarioError::At {
                 path: format!("flows.{i}.{field}"),
-                message: format!("sim: {field} is the testbed's ({why})"),
+                message: message.into(),
             });
         }
     }
@@ -401,7 +440,7 @@ impl Sim {
 
     /// Build the network, endpoints and flows of a scenario.
     pub fn new(scenario: Scenario) -> Result<Sim, ScenarioError> {
-        refuse_testbed_only(&scenario)?;
+        refuse_unsupported(&scenario)?;
         let expanded = scenario.topology.expand()?;
         let Network { nodes, links, index, host_of } = Network::build(&expanded, &scenario)?;
         let hosts = expanded.hosts;
@@ -497,8 +536,8 @@ impl Sim {
             .collect();
 
         let seed = self.scenario.seed;
-        let (transport, server_cc, policy) =
-            self.transport_config(&congestion, spec.paths, Side::Server, &notices)?;
+        let (server_config, server_cc, policy) =
+            self.server_config(&congestion, spec.paths, &notices)?;
         let make_endpoint = |stream: u64, server: Option<Arc<ServerConfig>>| {
             let mut cfg =
                 EndpointConfig::new(NullHmacKey::new(SimRng::new(seed, stream).next_u64()));
@@ -512,12 +551,6 @@ impl Sim {
             cfg.rng_seed(Some(rng_seed));
             Endpoint::new(Arc::new(cfg), server, false)
         };
-        let mut server_config = ServerConfig::new(self.crypto.0.clone(), Arc::new(NullTokenKey));
-        server_config.transport_config(transport.clone());
-        let mut tokens = ValidationTokenConfig::default();
-        tokens.sent(0);
-        server_config.validation_token_config(tokens);
-        server_config.time_source(Arc::new(FrozenClock));
 
         let base_stream = 0x4550_0000 + 8 * i as u64;
         let client_ep = self.endpoints.len();
@@ -534,6 +567,7 @@ impl Sim {
             slots: BTreeMap::new(),
             policy,
             supervision: None,
+            transfer: 0,
         });
         let server_ep = self.endpoints.len();
         self.endpoints.push(Ep {
@@ -541,7 +575,7 @@ impl Sim {
             port: server_port,
             flow: i,
             role: Role::Server,
-            endpoint: make_endpoint(base_stream + 4, Some(Arc::new(server_config))),
+            endpoint: make_endpoint(base_stream + 4, Some(server_config)),
             conn: None,
             timer: None,
             timer_queued: None,
@@ -549,6 +583,7 @@ impl Sim {
             slots: BTreeMap::new(),
             policy,
             supervision: None,
+            transfer: 0,
         });
         self.ep_by_addr.insert((client, client_port), client_ep);
         self.ep_by_addr.insert((server, server_port), server_ep);
@@ -568,6 +603,7 @@ impl Sim {
             self.schedule(stop, Ev::Stop(i));
         }
         let name = spec.name.clone().unwrap_or_else(|| format!("flow{i}"));
+        let spec_start = spec.start.0;
         self.flows.push(Flow {
             spec,
             name,
@@ -582,11 +618,34 @@ impl Sim {
             paths_opened: 1,
             request_finished: false,
             response_finished: false,
+            request_acked: false,
             started: false,
             stopped: false,
+            transfer: 0,
+            transfer_start: spec_start,
             progress: FlowProgress::default(),
         });
         Ok(())
+    }
+
+    /// The server's configuration for one connection of a flow: the handshake's, and a fresh
+    /// transport with its coupled controller (mpquic-cc controllers), as the library's server
+    /// gives every connection it accepts.
+    fn server_config(
+        &self,
+        congestion: &Congestion,
+        paths: usize,
+        notices: &Arc<Mutex<NoticeLog>>,
+    ) -> Result<ServerEnd, ScenarioError> {
+        let (transport, server_cc, policy) =
+            self.transport_config(congestion, paths, Side::Server, notices)?;
+        let mut server_config = ServerConfig::new(self.crypto.0.clone(), Arc::new(NullTokenKey));
+        server_config.transport_config(transport);
+        let mut tokens = ValidationTokenConfig::default();
+        tokens.sent(0);
+        server_config.validation_token_config(tokens);
+        server_config.time_source(Arc::new(FrozenClock));
+        Ok((Arc::new(server_config), server_cc, policy))
     }
 
     /// Probe-timeout expiries of flow `f`: (client, server), and the virtual times of all.
@@ -918,9 +977,11 @@ impl Sim {
         };
         let mut config = ClientConfig::new(self.crypto.1.clone());
         config.transport_config(transport);
-        let counter = Arc::new(AtomicU64::new(
-            SimRng::new(self.scenario.seed, 0x4943_0000 + f as u64).next_u64(),
-        ));
+        // Each transfer's connection gets its own initial destination CIDs (the first's are as
+        // before).
+        let transfer = flow.transfer;
+        let stream = 0x4943_0000 + f as u64 + ((transfer as u64) << 32);
+        let counter = Arc::new(AtomicU64::new(SimRng::new(self.scenario.seed, stream).next_u64()));
         config.initial_dst_cid_provider(Arc::new(move || {
             let x = counter.fetch_add(1, AtomicOrdering::Relaxed);
             let mut b = [0; 8];
@@ -933,12 +994,75 @@ impl Sim {
         let _ = local_ip; // the first path's local address: the host's first interface
         match ep.endpoint.connect(now, config, remote, SERVER_NAME) {
             Ok(conn) => {
-                ep.conn = Some(conn);
+                replace_connection(ep, conn, transfer);
                 ep.cc = client_cc;
                 ep.supervision = Some(ep.policy.start(true, now));
                 self.service(ep_id);
             }
             Err(e) => self.flows[f].progress.error = Some(format!("connect: {e}")),
+        }
+    }
+
+    /// The client of flow `f` closed its connection after a transfer and more are due: the next
+    /// one begins now, over a new connection (its own handshake, paths and controllers), from the
+    /// same endpoint, as the CLI's `send --repeat` does.
+    fn next_transfer(&mut self, f: usize) {
+        let flow = &mut self.flows[f];
+        flow.transfer += 1;
+        flow.transfer_start = self.now;
+        flow.stream = None;
+        flow.server_stream = None;
+        flow.paths_opened = 1;
+        flow.request_finished = false;
+        flow.response_finished = false;
+        flow.request_acked = false;
+        let p = std::mem::take(&mut flow.progress);
+        flow.progress = FlowProgress {
+            // What adds up over the transfers; the rest is the new connection's.
+            delivered: p.delivered,
+            paths_established: p.paths_established,
+            paths_abandoned: p.paths_abandoned,
+            failovers: p.failovers,
+            traces: p.traces,
+            error: p.error,
+            transfers: p.transfers,
+            ..FlowProgress::default()
+        };
+        self.connect(f);
+    }
+
+    /// The server of a flow takes a new connection: the flow's first, or a repeating flow's next
+    /// one (once its connection's transfer is over), which gets a fresh transport and
+    /// controller. Anything else is ignored.
+    fn accept(&mut self, ep_id: usize, incoming: Incoming, now: Instant) {
+        let ep = &self.endpoints[ep_id];
+        let (f, transfer) = (ep.flow, self.flows[ep.flow].transfer);
+        let wanted = ep.role == Role::Server && (ep.conn.is_none() || ep.transfer < transfer);
+        let fresh = if wanted && ep.conn.is_some() {
+            let flow = &self.flows[f];
+            Some(self.server_config(&flow.congestion, flow.spec.paths, &flow.notices))
+        } else {
+            None
+        };
+        let ep = &mut self.endpoints[ep_id];
+        let (config, cc) = match fresh.transpose() {
+            _ if !wanted => return ep.endpoint.ignore(incoming),
+            Ok(fresh) => fresh.map(|(config, cc, _)| (config, cc)).unzip(),
+            Err(e) => {
+                ep.endpoint.ignore(incoming);
+                self.flows[f].progress.error = Some(e.to_string());
+                return;
+            }
+        };
+        match ep.endpoint.accept(incoming, now, &mut Vec::new(), config) {
+            Ok(conn) => {
+                replace_connection(ep, conn, transfer);
+                if let Some(cc) = cc {
+                    ep.cc = cc;
+                }
+                ep.supervision = Some(ep.policy.start(false, now));
+            }
+            Err(e) => self.flows[f].progress.error = Some(format!("accept: {}", e.cause)),
         }
     }
 
@@ -998,23 +1122,7 @@ impl Sim {
                     }
                 }
             }
-            DatagramEvent::NewConnection(incoming) => {
-                if ep.role == Role::Server && ep.conn.is_none() {
-                    let mut buf = Vec::new();
-                    match ep.endpoint.accept(incoming, now, &mut buf, None) {
-                        Ok(conn) => {
-                            ep.conn = Some(conn);
-                            ep.supervision = Some(ep.policy.start(false, now));
-                        }
-                        Err(e) => {
-                            self.flows[ep.flow].progress.error =
-                                Some(format!("accept: {}", e.cause));
-                        }
-                    }
-                } else {
-                    ep.endpoint.ignore(incoming);
-                }
-            }
+            DatagramEvent::NewConnection(incoming) => self.accept(ep_id, incoming, now),
             DatagramEvent::Response(transmit) => {
                 let data = BytesMut::from(&self.buf[..transmit.size]);
                 let src_ip = transmit.src_ip.unwrap_or(packet.dst.ip());
@@ -1037,8 +1145,11 @@ impl Sim {
         let now = self.instant(now_ps);
         let ep = &mut self.endpoints[ep_id];
         let Some((ch, conn)) = &mut ep.conn else { return };
-        let flow = &mut self.flows[ep.flow];
+        let f = ep.flow;
+        let flow = &mut self.flows[f];
         let gp_bucket = (now_ps / self.scenario.output.goodput_interval.0.max(1)) as usize;
+        // The client closed its connection after a transfer, and the next one is due.
+        let mut next_transfer = false;
         loop {
             while let Some(event) = conn.poll() {
                 match event {
@@ -1048,8 +1159,15 @@ impl Sim {
                             flow.progress.connected_at = Some(now_ps);
                         }
                     }
-                    Event::ConnectionLost { reason } => {
+                    // A connection whose transfer is over is closed by the client (a repeating
+                    // flow's): no error.
+                    Event::ConnectionLost { reason } if ep.transfer == flow.transfer => {
                         flow.progress.error = Some(reason.to_string());
+                    }
+                    Event::Stream(StreamEvent::Finished { id })
+                        if ep.role == Role::Client && flow.stream == Some(id) =>
+                    {
+                        flow.request_acked = true;
                     }
                     Event::Path(PathEvent::Established { id, .. }) => {
                         register_slot(&mut ep.slots, conn, id);
@@ -1077,7 +1195,7 @@ impl Sim {
                 }
             }
             match ep.role {
-                Role::Client => client_app(flow, conn, now, now_ps, gp_bucket),
+                Role::Client => next_transfer |= client_app(flow, conn, now, now_ps, gp_bucket),
                 Role::Server => server_app(flow, conn, now_ps, gp_bucket),
             }
             loop {
@@ -1123,7 +1241,11 @@ impl Sim {
         if let Some(supervision) = &mut ep.supervision {
             let events = supervision.events.drain(..);
             flow.progress.failovers.extend(events.map(|e| (side, e)));
-            if let Some(at) = supervision.wake_up() {
+            // A closed connection's paths are not supervised (its supervisor would ask to be
+            // woken at the same instant over and over): a repeating flow's server keeps the
+            // one the client closed until the next connection arrives.
+            let wake_up = if conn.is_closed() { None } else { supervision.wake_up() };
+            if let Some(at) = wake_up {
                 let ps =
                     (at.saturating_duration_since(self.base).as_nanos() as u64 * 1000).max(now_ps);
                 self.schedule(ps, Ev::Supervise(ep_id, at));
@@ -1146,6 +1268,9 @@ impl Sim {
         }
         if done {
             self.check_done();
+        }
+        if next_transfer {
+            self.next_transfer(f);
         }
     }
 
@@ -1223,9 +1348,18 @@ fn fill(conn: &mut Connection, stream: StreamId, limit: Option<u64>) -> u64 {
     total
 }
 
-fn client_app(flow: &mut Flow, conn: &mut Connection, now: Instant, now_ps: Ps, bucket: usize) {
-    if flow.progress.connected_at.is_none() {
-        return;
+/// The client's application: opens the paths, writes the request, reads the response. Returns
+/// whether it closed the connection because its transfer is over and a repeating flow's next
+/// one is due.
+fn client_app(
+    flow: &mut Flow,
+    conn: &mut Connection,
+    now: Instant,
+    now_ps: Ps,
+    bucket: usize,
+) -> bool {
+    if flow.progress.connected_at.is_none() || conn.is_closed() {
+        return false;
     }
     while flow.paths_opened < flow.spec.paths
         && flow.spec.path_times.get(flow.paths_opened).is_none_or(|t| t.0 <= now_ps)
@@ -1237,12 +1371,12 @@ fn client_app(flow: &mut Flow, conn: &mut Connection, now: Instant, now_ps: Ps, 
         }
     }
     if !flow.started {
-        return;
+        return false;
     }
     if flow.stream.is_none() {
         flow.stream = conn.streams().open(Dir::Bi);
     }
-    let Some(stream) = flow.stream else { return };
+    let Some(stream) = flow.stream else { return false };
     if !flow.request_finished {
         match flow.spec.bytes {
             None if flow.stopped => {
@@ -1268,8 +1402,45 @@ fn client_app(flow: &mut Flow, conn: &mut Connection, now: Instant, now_ps: Ps, 
         }
         if fin || flow.progress.response_read >= flow.spec.response_bytes {
             flow.progress.response_done_at = Some(now_ps);
+            transfer_complete(flow, now_ps);
         }
     }
+    // The client knows its transfer is over once it has the whole response, or else once the
+    // server has acknowledged the whole request; then, if more are due, it closes the
+    // connection (the next transfer opens a new one), as the CLI does after each.
+    let over = if flow.spec.response_bytes > 0 {
+        flow.progress.response_done_at.is_some()
+    } else {
+        flow.request_acked
+    };
+    let recorded = flow.progress.transfers.len() > flow.transfer;
+    if over && recorded && flow.transfer + 1 < flow.spec.repeat {
+        conn.close(now, 0u32.into(), Bytes::from_static(b"done"));
+        return true;
+    }
+    false
+}
+
+/// The flow's current transfer is complete, the receiving application has everything: note it
+/// (sized flows; a bulk flow's end is its `stop`).
+fn transfer_complete(flow: &mut Flow, now_ps: Ps) {
+    if flow.spec.bytes.is_some() {
+        flow.progress.transfers.push(Transfer {
+            start: flow.transfer_start,
+            connected: flow.progress.connected_at,
+            done: now_ps,
+        });
+    }
+}
+
+/// Make `conn` the endpoint's connection, carrying the flow's `transfer`. A previous one (a
+/// repeating flow's, whose transfer is over) is dropped and its endpoint forgets it.
+fn replace_connection(ep: &mut Ep, conn: (ConnectionHandle, Connection), transfer: usize) {
+    if let Some((old, _)) = ep.conn.replace(conn) {
+        ep.endpoint.handle_event(old, EndpointEvent::drained());
+    }
+    ep.slots.clear();
+    ep.transfer = transfer;
 }
 
 fn server_app(flow: &mut Flow, conn: &mut Connection, now_ps: Ps, bucket: usize) {
@@ -1287,6 +1458,9 @@ fn server_app(flow: &mut Flow, conn: &mut Connection, now_ps: Ps, bucket: usize)
         }
         if fin {
             flow.progress.request_done_at = Some(now_ps);
+            if flow.spec.response_bytes == 0 {
+                transfer_complete(flow, now_ps);
+            }
         }
     }
     if flow.progress.request_done_at.is_some() && !flow.response_finished {

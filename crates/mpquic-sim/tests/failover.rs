@@ -1,5 +1,6 @@
 //! The library's path supervisor in the simulator: live paths through a shared, queued
-//! bottleneck are not declared failed; a black-holed path is, within the rule's deadline.
+//! bottleneck are not declared failed; a black-holed path is, within the rule's deadline; a
+//! closed connection is not supervised any more.
 
 use mpquic::supervisor::FAILURE_POLL;
 use mpquic::{FailoverEvent, PathFailure};
@@ -125,4 +126,35 @@ fn a_black_holed_path_is_declared_failed_within_the_deadline() {
     let delivered = &sim.flows[0].progress.delivered;
     let after: u64 = delivered.iter().skip(bucket(failed_at) + 1).sum();
     assert!(after > 0, "nothing delivered after the failure");
+}
+
+/// A connection that is closed (here: every path black-holed until the idle timeout, on both
+/// ends) is no longer supervised: its supervisor, never polled again, used to ask for a wake-up
+/// at the same instant over and over, and the run never got past it (hence the thread: a spin
+/// fails the test instead of hanging it).
+#[test]
+fn a_closed_connection_is_not_supervised_any_more() {
+    let (done, result) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut s = Scenario::new(
+            "all-paths-dead",
+            Dur::ms(12_000),
+            Topology::TwoPath { cross_hosts: 1, access: Default::default() },
+        );
+        let mut flow = FlowSpec::bulk("src", "dst");
+        flow.paths = 2;
+        s.flows.push(flow);
+        let mut sim = Sim::new(s).expect("valid scenario");
+        for name in ["src->a", "src->b", "a->src", "b->src"] {
+            let link = sim.links.iter().position(|l| l.params.name == name).expect(name);
+            sim.black_hole(link, Dur::ms(5).0);
+        }
+        sim.run();
+        let _ = done.send((sim.now(), sim.flows[0].progress.error.clone()));
+    });
+    let (now, error) = result
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the run ends within 2 minutes (12 s of virtual time, nearly all idle)");
+    assert_eq!(now, Dur::ms(12_000).0, "the run stopped short");
+    assert!(error.as_deref().is_some_and(|e| e.contains("timed out")), "{error:?}");
 }
