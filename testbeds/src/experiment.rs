@@ -481,6 +481,7 @@ fn mpquic_paths(
                 rtt_p50_ms: p["rtt_p50_ms"].as_f64(),
                 rtt_p99_ms: p["rtt_p99_ms"].as_f64(),
                 active: p["active"].as_bool().unwrap_or(false),
+                close_reason: serde_json::from_value(p["close_reason"].clone()).ok().flatten(),
                 cwnd_bytes: p["cwnd"].as_u64(),
                 link: link_into(remote),
             }
