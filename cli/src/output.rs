@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use mpquic::ConnectionReport;
+use mpquic::{ConnectionReport, PathClose};
 use serde::Serialize;
 
 /// The outcome of one transfer.
@@ -154,12 +154,11 @@ impl TransferResult {
                 p.lost_packets,
                 human_bytes(p.cwnd),
                 p.inactive_ms,
-                if !p.open {
-                    "  (closed)"
-                } else if !p.active {
-                    "  (inactive)"
-                } else {
-                    ""
+                match p.close_reason {
+                    Some(PathClose::Eliminated) => "  (eliminated)".to_string(),
+                    Some(reason) => format!("  (closed: {reason})"),
+                    None if !p.active => "  (inactive)".to_string(),
+                    None => String::new(),
                 },
             );
         }

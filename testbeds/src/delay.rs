@@ -269,7 +269,7 @@ impl DelayLine {
     /// rules that send those devices' packets to it (rules only after the queues are bound: an
     /// unbound queue drops). Its stderr goes to `log`.
     pub fn start(ns: &str, dirs: &[(String, QueueSpec)], log: &std::path::Path) -> Result<Self> {
-        let me = std::env::current_exe()?.display().to_string();
+        let me = crate::programs::testbed();
         let mut args =
             vec!["netns".to_string(), "exec".into(), ns.into(), me, "__delay-line".into()];
         for (_, q) in dirs {

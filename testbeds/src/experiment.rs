@@ -138,7 +138,8 @@ struct RunEntry {
 }
 
 /// Runs every point `rounds` times (default: one round per seed), interleaved; writes
-/// `experiment.json` and `tables.md` in `out`, and prints the tables.
+/// `experiment.json`, `tables.md` and, for a file with a `[plot]`, `sweep.svg` in `out`, and
+/// prints the tables.
 pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
     let seeds = &c.experiment.base.seeds;
     let rounds = rounds.unwrap_or(seeds.len());
@@ -256,6 +257,7 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
         tables += "\n";
     }
     std::fs::write(out.join("tables.md"), &tables)?;
+    mpquic_plot::sweep::write_sweep_plot(&out.join("sweep.svg"), &c.experiment, &summary)?;
     if let Some(link) = &link {
         let points = c.experiment.points.iter().map(|p| p.name()).zip(queues).collect();
         plots::queue_cdf(&out.join("queue-cdf.svg"), link, points)?;
@@ -481,6 +483,7 @@ fn mpquic_paths(
                 rtt_p50_ms: p["rtt_p50_ms"].as_f64(),
                 rtt_p99_ms: p["rtt_p99_ms"].as_f64(),
                 active: p["active"].as_bool().unwrap_or(false),
+                close_reason: serde_json::from_value(p["close_reason"].clone()).ok().flatten(),
                 cwnd_bytes: p["cwnd"].as_u64(),
                 link: link_into(remote),
             }

@@ -121,6 +121,7 @@ pub struct FailoverResult {
 /// Runs the experiment, tears it down, writes `<out>/result.json`.
 pub fn run_failover(args: &FailoverArgs, run_id: u32) -> Result<FailoverResult> {
     crate::runner::require_root()?;
+    cleanup::claim_run(run_id)?;
     let removed = cleanup::cleanup_stale(false);
     if !removed.is_empty() {
         eprintln!("removed leftovers of crashed runs: {removed:?}");

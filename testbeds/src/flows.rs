@@ -329,16 +329,17 @@ impl Drop for Proc {
     }
 }
 
-/// Where the `mpquic` CLI binary is: $MPQUIC_BIN, or target/{release,debug}/mpquic of the workspace.
+/// The `mpquic` CLI binary to start: $MPQUIC_BIN, or target/{release,debug}/mpquic of the
+/// workspace, as it was at the first call (see `programs`).
 pub fn mpquic_bin() -> Result<String> {
     if let Ok(p) = std::env::var("MPQUIC_BIN") {
-        return Ok(p);
+        return crate::programs::pinned(p.as_ref());
     }
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     for prof in ["release", "debug"] {
         let p = root.join("target").join(prof).join("mpquic");
         if p.is_file() {
-            return Ok(p.canonicalize()?.display().to_string());
+            return crate::programs::pinned(&p);
         }
     }
     bail!("the mpquic CLI binary was not found: build it (cargo build --release -p <cli package>) or set MPQUIC_BIN")

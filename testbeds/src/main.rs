@@ -12,6 +12,7 @@ mod flows;
 mod marker;
 mod netns;
 mod plots;
+mod programs;
 mod results;
 mod runner;
 mod sampler;

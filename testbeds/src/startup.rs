@@ -61,6 +61,7 @@ pub fn run_startup(args: &StartupArgs, run_id: u32) -> Result<String> {
     if args.answers == 0 || args.jobs == 0 {
         bail!("--answers and --jobs must be >= 1");
     }
+    cleanup::claim_run(run_id)?;
     let mpquic = flows::mpquic_bin()?;
     let dir = cleanup::run_dir(run_id).join("startup");
     std::fs::create_dir_all(&dir)?;

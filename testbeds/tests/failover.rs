@@ -83,6 +83,18 @@ fn assert_fails_over(r: &Value, restore_after: f64) {
         events.iter().any(|e| e["event"] == "path_failed" && e["remote"].as_str().unwrap().starts_with(dead)),
         "the sender's report has no failure of {dead}: {events:?}"
     );
+    // The paths the sender reported failed, and only they, are closed as failed in its report.
+    let ids = |list: &[Value], key: &str| {
+        let mut ids: Vec<u64> = list.iter().filter_map(|v| v[key].as_u64()).collect();
+        ids.sort_unstable();
+        ids
+    };
+    let failures: Vec<Value> =
+        events.iter().filter(|e| e["event"] == "path_failed").cloned().collect();
+    let paths = report["paths"].as_array().unwrap();
+    let closed_failed: Vec<Value> =
+        paths.iter().filter(|p| p["close_reason"] == "failed").cloned().collect();
+    assert_eq!(ids(&closed_failed, "id"), ids(&failures, "path"), "{report}");
     // Restoring gives the link back exactly what it had (rate, queue, marker), and the black hole
     // replaced its queue.
     let qdiscs = |i: usize| r["qdiscs"][i].as_str().unwrap_or_else(|| panic!("no qdiscs {i}: {r}"));

@@ -17,7 +17,7 @@ use plotters::prelude::*;
 pub struct PlotError(String);
 
 impl PlotError {
-    fn of(e: impl Display) -> PlotError {
+    pub(crate) fn of(e: impl Display) -> PlotError {
         PlotError(e.to_string())
     }
 }

@@ -4,9 +4,11 @@
 //! repetitions, `mpquic report`) takes its colours from [`palette`], so one controller or one
 //! path has one colour everywhere, and its charts from [`chart`]: a captioned panel with a mesh
 //! ([`chart::panel`]), line plots for time series and CDFs ([`chart::write_line_plot`]), sweep
-//! lines with min-max error bars ([`chart::draw_sweep_lines`]), and the legend.
+//! lines with min-max error bars ([`chart::draw_sweep_lines`]), and the legend. An experiment
+//! file's `[plot]` is drawn by [`sweep::write_sweep_plot`], for the simulator and the testbed.
 
 pub mod chart;
 pub mod palette;
+pub mod sweep;
 
 pub use chart::PlotError;

@@ -351,8 +351,38 @@ fn check_axes(s: &Scenario) -> Result<(), ScenarioError> {
                 format!("`{k}` is not a value of axis `{}` ({})", axis.name, labels.join(", ")),
             ));
         }
+        if let Some((key, path)) = axis.set.iter().find_map(|p| Some((experiment_key(p)?, p))) {
+            return Err(at(here("set"), not_a_run_field("set", path, key)));
+        }
+        for (value, fields) in &axis.when {
+            let paths = flatten(fields, "").into_iter().map(|(path, _)| path);
+            if let Some((key, path)) = paths.filter_map(|p| Some((experiment_key(&p)?, p))).next() {
+                let place = format!("sweep.{i}.when.{value}.{path}");
+                return Err(at(place, not_a_run_field("when", &path, key)));
+            }
+        }
     }
     Ok(())
+}
+
+/// The keys of the experiment around its runs rather than of a run's scenario: they are read
+/// once, from the file as written, so an axis that set one for some points would be ignored.
+const EXPERIMENT_KEYS: [&str; 6] = ["seeds", "sweep", "skip", "report", "plot", "netns.set"];
+
+/// The experiment key that the dotted `path` is or lies inside, if any.
+fn experiment_key(path: &str) -> Option<&'static str> {
+    EXPERIMENT_KEYS.into_iter().find(|&k| {
+        path.strip_prefix(k).is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+    })
+}
+
+/// Why an axis's `set` or `when` may not write `path` (inside the experiment key `key`).
+fn not_a_run_field(how: &str, path: &str, key: &str) -> String {
+    format!(
+        "`{how}` writes fields of each point's scenario, and `{path}` is not one: `{key}` belongs \
+         to the experiment ({}), read once from the file as written",
+        EXPERIMENT_KEYS.join(", ")
+    )
 }
 
 /// Every combination of the axes' values applied to the document `table`.

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use mpquic::PathClose;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{at, ScenarioError};
@@ -107,6 +108,10 @@ pub struct PathOutcome {
     pub rtt_p99_ms: Option<f64>,
     /// Whether the controller lets it carry new data.
     pub active: bool,
+    /// Why it was closed, or that its controller eliminated it (MPTCP-D's ESE, the one
+    /// closure the ESE metrics count); `None` while open and free to carry data.
+    #[serde(default)]
+    pub close_reason: Option<PathClose>,
     /// The sender's congestion window at the end, bytes (None: the backend does not know it).
     pub cwnd_bytes: Option<u64>,
     /// The link direction that delivers to `remote` (`b->dst`), where the backend knows it:
@@ -222,8 +227,8 @@ pub const CATALOGUE: &[(&str, &str)] = &[
     ("flows_with_elimination", "flows whose controller eliminated a path"),
     ("ese_extra", "extra paths: per link (paths grouped by server address) all but one"),
     ("ese_keep", "paths that should stay: one per link"),
-    ("ese_tp", "true positives: closed paths of a link, up to its extra paths"),
-    ("ese_fp", "false positives: closed paths of a link beyond its extra ones (its last path)"),
+    ("ese_tp", "true positives: eliminated paths of a link, up to its extra paths"),
+    ("ese_fp", "false positives: eliminated paths of a link beyond its extra ones (its last path)"),
     ("active_paths", "paths carrying data at the end (a repeating flow: its last transfer's)"),
     ("transfers", "transfers completed (each of a repeating flow; else each completed flow)"),
     ("transfer_fct_p50_ms", "median completion time of those transfers (nearest rank), ms"),
@@ -483,8 +488,10 @@ fn transfer_fcts_ms(flows: &[&FlowOutcome]) -> Vec<f64> {
 }
 
 /// Extra-subflow elimination judged per link, summed over the flows: `ese_extra` and `ese_keep`
-/// count the paths that should and should not be closed, `ese_tp` and `ese_fp` the closed ones
-/// (inactive at the end) that were right and wrong. A flow's paths are grouped by the server
+/// count the paths that should and should not be closed, `ese_tp` and `ese_fp` the eliminated
+/// ones that were right and wrong. A path closed for another reason is no elimination; a
+/// failed one is not even a path of its link, as failover re-opens it over the same addresses
+/// as a new path, which counts in its place. A flow's paths are grouped by the server
 /// address they reach (one per link, port stripped); of a link's n paths n - 1 are extra and
 /// one should stay, so closures up to n - 1 are true positives and any beyond (the link's
 /// last path) false positives. Flows without paths (kernel ones) count nothing.
@@ -492,17 +499,17 @@ fn ese_metric(name: &str, flows: &[&FlowOutcome]) -> f64 {
     let (mut extra, mut keep, mut tp, mut fp) = (0, 0, 0, 0);
     for f in flows {
         let mut links: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
-        for p in &f.paths {
+        for p in f.paths.iter().filter(|p| p.close_reason != Some(PathClose::Failed)) {
             let address = p.remote.rsplit_once(':').map_or(p.remote.as_str(), |(a, _)| a);
-            let (n, closed) = links.entry(address).or_default();
+            let (n, eliminated) = links.entry(address).or_default();
             *n += 1;
-            *closed += u64::from(!p.active);
+            *eliminated += u64::from(p.close_reason == Some(PathClose::Eliminated));
         }
-        for (n, closed) in links.into_values() {
+        for (n, eliminated) in links.into_values() {
             extra += n - 1;
             keep += 1;
-            tp += closed.min(n - 1);
-            fp += closed.saturating_sub(n - 1);
+            tp += eliminated.min(n - 1);
+            fp += eliminated.saturating_sub(n - 1);
         }
     }
     match name {

@@ -96,6 +96,44 @@ fn errors_say_file_line_column_and_reason() {
     assert!(e.contains("`workloads.1.k`: index 1 out of range (the array has 1 entries)"), "{e}");
 }
 
+/// `set` and `when` write a point's scenario; the experiment's own keys (read once from the
+/// file) would be ignored for that point, so writing one is an error at its place.
+#[test]
+fn an_axis_may_not_write_the_experiments_own_keys() {
+    let when = |line: &str| error(&INCAST.replace("\"workloads.0.paths\" = 1", line));
+    let e = when("\"workloads.0.paths\" = 1\nskip = [{ k = 2 }]");
+    assert!(e.starts_with("e.toml:25:8: sweep.0.when.dctcp.skip: `when` writes fields of each point's scenario, and `skip` is not one: `skip` belongs to the experiment (seeds, sweep, skip, report, plot, netns.set)"), "{e}");
+    let e = when("seeds = [3]");
+    assert!(e.contains("sweep.0.when.dctcp.seeds: `when` writes"), "{e}");
+    // Inside a key, as a dotted path or a nested table.
+    let e = when("\"report.metrics\" = [\"fct_p99_ms\"]");
+    assert!(e.contains("sweep.0.when.dctcp.report.metrics: `when` writes fields of each point's scenario, and `report.metrics` is not one: `report` belongs"), "{e}");
+    let e = when("netns = { set = { duration = \"1s\" } }");
+    assert!(e.contains("`netns.set.duration` is not one: `netns.set` belongs"), "{e}");
+    // What a run reads is fine, also next to those names.
+    Experiment::parse(
+        &INCAST.replace(
+            "\"workloads.0.paths\" = 1",
+            "duration = \"50ms\"\nnetns = { rate_scale = 0.5 }\nskipped = 1",
+        ),
+        "e.toml",
+    )
+    .map(|_| ())
+    .unwrap_err(); // `skipped` is no field at all: the scenario refuses it as unknown
+    Experiment::parse(
+        &INCAST.replace(
+            "\"workloads.0.paths\" = 1",
+            "duration = \"50ms\"\nnetns = { rate_scale = 0.5 }",
+        ),
+        "e.toml",
+    )
+    .unwrap();
+    let e = error(
+        &INCAST.replace("set = [\"workloads.0.k\"]", "set = [\"workloads.0.k\", \"plot.x\"]"),
+    );
+    assert!(e.contains("sweep.1.set: `set` writes fields of each point's scenario, and `plot.x` is not one: `plot` belongs"), "{e}");
+}
+
 #[test]
 fn flows_with_ranges_counts_and_kernel_kinds() {
     let text = r#"name = "f"

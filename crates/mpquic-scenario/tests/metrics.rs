@@ -1,5 +1,6 @@
 //! The report metrics over a hand-made outcome: what each computes, per round and per job.
 
+use mpquic::PathClose;
 use mpquic_scenario::experiment::TableSpec;
 use mpquic_scenario::metrics::{
     comparison_table, compute, summarize, DelayLineSecond, FlowOutcome, LinkOutcome, Outcome,
@@ -293,13 +294,20 @@ only = { cross = "dctcp", k = 20 }
     }
 }
 
-fn path(remote: &str, bytes_sent: u64, rtt_ms: (f64, f64), active: bool) -> PathOutcome {
+/// A path to `remote` closed for `close_reason` (`None`: open and carrying data).
+fn path(
+    remote: &str,
+    bytes_sent: u64,
+    rtt_ms: (f64, f64),
+    close_reason: Option<PathClose>,
+) -> PathOutcome {
     PathOutcome {
         remote: remote.into(),
         bytes_sent,
         rtt_min_ms: Some(rtt_ms.0),
         rtt_p50_ms: Some(rtt_ms.1),
-        active,
+        active: close_reason.is_none(),
+        close_reason,
         ..PathOutcome::default()
     }
 }
@@ -322,13 +330,16 @@ metrics = ["rtt_p50_ms", "rtt_min_ms", "eliminations", "flows_with_elimination",
         eliminations: 3,
         cpu_s: Some(0.25),
         paths: vec![
-            // Link 1: 3 paths, 2 closed (true positives). Link 2: both closed (1 true, 1
-            // false: its last path). The 50 kB path is too small for the RTT metrics.
-            path("10.0.1.2:4433", 5_000_000, (0.5, 4.0), true),
-            path("10.0.1.2:4433", 200_000, (0.3, 2.0), false),
-            path("10.0.1.2:4433", 50_000, (0.1, 9.0), false),
-            path("10.0.2.2:4433", 3_000_000, (0.4, 3.0), false),
-            path("10.0.2.2:4433", 150_000, (0.6, 5.0), false),
+            // Link 1: 3 paths, 2 eliminated (true positives), and one that failed (failover
+            // re-opened it as the first): neither a path of the link nor an elimination.
+            // Link 2: both eliminated (1 true, 1 false: its last path). The 50 kB path is too
+            // small for the RTT metrics, as is the failed one.
+            path("10.0.1.2:4433", 5_000_000, (0.5, 4.0), None),
+            path("10.0.1.2:4433", 60_000, (0.2, 1.0), Some(PathClose::Failed)),
+            path("10.0.1.2:4433", 200_000, (0.3, 2.0), Some(PathClose::Eliminated)),
+            path("10.0.1.2:4433", 50_000, (0.1, 9.0), Some(PathClose::Eliminated)),
+            path("10.0.2.2:4433", 3_000_000, (0.4, 3.0), Some(PathClose::Eliminated)),
+            path("10.0.2.2:4433", 150_000, (0.6, 5.0), Some(PathClose::Eliminated)),
         ],
         ..FlowOutcome::default()
     };
@@ -336,7 +347,7 @@ metrics = ["rtt_p50_ms", "rtt_min_ms", "eliminations", "flows_with_elimination",
         fct_us: Some(30_000.0),
         transfer_fcts_us: vec![10_000.0, 30_000.0, 20_000.0],
         cpu_s: Some(0.05),
-        paths: vec![path("10.0.1.2:4433", 0, (0.1, 0.2), true)],
+        paths: vec![path("10.0.1.2:4433", 0, (0.1, 0.2), None)],
         ..FlowOutcome::default()
     };
     let outcome = Outcome { flows: vec![sharing, repeating], ..Outcome::default() };

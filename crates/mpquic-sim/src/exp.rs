@@ -7,9 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
-use mpquic_plot::chart::{self, Axes, SweepLine, SweepPoint};
-use mpquic_plot::palette::controller_color;
-use plotters::prelude::{IntoLogRange, SeriesLabelPosition};
+use mpquic_plot::sweep::write_sweep_plot;
 
 use mpquic_scenario::experiment::TableSpec;
 use mpquic_scenario::metrics::{compute, summarize, CATALOGUE};
@@ -85,79 +83,6 @@ pub fn sweep_with<T>(
     Ok((rows, summary, extras))
 }
 
-/// One panel of a sweep plot: a metric against x, one line per series, min-max whiskers.
-pub struct Panel {
-    /// Metric key.
-    pub metric: String,
-    /// Axis label.
-    pub label: String,
-    /// Log scale on y.
-    pub log: bool,
-}
-
-/// Write the sweep plot: panels stacked, x = the variants' x, y = median with min-max bars, one
-/// line per series in its controller's colour.
-pub fn write_sweep_plot(
-    path: &Path,
-    title: &str,
-    x_label: &str,
-    summary: &[SummaryRow],
-    panels: &[Panel],
-) -> Result<(), String> {
-    let e = |e: &dyn std::fmt::Display| e.to_string();
-    let areas = chart::stacked_svg(path, 900, 320, panels.len(), Some(title)).map_err(|x| e(&x))?;
-    let mut series: Vec<&str> = vec![];
-    for r in summary {
-        if !series.contains(&r.series.as_str()) {
-            series.push(&r.series);
-        }
-    }
-    let xs: Vec<f64> = summary.iter().map(|r| r.x).collect();
-    let (x_lo, x_hi) = xs.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
-    let pad = ((x_hi - x_lo) * 0.08).max(0.5);
-    // Room on the left for the legend, so that it covers no point.
-    let legend_room = (x_hi - x_lo + 2.0 * pad) * 0.3;
-    for (panel, area) in panels.iter().zip(areas.iter()) {
-        let lines: Vec<SweepLine> = series
-            .iter()
-            .map(|name| SweepLine {
-                name: name.to_string(),
-                color: controller_color(name),
-                points: summary
-                    .iter()
-                    .filter(|r| r.series == *name)
-                    .filter_map(|r| {
-                        let s = r.metrics.get(&panel.metric)?;
-                        Some(SweepPoint { x: r.x, min: s.min, median: s.median, max: s.max })
-                    })
-                    .collect(),
-            })
-            .collect();
-        let vals = lines.iter().flat_map(|l| &l.points);
-        let y_hi = vals.clone().map(|p| p.max).fold(0.0f64, f64::max).max(1e-6) * 1.1;
-        let y_lo_log = vals.map(|p| p.min).filter(|&v| v > 0.0).fold(f64::MAX, f64::min);
-        let y_lo_log = if y_lo_log == f64::MAX { 1e-3 } else { y_lo_log * 0.8 };
-        let (x_label, y_label) = (x_label, panel.label.as_str());
-        let spread = pad * 0.06;
-        if panel.log {
-            let lo = y_lo_log;
-            let y = (lo..y_hi.max(lo * 10.0)).log_scale();
-            let axes = Axes { x_label, y_label, x: (x_lo - pad)..(x_hi + pad), y };
-            let mut chart = chart::panel(area, None, axes).map_err(|x| e(&x))?;
-            chart::draw_sweep_lines(&mut chart, &lines, spread, |v| v.max(lo))
-                .map_err(|x| e(&x))?;
-            chart::draw_legend(&mut chart, SeriesLabelPosition::UpperLeft).map_err(|x| e(&x))?;
-        } else {
-            let x = (x_lo - pad - legend_room)..(x_hi + pad);
-            let mut chart = chart::panel(area, None, Axes { x_label, y_label, x, y: 0.0..y_hi })
-                .map_err(|x| e(&x))?;
-            chart::draw_sweep_lines(&mut chart, &lines, spread, |v| v).map_err(|x| e(&x))?;
-            chart::draw_legend(&mut chart, SeriesLabelPosition::UpperLeft).map_err(|x| e(&x))?;
-        }
-    }
-    areas.first().map_or(Ok(()), |a| a.present().map_err(|x| e(&x)))
-}
-
 /// Write `<name>.json` with the definition, the runs and the summary.
 pub fn write_json(
     path: &Path,
@@ -230,14 +155,5 @@ pub fn run_experiment(e: &Experiment, file: &str, out: &Path, command: &str) -> 
     };
     let md: Vec<String> = tables.iter().map(|t| markdown(t, &summary)).collect();
     std::fs::write(out.join("tables.md"), md.join("\n")).map_err(|e| e.to_string())?;
-    if let Some(plot) = &s.plot {
-        let panels: Vec<Panel> = plot
-            .panels
-            .iter()
-            .map(|p| Panel { metric: p.metric.clone(), label: p.label.clone(), log: p.log })
-            .collect();
-        let x_label = plot.x_label.clone().unwrap_or_else(|| plot.x.clone());
-        write_sweep_plot(&out.join("sweep.svg"), &plot.title, &x_label, &summary, &panels)?;
-    }
-    Ok(())
+    write_sweep_plot(&out.join("sweep.svg"), e, &summary).map_err(|e| e.to_string())
 }

@@ -78,6 +78,7 @@ fn path_outcome(p: &PathReport, link: Option<String>) -> PathOutcome {
         rtt_p50_ms: p.rtt_p50_ms,
         rtt_p99_ms: p.rtt_p99_ms,
         active: p.active,
+        close_reason: p.close_reason,
         cwnd_bytes: Some(p.cwnd),
     }
 }

@@ -1,10 +1,7 @@
-//! The simulator's plots draw every series, in the shared palette's colour for its controller or
-//! path (the same colours `mpquic report` and the testbed runner use).
+//! The simulator's own plots draw every series, in the shared palette's colour for its path (the
+//! same colours `mpquic report` and the testbed runner use). Its sweep plot is mpquic-plot's.
 
-use std::collections::BTreeMap;
-
-use mpquic_plot::palette::{controller_color, path_color};
-use mpquic_sim::exp::{write_sweep_plot, Panel, Spread, SummaryRow};
+use mpquic_plot::palette::path_color;
 use mpquic_sim::plot::{write_shift_plot, ShiftPanel};
 use plotters::style::RGBColor;
 
@@ -15,44 +12,6 @@ fn stroke(c: RGBColor) -> String {
 /// Whether the SVG has `text` as a text element (captions, legends).
 fn has_text(svg: &str, text: &str) -> bool {
     svg.contains(&format!(">\n{text}\n</text>"))
-}
-
-#[test]
-fn a_sweep_draws_each_controller_in_its_colour_with_a_bar_per_point() {
-    let controllers = ["amp", "xmp", "dctcp"];
-    let summary: Vec<SummaryRow> = controllers
-        .iter()
-        .enumerate()
-        .flat_map(|(i, c)| {
-            [10.0, 20.0, 40.0].map(|x| {
-                let median = x * (i + 1) as f64;
-                let fct = Spread {
-                    median,
-                    min: median * 0.5,
-                    max: median * 2.0,
-                    n: 3,
-                    sum: median * 3.0,
-                };
-                let metrics = BTreeMap::from([("fct_ms".to_string(), fct)]);
-                SummaryRow { series: c.to_string(), x, labels: vec![], metrics }
-            })
-        })
-        .collect();
-    let panels = [
-        Panel { metric: "fct_ms".into(), label: "mean FCT (ms)".into(), log: false },
-        Panel { metric: "fct_ms".into(), label: "mean FCT (ms), log".into(), log: true },
-    ];
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("sweep.svg");
-    write_sweep_plot(&file, "E1 incast", "k (flows per round)", &summary, &panels).unwrap();
-    let svg = std::fs::read_to_string(&file).unwrap();
-    assert!(has_text(&svg, "E1 incast") && has_text(&svg, "mean FCT (ms), log"), "{svg}");
-    for c in controllers {
-        assert!(has_text(&svg, c), "legend names {c}");
-        // Per panel: the legend's swatch, the median line and a bar per point.
-        let lines = svg.matches(&stroke(controller_color(c))).count();
-        assert!(lines >= 2 * (1 + 1 + 3), "{c} drawn in its colour: {lines} strokes");
-    }
 }
 
 #[test]

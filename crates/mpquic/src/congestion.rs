@@ -72,6 +72,8 @@ pub struct SlotReport {
     pub rtt_us: hdrhistogram::Histogram<u64>,
     /// How long the controller has kept the slot from new data (suppressed or eliminated).
     pub inactive: Duration,
+    /// Whether the controller has eliminated the slot (MPTCP-D's ESE) and not released it.
+    pub eliminated: bool,
 }
 
 /// One connection's coupled controller and the per-path bookkeeping around it.
@@ -106,6 +108,8 @@ struct SlotState {
     inactive_since: Option<Instant>,
     /// Time spent inactive before `inactive_since`.
     inactive_before: Duration,
+    /// Eliminated by the controller, and not released since.
+    eliminated: bool,
     removed: bool,
 }
 
@@ -152,7 +156,11 @@ impl SharedController {
             (Some(since), Some(now)) => now.saturating_duration_since(since),
             _ => Duration::ZERO,
         };
-        Some(SlotReport { rtt_us: p.rtt_us.clone(), inactive: p.inactive_before + open })
+        Some(SlotReport {
+            rtt_us: p.rtt_us.clone(),
+            inactive: p.inactive_before + open,
+            eliminated: p.eliminated,
+        })
     }
 
     /// The path is gone: the controller forgets it and couples over the others.
@@ -185,6 +193,7 @@ impl State {
                 .expect("valid histogram bounds"),
             inactive_since: None,
             inactive_before: Duration::ZERO,
+            eliminated: false,
             removed: false,
         });
         self.feed(slot, Event::PathAdded { mss });
@@ -224,7 +233,8 @@ impl State {
         }
     }
 
-    /// Account inactive time per path from the notices that change it.
+    /// Account inactive time per path, and which paths are eliminated, from the notices that
+    /// change them (a release ends a suppression or, under MPTCP-D, an elimination).
     fn track_activity(&mut self, now: Instant) {
         for notice in &self.notices {
             let (paths, active) = match notice {
@@ -233,8 +243,14 @@ impl State {
                 Notice::Eliminated { path, .. } => (std::slice::from_ref(path), false),
                 _ => continue,
             };
+            let eliminated = match notice {
+                Notice::Eliminated { .. } => Some(true),
+                Notice::Released { .. } => Some(false),
+                _ => None,
+            };
             for slot in paths {
                 let Some(path) = self.paths.get_mut(slot.0 as usize) else { continue };
+                path.eliminated = eliminated.unwrap_or(path.eliminated);
                 match (active, path.inactive_since) {
                     (false, None) => path.inactive_since = Some(now),
                     (true, Some(since)) => {
@@ -627,6 +643,41 @@ mod tests {
             let _ = paths[1].window();
             agree(&paths);
         }
+    }
+
+    /// MPTCP-D's ESE through the adapter, as in mpquic-cc's own test: two paths whose RTTs
+    /// inflate together share a link, so the second is eliminated; the slot report says so
+    /// until the keeper goes away and the controller releases it.
+    #[test]
+    fn an_eliminated_slot_is_reported_until_the_controller_releases_it() {
+        let shared = Arc::new(SharedController::new(
+            &"mptcp-d"
+                .parse::<mpquic_cc::ControllerKind>()
+                .map(ControllerConfig::with_defaults)
+                .unwrap(),
+            Scheduler::Stack,
+        ));
+        let mut paths: Vec<_> = (0..2).map(|_| PathHandle::add_to(&shared, 1200)).collect();
+        let t0 = Instant::now();
+        let us = Duration::from_micros;
+        for path in &mut paths {
+            for pn in 0..5 {
+                path.on_packet_sent(t0, 1200, pn);
+            }
+        }
+        // One ACK frame per (path, packet, RTT): base 100 us on both, then path 0 inflates
+        // (the trigger and keeper) and path 1 inflates within beta * base of it.
+        for (i, pn, rtt) in [(0, 0, 100), (1, 0, 100), (0, 1, 135), (1, 1, 140)] {
+            let now = t0 + us(rtt);
+            paths[i].acked(now, t0, 1200, pn, false, (us(rtt), us(100)));
+            paths[i].on_end_acks(now, 0, false, Some(pn));
+        }
+        let _ = paths[0].window();
+        let eliminated = |slot| shared.slot_report(PathId(slot)).unwrap().eliminated;
+        assert_eq!(shared.snapshot().eliminations, 1);
+        assert!(!eliminated(0) && eliminated(1), "path 1 shares path 0's link");
+        shared.remove_path(PathId(0));
+        assert!(!eliminated(1), "released when its keeper went away");
     }
 
     #[test]

@@ -16,6 +16,7 @@ use tracing::Instrument;
 use crate::congestion::{slot_of, SharedController, SlotReport};
 pub use crate::failover::FailoverEvent;
 use crate::options::Transport;
+use crate::path_close::PathClose;
 use crate::supervisor::{PathSupervisor, PathView, SupervisorAction};
 
 /// One path to open: a remote address and, optionally, the local address to send from.
@@ -95,7 +96,10 @@ struct PathRecord {
     slot: Option<mpquic_cc::PathId>,
     /// Final statistics, once noq discarded the path.
     closed_stats: Option<PathStats>,
-    closed: bool,
+    /// Why the path was closed; `None` while it is open.
+    close: Option<PathClose>,
+    /// This end's failover is abandoning it (set before the abandon, whose event reads it).
+    failing: bool,
     /// When the path was established (path 0: when the connection was).
     opened: Instant,
 }
@@ -146,12 +150,20 @@ impl Failover {
 
     fn publish(&self, event: FailoverEvent) {
         tracing::warn!("{event}");
-        #[cfg(feature = "qlog")]
-        if let (Some(qlog), Ok(data)) = (&self.qlog, serde_json::to_value(&event)) {
-            qlog.write(event.qlog_name(), data);
-        }
+        self.trace(event.qlog_name(), &event);
         self.history.lock().unwrap_or_else(|p| p.into_inner()).push(event.clone());
         let _ = self.events.send(event);
+    }
+
+    /// Append `data` to the connection's qlog trace as the event `mpquic:<name>`, if it writes
+    /// one.
+    fn trace(&self, name: &str, data: &impl Serialize) {
+        #[cfg(feature = "qlog")]
+        if let (Some(qlog), Ok(data)) = (&self.qlog, serde_json::to_value(data)) {
+            qlog.write(name, data);
+        }
+        #[cfg(not(feature = "qlog"))]
+        let _ = (name, data);
     }
 }
 
@@ -254,11 +266,19 @@ impl MultipathConnection {
     /// Abandon a failed path (noq re-sends its in-flight data on the others when it discards
     /// it) and, on the client, keep trying to open it again.
     fn fail_path(&self, id: PathId) {
+        self.set_failing(id, true);
         if let Err(e) = self.close_path(id) {
+            self.set_failing(id, false);
             tracing::warn!(path = %id, "path failed but cannot be abandoned: {e}");
             return;
         }
         self.announce_failure(id);
+    }
+
+    fn set_failing(&self, id: PathId, failing: bool) {
+        if let Some(record) = self.ledger().get_mut(&id) {
+            record.failing = failing;
+        }
     }
 
     /// Tell the application that path `id` failed (here or at the peer); the supervisor has
@@ -301,7 +321,8 @@ impl MultipathConnection {
             remote: None,
             slot: None,
             closed_stats: None,
-            closed: false,
+            close: None,
+            failing: false,
             opened: Instant::now(),
         });
         if let Some(network) = network {
@@ -317,30 +338,38 @@ impl MultipathConnection {
             PathEvent::Established { id, .. } => self.register(id),
             PathEvent::Abandoned { id, reason, .. } => {
                 tracing::info!(path = %id, ?reason, "path abandoned");
+                let connection_open = self.conn.close_reason().is_none();
                 // Our peer abandons a path only when it found it failed (a server never closes
                 // paths otherwise), e.g. the sender of a download.
-                let failed_at_peer = matches!(reason, PathAbandonReason::RemoteAbandoned { .. });
-                let slot = {
+                let failed_at_peer = matches!(reason, PathAbandonReason::RemoteAbandoned { .. })
+                    && self.failover.supervisor().believes_peer()
+                    && connection_open;
+                let closed = {
                     let mut ledger = self.ledger();
-                    let record = ledger.get_mut(&id);
-                    record.map(|r| {
-                        r.closed = true;
-                        r.slot
+                    ledger.get_mut(&id).map(|r| {
+                        let close = if connection_open {
+                            PathClose::of_abandon(&reason, r.failing, failed_at_peer)
+                        } else {
+                            PathClose::ConnectionEnd
+                        };
+                        (*r.close.get_or_insert(close), r.slot)
                     })
                 };
-                if let (Some(Some(slot)), Some(controller)) = (slot, &self.controller) {
-                    controller.remove_path(slot);
+                if let Some((close, slot)) = closed {
+                    self.failover.trace(
+                        "path_closed",
+                        &serde_json::json!({ "path": path_number(id), "reason": close }),
+                    );
+                    if let (Some(slot), Some(controller)) = (slot, &self.controller) {
+                        controller.remove_path(slot);
+                    }
                 }
-                if failed_at_peer
-                    && self.failover.supervisor().believes_peer()
-                    && self.conn.close_reason().is_none()
-                {
+                if failed_at_peer {
                     self.announce_failure(id);
                 }
             }
             PathEvent::Discarded { id, path_stats, .. } => {
                 if let Some(record) = self.ledger().get_mut(&id) {
-                    record.closed = true;
                     record.closed_stats = Some(*path_stats);
                 }
             }
@@ -408,7 +437,7 @@ impl MultipathConnection {
 
     /// The ids of paths that are open now.
     pub fn open_paths_now(&self) -> Vec<PathId> {
-        self.ledger().iter().filter(|(_, r)| !r.closed).map(|(&id, _)| id).collect()
+        self.ledger().iter().filter(|(_, r)| r.close.is_none()).map(|(&id, _)| id).collect()
     }
 
     /// The coupled controller's state (`None` for the stack's own Cubic).
@@ -440,6 +469,9 @@ impl MultipathConnection {
         let snapshot = self.controller_snapshot();
         let ledger = self.ledger().clone();
         let established = ledger.get(&PathId::ZERO).map(|r| r.opened);
+        // A path still open when the connection closed ended with it (noq need not abandon
+        // each path of a closed connection).
+        let ended = self.conn.close_reason().is_some().then_some(PathClose::ConnectionEnd);
         let mut paths: Vec<PathReport> = ledger
             .iter()
             .map(|(&id, record)| {
@@ -447,8 +479,8 @@ impl MultipathConnection {
                 let cc = record.slot.and_then(|slot| snapshot.as_ref()?.path(slot).cloned());
                 let measured =
                     record.slot.and_then(|slot| self.controller.as_ref()?.slot_report(slot));
-                let ends =
-                    PathEnds { local: record.local, remote: record.remote, open: !record.closed };
+                let closed = record.close.or(ended);
+                let ends = PathEnds { local: record.local, remote: record.remote, closed };
                 let mut path =
                     PathReport::new(id, ends, stats.as_ref(), cc.as_ref(), measured.as_ref());
                 path.opened_ms = established
@@ -518,6 +550,9 @@ pub struct PathReport {
     pub remote: Option<SocketAddr>,
     /// Whether the path is still open.
     pub open: bool,
+    /// Why it was closed, or eliminated by the controller (which leaves it open); `None` for
+    /// a path that is open and may carry data. See [`PathClose::reported`].
+    pub close_reason: Option<PathClose>,
     /// QUIC bytes sent (ack-eliciting packets).
     pub bytes_sent: u64,
     /// UDP payload bytes received on the path (what a receiver's interval lines show).
@@ -563,8 +598,8 @@ pub struct PathEnds {
     pub local: Option<IpAddr>,
     /// Remote address, when known.
     pub remote: Option<SocketAddr>,
-    /// Whether the path is still open.
-    pub open: bool,
+    /// Why the path was closed; `None` while it is open.
+    pub closed: Option<PathClose>,
 }
 
 impl PathReport {
@@ -584,7 +619,8 @@ impl PathReport {
             id: path_number(id),
             local: ends.local,
             remote: ends.remote,
-            open: ends.open,
+            open: ends.closed.is_none(),
+            close_reason: PathClose::reported(ends.closed, measured.is_some_and(|m| m.eliminated)),
             bytes_sent: stats.map_or(0, |s| s.sent_bytes),
             bytes_received: stats.map_or(0, |s| s.udp_rx.bytes),
             share: 0.0,
@@ -598,7 +634,7 @@ impl PathReport {
             ce_events: cc.map(|c| c.ce_events),
             ce_marked: cc.map(|c| c.ce_marked),
             ce_exact: cc.is_some_and(|c| c.ce_exact),
-            active: cc.is_none_or(|c| c.active) && ends.open,
+            active: cc.is_none_or(|c| c.active) && ends.closed.is_none(),
             inactive_ms: measured.map_or(0.0, |m| m.inactive.as_secs_f64() * 1000.0),
             opened_ms: None,
         }

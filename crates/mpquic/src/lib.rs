@@ -35,6 +35,7 @@ mod connection;
 mod endpoint;
 mod failover;
 mod options;
+mod path_close;
 #[cfg(feature = "qlog")]
 pub mod qlog;
 mod scheduler;
@@ -50,5 +51,6 @@ pub use failover::PathFailure;
 pub use mpquic_cc;
 pub use noq;
 pub use options::{Congestion, EcnPrecision, InvalidOptions, Options, Transport};
+pub use path_close::PathClose;
 pub use scheduler::{PathLoad, Scheduler, UnknownScheduler};
 pub use tls::{CertRole, ClientAuth, Identity, PemPair, TlsError, Trust};

@@ -5,7 +5,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mpquic::{Client, FailoverEvent, Identity, Options, PathFailure, PathSpec, Server, Trust};
+use mpquic::{
+    Client, ConnectionReport, FailoverEvent, Identity, Options, PathClose, PathFailure, PathSpec,
+    Server, Trust,
+};
 use tokio::net::UdpSocket;
 
 const PAYLOAD: usize = 48 << 20;
@@ -52,7 +55,8 @@ struct Received {
 
 /// Upload `PAYLOAD` bytes over two relayed paths and black-hole path `dead` for 1.5 s, 300 ms
 /// into the transfer; the sender's idle timeout (3 s) is shorter than the server's (10 s).
-async fn transfer_with_black_hole(dead: usize) -> (Received, Vec<FailoverEvent>) {
+/// Returns the client's report at the end of the transfer.
+async fn transfer_with_black_hole(dead: usize) -> (Received, ConnectionReport) {
     let listen = [SocketAddr::new(ip("127.0.0.1"), 0), SocketAddr::new(ip("127.0.0.2"), 0)];
     let server = Server::bind(
         &listen,
@@ -118,7 +122,7 @@ async fn transfer_with_black_hole(dead: usize) -> (Received, Vec<FailoverEvent>)
     }
     send.finish().unwrap();
     assert_eq!(recv.read_to_end(16).await.unwrap(), b"ok");
-    let events = conn.report().failovers;
+    let report = conn.report();
     conn.connection().close(0u32.into(), b"done");
     let received = serving.await.unwrap();
     drop(conn);
@@ -126,15 +130,16 @@ async fn transfer_with_black_hole(dead: usize) -> (Received, Vec<FailoverEvent>)
     drop(client);
     let trace = qlog_text(&qlog_dir);
     let _ = std::fs::remove_dir_all(&qlog_dir);
-    for name in ["mpquic:path_failed", "mpquic:path_recovered"] {
+    for name in ["mpquic:path_failed", "mpquic:path_recovered", "mpquic:path_closed"] {
         assert!(
             trace.contains(&format!("\"name\":\"{name}\"")),
             "no {name} event in the client's qlog"
         );
     }
+    assert!(trace.contains("\"reason\":\"failed\""), "no path closed as failed in the qlog");
     let expected: u64 = data.iter().map(|&b| u64::from(b)).sum();
     assert_eq!((received.len, received.sum), (PAYLOAD as u64, expected), "data corrupted");
-    (received, events)
+    (received, report)
 }
 
 /// Every trace file in `dir`, concatenated.
@@ -144,7 +149,8 @@ fn qlog_text(dir: &std::path::Path) -> String {
 }
 
 async fn black_hole_is_survived(dead: u32) {
-    let (received, events) = transfer_with_black_hole(dead as usize).await;
+    let (received, report) = transfer_with_black_hole(dead as usize).await;
+    let events = &report.failovers;
     println!(
         "path {dead} black-holed: longest stall {:?}; events {events:?}",
         received.longest_stall
@@ -158,6 +164,15 @@ async fn black_hole_is_survived(dead: u32) {
         "path {dead} did not come back once restored: {events:?}"
     );
     assert!(received.longest_stall < Duration::from_secs(1), "stall {:?}", received.longest_stall);
+    // The failed path reads so in the report; the one that replaced it, and the other, are open.
+    let reason = |id| report.paths.iter().find(|p| p.id == id).map(|p| p.close_reason);
+    assert_eq!(reason(dead), Some(Some(PathClose::Failed)), "{:?}", report.paths);
+    let recovered = events.iter().find_map(|e| match e {
+        FailoverEvent::PathRecovered { path, .. } => Some(*path),
+        _ => None,
+    });
+    assert_eq!(recovered.map(reason), Some(Some(None)), "{:?}", report.paths);
+    assert_eq!(reason(1 - dead), Some(None), "{:?}", report.paths);
 }
 
 /// One test for both paths, run one after the other: two transfers at once on a 2-core machine

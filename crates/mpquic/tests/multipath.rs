@@ -4,7 +4,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use mpquic::{
-    Client, Congestion, Identity, MultipathConnection, Options, PathSpec, Scheduler, Server, Trust,
+    Client, Congestion, Identity, MultipathConnection, Options, PathClose, PathSpec, Scheduler,
+    Server, Trust,
 };
 
 const PAYLOAD: usize = 24 << 20;
@@ -89,7 +90,13 @@ async fn a_path_closed_mid_transfer_leaves_the_transfer_to_the_others() {
     let after = conn.report();
     let closed = after.paths.iter().find(|p| p.id == 1).unwrap();
     assert!(!closed.open, "{after:?}");
+    assert_eq!(closed.close_reason, Some(PathClose::Closed), "{after:?}");
+    assert_eq!(after.paths[0].close_reason, None, "path 0 is open: {after:?}");
     conn.connection().close(0u32.into(), b"");
+    // Once the connection is closed, the path open until then ended with it.
+    let ended = conn.report();
+    assert_eq!(ended.paths[0].close_reason, Some(PathClose::ConnectionEnd), "{ended:?}");
+    assert_eq!(ended.paths[1].close_reason, Some(PathClose::Closed), "{ended:?}");
     serving.await.unwrap();
 }
 

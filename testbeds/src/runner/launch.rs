@@ -130,11 +130,7 @@ fn kernel_flow(f: &FlowSpec, pairs: &[(Ipv4Addr, Ipv4Addr)], id: &str) -> Result
         f.for_s.to_string(),
     ];
     let used: &[(Ipv4Addr, Ipv4Addr)] = if mptcp { pairs } else { &[(l, r)] };
-    Ok(Command {
-        program: std::env::current_exe()?.display().to_string(),
-        args,
-        paths: address_pairs(used),
-    })
+    Ok(Command { program: crate::programs::testbed(), args, paths: address_pairs(used) })
 }
 
 /// An mpquic flow over its first `paths` pairs (0: every pair): `mpquic send`, of `bytes` or

@@ -57,11 +57,12 @@ pub fn run_scenario(sc: &Scenario, out: &Path) -> Result<RunResult> {
             );
         }
     }
+    let run_id = std::process::id();
+    cleanup::claim_run(run_id)?;
     let removed = cleanup::cleanup_stale(false);
     if !removed.is_empty() {
         eprintln!("removed leftovers of crashed runs: {removed:?}");
     }
-    let run_id = std::process::id();
     let caps = backend::detect(run_id)?;
     let be = backend::choose(&caps, &sc.link)?;
     let mut detail = match be {

@@ -163,7 +163,7 @@ fn announce_mptcp_addrs(net: &Net, ns: &str, to: usize) -> Result<()> {
 fn start_sink(ns: &str, kind: FlowKind) -> Result<Proc> {
     let (port, proto) =
         if kind == FlowKind::KernelTcp { (TCP_PORT, "tcp") } else { (MPTCP_PORT, "mptcp") };
-    let me = std::env::current_exe()?.display().to_string();
+    let me = crate::programs::testbed();
     let args = ["__sink", "--listen", &format!("0.0.0.0:{port}"), "--proto", proto]
         .into_iter()
         .chain(["--interval-ms", "5"])

@@ -1,0 +1,125 @@
+//! Why a path stopped carrying data: the reason the connection's report gives for each path
+//! that is closed, or that the controller closed to data for good.
+//!
+//! A report has to tell these apart: a failed path comes back as a new one (failover), an
+//! eliminated one is the controller's decision (MPTCP-D's extra-subflow elimination, which the
+//! ESE metrics score), and the others are the ordinary end of a path.
+
+use std::fmt;
+
+use noq_proto::PathAbandonReason;
+use serde::{Deserialize, Serialize};
+
+/// Why a path was closed (or, for [`PathClose::Eliminated`], kept from data for good).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathClose {
+    /// It stopped answering and failover abandoned it (here, or at the peer, whose word the
+    /// client takes), or the local network took it away. A failed path that answers again
+    /// comes back as a new path.
+    Failed,
+    /// The controller eliminated it (MPTCP-D's extra-subflow elimination): it carries no new
+    /// data from then on. The QUIC path stays open, sending only probes, and is reported
+    /// open.
+    Eliminated,
+    /// Nothing arrived on it for the path idle timeout.
+    IdleTimeout,
+    /// The peer closed it, and it does not count as failed here.
+    ClosedByPeer,
+    /// This end's application closed it ([`crate::MultipathConnection::close_path`]).
+    Closed,
+    /// It was open until the connection ended.
+    ConnectionEnd,
+}
+
+impl PathClose {
+    /// The reason noq's abandon gives, where this end did not decide it: `failed_here` when
+    /// this end's failover abandoned the path, `peer_failure` when the peer's abandon counts as
+    /// a failure here.
+    pub(crate) fn of_abandon(
+        reason: &PathAbandonReason,
+        failed_here: bool,
+        peer_failure: bool,
+    ) -> PathClose {
+        match reason {
+            PathAbandonReason::ApplicationClosed { .. } if failed_here => PathClose::Failed,
+            PathAbandonReason::ApplicationClosed { .. } => PathClose::Closed,
+            PathAbandonReason::RemoteAbandoned { .. } if peer_failure => PathClose::Failed,
+            PathAbandonReason::RemoteAbandoned { .. } => PathClose::ClosedByPeer,
+            PathAbandonReason::UnusableAfterNetworkChange => PathClose::Failed,
+            // Path validation that gets no answer ends as an idle timeout too.
+            _ => PathClose::IdleTimeout,
+        }
+    }
+
+    /// What a report says of a path: the reason the connection recorded for its close
+    /// (`closed`, `None` while it is open), unless the controller had eliminated it before.
+    /// An eliminated path's later close (at the end of the connection, by either end) ends a
+    /// path that no longer carried data, so the elimination is what it says; only a failure
+    /// overrides it, as the path then comes back as a new one.
+    pub fn reported(closed: Option<PathClose>, eliminated: bool) -> Option<PathClose> {
+        match closed {
+            Some(PathClose::Failed) => closed,
+            _ if eliminated => Some(PathClose::Eliminated),
+            _ => closed,
+        }
+    }
+}
+
+/// In words, as the CLI's per-path table shows it (the JSON report has `idle_timeout` etc.).
+impl fmt::Display for PathClose {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PathClose::Failed => "failed",
+            PathClose::Eliminated => "eliminated",
+            PathClose::IdleTimeout => "idle timeout",
+            PathClose::ClosedByPeer => "closed by the peer",
+            PathClose::Closed => "closed here",
+            PathClose::ConnectionEnd => "connection ended",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_names_are_snake_case() {
+        let names = [
+            (PathClose::Failed, "failed"),
+            (PathClose::Eliminated, "eliminated"),
+            (PathClose::IdleTimeout, "idle_timeout"),
+            (PathClose::ClosedByPeer, "closed_by_peer"),
+            (PathClose::Closed, "closed"),
+            (PathClose::ConnectionEnd, "connection_end"),
+        ];
+        for (reason, name) in names {
+            assert_eq!(serde_json::to_value(reason).unwrap(), name);
+            assert_eq!(serde_json::from_value::<PathClose>(name.into()).unwrap(), reason);
+        }
+    }
+
+    #[test]
+    fn an_abandon_is_a_failure_only_where_failover_decided_it() {
+        let local = PathAbandonReason::ApplicationClosed { error_code: 0u32.into() };
+        let remote = PathAbandonReason::RemoteAbandoned { error_code: 0u32.into() };
+        assert_eq!(PathClose::of_abandon(&local, true, false), PathClose::Failed);
+        assert_eq!(PathClose::of_abandon(&local, false, true), PathClose::Closed);
+        assert_eq!(PathClose::of_abandon(&remote, false, true), PathClose::Failed);
+        assert_eq!(PathClose::of_abandon(&remote, true, false), PathClose::ClosedByPeer);
+        let idle = PathAbandonReason::TimedOut;
+        assert_eq!(PathClose::of_abandon(&idle, false, false), PathClose::IdleTimeout);
+    }
+
+    #[test]
+    fn an_elimination_stands_unless_the_path_then_failed() {
+        let reported = PathClose::reported;
+        assert_eq!(reported(None, false), None);
+        assert_eq!(reported(None, true), Some(PathClose::Eliminated));
+        assert_eq!(reported(Some(PathClose::ConnectionEnd), true), Some(PathClose::Eliminated));
+        assert_eq!(reported(Some(PathClose::ClosedByPeer), true), Some(PathClose::Eliminated));
+        assert_eq!(reported(Some(PathClose::Failed), true), Some(PathClose::Failed));
+        assert_eq!(reported(Some(PathClose::IdleTimeout), false), Some(PathClose::IdleTimeout));
+    }
+}
