@@ -159,28 +159,32 @@ pub struct ConnectArgs {
     pub transport: TransportArgs,
 }
 
-/// A positive number of seconds.
-pub fn parse_interval(s: &str) -> Result<Duration, String> {
-    match s.parse::<f64>() {
-        Ok(secs) if secs.is_finite() && secs >= 0.01 => Ok(Duration::from_secs_f64(secs)),
-        _ => Err(format!("bad interval {s:?}: a number of seconds, at least 0.01")),
-    }
-}
-
-/// A delay of 0 or more seconds.
-fn parse_delay(s: &str) -> Result<Duration, String> {
+/// A number of seconds that `allowed` accepts, or an error naming `what` and `rule`.
+fn parse_seconds(
+    s: &str,
+    what: &str,
+    allowed: fn(f64) -> bool,
+    rule: &str,
+) -> Result<Duration, String> {
     match s.trim().parse::<f64>() {
-        Ok(secs) if secs.is_finite() && secs >= 0.0 => Ok(Duration::from_secs_f64(secs)),
-        _ => Err(format!("bad path delay {s:?}: a number of seconds, 0 or more")),
+        Ok(secs) if secs.is_finite() && allowed(secs) => Ok(Duration::from_secs_f64(secs)),
+        _ => Err(format!("bad {what} {s:?}: {rule}")),
     }
 }
 
-/// A positive number of seconds (`send --time`).
+/// A reporting interval: at least 0.01 s.
+pub fn parse_interval(s: &str) -> Result<Duration, String> {
+    parse_seconds(s, "interval", |secs| secs >= 0.01, "a number of seconds, at least 0.01")
+}
+
+/// A path's delay after the connection (`--path-delay`): 0 or more seconds.
+fn parse_delay(s: &str) -> Result<Duration, String> {
+    parse_seconds(s, "path delay", |secs| secs >= 0.0, "a number of seconds, 0 or more")
+}
+
+/// How long a timed send runs (`send --time`): a positive number of seconds.
 fn parse_time(s: &str) -> Result<Duration, String> {
-    match s.parse::<f64>() {
-        Ok(secs) if secs.is_finite() && secs > 0.0 => Ok(Duration::from_secs_f64(secs)),
-        _ => Err(format!("bad time {s:?}: a positive number of seconds")),
-    }
+    parse_seconds(s, "time", |secs| secs > 0.0, "a positive number of seconds")
 }
 
 fn parse_path(s: &str) -> Result<PathSpec, String> {
