@@ -13,8 +13,11 @@
 //! - [`validate`]: the checks of one scenario.
 //! - [`metrics`]: the per-run outcome both backends fill, the metrics computed from it, the
 //!   summary over seeds.
+//! - [`analyses`]: the named analyses a report may ask for (their metrics, which backend
+//!   computes which).
 //! - [`tables`]: the markdown tables of a report (medians, sums, ratios between points).
 
+pub mod analyses;
 pub mod error;
 pub mod expand;
 pub mod experiment;

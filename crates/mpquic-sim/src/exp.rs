@@ -11,11 +11,13 @@ use mpquic_plot::chart::{self, Axes, SweepLine, SweepPoint};
 use mpquic_plot::palette::controller_color;
 use plotters::prelude::{IntoLogRange, SeriesLabelPosition};
 
+use mpquic_scenario::analyses;
 use mpquic_scenario::experiment::TableSpec;
 use mpquic_scenario::metrics::{compute, summarize, CATALOGUE};
 use mpquic_scenario::tables::markdown;
 use mpquic_scenario::Experiment;
 
+use crate::analysis;
 use crate::report::Report;
 use crate::scenario::Scenario;
 use crate::Sim;
@@ -32,24 +34,14 @@ pub struct Variant {
 
 pub use mpquic_scenario::metrics::{Metrics, RunRow, Spread, SummaryRow};
 
-/// Run every variant with every seed; `metrics` extracts a run's numbers.
-pub fn sweep(
-    variants: &[Variant],
-    seeds: &[u64],
-    metrics: &dyn Fn(&Report) -> Metrics,
-) -> Result<(Vec<RunRow>, Vec<SummaryRow>), String> {
-    let (rows, summary, _) = sweep_with(variants, seeds, &|r: &Report, _: &Sim| (metrics(r), ()))?;
-    Ok((rows, summary))
-}
-
-/// What [`sweep_with`] returns: the runs, the per-variant summary, and the extractor's own
-/// output per run (in run order).
+/// What [`sweep`] returns: the runs, the per-variant summary, and the extractor's own output
+/// per run (in run order).
 pub type SweepOutput<T> = (Vec<RunRow>, Vec<SummaryRow>, Vec<T>);
 
-/// [`sweep`] for experiments that need more of a run than its report: `extract` sees the
-/// finished simulation too, and what it returns beside the metrics (e.g. a time series to plot)
-/// is handed back per run, in run order.
-pub fn sweep_with<T>(
+/// Run every variant with every seed; `extract` takes a run's metrics from its report and the
+/// finished simulation, and what it returns beside them (e.g. a plot's panels) is handed back
+/// per run, in run order.
+pub fn sweep<T>(
     variants: &[Variant],
     seeds: &[u64],
     extract: &dyn Fn(&Report, &Sim) -> (Metrics, T),
@@ -189,17 +181,25 @@ pub fn run_experiment(e: &Experiment, file: &str, out: &Path, command: &str) -> 
         })
         .collect();
     eprintln!("{}: {} points x {} seeds", s.name, variants.len(), s.seeds.len());
-    let (rows, mut summary) =
-        sweep(&variants, &s.seeds, &|r: &Report| compute(&r.scenario, &r.outcome()))?;
+    let notes = analysis::notes(report);
+    notes.iter().for_each(|n| eprintln!("  note: {n}"));
+    let extract = |r: &Report, sim: &Sim| {
+        let run = analysis::Run { sim, report: r, file: s };
+        let mut m = compute(&r.scenario, &r.outcome());
+        m.extend(analysis::compute(report, &run));
+        (m, analysis::panels(report, &run))
+    };
+    let (rows, mut summary, panels) = sweep(&variants, &s.seeds, &extract)?;
     for (row, point) in summary.iter_mut().zip(&e.points) {
         row.labels = point.labels.clone();
     }
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let definitions: BTreeMap<&str, &str> = CATALOGUE
+    let mut definitions: BTreeMap<String, String> = CATALOGUE
         .iter()
         .filter(|(k, _)| report.metrics.iter().any(|m| m.split('@').next() == Some(k)))
-        .copied()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
+    definitions.extend(analyses::definitions(report));
     write_json(
         &out.join("experiment.json"),
         serde_json::json!({
@@ -212,6 +212,7 @@ pub fn run_experiment(e: &Experiment, file: &str, out: &Path, command: &str) -> 
             "seeds": s.seeds,
             "report": report,
             "metrics": definitions,
+            "notes": notes,
         }),
         &rows,
         &summary,
@@ -230,6 +231,13 @@ pub fn run_experiment(e: &Experiment, file: &str, out: &Path, command: &str) -> 
     };
     let md: Vec<String> = tables.iter().map(|t| markdown(t, &summary)).collect();
     std::fs::write(out.join("tables.md"), md.join("\n")).map_err(|e| e.to_string())?;
+    // Each point's first seed draws the analyses' panels.
+    let firsts = panels.into_iter().step_by(s.seeds.len().max(1));
+    let titled = e.points.iter().zip(firsts).map(|(p, panels)| {
+        let seed = s.seeds.first().copied().unwrap_or(0);
+        (format!("{} (seed {seed})", p.name()), panels)
+    });
+    analysis::write_plots(out, titled.collect())?;
     if let Some(plot) = &s.plot {
         let panels: Vec<Panel> = plot
             .panels

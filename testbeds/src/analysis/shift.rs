@@ -26,18 +26,7 @@ use crate::sampler::Series;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
-pub const SHIFT: Analysis = Analysis {
-    name: "shift",
-    metrics: &[
-        ("before_mbps", "rate of the rest of the cross flow's link before it starts, Mbit/s"),
-        ("during_mbps", "the same 0.2-0.95 s after the cross flow's start, Mbit/s"),
-        ("cross_mbps", "the cross flow's receiver rate over that window, Mbit/s"),
-        ("other_link_mbps", "sent rate of the other links into its receiver then, Mbit/s"),
-        ("to_80pct_ms", "time until the rest's rate fell by 80% of before - during, ms"),
-    ],
-    compute,
-    table: None,
-};
+pub const SHIFT: Analysis = Analysis { name: "shift", compute, table: None };
 
 const BIN_S: f64 = 0.01;
 /// The windows, in bins from the cross flow's start bin: `[from, to)`.
