@@ -51,10 +51,10 @@ pub struct Analysis {
 pub const ANALYSES: &[Analysis] = &[
     Analysis {
         name: "shift",
-        about: "E3 (testbed): the rest of a cross flow's link before and during the cross flow, \
-                in 10 ms bins from the link's byte counter and the cross flow's receiver rate; \
-                the group names the cross flow",
-        backends: &[Backend::Netns],
+        about: "E3: the rest of a cross flow's link before and during the cross flow, in 10 ms \
+                bins of the link's sent rate minus the cross flow's receiver rate (windows in \
+                crate::shift, for phases of about 1 s); the group names the cross flow",
+        backends: &[Backend::Netns, Backend::Sim],
         metrics: &[
             ("before_mbps", "rate of the rest of the cross flow's link before it starts, Mbit/s"),
             ("during_mbps", "the same 0.2-0.95 s after the cross flow's start, Mbit/s"),

@@ -15,6 +15,7 @@
 //!   summary over seeds.
 //! - [`analyses`]: the named analyses a report may ask for (their metrics, which backend
 //!   computes which).
+//! - [`shift`]: the windows of the `shift` analysis, which both backends compute.
 //! - [`tables`]: the markdown tables of a report (medians, sums, ratios between points).
 
 pub mod analyses;
@@ -24,6 +25,7 @@ pub mod experiment;
 pub mod metrics;
 pub mod model;
 pub mod rng;
+pub mod shift;
 pub mod tables;
 pub mod units;
 pub mod validate;

@@ -1,6 +1,7 @@
-//! Experiment sweeps: a list of variants (series x point), several seeds each; per run a few
-//! metrics taken from the [`Report`]; per variant the median, min and max over seeds; one JSON
-//! file, the markdown tables and one SVG. [`run_experiment`] runs an experiment file (its
+//! Experiment sweeps: a list of variants (series x point), several seeds each; per run the
+//! report's metrics, from the [`Report`] (the catalogue) and the finished simulation (the
+//! report's [`analysis`] metrics); per variant the median, min and max over seeds; one JSON
+//! file, the markdown tables and the SVGs. [`run_experiment`] runs an experiment file (its
 //! points, seeds and `[report]`).
 
 use std::collections::BTreeMap;
@@ -167,8 +168,9 @@ pub fn write_json(
 
 /// Run an experiment file: every point of its sweep with every seed. Writes into `out`:
 /// `experiment.json` (the file's scenario, sweep, metric definitions, every run and the median,
-/// min and max over seeds per point), `tables.md` (the report's tables) and `sweep.svg` (the
-/// plot, if the file has one).
+/// min and max over seeds per point), `tables.md` (the report's tables), `<analysis>.svg` for
+/// each of the report's analyses that draws (a panel per point, its first seed) and `sweep.svg`
+/// (the plot, if the file has one).
 pub fn run_experiment(e: &Experiment, file: &str, out: &Path, command: &str) -> Result<(), String> {
     let s = &e.base;
     let report = s.report.as_ref().ok_or("the file has no [report]: nothing to compute")?;
@@ -235,7 +237,8 @@ pub fn run_experiment(e: &Experiment, file: &str, out: &Path, command: &str) -> 
     let firsts = panels.into_iter().step_by(s.seeds.len().max(1));
     let titled = e.points.iter().zip(firsts).map(|(p, panels)| {
         let seed = s.seeds.first().copied().unwrap_or(0);
-        (format!("{} (seed {seed})", p.name()), panels)
+        let point = if p.labels.is_empty() { s.name.clone() } else { p.name() };
+        (format!("{point} (seed {seed})"), panels)
     });
     analysis::write_plots(out, titled.collect())?;
     if let Some(plot) = &s.plot {

@@ -118,3 +118,42 @@ fn a_phase_metric_needs_its_phase() {
     let e = Experiment::parse(&text, "E4.toml").unwrap_err().to_string();
     assert!(e.contains("`phases.jain` needs `[...]`"), "{e}");
 }
+
+/// The testbed's `shift` computed here too (the windows are shared), on the testbed's E3 file
+/// cut after the first cross flow: the multipath flow's share of link a before the cross flow
+/// arrives is most of the link, and yields to the cross flow (by 0.95 s after its start).
+#[test]
+fn the_testbed_s_shift_windows_read_the_simulated_links() {
+    let text = file("E3-traffic-shifting-testbed.toml");
+    let mut e = Experiment::parse(&text, "E3-traffic-shifting-testbed.toml").unwrap();
+    e.points.iter_mut().for_each(|p| p.scenario.duration = mpquic_sim::scenario::Dur::ms(2000));
+    let m = analysed(
+        &e,
+        "cross=kernel,controller=amp",
+        &[
+            "shift.before_mbps@cross-a",
+            "shift.during_mbps@cross-a",
+            "shift.cross_mbps@cross-a",
+            "shift.other_link_mbps@cross-a",
+            "shift.to_80pct_ms@cross-a",
+        ],
+    );
+    let [before, during, cross, other, to_80pct] = m[..] else { unreachable!() };
+    // Wire bytes on a 50 Mbit/s link (a bin may hold a packet that ends in the next one).
+    assert!(before > 35.0 && before <= 51.0, "{m:?}");
+    assert!(during < 0.6 * before && cross > 15.0, "{m:?}");
+    assert!(other > 35.0, "{m:?}");
+    assert!(to_80pct > 0.0 && to_80pct <= 1000.0, "{m:?}");
+}
+
+/// The simulator computes exactly the analyses the shared list declares for it.
+#[test]
+fn the_simulator_computes_the_analyses_declared_for_it() {
+    use mpquic_scenario::analyses::{Backend, ANALYSES};
+    let mut ours: Vec<&str> = analysis::ANALYSES.iter().map(|a| a.name).collect();
+    let mut declared: Vec<&str> =
+        ANALYSES.iter().filter(|a| a.on(Backend::Sim)).map(|a| a.name).collect();
+    ours.sort_unstable();
+    declared.sort_unstable();
+    assert_eq!(ours, declared);
+}

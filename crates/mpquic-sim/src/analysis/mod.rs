@@ -12,6 +12,7 @@
 
 mod paths_end;
 mod phases;
+mod shift;
 mod shift_time;
 
 use std::collections::BTreeMap;
@@ -21,7 +22,7 @@ use mpquic_scenario::analyses::{self, Backend};
 use mpquic_scenario::experiment::ReportSpec;
 use mpquic_scenario::metrics::{in_group, Metrics};
 
-use crate::net::Ps;
+use crate::net::{Interface, Node, Ps};
 use crate::plot::{write_shift_plot, write_timeline_plot, ShiftPanel, TimelinePanel};
 use crate::report::Report;
 use crate::scenario::Scenario;
@@ -57,7 +58,8 @@ pub struct Analysis {
 }
 
 /// Every analysis the simulator has.
-pub const ANALYSES: &[Analysis] = &[shift_time::SHIFT_TIME, phases::PHASES, paths_end::PATHS_END];
+pub const ANALYSES: &[Analysis] =
+    &[shift::SHIFT, shift_time::SHIFT_TIME, phases::PHASES, paths_end::PATHS_END];
 
 fn find(name: &str) -> Option<&'static Analysis> {
     ANALYSES.iter().find(|a| a.name == name)
@@ -141,4 +143,18 @@ fn timeline(s: &Scenario, end: Ps) -> Vec<Ps> {
     t.sort_unstable();
     t.dedup();
     t
+}
+
+/// The interfaces of host `name` (none if there is no such host).
+fn interfaces<'a>(sim: &'a Sim, name: &str) -> &'a [Interface] {
+    let host = sim.nodes.iter().find_map(|n| match n {
+        Node::Host { name: host, interfaces } if host == name => Some(interfaces),
+        _ => None,
+    });
+    host.map_or(&[], |i| i.as_slice())
+}
+
+/// The addresses of host `name`, in order.
+fn host_addrs(sim: &Sim, name: &str) -> Vec<std::net::IpAddr> {
+    interfaces(sim, name).iter().map(|i| i.ip).collect()
 }

@@ -18,8 +18,8 @@
 
 use mpquic_scenario::Dur;
 
-use super::{timeline, Analysis, Panel, Run};
-use crate::net::{Node, Ps};
+use super::{host_addrs, interfaces, timeline, Analysis, Panel, Run};
+use crate::net::Ps;
 use crate::plot::ShiftPanel;
 use crate::Sim;
 
@@ -51,29 +51,16 @@ fn compute(run: &Run, metric: &str, _: Option<&str>, flows: &[usize]) -> f64 {
     }
 }
 
-/// The addresses of host `name`, each with the name of the link it sends on.
-fn interfaces<'a>(sim: &'a Sim, name: &str) -> Vec<(std::net::IpAddr, &'a str)> {
-    sim.nodes
-        .iter()
-        .find_map(|n| match n {
-            Node::Host { name: host, interfaces } if host == name => Some(interfaces),
-            _ => None,
-        })
-        .map_or(vec![], |i| {
-            i.iter().map(|i| (i.ip, sim.links[i.link].params.name.as_str())).collect()
-        })
-}
-
 /// The run's one 2-path flow, with its paths' first links (its host's access links) and last
 /// links (into its server's addresses), path by path.
 fn multipath(sim: &Sim) -> Option<(usize, [(&str, &str); 2])> {
     let mut two = sim.flows.iter().enumerate().filter(|(_, f)| f.spec.paths == 2);
     let (i, f) = two.next().filter(|_| two.next().is_none())?;
-    let (client, server) = (interfaces(sim, &f.spec.from), interfaces(sim, &f.spec.to));
+    let (client, server) = (interfaces(sim, &f.spec.from), host_addrs(sim, &f.spec.to));
     let hop = |p: usize| -> Option<(&str, &str)> {
-        let first = client.get((f.spec.from_addr + p) % client.len().max(1))?.1;
-        let ip = server.get((f.spec.to_addr + p) % server.len().max(1))?.0;
-        Some((first, sim.link_into(ip)?))
+        let first = client.get((f.spec.from_addr + p) % client.len().max(1))?.link;
+        let ip = server.get((f.spec.to_addr + p) % server.len().max(1))?;
+        Some((sim.links[first].params.name.as_str(), sim.link_into(*ip)?))
     };
     Some((i, [hop(0)?, hop(1)?]))
 }
@@ -90,8 +77,8 @@ fn phase(sim: &Sim, cross: usize) -> Option<Phase> {
     if cross == mp {
         return None;
     }
-    let server = interfaces(sim, c.spec.to.as_str());
-    let into = sim.link_into(server.get(c.spec.to_addr % server.len().max(1))?.0)?;
+    let server = host_addrs(sim, &c.spec.to);
+    let into = sim.link_into(*server.get(c.spec.to_addr % server.len().max(1))?)?;
     let crossed = hops.iter().position(|h| h.1 == into)?;
     let end = sim.scenario.duration.0;
     let (start, stop) = (c.spec.start.0, c.spec.stop.map_or(end, |t| t.0));
