@@ -24,7 +24,7 @@ use crate::scenario::Scenario;
 use crate::Sim;
 
 /// One point of a sweep: a series (usually the controller) at an x value.
-pub struct Variant {
+struct Variant {
     /// Series, e.g. the controller.
     pub series: String,
     /// X value, e.g. k or the path count.
@@ -37,12 +37,12 @@ pub use mpquic_scenario::metrics::{Metrics, RunRow, Spread, SummaryRow};
 
 /// What [`sweep`] returns: the runs, the per-variant summary, and the extractor's own output
 /// per run (in run order).
-pub type SweepOutput<T> = (Vec<RunRow>, Vec<SummaryRow>, Vec<T>);
+type SweepOutput<T> = (Vec<RunRow>, Vec<SummaryRow>, Vec<T>);
 
 /// Run every variant with every seed; `extract` takes a run's metrics from its report and the
 /// finished simulation, and what it returns beside them (e.g. a plot's panels) is handed back
 /// per run, in run order.
-pub fn sweep<T>(
+fn sweep<T>(
     variants: &[Variant],
     seeds: &[u64],
     extract: &dyn Fn(&Report, &Sim) -> (Metrics, T),
@@ -152,7 +152,7 @@ pub fn write_sweep_plot(
 }
 
 /// Write `<name>.json` with the definition, the runs and the summary.
-pub fn write_json(
+fn write_json(
     path: &Path,
     doc: serde_json::Value,
     rows: &[RunRow],
