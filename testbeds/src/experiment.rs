@@ -77,9 +77,6 @@ fn compile_points(
     place: impl Fn(ScenarioError) -> ScenarioError,
 ) -> Result<Compiled, ScenarioError> {
     let mut points = Vec::new();
-    if let Some(report) = &experiment.base.report {
-        crate::analysis::check(report).map_err(&place)?;
-    }
     for p in &experiment.points {
         let dir = point_dir(&experiment.base.name, p);
         let plan = compile(&p.scenario, &dir).map_err(&place)?;
@@ -143,6 +140,8 @@ struct RunEntry {
 pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
     let seeds = &c.experiment.base.seeds;
     let rounds = rounds.unwrap_or(seeds.len());
+    let notes = c.experiment.base.report.as_ref().map(analysis::notes).unwrap_or_default();
+    notes.iter().for_each(|n| eprintln!("note: {n}"));
     let mut entries = Vec::new();
     let mut rows: Vec<Vec<RunRow>> = vec![Vec::new(); c.points.len()];
     let mut failed = Vec::new();
@@ -233,6 +232,7 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
         "backend": "netns",
         "definition": c.experiment.base.report.as_ref().map(|r| r.definition.clone()),
         "report": c.experiment.base.report,
+        "notes": notes,
         "runs": entries,
         "failed": failed,
         "summary": summary,

@@ -40,3 +40,33 @@ fn every_experiment_file_validates_or_is_listed_with_its_reason() {
         }
     }
 }
+
+/// An analysis neither backend has is refused at its line, by the check the simulator makes
+/// too (the analyses' names are declared once, in `mpquic_scenario::analyses`); one the
+/// simulator computes (`shift_time`) validates here and reads `-`.
+#[test]
+fn an_unknown_analysis_is_refused_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("analysis.toml");
+    let text = |analysis: &str| {
+        format!(
+            "name = \"a\"\nduration = \"1s\"\n[topology]\nkind = \"two-path\"\n\
+             [[flows]]\nfrom = \"src\"\nto = \"dst\"\nbytes = 1000\n\
+             [report]\nanalyses = [\"{analysis}\"]\nmetrics = [\"fct_mean_ms\"]\n"
+        )
+    };
+    let validate = |analysis: &str| {
+        std::fs::write(&file, text(analysis)).unwrap();
+        let out = Command::new(common::bin())
+            .args(["validate", file.to_str().unwrap()])
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (ok, stderr) = validate("shfit");
+    assert!(!ok && stderr.contains("analysis.toml:10:"), "{stderr}");
+    assert!(stderr.contains("unknown analysis `shfit`"), "{stderr}");
+    let (ok, stderr) = validate("shift_time");
+    assert!(ok, "{stderr}");
+}

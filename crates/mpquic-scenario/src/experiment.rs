@@ -56,10 +56,10 @@ pub struct ReportSpec {
     /// What the metrics mean, recorded in the results JSON.
     #[serde(default)]
     pub definition: String,
-    /// Named analyses of the backend over a run's raw record (the testbed's `shift`,
-    /// `job_phase`, `pathkeep`): an analysis gives metrics, listed in `metrics` as
-    /// `<analysis>.<metric>[@group]` (a backend without it reads them as NaN), or a table of
-    /// rows per run. A backend refuses a name it does not have.
+    /// Named analyses of a run's raw record, declared in [`crate::analyses`] (`shift`,
+    /// `shift_time`, `phases`, ...): an analysis gives metrics, listed in `metrics` as
+    /// `<analysis>.<metric>[<selector>][@group]` (a backend that does not compute it reads them
+    /// as NaN), or a table of rows per run. A name not declared there is refused.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub analyses: Vec<String>,
 }

@@ -13,14 +13,19 @@
 //! - [`validate`]: the checks of one scenario.
 //! - [`metrics`]: the per-run outcome both backends fill, the metrics computed from it, the
 //!   summary over seeds.
+//! - [`analyses`]: the named analyses a report may ask for (their metrics, which backend
+//!   computes which).
+//! - [`shift`]: the windows of the `shift` analysis, which both backends compute.
 //! - [`tables`]: the markdown tables of a report (medians, sums, ratios between points).
 
+pub mod analyses;
 pub mod error;
 pub mod expand;
 pub mod experiment;
 pub mod metrics;
 pub mod model;
 pub mod rng;
+pub mod shift;
 pub mod tables;
 pub mod units;
 pub mod validate;

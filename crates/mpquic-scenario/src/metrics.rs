@@ -261,13 +261,17 @@ pub fn check_report(s: &Scenario) -> Result<(), ScenarioError> {
             None => Ok(()),
         };
     };
+    crate::analyses::check(report)?;
     for (i, m) in report.metrics.iter().enumerate() {
         for operand in operands(m).into_iter().filter(|o| o.parse::<f64>().is_err()) {
             let name = operand.split_once('@').map_or(operand, |(n, _)| n);
-            let (name, selector) = path_selector(name);
             let analysed =
                 name.split_once('.').is_some_and(|(a, _)| report.analyses.contains(&a.into()));
-            if !analysed && !CATALOGUE.iter().any(|(k, _)| *k == name) {
+            if analysed {
+                continue; // checked by `analyses::check`
+            }
+            let (name, selector) = path_selector(name);
+            if !CATALOGUE.iter().any(|(k, _)| *k == name) {
                 let known: Vec<&str> = CATALOGUE.iter().map(|(k, _)| *k).collect();
                 return Err(at(
                     format!("report.metrics.{i}"),
@@ -316,7 +320,7 @@ pub fn rounds(s: &Scenario) -> f64 {
 }
 
 /// A report metric's catalogue metrics: `A / B` is two, anything else one.
-fn operands(m: &str) -> Vec<&str> {
+pub(crate) fn operands(m: &str) -> Vec<&str> {
     m.split_once(" / ").map_or(vec![m], |(a, b)| vec![a, b])
 }
 

@@ -1,6 +1,7 @@
-//! Experiment sweeps: a list of variants (series x point), several seeds each; per run a few
-//! metrics taken from the [`Report`]; per variant the median, min and max over seeds; one JSON
-//! file, the markdown tables and one SVG. [`run_experiment`] runs an experiment file (its
+//! Experiment sweeps: a list of variants (series x point), several seeds each; per run the
+//! report's metrics, from the [`Report`] (the catalogue) and the finished simulation (the
+//! report's [`analysis`] metrics); per variant the median, min and max over seeds; one JSON
+//! file, the markdown tables and the SVGs. [`run_experiment`] runs an experiment file (its
 //! points, seeds and `[report]`).
 
 use std::collections::BTreeMap;
@@ -9,17 +10,19 @@ use std::time::Instant;
 
 use mpquic_plot::sweep::write_sweep_plot;
 
+use mpquic_scenario::analyses;
 use mpquic_scenario::experiment::TableSpec;
 use mpquic_scenario::metrics::{compute, summarize, CATALOGUE};
 use mpquic_scenario::tables::markdown;
 use mpquic_scenario::Experiment;
 
+use crate::analysis;
 use crate::report::Report;
 use crate::scenario::Scenario;
 use crate::Sim;
 
 /// One point of a sweep: a series (usually the controller) at an x value.
-pub struct Variant {
+struct Variant {
     /// Series, e.g. the controller.
     pub series: String,
     /// X value, e.g. k or the path count.
@@ -30,24 +33,14 @@ pub struct Variant {
 
 pub use mpquic_scenario::metrics::{Metrics, RunRow, Spread, SummaryRow};
 
-/// Run every variant with every seed; `metrics` extracts a run's numbers.
-pub fn sweep(
-    variants: &[Variant],
-    seeds: &[u64],
-    metrics: &dyn Fn(&Report) -> Metrics,
-) -> Result<(Vec<RunRow>, Vec<SummaryRow>), String> {
-    let (rows, summary, _) = sweep_with(variants, seeds, &|r: &Report, _: &Sim| (metrics(r), ()))?;
-    Ok((rows, summary))
-}
+/// What [`sweep`] returns: the runs, the per-variant summary, and the extractor's own output
+/// per run (in run order).
+type SweepOutput<T> = (Vec<RunRow>, Vec<SummaryRow>, Vec<T>);
 
-/// What [`sweep_with`] returns: the runs, the per-variant summary, and the extractor's own
-/// output per run (in run order).
-pub type SweepOutput<T> = (Vec<RunRow>, Vec<SummaryRow>, Vec<T>);
-
-/// [`sweep`] for experiments that need more of a run than its report: `extract` sees the
-/// finished simulation too, and what it returns beside the metrics (e.g. a time series to plot)
-/// is handed back per run, in run order.
-pub fn sweep_with<T>(
+/// Run every variant with every seed; `extract` takes a run's metrics from its report and the
+/// finished simulation, and what it returns beside them (e.g. a plot's panels) is handed back
+/// per run, in run order.
+fn sweep<T>(
     variants: &[Variant],
     seeds: &[u64],
     extract: &dyn Fn(&Report, &Sim) -> (Metrics, T),
@@ -84,7 +77,7 @@ pub fn sweep_with<T>(
 }
 
 /// Write `<name>.json` with the definition, the runs and the summary.
-pub fn write_json(
+fn write_json(
     path: &Path,
     doc: serde_json::Value,
     rows: &[RunRow],
@@ -100,8 +93,9 @@ pub fn write_json(
 
 /// Run an experiment file: every point of its sweep with every seed. Writes into `out`:
 /// `experiment.json` (the file's scenario, sweep, metric definitions, every run and the median,
-/// min and max over seeds per point), `tables.md` (the report's tables) and `sweep.svg` (the
-/// plot, if the file has one).
+/// min and max over seeds per point), `tables.md` (the report's tables), `<analysis>.svg` for
+/// each of the report's analyses that draws (a panel per point, its first seed) and `sweep.svg`
+/// (the plot, if the file has one).
 pub fn run_experiment(e: &Experiment, file: &str, out: &Path, command: &str) -> Result<(), String> {
     let s = &e.base;
     let report = s.report.as_ref().ok_or("the file has no [report]: nothing to compute")?;
@@ -114,17 +108,25 @@ pub fn run_experiment(e: &Experiment, file: &str, out: &Path, command: &str) -> 
         })
         .collect();
     eprintln!("{}: {} points x {} seeds", s.name, variants.len(), s.seeds.len());
-    let (rows, mut summary) =
-        sweep(&variants, &s.seeds, &|r: &Report| compute(&r.scenario, &r.outcome()))?;
+    let notes = analysis::notes(report);
+    notes.iter().for_each(|n| eprintln!("  note: {n}"));
+    let extract = |r: &Report, sim: &Sim| {
+        let run = analysis::Run { sim, report: r, file: s };
+        let mut m = compute(&r.scenario, &r.outcome());
+        m.extend(analysis::compute(report, &run));
+        (m, analysis::panels(report, &run))
+    };
+    let (rows, mut summary, panels) = sweep(&variants, &s.seeds, &extract)?;
     for (row, point) in summary.iter_mut().zip(&e.points) {
         row.labels = point.labels.clone();
     }
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let definitions: BTreeMap<&str, &str> = CATALOGUE
+    let mut definitions: BTreeMap<String, String> = CATALOGUE
         .iter()
         .filter(|(k, _)| report.metrics.iter().any(|m| m.split('@').next() == Some(k)))
-        .copied()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
+    definitions.extend(analyses::definitions(report));
     write_json(
         &out.join("experiment.json"),
         serde_json::json!({
@@ -137,6 +139,7 @@ pub fn run_experiment(e: &Experiment, file: &str, out: &Path, command: &str) -> 
             "seeds": s.seeds,
             "report": report,
             "metrics": definitions,
+            "notes": notes,
         }),
         &rows,
         &summary,
@@ -155,5 +158,13 @@ pub fn run_experiment(e: &Experiment, file: &str, out: &Path, command: &str) -> 
     };
     let md: Vec<String> = tables.iter().map(|t| markdown(t, &summary)).collect();
     std::fs::write(out.join("tables.md"), md.join("\n")).map_err(|e| e.to_string())?;
+    // Each point's first seed draws the analyses' panels.
+    let firsts = panels.into_iter().step_by(s.seeds.len().max(1));
+    let titled = e.points.iter().zip(firsts).map(|(p, panels)| {
+        let seed = s.seeds.first().copied().unwrap_or(0);
+        let point = if p.labels.is_empty() { s.name.clone() } else { p.name() };
+        (format!("{point} (seed {seed})"), panels)
+    });
+    analysis::write_plots(out, titled.collect())?;
     write_sweep_plot(&out.join("sweep.svg"), e, &summary).map_err(|e| e.to_string())
 }

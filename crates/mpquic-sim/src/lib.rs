@@ -8,15 +8,14 @@
 //! stack sees only virtual time and seeded randomness, and its crypto is a null suite
 //! ([`crypto`]) with the real wire sizes. [`report`] turns a run into JSON and plots.
 
+pub mod analysis;
 pub mod crypto;
 pub mod exp;
-pub mod experiments;
 pub mod net;
 pub mod plot;
 pub mod pto;
 pub mod report;
 pub mod scenario;
-pub mod shift;
 /// The seeded generator of every random choice (shared with the workload generators).
 pub use mpquic_scenario::rng;
 pub mod sim;

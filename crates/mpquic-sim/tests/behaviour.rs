@@ -266,42 +266,6 @@ fn coupled_amp_runs_are_byte_identical_too() {
     assert!(!r.flows[0].episodes.is_empty(), "no episodes recorded");
 }
 
-/// E3's first phase in miniature (8 ms instead of 1 s): AMP moves the multipath flow's traffic
-/// off path 1 within a few ms of DCTCP cross traffic arriving there, by the definition of
-/// `shift.rs`; and the same measure finds no "move" in a window without cross traffic. (The
-/// second phase, moving back onto path 1, is slower for AMP and is measured by `mpquic-sim e3`.)
-#[test]
-fn amp_shifts_traffic_by_the_e3_definition() {
-    use mpquic_sim::shift::{phase_shift, Criterion};
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../experiments/E3-traffic-shifting.toml"
-    ))
-    .unwrap();
-    let mut s = mpquic_sim::scenario::parse_scenario(&text).unwrap();
-    let ms = |x: u64| Dur::ms(x);
-    for f in &mut s.flows {
-        match f.name.as_deref() {
-            Some("cross-a") => (f.start, f.stop) = (ms(8), Some(ms(16))),
-            Some("cross-b") => (f.start, f.stop) = (ms(16), Some(ms(16))),
-            _ => {}
-        }
-    }
-    s.duration = ms(16);
-    let (_, sim) = run(s);
-    let links = ["src->a", "src->b"];
-    let criterion = Criterion { threshold: 0.5, hold: ms(1).0 };
-    let p = |x: u64| ms(x).0;
-    let first = phase_shift(&sim, links, 0, (0, p(8), p(16)), criterion);
-    let t = first.shift_ms.unwrap_or_else(|| panic!("not moved: {first:?}"));
-    assert!(t > 0.0 && t < 6.0, "{first:?}");
-    assert!(first.during_share < 0.5 * first.pre_share, "{first:?}");
-    assert!(first.pre_share > 0.3, "{first:?}");
-    // No cross traffic during (4, 8) ms: nothing to move away from.
-    let quiet = phase_shift(&sim, links, 0, (0, p(4), p(8)), criterion);
-    assert_eq!(quiet.shift_ms, None, "{quiet:?}");
-}
-
 /// PTO expiries are counted per flow: none on a clean link; some when the bottleneck loses
 /// packets at random, so that tails go missing and only a probe timeout recovers them.
 #[test]

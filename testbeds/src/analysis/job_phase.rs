@@ -24,20 +24,7 @@ use crate::backend::FRAME;
 use crate::results::JobsResult;
 use crate::sampler::Series;
 
-pub const JOB_PHASE: Analysis = Analysis {
-    name: "job_phase",
-    metrics: &[
-        ("answer_share", "answers' bytes / bytes sent into the aggregator in the job phase"),
-        ("queue_p50", "median queue into the aggregator in the job phase, busy samples, frames"),
-        ("queue_p99", "99th percentile of the same, frames"),
-        ("connect_ms", "the aggregator's connection set-up (concurrent handshakes), ms"),
-        ("bg_outlasted", "1 when every flow of the group ended no earlier than the aggregator"),
-        ("bg_paths_open", "mpquic paths of the group's flows open at the end"),
-        ("bg_paths", "mpquic paths of the group's flows"),
-    ],
-    compute,
-    table: None,
-};
+pub const JOB_PHASE: Analysis = Analysis { name: "job_phase", compute, table: None };
 
 /// One job as the aggregator reports it.
 #[derive(Debug, Clone, Copy, PartialEq)]

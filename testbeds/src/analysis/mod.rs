@@ -3,12 +3,16 @@
 //! experiment's `[report] analyses = ["shift"]` asks for one; its metrics are named
 //! `<analysis>.<metric>`, with `@group` for the flows they are about (as catalogue metrics), are
 //! listed in `report.metrics` and fill `experiment.json` and the tables like any other (median,
-//! min, max over rounds). The simulator has none of these: there they read "-". An analysis
+//! min, max over rounds). The names and metrics of every analysis of either backend are declared
+//! once in [`mpquic_scenario::analyses`] (which refuses an unknown one at its line in both
+//! backends); this module computes those declared for the testbed ([`Backend::Netns`]), and the
+//! simulator's own (`shift_time`, `phases`, `paths_end`) read NaN here, with a note. An analysis
 //! may instead (or also) give a table of rows per run (`pathkeep`: one row per path), which
 //! `experiment.json` keeps under `analyses.<name>` and `tables.md` prints run by run, not as a
 //! median over rounds.
 //!
-//! Adding one: a module with its [`Analysis`] in [`ANALYSES`].
+//! Adding one: declare it in `mpquic_scenario::analyses`, then a module here with its
+//! [`Analysis`] in [`ANALYSES`].
 
 mod job_phase;
 mod pathkeep;
@@ -17,7 +21,7 @@ mod shift;
 use crate::results::RepResult;
 use crate::sampler::Series;
 use crate::topology::Net;
-use mpquic_scenario::error::{at, ScenarioError};
+use mpquic_scenario::analyses::{self, Backend};
 use mpquic_scenario::experiment::ReportSpec;
 use mpquic_scenario::metrics::{self, Metrics};
 
@@ -35,10 +39,8 @@ pub struct Run<'a> {
 
 /// A named analysis.
 pub struct Analysis {
-    /// The name a report asks for.
+    /// Its name in [`mpquic_scenario::analyses::ANALYSES`].
     pub name: &'static str,
-    /// Its metrics, with what each means.
-    pub metrics: &'static [(&'static str, &'static str)],
     /// One metric over the given flows (indices into `rep.flows`); NaN where it cannot say.
     pub compute: fn(&Run, &str, &[usize]) -> f64,
     /// Its table of rows per run, if it has one.
@@ -66,38 +68,9 @@ fn find(name: &str) -> Option<&'static Analysis> {
     ANALYSES.iter().find(|a| a.name == name)
 }
 
-/// Whether the report's analyses exist and its `<analysis>.<metric>` names are theirs.
-pub fn check(report: &ReportSpec) -> Result<(), ScenarioError> {
-    for (i, name) in report.analyses.iter().enumerate() {
-        if find(name).is_none() {
-            let known: Vec<&str> = ANALYSES.iter().map(|a| a.name).collect();
-            return Err(at(
-                format!("report.analyses.{i}"),
-                format!("netns: unknown analysis `{name}` (known: {})", known.join(", ")),
-            ));
-        }
-    }
-    for (i, m) in report.metrics.iter().enumerate() {
-        let Some((analysis, metric)) = split(m) else { continue };
-        let Some(a) = find(analysis) else { continue };
-        if !a.metrics.iter().any(|(k, _)| *k == metric) {
-            let known: Vec<&str> = a.metrics.iter().map(|(k, _)| *k).collect();
-            return Err(at(
-                format!("report.metrics.{i}"),
-                format!(
-                    "netns: `{analysis}` has no metric `{metric}` (it has {})",
-                    known.join(", ")
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// `<analysis>.<metric>[@group]` as (analysis, metric), for an analysis the report asks for.
-fn split(m: &str) -> Option<(&str, &str)> {
-    let name = m.split_once('@').map_or(m, |(n, _)| n);
-    name.split_once('.')
+/// A line for each analysis of the report the testbed does not compute.
+pub fn notes(report: &ReportSpec) -> Vec<String> {
+    analyses::not_computed(report, Backend::Netns)
 }
 
 /// The report's analysis metrics of one run.
@@ -106,7 +79,7 @@ pub fn compute(report: &ReportSpec, run: &Run) -> Metrics {
         .metrics
         .iter()
         .filter_map(|m| {
-            let (analysis, metric) = split(m)?;
+            let (analysis, metric, _) = analyses::split(m)?;
             let a = find(analysis).filter(|_| report.analyses.iter().any(|r| r == analysis))?;
             let group = m.split_once('@').map(|(_, g)| g).or(report.group.as_deref());
             let flows: Vec<usize> = (0..run.rep.flows.len())
@@ -163,6 +136,14 @@ fn cell(v: &serde_json::Value) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The testbed computes exactly the analyses the shared list declares for it.
+    #[test]
+    fn the_testbed_computes_the_analyses_declared_for_it() {
+        let ours: Vec<&str> = ANALYSES.iter().map(|a| a.name).collect();
+        let declared = analyses::ANALYSES.iter().filter(|a| a.on(Backend::Netns));
+        assert_eq!(ours, declared.map(|a| a.name).collect::<Vec<_>>());
+    }
 
     #[test]
     fn a_table_has_a_row_per_run_and_entry_with_its_point_and_round() {

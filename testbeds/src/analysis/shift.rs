@@ -1,58 +1,20 @@
 //! `shift` (E3, traffic shifting, AMP Fig. 5, 6, 11): how far the traffic already on a link
-//! yields when a cross flow arrives there, and how fast.
+//! yields when a cross flow arrives there, and how fast; the windows and their definition are
+//! shared with the simulator ([`mpquic_scenario::shift`]), the bins are the testbed's.
 //!
 //! The metric's group names one cross flow with a receiver rate series (kernel TCP: its sink
 //! records bytes over time; mpquic: its server's `--received-series`). Its link is the shaped
-//! direction that delivers to its server address. In 10 ms bins since the flows' zero, the
-//! rate of everything else on that link is the link's sent rate (the qdisc's byte counter) minus
-//! the cross flow's receiver rate. With `k0` the bin of the cross flow's (process) start:
-//!
-//! - `before_mbps`: median of that rate over bins `[k0 - 30, k0 - 1)` (0.3 s before the start,
-//!   the last bin left out);
-//! - `during_mbps`: its median over `[k0 + 20, k0 + 95)` (0.2 to 0.95 s after the start, after
-//!   the cross flow's own start-up);
-//! - `cross_mbps`: the cross flow's median receiver rate over the same bins;
-//! - `other_link_mbps`: the median sent rate over those bins of the other shaped directions
-//!   into the same host (where a multipath flow's other paths run);
-//! - `to_80pct_ms`: the end of the first bin in `[k0, k0 + 100)` where the rate is at most
-//!   `before - 0.8 (before - during)`, in ms after the start bin began (NaN: none).
-//!
-//! A bin with no link sample (the sampler was late) counts 0 in the medians and `before` in
-//! the search.
+//! direction that delivers to its server address; the link's rate is the qdisc's sampled byte
+//! counter, the other links are the other shaped directions into the same host.
 
 use super::{Analysis, Run};
 use crate::results::FlowResult;
 use crate::sampler::Series;
+use mpquic_scenario::shift::{bin, shift, Bins, Shift, BIN_S};
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
-pub const SHIFT: Analysis = Analysis {
-    name: "shift",
-    metrics: &[
-        ("before_mbps", "rate of the rest of the cross flow's link before it starts, Mbit/s"),
-        ("during_mbps", "the same 0.2-0.95 s after the cross flow's start, Mbit/s"),
-        ("cross_mbps", "the cross flow's receiver rate over that window, Mbit/s"),
-        ("other_link_mbps", "sent rate of the other links into its receiver then, Mbit/s"),
-        ("to_80pct_ms", "time until the rest's rate fell by 80% of before - during, ms"),
-    ],
-    compute,
-    table: None,
-};
-
-const BIN_S: f64 = 0.01;
-/// The windows, in bins from the cross flow's start bin: `[from, to)`.
-const BEFORE: (i64, i64) = (-30, -1);
-const DURING: (i64, i64) = (20, 95);
-const SEARCH: (i64, i64) = (0, 100);
-/// The part of the drop from before to during that counts as shifted.
-const SHIFTED: f64 = 0.8;
-
-/// Mbit/s per bin, keyed by bin index since the flows' zero.
-type Bins = BTreeMap<i64, f64>;
-
-fn bin(t_s: f64) -> i64 {
-    (t_s / BIN_S).floor() as i64
-}
+pub const SHIFT: Analysis = Analysis { name: "shift", compute, table: None };
 
 /// A link direction's sent rate per bin, from its sampled cumulative byte counter (`lead_s`:
 /// how long the sampler ran before the flows' zero).
@@ -68,45 +30,6 @@ fn link_bins(s: &Series, lead_s: f64) -> Bins {
 /// A receiver's rate series (end of each interval since the zero, Mbit/s) by bin.
 fn rate_bins(series: &[(f64, f64)]) -> Bins {
     series.iter().map(|&(t, rate)| (bin(t), rate)).collect()
-}
-
-/// One cross flow's windows.
-#[derive(Debug, PartialEq)]
-struct Shift {
-    before_mbps: f64,
-    during_mbps: f64,
-    cross_mbps: f64,
-    other_link_mbps: f64,
-    to_80pct_ms: Option<f64>,
-}
-
-/// The windows of a cross flow that started at `start_s` on the link of `link` bins, next to
-/// `other` (the other links' summed bins).
-fn shift(link: &Bins, cross: &Bins, other: &Bins, start_s: f64) -> Shift {
-    let k0 = bin(start_s);
-    let rest = |k: i64| link.get(&k).map(|l| l - cross.get(&k).copied().unwrap_or(0.0));
-    let median = |(from, to): (i64, i64), x: &dyn Fn(i64) -> f64| {
-        let xs: Vec<f64> = (k0 + from..k0 + to).map(x).collect();
-        mpquic_stats::quantile(&xs, 0.5).unwrap_or(f64::NAN)
-    };
-    let before_mbps = median(BEFORE, &|k| rest(k).unwrap_or(0.0));
-    let during_mbps = median(DURING, &|k| rest(k).unwrap_or(0.0));
-    let target = before_mbps - SHIFTED * (before_mbps - during_mbps);
-    let to_80pct_ms = (k0 + SEARCH.0..k0 + SEARCH.1)
-        .find(|&k| rest(k).unwrap_or(before_mbps) <= target)
-        .map(|k| (k - k0 + 1) as f64 * BIN_S * 1e3);
-    Shift {
-        before_mbps,
-        during_mbps,
-        cross_mbps: median(DURING, &|k| at(cross, k)),
-        other_link_mbps: median(DURING, &|k| at(other, k)),
-        to_80pct_ms,
-    }
-}
-
-/// A bin's rate, 0 where there is none.
-fn at(bins: &Bins, k: i64) -> f64 {
-    bins.get(&k).copied().unwrap_or(0.0)
 }
 
 fn compute(run: &Run, metric: &str, flows: &[usize]) -> f64 {
@@ -171,41 +94,6 @@ mod tests {
         assert_eq!(bins[&99], 40.0);
         assert_eq!(bins[&100], 8.0);
         assert_eq!(bins.keys().next(), Some(&-5), "the sampler's lead comes first");
-    }
-
-    #[test]
-    fn shift_reads_the_windows_and_the_first_bin_past_80_percent() {
-        // The rest of the link: 50 Mbit/s until bin 100, where the cross flow starts (1.003 s),
-        // then 30 (bin 100), 20, 14 (the first at or below 50 - 0.8 x 40 = 18), then 10.
-        let rest = |k: i64| match k {
-            ..100 => 50.0,
-            100 => 30.0,
-            101 => 20.0,
-            102 => 14.0,
-            _ => 10.0,
-        };
-        let cross: Bins = (100..200).map(|k| (k, 40.0)).collect();
-        let link: Bins = (0..300).map(|k| (k, rest(k) + cross.get(&k).unwrap_or(&0.0))).collect();
-        let other: Bins = (0..300).map(|k| (k, if k == 150 { 0.0 } else { 49.0 })).collect();
-        let s = shift(&link, &cross, &other, 1.003);
-        assert_eq!(
-            s,
-            Shift {
-                before_mbps: 50.0,
-                during_mbps: 10.0,
-                cross_mbps: 40.0,
-                other_link_mbps: 49.0,
-                to_80pct_ms: Some(30.0),
-            }
-        );
-        // A rest that does not fall has no shifting time.
-        let up: Bins = (0..300).map(|k| (k, if k < 100 { 50.0 } else { 60.0 })).collect();
-        let s = shift(&up, &Bins::new(), &other, 1.003);
-        assert_eq!((s.during_mbps, s.to_80pct_ms), (60.0, None));
-        // A bin without a link sample reads as `before` in the search (as the old summary did).
-        let mut late = up.clone();
-        late.remove(&100);
-        assert_eq!(shift(&late, &Bins::new(), &other, 1.003).to_80pct_ms, Some(10.0));
     }
 
     #[test]

@@ -10,12 +10,9 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 use mpquic_scenario::error::locate;
-use mpquic_scenario::metrics::short;
-use mpquic_sim::plot::{write_shift_plot, ShiftPanel};
 use mpquic_sim::report::{thread_cpu_time, Perf, Report, Traces};
 use mpquic_sim::scenario::Dur;
 use mpquic_sim::scenario::{Experiment, ScenarioError};
-use mpquic_sim::shift::{path_rates, phase_shift, Criterion, PhaseShift};
 use mpquic_sim::{Scenario, Sim};
 
 #[derive(Parser)]
@@ -57,55 +54,6 @@ enum Command {
         /// The files (TOML).
         #[arg(required = true)]
         files: Vec<PathBuf>,
-    },
-    /// E3, traffic shifting: run a two-path scenario (flows `mp`, `cross-a`, `cross-b`) once per
-    /// controller of `mp`; write `e3.json` (shifting times, definition), `tables.md` and `e3.svg`.
-    E3 {
-        /// The scenario (TOML), e.g. experiments/E3-traffic-shifting.toml.
-        scenario: PathBuf,
-        /// Output directory.
-        #[arg(long, default_value = "e3-out")]
-        out: PathBuf,
-        /// Controllers of the multipath flow, comma-separated.
-        #[arg(long, default_value = "amp,xmp,dcm")]
-        controllers: String,
-        /// Scale time: cross traffic on path 1 during (P, 2P), on path 2 during (2P, 3P), run
-        /// to 4P (the scenario's own times otherwise).
-        #[arg(long)]
-        phase: Option<String>,
-        /// "Moved": the crossed path's share below this fraction of its pre-cross value...
-        #[arg(long, default_value_t = 0.5)]
-        threshold: f64,
-        /// ...for at least this long.
-        #[arg(long, default_value = "1ms")]
-        hold: String,
-        /// Override the scenario's seed.
-        #[arg(long)]
-        seed: Option<u64>,
-    },
-    /// E4's sweep (its per-phase analysis is not yet a `[report]`): the scenario x controllers x
-    /// seeds; writes `e4.json` (runs, median/min/max per variant) and `e4.svg`.
-    Exp {
-        /// e4.
-        name: String,
-        /// The base scenario (TOML), e.g. experiments/E4-coexistence.toml.
-        scenario: PathBuf,
-        /// Output directory.
-        #[arg(long)]
-        out: PathBuf,
-        /// Seeds, comma-separated.
-        #[arg(long, default_value = "1,2,3")]
-        seeds: String,
-        /// Controllers, comma-separated (default: the experiment's list).
-        #[arg(long, default_value = "")]
-        controllers: String,
-        /// Override the scenario's duration.
-        #[arg(long)]
-        duration: Option<String>,
-        /// The data-center ACK profile: set the scenario's `transport.max_ack_delay` (the delay
-        /// every connection asks its peer to ACK within), e.g. `1ms`.
-        #[arg(long)]
-        max_ack_delay: Option<String>,
     },
     /// Parse a scenario and print it with every default filled in.
     Check {
@@ -184,55 +132,6 @@ fn run(cli: Cli) -> Result<(), String> {
             println!("{}", toml::to_string(&s).map_err(|e| e.to_string())?);
             Ok(())
         }
-        Command::E3 { scenario, out, controllers, phase, threshold, hold, seed } => {
-            let mut s = load(&scenario)?;
-            if let Some(seed) = seed {
-                s.seed = seed;
-            }
-            if let Some(p) = phase {
-                let p: Dur = p.parse()?;
-                for f in &mut s.flows {
-                    match f.name.as_deref() {
-                        Some("cross-a") => (f.start, f.stop) = (p, Some(Dur(2 * p.0))),
-                        Some("cross-b") => (f.start, f.stop) = (Dur(2 * p.0), Some(Dur(3 * p.0))),
-                        _ => {}
-                    }
-                }
-                s.duration = Dur(4 * p.0);
-            }
-            let hold: Dur = hold.parse()?;
-            e3(s, &out, &controllers, Criterion { threshold, hold: hold.0 })
-        }
-        Command::Exp { name, scenario, out, seeds, controllers, duration, max_ack_delay } => {
-            let mut s = load(&scenario)?;
-            if let Some(d) = duration {
-                s.duration = d.parse()?;
-            }
-            if let Some(d) = max_ack_delay {
-                s.transport.max_ack_delay = Some(d.parse()?);
-            }
-            let seeds = seeds
-                .split(',')
-                .map(|x| x.trim().parse::<u64>().map_err(|e| format!("seed {x}: {e}")))
-                .collect::<Result<Vec<_>, _>>()?;
-            let controllers =
-                controllers.split(',').map(str::trim).filter(|c| !c.is_empty()).map(String::from);
-            let o = mpquic_sim::experiments::ExpOptions {
-                seeds,
-                controllers: controllers.collect(),
-                out: &out,
-                command: std::env::args().skip(1).collect::<Vec<_>>().join(" "),
-            };
-            let wall = Instant::now();
-            let r = match name.as_str() {
-                "e4" => mpquic_sim::experiments::e4(&s, &o),
-                _ => Err(format!(
-                    "unknown experiment {name} (E1, E2, E6, E7: `mpquic-sim run experiments/...`)"
-                )),
-            };
-            eprintln!("{name}: {:.0} s wall", wall.elapsed().as_secs_f64());
-            r
-        }
         Command::Validate { files } => {
             let mut failed = 0;
             for f in &files {
@@ -295,124 +194,6 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
     }
-}
-
-fn e3(s: Scenario, out: &Path, controllers: &str, criterion: Criterion) -> Result<(), String> {
-    let cross = |name: &str| {
-        s.flows
-            .iter()
-            .find(|f| f.name.as_deref() == Some(name))
-            .map(|f| (f.start.0, f.stop.map_or(s.duration.0, |t| t.0)))
-            .ok_or_else(|| format!("the scenario needs a flow named {name}"))
-    };
-    let (a, b) = (cross("cross-a")?, cross("cross-b")?);
-    if !s.flows.iter().any(|f| f.name.as_deref() == Some("mp")) {
-        return Err("the scenario needs a flow named mp".into());
-    }
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let links = ["src->a", "src->b"];
-    let mut runs = vec![];
-    let mut rows = vec![];
-    let mut panels = vec![];
-    for controller in controllers.split(',').map(str::trim).filter(|c| !c.is_empty()) {
-        let mut sc = s.clone();
-        for f in &mut sc.flows {
-            if f.name.as_deref() == Some("mp") {
-                f.controller = Some(controller.to_string());
-            }
-        }
-        let mut sim = Sim::new(sc).map_err(|e| e.to_string())?;
-        let wall = Instant::now();
-        sim.run();
-        let wall_s = wall.elapsed().as_secs_f64();
-        let report = Report::new(&mut sim);
-        if let Some(f) = report.flows.iter().find(|f| f.error.is_some()) {
-            return Err(format!("{controller}: flow {} failed: {:?}", f.name, f.error));
-        }
-        let phases = [
-            phase_shift(&sim, links, 0, (0, a.0, a.1), criterion),
-            phase_shift(&sim, links, 1, (a.0, b.0, b.1), criterion),
-        ];
-        let fmt = |p: &PhaseShift| p.shift_ms.map_or("not moved".into(), |t| format!("{t:.1} ms"));
-        let goodput = report.flow("mp").map_or(f64::NAN, |f| f.goodput_bps / 1e9);
-        let share = |p: &PhaseShift| format!("{} -> {}", short(p.pre_share), short(p.during_share));
-        rows.push(format!(
-            "| {controller} | {} | {} | {} | {} | {} |",
-            fmt(&phases[0]),
-            share(&phases[0]),
-            fmt(&phases[1]),
-            share(&phases[1]),
-            short(goodput)
-        ));
-        println!(
-            "{controller:>8}: path 1 {} (share {:.3} -> {:.3}), path 2 {} (share {:.3} -> {:.3}); {:.2} s simulated in {:.1} s wall",
-            fmt(&phases[0]),
-            phases[0].pre_share,
-            phases[0].during_share,
-            fmt(&phases[1]),
-            phases[1].pre_share,
-            phases[1].during_share,
-            report.simulated_s,
-            wall_s
-        );
-        std::fs::write(out.join(format!("results-{controller}.json")), report.to_json())
-            .map_err(|e| e.to_string())?;
-        let bucket_ms = sim.scenario.output.goodput_interval.0 as f64 / 1e9;
-        let every = ((s.duration.0 as f64 / 1e9 / bucket_ms) / 2000.0).ceil() as usize;
-        panels.push(ShiftPanel {
-            title: format!(
-                "{controller}: moved off path 1 in {}, off path 2 in {}",
-                fmt(&phases[0]),
-                fmt(&phases[1])
-            ),
-            rates: path_rates(&sim, links, every),
-            cross: vec![(a.0 as f64 / 1e9, a.1 as f64 / 1e9), (b.0 as f64 / 1e9, b.1 as f64 / 1e9)],
-        });
-        runs.push(serde_json::json!({
-            "controller": controller,
-            "phases": phases,
-            "mp_goodput_bps": report.flow("mp").map(|f| f.goodput_bps),
-            "episodes": report.flow("mp").map(|f| f.episodes.len()),
-            "simulated_s": report.simulated_s,
-            "wall_s": wall_s,
-        }));
-    }
-    let definition = format!(
-        "share(t) = the crossed path's fraction of the multipath flow's wire bytes (access links \
-         src->a, src->b) in bucket t of {} us; pre = its mean share over the last half of the time \
-         between the previous phase change and the cross flow's start. The flow has moved its \
-         traffic at the end of the first bucket that begins a run of at least {} us in which every \
-         bucket has share < {} * pre. Shifting time = that instant - the cross flow's start.",
-        s.output.goodput_interval.0 as f64 / 1e6,
-        criterion.hold as f64 / 1e6,
-        criterion.threshold
-    );
-    let doc = serde_json::json!({
-        "experiment": "E3 traffic shifting",
-        "scenario": s,
-        "definition": definition,
-        "threshold": criterion.threshold,
-        "hold_us": criterion.hold as f64 / 1e6,
-        "runs": runs,
-    });
-    std::fs::write(
-        out.join("e3.json"),
-        serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?,
-    )
-    .map_err(|e| e.to_string())?;
-    let table = format!(
-        "### E3: shifting times (seed {}), shares of the crossed path before -> during its cross \
-         traffic\n\n| controller | moved off path 1 | share | moved off path 2 | share | goodput \
-         Gbps |\n|---|---|---|---|---|---|\n{}\n",
-        s.seed,
-        rows.join("\n")
-    );
-    std::fs::write(out.join("tables.md"), table).map_err(|e| e.to_string())?;
-    write_shift_plot(&out.join("e3.svg"), &panels)?;
-    println!("definition: {definition}");
-    let dir = out.display();
-    println!("wrote {dir}/e3.json, {dir}/tables.md, {dir}/e3.svg");
-    Ok(())
 }
 
 fn summarize(r: &Report, perf: &Perf, plots: &[String]) {

@@ -1,0 +1,237 @@
+//! The named analyses a `[report] analyses = [...]` may ask for, declared once for both
+//! backends: each one's metrics with their meaning, and which backends compute it. An analysis
+//! reads more of a run than the per-run [`Outcome`](crate::metrics::Outcome) carries (time
+//! series of links and receivers, flows' path openings), so each backend implements it over its
+//! own record (the simulator in `crates/mpquic-sim/src/analysis/`, the testbed in
+//! `testbeds/src/analysis/`); a backend that does not compute one reports its metrics as NaN
+//! (`-` in the tables) and says so.
+//!
+//! Its metrics are named `<analysis>.<metric>[@group]` in `report.metrics`; an analysis with a
+//! [`Analysis::selector`] takes one as `<analysis>.<metric>[<value>]` (`phases.jain[3]`). A
+//! file naming an analysis or metric not declared here is refused at its line in both backends.
+
+use crate::error::{at, ScenarioError};
+use crate::experiment::ReportSpec;
+
+/// A backend that runs experiment files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The simulator, `mpquic-sim`.
+    Sim,
+    /// The netns testbed, `mpquic-testbed`.
+    Netns,
+}
+
+impl Backend {
+    /// The name it goes by in messages and docs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Sim => "sim",
+            Backend::Netns => "netns",
+        }
+    }
+}
+
+/// One named analysis.
+#[derive(Debug)]
+pub struct Analysis {
+    /// The name a report asks for.
+    pub name: &'static str,
+    /// What it measures, in a line.
+    pub about: &'static str,
+    /// The backends that compute it.
+    pub backends: &'static [Backend],
+    /// Its metrics, with what each means.
+    pub metrics: &'static [(&'static str, &'static str)],
+    /// What the `[value]` after a metric's name means, if its metrics take one.
+    pub selector: Option<&'static str>,
+}
+
+/// Every analysis of either backend.
+pub const ANALYSES: &[Analysis] = &[
+    Analysis {
+        name: "shift",
+        about: "E3: the rest of a cross flow's link before and during the cross flow, in 10 ms \
+                bins of the link's sent rate minus the cross flow's receiver rate (windows in \
+                crate::shift, for phases of about 1 s); the group names the cross flow",
+        backends: &[Backend::Netns, Backend::Sim],
+        metrics: &[
+            ("before_mbps", "rate of the rest of the cross flow's link before it starts, Mbit/s"),
+            ("during_mbps", "the same 0.2-0.95 s after the cross flow's start, Mbit/s"),
+            ("cross_mbps", "the cross flow's receiver rate over that window, Mbit/s"),
+            ("other_link_mbps", "sent rate of the other links into its receiver then, Mbit/s"),
+            ("to_80pct_ms", "time until the rest's rate fell by 80% of before - during, ms"),
+        ],
+        selector: None,
+    },
+    Analysis {
+        name: "shift_time",
+        about: "E3 (simulator): how fast the run's 2-path flow moves its traffic off the path a \
+                cross flow arrives on, from its bytes per path on its host's access links in \
+                buckets of output.goodput_interval; the group names the cross flow. Moved: the \
+                crossed path's share of the flow's bytes below 0.5 x its pre-cross mean (over \
+                the last half of the time from the previous timeline instant to the cross \
+                flow's start) in every bucket of a run lasting >= 1 ms",
+        backends: &[Backend::Sim],
+        metrics: &[
+            ("shift_ms", "from the cross flow's start to the end of the run's first bucket, ms"),
+            ("pre_share", "the crossed path's mean share of the 2-path flow's bytes before"),
+            ("during_share", "its mean share over the second half of the cross flow's time"),
+            ("during_rate_gbps", "the 2-path flow's wire rate then (both paths), Gbit/s"),
+        ],
+        selector: None,
+    },
+    Analysis {
+        name: "phases",
+        about: "E4 (simulator): the run cut into phases at the instants of the file's timeline \
+                as written (flow starts and stops, path_times; 0 and the end), so that every \
+                point of a sweep has the same phases; per phase, the group's flows present for \
+                the whole phase",
+        backends: &[Backend::Sim],
+        metrics: &[
+            ("rate_gbps", "their goodput over the phase's second half, summed, Gbit/s"),
+            ("rate_mbps", "the same in Mbit/s"),
+            ("paths", "their paths established by the middle of the phase, summed"),
+            ("jain", "Jain's index of their goodputs over the phase's second half"),
+        ],
+        selector: Some("the phase, 1 to the number of phases"),
+    },
+    Analysis {
+        name: "paths_end",
+        about: "(simulator) the group's flows' paths at the end of the run, as their client's \
+                coupled controller (mpquic-cc) sees them",
+        backends: &[Backend::Sim],
+        metrics: &[("active", "paths allowed to carry new data at the end (AMP: not suppressed)")],
+        selector: None,
+    },
+    Analysis {
+        name: "job_phase",
+        about: "E7 (testbed): the bottleneck into the aggregator while the jobs ran, and what \
+                the background (the group) did meanwhile",
+        backends: &[Backend::Netns],
+        metrics: &[
+            ("answer_share", "answers' bytes / bytes sent into the aggregator in the job phase"),
+            (
+                "queue_p50",
+                "median queue into the aggregator in the job phase, busy samples, frames",
+            ),
+            ("queue_p99", "99th percentile of the same, frames"),
+            ("connect_ms", "the aggregator's connection set-up (concurrent handshakes), ms"),
+            ("bg_outlasted", "1 when every flow of the group ended no earlier than the aggregator"),
+            ("bg_paths_open", "mpquic paths of the group's flows open at the end"),
+            ("bg_paths", "mpquic paths of the group's flows"),
+        ],
+        selector: None,
+    },
+    Analysis {
+        name: "pathkeep",
+        about: "the CLI's 10 s path idle timeout (testbed): each path of the run's first flow \
+                before and after it, a table of rows per run (no metrics)",
+        backends: &[Backend::Netns],
+        metrics: &[],
+        selector: None,
+    },
+];
+
+/// The analysis named `name`.
+pub fn find(name: &str) -> Option<&'static Analysis> {
+    ANALYSES.iter().find(|a| a.name == name)
+}
+
+impl Analysis {
+    /// Whether `backend` computes it.
+    pub fn on(&self, backend: Backend) -> bool {
+        self.backends.contains(&backend)
+    }
+
+    /// Its metric `metric`'s meaning, if it has one.
+    pub fn metric(&self, metric: &str) -> Option<&'static str> {
+        self.metrics.iter().find(|(k, _)| *k == metric).map(|(_, about)| *about)
+    }
+}
+
+/// An analysis metric's parts: `phases.jain[3]@f1` is (`phases`, `jain`, `Some("3")`), with
+/// the `@group` left out. None for a name without a `.`.
+pub fn split(m: &str) -> Option<(&str, &str, Option<&str>)> {
+    let name = m.split_once('@').map_or(m, |(n, _)| n);
+    let (analysis, metric) = name.split_once('.')?;
+    Some(match metric.strip_suffix(']').and_then(|n| n.split_once('[')) {
+        Some((metric, selector)) => (analysis, metric, Some(selector)),
+        None => (analysis, metric, None),
+    })
+}
+
+/// Whether the report's analyses are declared, and every `<analysis>.<metric>` of an analysis
+/// it asks for is that analysis's, with a selector where it takes one.
+pub fn check(report: &ReportSpec) -> Result<(), ScenarioError> {
+    for (i, name) in report.analyses.iter().enumerate() {
+        if find(name).is_none() {
+            let known: Vec<&str> = ANALYSES.iter().map(|a| a.name).collect();
+            return Err(at(
+                format!("report.analyses.{i}"),
+                format!("unknown analysis `{name}` (known: {})", known.join(", ")),
+            ));
+        }
+    }
+    for (i, m) in report.metrics.iter().enumerate() {
+        for operand in crate::metrics::operands(m) {
+            let Some((name, metric, selector)) = split(operand) else { continue };
+            let Some(a) = find(name).filter(|_| report.analyses.iter().any(|r| r == name)) else {
+                continue;
+            };
+            let fail = |why: String| Err(at(format!("report.metrics.{i}"), why));
+            if a.metric(metric).is_none() {
+                let known: Vec<&str> = a.metrics.iter().map(|(k, _)| *k).collect();
+                return fail(format!(
+                    "`{name}` has no metric `{metric}` (it has {})",
+                    known.join(", ")
+                ));
+            }
+            match (a.selector, selector) {
+                (Some(what), None) => {
+                    return fail(format!("`{name}.{metric}` needs `[...]`: {what}"));
+                }
+                (None, Some(_)) => return fail(format!("`{name}.{metric}` takes no `[...]`")),
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The definitions of the report's analysis metrics (`<analysis>.<metric>`: meaning, with the
+/// backends that compute it), for `experiment.json`.
+pub fn definitions(report: &ReportSpec) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = vec![];
+    for m in &report.metrics {
+        let Some((name, metric, _)) = split(m) else { continue };
+        let Some(a) = find(name) else { continue };
+        let Some(about) = a.metric(metric) else { continue };
+        let key = format!("{name}.{metric}");
+        if !out.iter().any(|(k, _)| *k == key) {
+            let backends: Vec<&str> = a.backends.iter().map(|b| b.name()).collect();
+            out.push((key, format!("{about} ({}: {})", backends.join(", "), a.about)));
+        }
+    }
+    out
+}
+
+/// A line for each analysis the report asks for that `backend` does not compute: its metrics
+/// read NaN there.
+pub fn not_computed(report: &ReportSpec, backend: Backend) -> Vec<String> {
+    report
+        .analyses
+        .iter()
+        .filter_map(|n| find(n))
+        .filter(|a| !a.on(backend))
+        .map(|a| {
+            let on: Vec<&str> = a.backends.iter().map(|b| b.name()).collect();
+            format!(
+                "{}: analysis `{}` is computed by {} only: its metrics are NaN (`-`) here",
+                backend.name(),
+                a.name,
+                on.join(", ")
+            )
+        })
+        .collect()
+}
