@@ -53,6 +53,21 @@ pub struct Shift {
     pub to_80pct_ms: Option<f64>,
 }
 
+impl Shift {
+    /// The `shift` analysis's metric of that name (declared in [`crate::analyses`]); NaN for
+    /// none or a name it does not have.
+    pub fn metric(&self, name: &str) -> f64 {
+        match name {
+            "before_mbps" => self.before_mbps,
+            "during_mbps" => self.during_mbps,
+            "cross_mbps" => self.cross_mbps,
+            "other_link_mbps" => self.other_link_mbps,
+            "to_80pct_ms" => self.to_80pct_ms.unwrap_or(f64::NAN),
+            _ => f64::NAN,
+        }
+    }
+}
+
 /// The windows of a cross flow that started at `start_s` on the link of `link` bins, next to
 /// `other` (the other links' summed bins).
 pub fn shift(link: &Bins, cross: &Bins, other: &Bins, start_s: f64) -> Shift {

@@ -101,13 +101,14 @@ fn an_unknown_analysis_is_refused_at_its_line() {
     let text = file("E3-traffic-shifting.toml");
     let refused = |text: &str| Experiment::parse(text, "E3.toml").unwrap_err().to_string();
     let line = |needle: &str| text.lines().position(|l| l.contains(needle)).unwrap() + 1;
-    let e = refused(&text.replace("analyses = [\"shift_time\"]", "analyses = [\"shift_tme\"]"));
-    let at = format!("E3.toml:{}:", line("analyses = [\"shift_time\"]"));
+    let asked = "analyses = [\"shift_time\", \"shift\"]";
+    let e = refused(&text.replace(asked, "analyses = [\"shift_tme\", \"shift\"]"));
+    let at = format!("E3.toml:{}:", line(asked));
     assert!(e.starts_with(&at) && e.contains("unknown analysis `shift_tme`"), "{e}");
     let e = refused(&text.replacen("shift_time.pre_share@cross-a", "shift_time.pre@cross-a", 1));
     assert!(e.contains("`shift_time` has no metric `pre`"), "{e}");
     // A metric of an analysis the report does not ask for is no metric at all.
-    let e = refused(&text.replace("analyses = [\"shift_time\"]", "analyses = []"));
+    let e = refused(&text.replace(asked, "analyses = []"));
     assert!(e.contains("unknown metric `shift_time.shift_ms`"), "{e}");
 }
 

@@ -35,14 +35,7 @@ fn rate_bins(series: &[(f64, f64)]) -> Bins {
 fn compute(run: &Run, metric: &str, flows: &[usize]) -> f64 {
     let [i] = flows else { return f64::NAN };
     let Some(s) = flow_shift(run, &run.rep.flows[*i]) else { return f64::NAN };
-    match metric {
-        "before_mbps" => s.before_mbps,
-        "during_mbps" => s.during_mbps,
-        "cross_mbps" => s.cross_mbps,
-        "other_link_mbps" => s.other_link_mbps,
-        "to_80pct_ms" => s.to_80pct_ms.unwrap_or(f64::NAN),
-        _ => f64::NAN,
-    }
+    s.metric(metric)
 }
 
 /// The windows of flow `f` as a cross flow, if it has a receiver series and a sampled link.

@@ -16,14 +16,7 @@ pub const SHIFT: Analysis = Analysis { name: "shift", compute, panel: None };
 fn compute(run: &Run, metric: &str, _: Option<&str>, flows: &[usize]) -> f64 {
     let [cross] = flows else { return f64::NAN };
     let Some(s) = flow_shift(run.sim, *cross) else { return f64::NAN };
-    match metric {
-        "before_mbps" => s.before_mbps,
-        "during_mbps" => s.during_mbps,
-        "cross_mbps" => s.cross_mbps,
-        "other_link_mbps" => s.other_link_mbps,
-        "to_80pct_ms" => s.to_80pct_ms.unwrap_or(f64::NAN),
-        _ => f64::NAN,
-    }
+    s.metric(metric)
 }
 
 /// Bytes per bucket of width `bucket` as Mbit/s per 10 ms bin, every bin of the run present.
