@@ -364,7 +364,10 @@ impl MultipathConnection {
                         controller.remove_path(slot);
                     }
                 }
-                if failed_at_peer {
+                // A path never established here (an open the peer gave up on, e.g. a re-open
+                // over a link still dark) is no failure to announce: nothing ran on it, and
+                // without its addresses it could not be re-opened.
+                if failed_at_peer && closed.is_some() {
                     self.announce_failure(id);
                 }
             }
