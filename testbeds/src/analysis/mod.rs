@@ -19,6 +19,8 @@ mod pathkeep;
 mod paths_end;
 mod phases;
 mod shift;
+#[cfg(test)]
+mod testing;
 
 use crate::results::RepResult;
 use crate::sampler::Series;

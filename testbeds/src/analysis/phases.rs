@@ -73,67 +73,14 @@ fn paths_by(f: &FlowResult, t_s: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::load_text;
+    use crate::analysis::testing::{flow, rep_of, with_run};
     use crate::results::RepResult;
     use serde_json::json;
-    use std::collections::BTreeMap;
-
-    /// On the file's clock: f1 (mpquic) opens its second path at 2 s, f2 (kernel TCP) starts at
-    /// 4 s, the run ends at 8 s: phases [0, 2), [2, 4), [4, 8). The testbed runs it twice as
-    /// slow (`time_scale = 2`): [0, 4), [4, 8), [8, 16) s.
-    const FILE: &str = r#"
-name = "phases"
-duration = "8s"
-[topology]
-kind = "many-to-one"
-senders = 2
-sender_addrs = 2
-access = { rate = "1Gbps", delay = "2us" }
-bottleneck = { rate = "300Mbps", delay = "100us", k = 15 }
-[[flows]]
-name = "f1"
-group = "f1"
-from = "s0"
-to = "r"
-paths = 2
-path_times = ["0s", "2s"]
-[[flows]]
-name = "f2"
-group = "f2"
-kind = "kernel-tcp"
-from = "s1"
-to = "r"
-start = "4s"
-[netns]
-time_scale = 2
-"#;
 
     /// A receiver's series in 10 ms bins from `from` to `to` (run's seconds) at `mbps(t)`.
     fn series(from: f64, to: f64, mbps: impl Fn(f64) -> f64) -> Vec<(f64, f64)> {
         let bins = ((to - from) / 0.01).round() as usize;
         (1..=bins).map(|k| from + k as f64 * 0.01).map(|t| (t, mbps(t))).collect()
-    }
-
-    fn flow(id: &str, kind: FlowKind, start_s: f64, throughput: Vec<(f64, f64)>) -> FlowResult {
-        FlowResult {
-            id: id.into(),
-            kind,
-            from: String::new(),
-            to: "r".into(),
-            cc: "xmp".into(),
-            paths: vec![],
-            start_s,
-            end_s: 16.0,
-            completed: true,
-            bytes: 0,
-            fct_s: None,
-            goodput_mbps: None,
-            throughput,
-            transfer_fcts_s: vec![],
-            mpquic: None,
-            cpu_s: None,
-            error: None,
-        }
     }
 
     /// f1 alone at 100 Mbit/s until f2 starts at 8 s, then f1 at 60 and f2 at 40; f1's second
@@ -147,39 +94,12 @@ time_scale = 2
         );
         f1.mpquic = Some(json!({"paths": [{"opened_ms": 0.0}, {"opened_ms": opened_ms}]}));
         let f2 = flow("f1.0", FlowKind::KernelTcp, 8.003, series(8.003, 16.0, |_| 40.0));
-        RepResult {
-            rep: 0,
-            duration_s: 16.0,
-            flows: vec![f1, f2],
-            jobs: vec![],
-            links: vec![],
-            total_goodput_mbps: 0.0,
-            link_sum_mbit: 300.0,
-            goodput_fraction_of_link_sum: 0.0,
-            ce: None,
-            receiver_counters: BTreeMap::new(),
-            sampler_late_fraction: 0.0,
-            sampler_lead_s: 0.05,
-            host_loadavg_1min: [0.0, 0.0],
-            mpquic_server_reports: vec![],
-            receiver_cpu_s: BTreeMap::new(),
-            delay_line: vec![],
-        }
+        rep_of(vec![f1, f2])
     }
 
     /// Metric `metric` of phase `k` over the flows `flows` of `rep`.
     fn metric(rep: &RepResult, metric: &str, k: &str, flows: &[usize]) -> f64 {
-        let c = load_text(FILE, "phases.toml").unwrap();
-        let point = &c.points[0];
-        let run = Run {
-            rep,
-            series: &[],
-            net: &crate::topology::build(&point.plan.topology),
-            flows: &point.flows,
-            point: &c.experiment.points[0].scenario,
-            file: &c.experiment.base,
-        };
-        compute(&run, metric, Some(k), flows)
+        with_run(rep, |run| compute(run, metric, Some(k), flows))
     }
 
     #[test]
