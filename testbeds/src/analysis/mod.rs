@@ -6,10 +6,9 @@
 //! min, max over rounds). The names and metrics of every analysis of either backend are declared
 //! once in [`mpquic_scenario::analyses`] (which refuses an unknown one at its line in both
 //! backends); this module computes those declared for the testbed ([`Backend::Netns`]), and the
-//! simulator's own (`shift_time`) read NaN here, with a note. An analysis
-//! may instead (or also) give a table of rows per run (`pathkeep`: one row per path), which
-//! `experiment.json` keeps under `analyses.<name>` and `tables.md` prints run by run, not as a
-//! median over rounds.
+//! simulator's own (`shift_time`) reads NaN here, with a note. An analysis may instead (or also)
+//! give a table of rows per run (`pathkeep`: one row per path), which `experiment.json` keeps
+//! under `analyses.<name>` and `tables.md` prints run by run, not as a median over rounds.
 //!
 //! Adding one: declare it in `mpquic_scenario::analyses`, then a module here with its
 //! [`Analysis`] in [`ANALYSES`].
