@@ -16,7 +16,6 @@ use crate::topology;
 use anyhow::{bail, Context, Result};
 use mpquic_scenario::error::{locate, span_of};
 use mpquic_scenario::expand::expand_workloads;
-use mpquic_scenario::experiment::ReportSpec;
 use mpquic_scenario::metrics::{
     self, DelayLineSecond, FlowOutcome, LinkOutcome, Outcome, PathOutcome, QueueOutcome, RunRow,
 };
@@ -37,8 +36,8 @@ pub struct CompiledPoint {
     /// Its directory under the output (and the plan's name).
     pub dir: String,
     pub plan: spec::Scenario,
-    /// The flows' (name, group), in the plan's order.
-    pub flows: Vec<(String, Option<String>)>,
+    /// The point's flows as the language expands them, in the plan's order.
+    pub flows: Vec<mpquic_scenario::FlowSpec>,
     /// The group of each of the plan's `jobs` entries (its partition-aggregate workload's).
     pub job_groups: Vec<String>,
 }
@@ -80,7 +79,7 @@ fn compile_points(
     for p in &experiment.points {
         let dir = point_dir(&experiment.base.name, p);
         let plan = compile(&p.scenario, &dir).map_err(&place)?;
-        let flows = flow_labels(p).map_err(&place)?;
+        let flows = expanded_flows(p).map_err(&place)?;
         points.push(CompiledPoint { dir, plan, flows, job_groups: job_groups(p) });
     }
     Ok(Compiled { experiment, points })
@@ -99,17 +98,13 @@ fn point_dir(name: &str, p: &Point) -> String {
     dir
 }
 
-/// The names and groups of a point's flows, in the order `compile` lists them.
-fn flow_labels(p: &Point) -> Result<Vec<(String, Option<String>)>, ScenarioError> {
+/// A point's flows, in the order `compile` lists them.
+fn expanded_flows(p: &Point) -> Result<Vec<mpquic_scenario::FlowSpec>, ScenarioError> {
     let s = &p.scenario;
     let mut flows = s.clone();
     flows.workloads.retain(|w| !matches!(w, mpquic_scenario::Workload::PartitionAggregate { .. }));
     let hosts = s.topology.expand()?.hosts;
-    Ok(expand_workloads(&flows, &hosts)?
-        .into_iter()
-        .enumerate()
-        .map(|(i, f)| (f.name.unwrap_or_else(|| format!("flow{i}")), f.group))
-        .collect())
+    expand_workloads(&flows, &hosts)
 }
 
 /// The groups of a point's partition-aggregate workloads, in the order `compile` lists their
@@ -175,7 +170,16 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
             let series =
                 if report.is_some() || link.is_some() { read_series(&run_dir)? } else { vec![] };
             if let Some(report) = report {
-                let (metrics, tables) = analyses(report, plan, &result, flows, &series);
+                let run = analysis::Run {
+                    rep: &result.repetitions[0],
+                    series: &series,
+                    net: &topology::build(&plan.topology),
+                    flows,
+                    point: &point.scenario,
+                    file: &c.experiment.base,
+                };
+                let (metrics, tables) =
+                    (analysis::compute(report, &run), analysis::tables(report, &run));
                 m.extend(metrics);
                 for (name, rows) in tables {
                     match rows {
@@ -282,21 +286,6 @@ fn read_series(run_dir: &Path) -> Result<Vec<Series>> {
     serde_json::from_slice(&text).with_context(|| format!("parsing {}", path.display()))
 }
 
-/// The report's analyses of a run (its one repetition), from its result and sampled series:
-/// their metrics, and the rows of those that give tables.
-fn analyses(
-    report: &ReportSpec,
-    plan: &spec::Scenario,
-    r: &RunResult,
-    labels: &[(String, Option<String>)],
-    series: &[Series],
-) -> (metrics::Metrics, analysis::Tables) {
-    let groups: Vec<Option<String>> = labels.iter().map(|(_, g)| g.clone()).collect();
-    let net = topology::build(&plan.topology);
-    let run = analysis::Run { rep: &r.repetitions[0], series, net: &net, groups: &groups };
-    (analysis::compute(report, &run), analysis::tables(report, &run))
-}
-
 /// The queue of link `from->to` at the run's busy samples, in frames, from its sampled
 /// series; none if the run did not shape that direction.
 fn busy_queue(r: &RunResult, series: &[Series], link: &str) -> Vec<f64> {
@@ -347,7 +336,7 @@ pub fn compare(a: &Path, b: &Path) -> Result<String> {
 /// 1514-byte frames over busy samples.
 fn outcome(
     r: &RunResult,
-    labels: &[(String, Option<String>)],
+    specs: &[mpquic_scenario::FlowSpec],
     job_specs: &[spec::JobSpec],
     job_groups: &[String],
 ) -> Outcome {
@@ -355,8 +344,8 @@ fn outcome(
     let mut flows: Vec<FlowOutcome> = rep
         .flows
         .iter()
-        .zip(labels)
-        .map(|(f, (name, group))| {
+        .zip(specs.iter().enumerate())
+        .map(|(f, (i, spec))| {
             let goodput = f.goodput_mbps.unwrap_or(0.0) * 1e6;
             let state = f.mpquic.as_ref().map(|m| &m["controller_state"]);
             let count = |key: &str| state.and_then(|s| s[key].as_u64()).unwrap_or(0);
@@ -366,8 +355,8 @@ fn outcome(
             };
             let paths = mpquic_paths(f.mpquic.as_ref(), link_into);
             FlowOutcome {
-                name: name.clone(),
-                group: group.clone(),
+                name: spec.name.clone().unwrap_or_else(|| format!("flow{i}")),
+                group: spec.group.clone(),
                 fct_us: f.completed.then_some(f.fct_s).flatten().map(|s| s * 1e6),
                 goodput_bps: goodput,
                 // The CLI reports totals only: the lifetime goodput stands for both halves.

@@ -83,11 +83,12 @@ pub const ANALYSES: &[Analysis] = &[
     },
     Analysis {
         name: "phases",
-        about: "E4 (simulator): the run cut into phases at the instants of the file's timeline \
-                as written (flow starts and stops, path_times; 0 and the end), so that every \
-                point of a sweep has the same phases; per phase, the group's flows present for \
-                the whole phase",
-        backends: &[Backend::Sim],
+        about: "E4: the run cut into phases at the instants of the file's timeline as written \
+                (flow starts and stops, path_times; 0 and the end; crate::phases), so that \
+                every point of a sweep has the same phases; per phase, the group's flows \
+                present for the whole phase (testbed: rates from the receivers' series, paths \
+                from the clients' reports)",
+        backends: &[Backend::Netns, Backend::Sim],
         metrics: &[
             ("rate_gbps", "their goodput over the phase's second half, summed, Gbit/s"),
             ("rate_mbps", "the same in Mbit/s"),
@@ -98,9 +99,10 @@ pub const ANALYSES: &[Analysis] = &[
     },
     Analysis {
         name: "paths_end",
-        about: "(simulator) the group's flows' paths at the end of the run, as their client's \
-                coupled controller (mpquic-cc) sees them",
-        backends: &[Backend::Sim],
+        about: "the group's flows' paths at the end of the run, as their client's coupled \
+                controller (mpquic-cc) sees them (testbed: the client's report at the end of its \
+                transfer, where a closed path is not active)",
+        backends: &[Backend::Netns, Backend::Sim],
         metrics: &[("active", "paths allowed to carry new data at the end (AMP: not suppressed)")],
         selector: None,
     },

@@ -16,6 +16,8 @@
 //! - [`analyses`]: the named analyses a report may ask for (their metrics, which backend
 //!   computes which).
 //! - [`shift`]: the windows of the `shift` analysis, which both backends compute.
+//! - [`phases`]: the phases of the `phases` analysis and its metrics over a phase's flows,
+//!   which both backends compute.
 //! - [`tables`]: the markdown tables of a report (medians, sums, ratios between points).
 
 pub mod analyses;
@@ -24,6 +26,7 @@ pub mod expand;
 pub mod experiment;
 pub mod metrics;
 pub mod model;
+pub mod phases;
 pub mod rng;
 pub mod shift;
 pub mod tables;

@@ -75,7 +75,7 @@ fn link_in(s: &Series, lead_s: f64, (from, to): (f64, f64)) -> (u64, Vec<f64>) {
     (sent, busy.map(|&i| s.backlog[i] as f64 / FRAME as f64).collect())
 }
 
-fn compute(run: &Run, metric: &str, flows: &[usize]) -> f64 {
+fn compute(run: &Run, metric: &str, _: Option<&str>, flows: &[usize]) -> f64 {
     let rep = run.rep;
     let background = || flows.iter().map(|&i| &rep.flows[i]);
     let Some(aggregator) = rep.jobs.first() else { return f64::NAN };

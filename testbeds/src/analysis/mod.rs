@@ -6,17 +6,20 @@
 //! min, max over rounds). The names and metrics of every analysis of either backend are declared
 //! once in [`mpquic_scenario::analyses`] (which refuses an unknown one at its line in both
 //! backends); this module computes those declared for the testbed ([`Backend::Netns`]), and the
-//! simulator's own (`shift_time`, `phases`, `paths_end`) read NaN here, with a note. An analysis
-//! may instead (or also) give a table of rows per run (`pathkeep`: one row per path), which
-//! `experiment.json` keeps under `analyses.<name>` and `tables.md` prints run by run, not as a
-//! median over rounds.
+//! simulator's own (`shift_time`) reads NaN here, with a note. An analysis may instead (or also)
+//! give a table of rows per run (`pathkeep`: one row per path), which `experiment.json` keeps
+//! under `analyses.<name>` and `tables.md` prints run by run, not as a median over rounds.
 //!
 //! Adding one: declare it in `mpquic_scenario::analyses`, then a module here with its
 //! [`Analysis`] in [`ANALYSES`].
 
 mod job_phase;
 mod pathkeep;
+mod paths_end;
+mod phases;
 mod shift;
+#[cfg(test)]
+mod testing;
 
 use crate::results::RepResult;
 use crate::sampler::Series;
@@ -24,6 +27,7 @@ use crate::topology::Net;
 use mpquic_scenario::analyses::{self, Backend};
 use mpquic_scenario::experiment::ReportSpec;
 use mpquic_scenario::metrics::{self, Metrics};
+use mpquic_scenario::{FlowSpec, Scenario};
 
 /// What an analysis reads of one run.
 pub struct Run<'a> {
@@ -33,16 +37,29 @@ pub struct Run<'a> {
     pub series: &'a [Series],
     /// The topology it ran on (which link carries which address).
     pub net: &'a Net,
-    /// The flows' groups, in the order of `rep.flows`.
-    pub groups: &'a [Option<String>],
+    /// The point's flows as the language expands them (name, group, start, stop, path_times;
+    /// times before `time_scale`), in the order of `rep.flows`.
+    pub flows: &'a [FlowSpec],
+    /// The point's scenario (its sweep values and `[netns] set` applied).
+    pub point: &'a Scenario,
+    /// The experiment file's scenario as written (before the sweep).
+    pub file: &'a Scenario,
+}
+
+impl Run<'_> {
+    /// The testbed's factor on the scenario's times (`[netns] time_scale`).
+    pub fn time_scale(&self) -> f64 {
+        self.point.netns.as_ref().map_or(1.0, |n| n.time_scale)
+    }
 }
 
 /// A named analysis.
 pub struct Analysis {
     /// Its name in [`mpquic_scenario::analyses::ANALYSES`].
     pub name: &'static str,
-    /// One metric over the given flows (indices into `rep.flows`); NaN where it cannot say.
-    pub compute: fn(&Run, &str, &[usize]) -> f64,
+    /// One metric (`metric`, with its `[selector]`) over the given flows (indices into
+    /// `rep.flows`); NaN where it cannot say.
+    pub compute: fn(&Run, &str, Option<&str>, &[usize]) -> f64,
     /// Its table of rows per run, if it has one.
     pub table: Option<RunTable>,
 }
@@ -62,7 +79,8 @@ pub type Row = Vec<(&'static str, serde_json::Value)>;
 pub type Tables = Vec<(&'static str, anyhow::Result<Vec<Row>>)>;
 
 /// Every analysis the testbed has.
-pub const ANALYSES: &[Analysis] = &[shift::SHIFT, job_phase::JOB_PHASE, pathkeep::PATHKEEP];
+pub const ANALYSES: &[Analysis] =
+    &[shift::SHIFT, phases::PHASES, paths_end::PATHS_END, job_phase::JOB_PHASE, pathkeep::PATHKEEP];
 
 fn find(name: &str) -> Option<&'static Analysis> {
     ANALYSES.iter().find(|a| a.name == name)
@@ -79,13 +97,16 @@ pub fn compute(report: &ReportSpec, run: &Run) -> Metrics {
         .metrics
         .iter()
         .filter_map(|m| {
-            let (analysis, metric, _) = analyses::split(m)?;
+            let (analysis, metric, selector) = analyses::split(m)?;
             let a = find(analysis).filter(|_| report.analyses.iter().any(|r| r == analysis))?;
             let group = m.split_once('@').map(|(_, g)| g).or(report.group.as_deref());
             let flows: Vec<usize> = (0..run.rep.flows.len())
-                .filter(|&i| metrics::in_group(run.groups[i].as_deref(), group))
+                .filter(|&i| {
+                    let of = run.flows.get(i).and_then(|f| f.group.as_deref());
+                    metrics::in_group(of, group)
+                })
                 .collect();
-            Some((m.clone(), (a.compute)(run, metric, &flows)))
+            Some((m.clone(), (a.compute)(run, metric, selector, &flows)))
         })
         .collect()
 }

@@ -15,7 +15,7 @@ const NAME: &str = "pathkeep";
 pub const PATHKEEP: Analysis = Analysis {
     name: NAME,
     // No metrics (the shared list declares none), so this is never asked.
-    compute: |_, _, _| f64::NAN,
+    compute: |_, _, _, _| f64::NAN,
     table: Some(RunTable {
         title: "pathkeep: each path of the first flow before and after the 10 s idle timeout",
         rows,

@@ -32,7 +32,7 @@ fn rate_bins(series: &[(f64, f64)]) -> Bins {
     series.iter().map(|&(t, rate)| (bin(t), rate)).collect()
 }
 
-fn compute(run: &Run, metric: &str, flows: &[usize]) -> f64 {
+fn compute(run: &Run, metric: &str, _: Option<&str>, flows: &[usize]) -> f64 {
     let [i] = flows else { return f64::NAN };
     let Some(s) = flow_shift(run, &run.rep.flows[*i]) else { return f64::NAN };
     s.metric(metric)

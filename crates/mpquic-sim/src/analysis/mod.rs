@@ -22,7 +22,7 @@ use mpquic_scenario::analyses::{self, Backend};
 use mpquic_scenario::experiment::ReportSpec;
 use mpquic_scenario::metrics::{in_group, Metrics};
 
-use crate::net::{Interface, Node, Ps};
+use crate::net::{Interface, Node};
 use crate::plot::{write_shift_plot, write_timeline_plot, ShiftPanel, TimelinePanel};
 use crate::report::Report;
 use crate::scenario::Scenario;
@@ -128,21 +128,6 @@ pub fn write_plots(out: &Path, runs: Vec<(String, Vec<(&str, Panel)>)>) -> Resul
         }
     }
     Ok(())
-}
-
-/// The instants at which a scenario's timeline changes (flow starts and stops, path openings),
-/// with 0 and `end` (the run's end): the bounds of its phases, in order.
-fn timeline(s: &Scenario, end: Ps) -> Vec<Ps> {
-    let mut t = vec![0, end];
-    for f in &s.flows {
-        t.push(f.start.0);
-        t.extend(f.stop.map(|d| d.0));
-        t.extend(f.path_times.iter().map(|d| d.0));
-    }
-    t.retain(|&x| x <= end);
-    t.sort_unstable();
-    t.dedup();
-    t
 }
 
 /// The interfaces of host `name` (none if there is no such host).

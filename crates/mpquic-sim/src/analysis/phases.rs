@@ -1,55 +1,36 @@
 //! `phases` (E4, coexistence, XMP Fig. 6, Table 2): the run cut into phases at the instants of
-//! the experiment file's timeline as written (flow starts and stops, paths opened at their
-//! `path_times`; 0 and the run's end). The file's, not the point's: every point of a sweep then
-//! has the same phases (E4's dctcp point runs every flow on one path and still has flow 1's
-//! path instants). `[k]` names phase k (1 = the first).
-//!
-//! Of the metric's flows present for the whole phase (started by its start, not stopped before
-//! its end): `rate_gbps` (`rate_mbps`) = their goodput over the phase's second half, summed
-//! (NaN: none present); `paths` = their paths established by the middle of the phase, summed;
-//! `jain` = Jain's index of their goodputs.
+//! the experiment file's timeline, and per phase the rates, paths and Jain's index of the
+//! metric's flows present for all of it; the definition is shared with the testbed
+//! ([`mpquic_scenario::phases`]). Here a flow's goodput over the phase's second half is its
+//! bytes delivered in the whole buckets (`output.goodput_interval`) of that half, and its paths
+//! are path 0 and those established by the phase's middle.
 
-use super::{timeline, Analysis, Panel, Run};
+use mpquic_scenario::phases::{self, Phase, Present};
+use mpquic_scenario::Dur;
+
+use super::{Analysis, Panel, Run};
 use crate::net::Ps;
 use crate::plot::TimelinePanel;
-use crate::report::{goodput_between, jain};
+use crate::report::goodput_between;
 
 pub const PHASES: Analysis = Analysis { name: "phases", compute, panel: Some(panel) };
 
 fn compute(run: &Run, metric: &str, selector: Option<&str>, flows: &[usize]) -> f64 {
     let sim = run.sim;
-    let end = sim.scenario.duration.0;
-    let bounds = timeline(run.file, end);
-    let phase = selector.and_then(|s| s.trim().parse::<usize>().ok());
-    let Some(k) = phase.filter(|k| (1..bounds.len()).contains(k)) else { return f64::NAN };
-    let (from, to) = (bounds[k - 1], bounds[k]);
-    let mid = from + (to - from) / 2;
+    let end = sim.scenario.duration;
+    let Some(phase) = Phase::of(run.file, end, selector) else { return f64::NAN };
+    let (mid, to) = (phase.mid().0, phase.to.0);
     let bucket = sim.scenario.output.goodput_interval.0.max(1);
-    let present: Vec<_> = flows
+    let present: Vec<Present> = flows
         .iter()
         .map(|&i| &sim.flows[i])
-        .filter(|f| f.spec.start.0 <= from && f.spec.stop.map_or(end, |d| d.0) >= to)
+        .filter(|f| phase.spans(f.spec.start, f.spec.stop.unwrap_or(end)))
+        .map(|f| Present {
+            rate_bps: goodput_between(f, bucket, mid, to),
+            paths: 1.0 + f.progress.paths_established.iter().filter(|p| p.1 <= mid).count() as f64,
+        })
         .collect();
-    let rates: Vec<f64> = present.iter().map(|f| goodput_between(f, bucket, mid, to)).collect();
-    let sum = |values: &[f64]| {
-        if values.is_empty() {
-            f64::NAN
-        } else {
-            values.iter().sum()
-        }
-    };
-    match metric {
-        "rate_gbps" => sum(&rates) / 1e9,
-        "rate_mbps" => sum(&rates) / 1e6,
-        "jain" => jain(&rates).unwrap_or(f64::NAN),
-        "paths" => {
-            let established = |f: &&crate::sim::Flow| {
-                1.0 + f.progress.paths_established.iter().filter(|p| p.1 <= mid).count() as f64
-            };
-            sum(&present.iter().map(established).collect::<Vec<_>>())
-        }
-        _ => f64::NAN,
-    }
+    phases::metric(metric, &present)
 }
 
 /// Per-flow goodput over time (about 250 points), the file's flow starts and path openings
@@ -78,8 +59,7 @@ fn panel(run: &Run) -> Panel {
         })
         .collect();
     let all: Vec<usize> = (0..sim.flows.len()).collect();
-    let phases = timeline(run.file, end).len().saturating_sub(1);
-    let jains: Vec<String> = (1..=phases)
+    let jains: Vec<String> = (1..=phases::count(run.file, Dur(end)))
         .map(|k| format!("{:.3}", compute(run, "jain", Some(&k.to_string()), &all)))
         .collect();
     let title = format!("Jain per phase {}", jains.join(" / "));

@@ -16,9 +16,10 @@
 //! sent nothing on either path do not count as moved. `during_share` and `during_rate_gbps`
 //! are over the second half of the cross flow's time.
 
+use mpquic_scenario::phases::timeline;
 use mpquic_scenario::Dur;
 
-use super::{host_addrs, interfaces, timeline, Analysis, Panel, Run};
+use super::{host_addrs, interfaces, Analysis, Panel, Run};
 use crate::net::Ps;
 use crate::plot::ShiftPanel;
 use crate::Sim;
@@ -82,7 +83,8 @@ fn phase(sim: &Sim, cross: usize) -> Option<Phase> {
     let crossed = hops.iter().position(|h| h.1 == into)?;
     let end = sim.scenario.duration.0;
     let (start, stop) = (c.spec.start.0, c.spec.stop.map_or(end, |t| t.0));
-    let prev = timeline(&sim.scenario, end).into_iter().filter(|&t| t < start).max()?;
+    let prev =
+        timeline(&sim.scenario, Dur(end)).into_iter().map(|t| t.0).filter(|&t| t < start).max()?;
     let bucket = sim.scenario.output.goodput_interval.0.max(1);
     let series = [bytes(sim, hops[0].0), bytes(sim, hops[1].0)];
     let at = |s: &[u64], i: usize| s.get(i).copied().unwrap_or(0);
