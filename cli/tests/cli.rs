@@ -56,9 +56,13 @@ fn every_controller_moves_a_file_intact_over_two_paths() {
         assert_eq!(paths.len(), 2, "{cc}: {result}");
         for path in paths {
             // Nothing closes a path before the transfer ends; only MPTCP-D takes one off for
-            // good, and the report says so.
+            // good, and the report says so. (The server, done after one transfer, may close
+            // the connection before the client takes its report: then every path ended with it.)
             let reason = &path["close_reason"];
-            assert!(reason.is_null() || reason == "eliminated", "{cc}: {result}");
+            assert!(
+                reason.is_null() || reason == "eliminated" || reason == "connection_end",
+                "{cc}: {result}"
+            );
             // A path that carried only its validation exchange has sent well under 10 KB.
             let sent = path["bytes_sent"].as_u64().unwrap();
             assert!(
