@@ -583,7 +583,8 @@ pub struct PathReport {
     pub ce_marked: Option<u64>,
     /// Whether `ce_marked` is exact (it is for every controller of ours).
     pub ce_exact: bool,
-    /// Whether the controller lets the path carry new data now.
+    /// Whether the controller lets the path carry new data now (or did until the connection
+    /// ended, for a path that ended with it).
     pub active: bool,
     /// Time the controller kept the path from new data (AMP suppression, MPTCP-D elimination).
     pub inactive_ms: f64,
@@ -637,7 +638,10 @@ impl PathReport {
             ce_events: cc.map(|c| c.ce_events),
             ce_marked: cc.map(|c| c.ce_marked),
             ce_exact: cc.is_some_and(|c| c.ce_exact),
-            active: cc.is_none_or(|c| c.active) && ends.closed.is_none(),
+            // A report taken just after the connection closed (the peer may close first) still
+            // says which paths were carrying data at the end.
+            active: cc.is_none_or(|c| c.active)
+                && ends.closed.is_none_or(|c| c == PathClose::ConnectionEnd),
             inactive_ms: measured.map_or(0.0, |m| m.inactive.as_secs_f64() * 1000.0),
             opened_ms: None,
         }
