@@ -163,6 +163,32 @@ pub fn split(m: &str) -> Option<(&str, &str, Option<&str>)> {
     })
 }
 
+/// One analysis metric a report asks for: `<analysis>.<metric>[<selector>]@<group>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Asked<'a> {
+    /// The metric as written (the key of its value).
+    pub key: &'a str,
+    /// The analysis.
+    pub analysis: &'a str,
+    /// The analysis's metric.
+    pub metric: &'a str,
+    /// What is inside `[...]`, if anything.
+    pub selector: Option<&'a str>,
+    /// The flows' group it is about: its `@group`, else the report's `group`.
+    pub group: Option<&'a str>,
+}
+
+/// The report's metrics of the analyses it asks for, in its order (a backend computes those of
+/// the analyses it has; the catalogue leaves the others NaN).
+pub fn asked(report: &ReportSpec) -> impl Iterator<Item = Asked<'_>> {
+    report.metrics.iter().filter_map(move |key| {
+        let (analysis, metric, selector) = split(key)?;
+        report.analyses.iter().any(|a| a == analysis).then_some(())?;
+        let group = key.split_once('@').map(|(_, g)| g).or(report.group.as_deref());
+        Some(Asked { key, analysis, metric, selector, group })
+    })
+}
+
 /// Whether the report's analyses are declared, and every `<analysis>.<metric>` of an analysis
 /// it asks for is that analysis's, with a selector where it takes one.
 pub fn check(report: &ReportSpec) -> Result<(), ScenarioError> {

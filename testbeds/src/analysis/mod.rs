@@ -93,20 +93,16 @@ pub fn notes(report: &ReportSpec) -> Vec<String> {
 
 /// The report's analysis metrics of one run.
 pub fn compute(report: &ReportSpec, run: &Run) -> Metrics {
-    report
-        .metrics
-        .iter()
-        .filter_map(|m| {
-            let (analysis, metric, selector) = analyses::split(m)?;
-            let a = find(analysis).filter(|_| report.analyses.iter().any(|r| r == analysis))?;
-            let group = m.split_once('@').map(|(_, g)| g).or(report.group.as_deref());
+    analyses::asked(report)
+        .filter_map(|asked| {
+            let a = find(asked.analysis)?;
             let flows: Vec<usize> = (0..run.rep.flows.len())
                 .filter(|&i| {
                     let of = run.flows.get(i).and_then(|f| f.group.as_deref());
-                    metrics::in_group(of, group)
+                    metrics::in_group(of, asked.group)
                 })
                 .collect();
-            Some((m.clone(), (a.compute)(run, metric, selector, &flows)))
+            Some((asked.key.to_owned(), (a.compute)(run, asked.metric, asked.selector, &flows)))
         })
         .collect()
 }

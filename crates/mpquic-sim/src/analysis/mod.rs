@@ -73,17 +73,13 @@ pub fn notes(report: &ReportSpec) -> Vec<String> {
 /// The report's analysis metrics of one run (those of analyses the simulator does not compute
 /// are left out: the catalogue's computation has them NaN).
 pub fn compute(report: &ReportSpec, run: &Run) -> Metrics {
-    report
-        .metrics
-        .iter()
-        .filter_map(|m| {
-            let (analysis, metric, selector) = analyses::split(m)?;
-            let a = find(analysis).filter(|_| report.analyses.iter().any(|r| r == analysis))?;
-            let group = m.split_once('@').map(|(_, g)| g).or(report.group.as_deref());
+    analyses::asked(report)
+        .filter_map(|asked| {
+            let a = find(asked.analysis)?;
             let flows: Vec<usize> = (0..run.sim.flows.len())
-                .filter(|&i| in_group(run.sim.flows[i].spec.group.as_deref(), group))
+                .filter(|&i| in_group(run.sim.flows[i].spec.group.as_deref(), asked.group))
                 .collect();
-            Some((m.clone(), (a.compute)(run, metric, selector, &flows)))
+            Some((asked.key.to_owned(), (a.compute)(run, asked.metric, asked.selector, &flows)))
         })
         .collect()
 }
