@@ -606,18 +606,23 @@ mod tests {
         assert_eq!((paths[0].send_rank(), paths[1].send_rank()), (Some(3), Some(1)));
     }
 
+    /// A library controller by name, with its defaults.
+    fn config(name: &str) -> ControllerConfig {
+        name.parse::<mpquic_cc::ControllerKind>().map(ControllerConfig::with_defaults).unwrap()
+    }
+
+    /// The controller `name` over two paths (stack scheduler), and their handles.
+    fn two_paths(name: &str) -> (Arc<SharedController>, Vec<PathHandle>) {
+        let shared = Arc::new(SharedController::new(&config(name), Scheduler::Stack));
+        let paths = (0..2).map(|_| PathHandle::add_to(&shared, 1200)).collect();
+        (shared, paths)
+    }
+
     #[test]
     fn the_pacers_window_follows_every_event_on_any_path() {
         // LIA couples the increase over paths; after each callback on path 0, what noq's pacer
         // reads (lock-free) on either path must equal the controller's window.
-        let shared = Arc::new(SharedController::new(
-            &"lia"
-                .parse::<mpquic_cc::ControllerKind>()
-                .map(ControllerConfig::with_defaults)
-                .unwrap(),
-            Scheduler::Stack,
-        ));
-        let mut paths: Vec<_> = (0..2).map(|_| PathHandle::add_to(&shared, 1200)).collect();
+        let (shared, mut paths) = two_paths("lia");
         let agree = |paths: &[PathHandle]| {
             let snapshot = shared.snapshot();
             for (handle, path) in paths.iter().zip(&snapshot.paths) {
@@ -650,14 +655,7 @@ mod tests {
     /// until the keeper goes away and the controller releases it.
     #[test]
     fn an_eliminated_slot_is_reported_until_the_controller_releases_it() {
-        let shared = Arc::new(SharedController::new(
-            &"mptcp-d"
-                .parse::<mpquic_cc::ControllerKind>()
-                .map(ControllerConfig::with_defaults)
-                .unwrap(),
-            Scheduler::Stack,
-        ));
-        let mut paths: Vec<_> = (0..2).map(|_| PathHandle::add_to(&shared, 1200)).collect();
+        let (shared, mut paths) = two_paths("mptcp-d");
         let t0 = Instant::now();
         let us = Duration::from_micros;
         for path in &mut paths {
@@ -683,10 +681,7 @@ mod tests {
     #[test]
     fn clones_share_the_slot_and_the_factory_numbers_paths_in_build_order() {
         let factory = Arc::new(CoupledFactory::new(
-            &"amp"
-                .parse::<mpquic_cc::ControllerKind>()
-                .map(mpquic_cc::ControllerConfig::with_defaults)
-                .unwrap(),
+            &config("amp"),
             Scheduler::Stack,
         ));
         let now = Instant::now();
