@@ -32,6 +32,7 @@ use crate::net::{ecmp_hash, Link, LinkId, Network, Node, NodeId, Packet, Ps};
 use crate::rng::SimRng;
 use crate::scenario::{expand_workloads, CryptoSuite, FlowSpec, Scenario, ScenarioError};
 use crate::supervise::{Policy, Supervision};
+use mpquic_scenario::error::at;
 
 static ZEROS: [u8; 65536] = [0; 65536];
 /// The name clients connect to (and a TLS server's certificate is issued for).
@@ -410,22 +411,18 @@ fn crypto_configs(suite: CryptoSuite) -> Result<CryptoConfigs, ScenarioError> {
 /// flow (it has no end to repeat after).
 fn refuse_unsupported(s: &Scenario) -> Result<(), ScenarioError> {
     for (i, f) in s.flows.iter().enumerate() {
-        let refusal = if f.paths_per_pair > 1 {
-            Some((
-                "paths_per_pair",
+        if f.paths_per_pair > 1 {
+            return Err(at(
+                format!("flows.{i}.paths_per_pair"),
                 "sim: paths_per_pair is the testbed's (write more `paths`: they spread over the \
                  addresses)",
-            ))
-        } else if f.repeat > 1 && f.bytes.is_none() {
-            Some(("repeat", "sim: repeat needs `bytes` (a bulk flow has no end to repeat after)"))
-        } else {
-            None
-        };
-        if let Some((field, message)) = refusal {
-            return Err(ScenarioError::At {
-                path: format!("flows.{i}.{field}"),
-                message: message.into(),
-            });
+            ));
+        }
+        if f.repeat > 1 && f.bytes.is_none() {
+            return Err(at(
+                format!("flows.{i}.repeat"),
+                "sim: repeat needs `bytes` (a bulk flow has no end to repeat after)",
+            ));
         }
     }
     Ok(())

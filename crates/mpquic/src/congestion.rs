@@ -680,10 +680,7 @@ mod tests {
 
     #[test]
     fn clones_share_the_slot_and_the_factory_numbers_paths_in_build_order() {
-        let factory = Arc::new(CoupledFactory::new(
-            &config("amp"),
-            Scheduler::Stack,
-        ));
+        let factory = Arc::new(CoupledFactory::new(&config("amp"), Scheduler::Stack));
         let now = Instant::now();
         let first = factory.clone().build(now, 1200);
         let second = factory.clone().build(now, 1200);
