@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use proto::{
     ClosePathError, ClosedPath, FourTuple, PathError, PathEvent, PathId, PathStats, PathStatus,
-    SetPathStatusError, TransportErrorCode,
+    SetPathStatusError, TransportErrorCode, VarInt,
 };
 use tokio::sync::watch;
 use tokio_stream::{Stream, wrappers::WatchStream};
@@ -196,12 +196,18 @@ impl Path {
     /// after a short period of time for any in-flight packets, a [`PathEvent::Abandoned`] is
     /// returned.
     pub fn close(&self) -> Result<(), ClosePathError> {
+        self.close_with(TransportErrorCode::APPLICATION_ABANDON_PATH.into())
+    }
+
+    /// Closes this path as [`Self::close`] does, sending `error_code` in the PATH_ABANDON frame.
+    ///
+    /// The multipath extension defines codes that tell the peer why: `PATH_UNSTABLE_OR_POOR`
+    /// for a path found failed, `PATH_RESOURCE_LIMIT_REACHED` for one the endpoint cannot keep.
+    pub fn close_with(&self, error_code: VarInt) -> Result<(), ClosePathError> {
         let mut state = self.conn.lock_and_wake("close_path");
-        state.inner.close_path(
-            crate::Instant::now(),
-            self.id(),
-            TransportErrorCode::APPLICATION_ABANDON_PATH.into(),
-        )
+        state
+            .inner
+            .close_path(crate::Instant::now(), self.id(), error_code)
     }
 
     /// Sets the max idle timeout for a specific path
