@@ -5728,6 +5728,13 @@ impl Connection {
                             .push_back(Event::Path(PathEvent::Established { id: path_id }));
                     }
                     pns.open_status = OpenStatus::Informed;
+                    // mpquic D5: a path opened as backup tells the peer so once the peer knows
+                    // the path (it answered the challenge); a PATH_STATUS frame sent earlier
+                    // may arrive before the path and be dropped as for an unknown path.
+                    if is_multipath_negotiated && path.data.local_status() != PathStatus::default()
+                    {
+                        self.spaces[SpaceId::Data].pending.path_status.insert(path_id);
+                    }
                     if let Some(observed) = path.data.last_observed_addr_report.as_ref() {
                         self.events.push_back(Event::Path(PathEvent::ObservedAddr {
                             id: path_id,

@@ -2551,3 +2551,33 @@ fn abandoning_a_dark_path_loses_its_in_flight_packets_at_once() -> TestResult {
     }
     Ok(())
 }
+
+/// mpquic patch D5: a path opened as backup announces it with PATH_STATUS_BACKUP once the path
+/// is established, so the peer knows not to send data on it (before: the peer never heard of it
+/// and took the path for available).
+#[test]
+fn a_path_opened_as_backup_tells_the_peer() -> TestResult {
+    let _guard = subscribe();
+    let mut pair = ConnPair::builder().enable_multipath().connect();
+    let first_client_addr = pair.routes.as_basic().client_addr;
+    let first_server_addr = pair.routes.as_basic().server_addr;
+    let mut second_client_addr = first_client_addr;
+    second_client_addr.set_port(second_client_addr.port() + 1);
+    pair.routes = ManyToManyRouting::simple_symmetric(
+        [first_client_addr, second_client_addr],
+        [first_server_addr],
+    )
+    .into();
+    let second_path = FourTuple {
+        local_ip: Some(second_client_addr.ip()),
+        remote: first_server_addr,
+    };
+    let path1 = pair.open_path(Client, second_path, PathStatus::Backup)?;
+    pair.drive();
+    assert_eq!(pair.path_status(Client, path1)?, PathStatus::Backup);
+    assert_eq!(pair.remote_path_status(Server, path1), Some(PathStatus::Backup));
+    assert_eq!(pair.stats(Client).frame_tx.path_status_backup, 1);
+    // A path opened as available sends no status frame: available is what the peer assumes.
+    assert_eq!(pair.stats(Client).frame_tx.path_status_available, 0);
+    Ok(())
+}
