@@ -60,12 +60,13 @@
 //! - Paths added in phase 2 start like any LIA path (initial window, slow start).
 //!
 //! Why `pairs` is the default, measured (docs/results/E6-sim.md, "Control run"): in the
-//! simulator's E6 (70 KB short flows among long flows, k = 4 fat-tree, 10 Gbps, seeds 1-3),
-//! single dealing stalled short flows under QUIC's default 25 ms `max_ack_delay` (most paths
-//! held one packet and waited that delay for each ACK), and it stays behind pairs with the
-//! data-center ACK profile (1 ms) too, in every seed: short-flow mean FCT 0.43-0.94 ms against
-//! 0.24-0.27 at 4 paths, 0.55-0.69 against 0.38-0.43 at 8, p99 5.6-10.4 against 0.68-2.2 ms at
-//! 4 paths, and 0-2 short flows per run unfinished at 8 paths (pairs: none).
+//! simulator's E6 (70 KB short flows among long flows, k = 4 fat-tree, 10 Gbps), single
+//! dealing stalls short flows under QUIC's default 25 ms `max_ack_delay` (seed 1: 2 / 24 of 164
+//! unfinished at 4 / 8 paths, pairs none; a path holding one packet waits that delay for each
+//! ACK), and it stays behind pairs with the data-center ACK profile (1 ms) too, in every seed
+//! of 1-3: short-flow mean FCT 0.43-0.94 ms against 0.24-0.27 at 4 paths, 0.55-0.69 against
+//! 0.38-0.43 at 8, p99 5.6-10.4 against 0.68-2.2 ms at 4 paths, and 0-2 short flows per run
+//! unfinished at 8 paths (pairs: none).
 
 use super::lia::lia_increase;
 use crate::conn::{standard_ack, standard_congestion, Algorithm};
