@@ -7,8 +7,8 @@
 //!   parameter `deal` says (`mmptcp:deal=single|pairs`, default `pairs`), so the paths together
 //!   hold at most `W`:
 //!   - `single`, the paper's scatter: `P / n` packets to each path and the `P % n` left over one
-//!     each to paths drawn at random, drawn again at every cut and whenever `P` changes. At 2-3
-//!     packets over 4 paths, 2-3 paths hold one packet each.
+//!     each to paths drawn at random, drawn again at every cut and when `W` grows by a
+//!     packet. At 2-3 packets over 4 paths, 2-3 paths hold one packet each.
 //!   - `pairs` (a deviation from the paper, see the readings): the `P / 2` pairs go `P / 2 / n`
 //!     to each path, the pairs left over one each to the first paths, and an odd packet to the
 //!     first path; a path that gets data gets at least 2 packets, and at `P <= 3` every packet
