@@ -171,6 +171,40 @@ impl Default for MptcpDConfig {
     }
 }
 
+/// How MMPTCP's scatter phase deals its one window over the paths (parameter `deal`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Dealing {
+    /// Single packets at random, as the paper's packet scatter: every path gets the same whole
+    /// number of packets and the packets left over go one each to paths drawn at random.
+    Single,
+    /// Pairs of packets, evenly, the left-over pairs and an odd packet to the first paths (a
+    /// deviation from the paper: a pair is acknowledged at once by a QUIC receiver that
+    /// acknowledges every second packet of a path).
+    Pairs,
+}
+
+impl Dealing {
+    /// The parameter's value names, as [`ConfigError::BadValue`] lists them.
+    const NAMES: &'static str = "expected single or pairs";
+
+    /// The value's name on command lines and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dealing::Single => "single",
+            Dealing::Pairs => "pairs",
+        }
+    }
+}
+
+impl FromStr for Dealing {
+    type Err = ();
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [Dealing::Single, Dealing::Pairs].into_iter().find(|d| d.name() == s).ok_or(())
+    }
+}
+
 /// MMPTCP parameters (MMPTCP paper).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct MmptcpConfig {
@@ -179,11 +213,13 @@ pub struct MmptcpConfig {
     /// Also switch at the first congestion event: a loss (the paper's fast retransmission or RTO;
     /// a CE mark is not one).
     pub switch_on_congestion: bool,
+    /// How the scatter phase's window is dealt over the paths.
+    pub deal: Dealing,
 }
 
 impl Default for MmptcpConfig {
     fn default() -> Self {
-        MmptcpConfig { switch_bytes: 100_000, switch_on_congestion: false }
+        MmptcpConfig { switch_bytes: 100_000, switch_on_congestion: false, deal: Dealing::Pairs }
     }
 }
 
@@ -301,6 +337,14 @@ impl ControllerConfig {
                     reason: "expected true or false",
                 })?
             }
+            (ControllerConfig::Mmptcp(c), "deal") => {
+                c.deal = value.parse().map_err(|()| ConfigError::BadValue {
+                    controller,
+                    param: "deal",
+                    value: value.to_owned(),
+                    reason: Dealing::NAMES,
+                })?
+            }
             _ => return Err(unknown()),
         }
         Ok(())
@@ -388,7 +432,7 @@ impl ControllerConfig {
             ControllerConfig::Xmp(_) => "beta",
             ControllerConfig::Dcm(_) | ControllerConfig::Dctcp(_) => "g",
             ControllerConfig::MptcpD(_) => "ese, alpha, beta, candidates",
-            ControllerConfig::Mmptcp(_) => "switch_bytes, switch_on_congestion",
+            ControllerConfig::Mmptcp(_) => "switch_bytes, switch_on_congestion, deal",
             ControllerConfig::Lia | ControllerConfig::Reno => "",
         }
     }
@@ -498,6 +542,8 @@ mod tests {
             ("mptcp-d", "ese=maybe"),
             ("mmptcp", "switch_bytes=0"),
             ("mmptcp", "switch_on_congestion=1"),
+            ("mmptcp", "deal=random"),
+            ("mmptcp", "deal=Single"),
         ];
         for (name, param) in bad {
             let err = ControllerConfig::parse(name, [param]).unwrap_err();
@@ -513,10 +559,14 @@ mod tests {
             ("dcm", "g=1"),
             ("mptcp-d", "ese=false"),
             ("mmptcp", "switch_on_congestion=true"),
+            ("mmptcp", "deal=pairs"),
         ];
         for (name, param) in good {
             assert!(ControllerConfig::parse(name, [param]).is_ok(), "{name} {param}");
         }
+        let single = ControllerConfig::parse("mmptcp", ["deal=single"]).unwrap();
+        let expect = MmptcpConfig { deal: Dealing::Single, ..Default::default() };
+        assert_eq!(single, ControllerConfig::Mmptcp(expect));
         let c = ControllerConfig::parse("amp", [" gamma = 3 ", "tau=6"]).unwrap();
         assert_eq!(c, ControllerConfig::Amp(AmpConfig { beta: 4.0, gamma: 3, tau: 6 }));
     }

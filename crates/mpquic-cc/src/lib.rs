@@ -69,7 +69,7 @@ mod properties;
 mod testkit;
 
 pub use config::{
-    AlphaConfig, AmpConfig, ConfigError, ControllerConfig, ControllerKind, MmptcpConfig,
+    AlphaConfig, AmpConfig, ConfigError, ControllerConfig, ControllerKind, Dealing, MmptcpConfig,
     MptcpDConfig, XmpConfig,
 };
 pub use event::{Event, Notice, PathId, ReductionCause, RttSample};

@@ -89,6 +89,10 @@ fn configs() -> Vec<ControllerConfig> {
         switch_on_congestion: true,
         ..Default::default()
     }));
+    all.push(ControllerConfig::Mmptcp(MmptcpConfig {
+        deal: crate::Dealing::Single,
+        ..Default::default()
+    }));
     all
 }
 

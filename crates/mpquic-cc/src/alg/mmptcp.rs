@@ -3,11 +3,16 @@
 //!
 //! - Phase 1, packet scatter: one Reno window `W` for the whole connection (slow start
 //!   `W += acked`, then `W += MSS * acked / W`; halved once per round on loss or CE, never below
-//!   2 packets). `W` is spread over the paths in pairs of whole packets: of its
-//!   `P = floor(W / MSS)` packets, the `P / 2` pairs go `P / 2 / n` to each of the `n` paths and
-//!   the pairs left over one each to the first paths, and an odd packet to the first path; so
-//!   the paths together hold at most `W`, a path that gets data gets at least 2 packets, and a
-//!   path may get none while `W` is small.
+//!   2 packets). `W`'s `P = floor(W / MSS)` whole packets are dealt over the `n` paths as the
+//!   parameter `deal` says (`mmptcp:deal=single|pairs`, default `pairs`), so the paths together
+//!   hold at most `W`:
+//!   - `single`, the paper's scatter: `P / n` packets to each path and the `P % n` left over one
+//!     each to paths drawn at random, drawn again at every cut and when `W` grows by a
+//!     packet. At 2-3 packets over 4 paths, 2-3 paths hold one packet each.
+//!   - `pairs` (a deviation from the paper, see the readings): the `P / 2` pairs go `P / 2 / n`
+//!     to each path, the pairs left over one each to the first paths, and an odd packet to the
+//!     first path; a path that gets data gets at least 2 packets, and at `P <= 3` every packet
+//!     is on path 0.
 //! - The switch, as the paper's two strategies: "Data Volume", once the connection has sent
 //!   `switch_bytes` (default 100 KB); and, with `switch_on_congestion`, "Congestion Event":
 //!   "when congestion is first inferred (i.e. when fast retransmission or an RTO is
@@ -23,15 +28,25 @@
 //!   before the cut is ignored, as with one packet-number space.
 //! - CE halves `W` like a loss: the paper's single window is a TCP window, and TCP with ECN
 //!   (RFC 3168) halves on ECE.
-//! - The paper scatters by randomizing source ports under ECMP; here the paths are the QUIC
-//!   paths the connection already has, and the packets are dealt out evenly rather than at
-//!   random, in pairs: the paper's PS flow is one TCP connection with one delayed-ACK state
-//!   (every second packet of the flow is acknowledged at once, whatever its path), while a
-//!   QUIC receiver acknowledges every second packet *of each path*, or after its
-//!   `max_ack_delay` (25 ms by default). A path dealt a single packet would wait that delay
-//!   for its ACK, every round; a pair is acknowledged at once, as the paper's flow is. A packet is the largest MSS among the paths, so every path's share holds whole
-//!   packets of its own MSS. The 2-packet floor is applied to `W` when it is spread (as well as
-//!   at a cut), so a larger MSS learnt later cannot leave every path without a packet.
+//! - The paper scatters by randomizing source ports under ECMP, each packet on a random path;
+//!   here the paths are the QUIC paths the connection already has, and a window caps each
+//!   path's packets in flight, so `single` deals the window rather than each packet: evenly,
+//!   with only the remainder at random (the paper's per-packet draw would also leave some
+//!   paths with more than their share). The draws are a small seeded generator (splitmix64,
+//!   no dependency in this pure state machine) stirred with the latest RTT sample of the path
+//!   whose ACK or signal caused the new deal: deterministic for a given sequence of events (the
+//!   simulator stays so), and different between connections once their RTT samples differ. The
+//!   first window's deal, before any sample, is the same for every connection.
+//! - `pairs`: the paper's PS flow is one TCP connection with one delayed-ACK state (every
+//!   second packet of the flow is acknowledged at once, whatever its path), while a QUIC
+//!   receiver acknowledges every second packet *of each path*, or after its `max_ack_delay`
+//!   (25 ms by default). A path dealt a single packet waits that delay for its ACK, every
+//!   round; a pair is acknowledged at once, as the paper's flow is. Under a data-center ACK
+//!   profile (1 ms `max_ack_delay`) that wait is small, which is what the E6 control run
+//!   (docs/results/E6-sim.md) measures.
+//! - A packet is the largest MSS among the paths, so every path's share holds whole packets of
+//!   its own MSS. The 2-packet floor is applied to `W` when it is dealt (as well as at a cut),
+//!   so a larger MSS learnt later cannot leave every path without a packet.
 //! - The paper's phase-2 subflows are new connections beside the PS flow, which "is
 //!   deactivated when its window gets emptied". Here the subflows are the same QUIC paths: at
 //!   the switch each path closes its once-per-round gate, so ACKs, losses and CE marks of
@@ -44,15 +59,20 @@
 //!   as its window and the connection's threshold as its ssthresh.
 //! - Paths added in phase 2 start like any LIA path (initial window, slow start).
 //!
-//! Dealing single packets stalled short flows in the simulator's E6 (docs/results/E6-sim.md):
-//! with `W` at a few packets over 4-8 paths, most paths held one packet and waited 25 ms for
-//! each ACK. The pairs are the fix.
+//! Why `pairs` is the default, measured (docs/results/E6-sim.md, "Control run"): in the
+//! simulator's E6 (70 KB short flows among long flows, k = 4 fat-tree, 10 Gbps), single
+//! dealing stalls short flows under QUIC's default 25 ms `max_ack_delay` (seed 1: 2 / 24 of 164
+//! unfinished at 4 / 8 paths, pairs none; a path holding one packet waits that delay for each
+//! ACK), and it stays behind pairs with the data-center ACK profile (1 ms) too, in every seed
+//! of 1-3: short-flow mean FCT 0.43-0.94 ms against 0.24-0.27 at 4 paths, 0.55-0.69 against
+//! 0.38-0.43 at 8, p99 5.6-10.4 against 0.68-2.2 ms at 4 paths, and 0-2 short flows per run
+//! unfinished at 8 paths (pairs: none).
 
 use super::lia::lia_increase;
 use crate::conn::{standard_ack, standard_congestion, Algorithm};
 use crate::core::path::{initial_window, MAX_WINDOW};
 use crate::core::{Core, Coupling};
-use crate::{ConnectionSnapshot, ControllerKind, MmptcpConfig, Notice, ReductionCause};
+use crate::{ConnectionSnapshot, ControllerKind, Dealing, MmptcpConfig, Notice, ReductionCause};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Phase {
@@ -68,6 +88,12 @@ pub(crate) struct Mmptcp {
     cfg: MmptcpConfig,
     phase: Phase,
     sent_bytes: u64,
+    /// `single` dealing: the random draw that orders the paths for the packets left over.
+    draw: u64,
+    /// The generator's state `draw` comes from.
+    rng: u64,
+    /// `single` dealing: the packet count of the window last drawn for.
+    drawn_for: u64,
 }
 
 /// The packet size `W` is counted in: the largest MSS among the paths, so that a share of `k`
@@ -76,23 +102,73 @@ fn scatter_packet(core: &Core<()>) -> u64 {
     core.paths.iter().map(|p| p.mss).max().unwrap_or(1)
 }
 
+/// The whole packets of `packet` bytes that `w` deals out, at least the floor's 2.
+fn scatter_packets(w: f64, packet: u64) -> u64 {
+    (w / packet as f64).floor().max(2.0) as u64
+}
+
 /// Path `i`'s share of `w`, in bytes: whole packets dealt out evenly in pairs, the pairs left
 /// over one each to the first paths, and an odd packet to path 0. A path that gets data gets at
 /// least 2 packets, so its receiver acknowledges them at once (a QUIC receiver acknowledges
 /// every second packet of a path, or after its `max_ack_delay`).
-fn scatter_share(core: &Core<()>, w: f64, i: usize) -> u64 {
+fn pairs_share(core: &Core<()>, w: f64, i: usize) -> u64 {
     let packet = scatter_packet(core);
-    let packets = (w / packet as f64).floor().max(2.0) as u64;
+    let packets = scatter_packets(w, packet);
     let (pairs, odd) = (packets / 2, packets % 2);
     let n = core.paths.len() as u64;
     let share = 2 * (pairs / n + u64::from((i as u64) < pairs % n)) + u64::from(i == 0) * odd;
     share * packet
 }
 
+/// Path `i`'s share of `w`, in bytes: whole packets dealt out evenly one at a time, the packets
+/// left over one each to the first paths in the random order `draw` puts them in.
+fn single_share(core: &Core<()>, w: f64, i: usize, draw: u64) -> u64 {
+    let packet = scatter_packet(core);
+    let packets = scatter_packets(w, packet);
+    let n = core.paths.len() as u64;
+    let left_over = u64::from(random_rank(draw, i, core.paths.len()) < packets % n);
+    (packets / n + left_over) * packet
+}
+
+/// Path `i`'s place among `n` paths in the random order `draw` gives them: how many paths'
+/// keys sort below its own. Computed where it is needed so that a window lookup allocates
+/// nothing; the keys are distinct because `mix` is a bijection.
+fn random_rank(draw: u64, i: usize, n: usize) -> u64 {
+    let key = |j: usize| mix(draw ^ j as u64);
+    let own = key(i);
+    (0..n).filter(|&j| key(j) < own).count() as u64
+}
+
+/// splitmix64's output function: a bijection of `u64` that scatters nearby inputs.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 impl Mmptcp {
     pub(crate) fn new(cfg: MmptcpConfig) -> Self {
         // W starts as soon as the first path says what its MSS is.
-        Mmptcp { cfg, phase: Phase::Scatter { w: 0.0, ssthresh: f64::INFINITY }, sent_bytes: 0 }
+        let phase = Phase::Scatter { w: 0.0, ssthresh: f64::INFINITY };
+        Mmptcp { cfg, phase, sent_bytes: 0, draw: mix(0), rng: 0, drawn_for: 0 }
+    }
+
+    /// A new random order of the paths for `single` dealing, from the generator stirred with
+    /// path `i`'s latest RTT sample (see the readings).
+    fn draw_again(&mut self, core: &Core<()>, i: usize) {
+        let sample = core.paths[i].latest_rtt.as_nanos() as u64;
+        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15) ^ sample;
+        self.draw = mix(self.rng);
+    }
+
+    /// After `W` grew: `single` dealing draws again when `W` holds a new number of packets.
+    fn redeal_if_grown(&mut self, core: &Core<()>, i: usize) {
+        let Phase::Scatter { w, .. } = self.phase else { return };
+        let packets = scatter_packets(w, scatter_packet(core));
+        if self.cfg.deal == Dealing::Single && packets != self.drawn_for {
+            self.drawn_for = packets;
+            self.draw_again(core, i);
+        }
     }
 
     fn switch(&mut self, core: &mut Core<()>) {
@@ -145,6 +221,7 @@ impl Algorithm for Mmptcp {
                     super::reno::reno_step(core.paths[i].mss_f(), bytes, *w)
                 };
                 *w = (*w + inc).min(MAX_WINDOW);
+                self.redeal_if_grown(core, i);
             }
             Phase::Multipath => standard_ack(self, core, i, bytes),
         }
@@ -169,6 +246,10 @@ impl Algorithm for Mmptcp {
         }
         core.record_reaction(i, cause);
         core.report_reduction(i, from, to, cause, left_slow_start);
+        // A cut is a new window: dealt afresh even when its packet count is unchanged (at the
+        // floor), so that a window stuck at a few packets still moves over the paths.
+        self.drawn_for = scatter_packets(to, scatter_packet(core));
+        self.draw_again(core, i);
         // The paper's congestion event is a fast retransmission or an RTO: a loss, not a mark.
         if self.cfg.switch_on_congestion && cause != ReductionCause::Ecn {
             self.switch(core);
@@ -177,7 +258,10 @@ impl Algorithm for Mmptcp {
 
     fn window(&self, core: &Core<()>, i: usize) -> u64 {
         match self.phase {
-            Phase::Scatter { w, .. } => scatter_share(core, w, i),
+            Phase::Scatter { w, .. } => match self.cfg.deal {
+                Dealing::Single => single_share(core, w, i, self.draw),
+                Dealing::Pairs => pairs_share(core, w, i),
+            },
             Phase::Multipath => core.paths[i].window(),
         }
     }
@@ -212,7 +296,10 @@ mod tests {
     use crate::conn::Conn;
     use crate::properties::{apply, op, Op};
     use crate::testkit::Driver;
-    use crate::{Controller, MmptcpConfig, Notice, PathId};
+    use crate::{Controller, Dealing, MmptcpConfig, Notice, PathId};
+
+    const SINGLE: MmptcpConfig =
+        MmptcpConfig { switch_bytes: u64::MAX, switch_on_congestion: false, deal: Dealing::Single };
 
     fn mmptcp(cfg: MmptcpConfig, paths: u32) -> Driver<Conn<Mmptcp>> {
         let mut d = Driver::with(Conn::new(Mmptcp::new(cfg)));
@@ -226,10 +313,18 @@ mod tests {
         (0..paths).map(|id| d.window(id)).collect()
     }
 
+    /// The packets `W` holds, in the scatter phase.
+    fn packets(d: &Driver<Conn<Mmptcp>>) -> u64 {
+        let Phase::Scatter { w, .. } = d.cc.alg.phase else { panic!("switched") };
+        super::scatter_packets(w, 1200)
+    }
+
     /// "Packets are randomly scattered in the network under a single TCP congestion window":
-    /// the paths' windows are `W`'s whole packets dealt out, never more than `W` in all.
+    /// the paths' windows are `W`'s whole packets dealt out, never more than `W` in all. The
+    /// default dealing, pairs, to the byte as before it was a parameter.
     #[test]
     fn one_window_dealt_out_in_whole_packets() {
+        assert_eq!(MmptcpConfig::default().deal, Dealing::Pairs);
         let mut d = mmptcp(MmptcpConfig::default(), 4);
         assert_eq!(d.snapshot().mode, Some("scatter"));
         // W = RFC 9002's initial window, 10 packets of 1200, 5 pairs: 1 each, the pair left
@@ -271,6 +366,65 @@ mod tests {
             d.round(1, 1, 1);
         }
         assert_eq!((1..5).map(|id| d.window(id)).collect::<Vec<_>>(), vec![2_400, 0, 0, 0]);
+    }
+
+    /// Single dealing, the paper's scatter: a window of 2 or 3 packets is on 2 or 3 of the 4
+    /// paths, one packet each (pairs put it all on path 0), and each cut deals afresh, so over
+    /// rounds at the floor every path carries packets.
+    #[test]
+    fn single_dealing_spreads_a_small_window_over_the_paths() {
+        let mut d = mmptcp(SINGLE, 4);
+        // 10 packets over 4 paths: 2 each, the 2 left over to 2 paths.
+        let mut w = windows(&d, 4);
+        w.sort_unstable();
+        assert_eq!(w, vec![2_400, 2_400, 3_600, 3_600]);
+        // Marked rounds down to the floor, 2 packets: 2 paths hold one each.
+        while packets(&d) > 2 {
+            d.round(0, 1, 1);
+        }
+        let mut used = [false; 4];
+        for round in 0..12 {
+            d.round(round % 4, 1, 1);
+            assert_eq!(packets(&d), 2);
+            let w = windows(&d, 4);
+            assert_eq!(w.iter().filter(|&&x| x == 1_200).count(), 2, "round {round}: {w:?}");
+            assert_eq!(w.iter().sum::<u64>(), 2_400);
+            for (used, x) in used.iter_mut().zip(&w) {
+                *used |= *x > 0;
+            }
+        }
+        assert_eq!(used, [true; 4], "every path carried packets over the rounds at the floor");
+        // Congestion avoidance to 3 packets: 3 paths hold one each.
+        while packets(&d) < 3 {
+            d.round(0, 1, 0);
+        }
+        let w = windows(&d, 4);
+        assert_eq!(w.iter().filter(|&&x| x == 1_200).count(), 3, "{w:?}");
+        // The same window under pairs: every packet on path 0.
+        let mut pairs = mmptcp(MmptcpConfig { deal: Dealing::Pairs, ..SINGLE }, 4);
+        let Phase::Scatter { w: at_3, ssthresh } = d.cc.alg.phase else { unreachable!() };
+        pairs.cc.alg.phase = Phase::Scatter { w: at_3, ssthresh };
+        assert_eq!(windows(&pairs, 4), vec![3_600, 0, 0, 0]);
+    }
+
+    /// The random deal is a function of the events: the same script gives the same windows
+    /// (the simulator stays deterministic), and RTT samples that differ give other deals.
+    #[test]
+    fn single_dealing_is_deterministic_given_the_events() {
+        let script = |rtt_us: u64| {
+            let mut d = mmptcp(SINGLE, 8);
+            for id in 0..8 {
+                d.set_rtt(id, Duration::from_micros(rtt_us + u64::from(id)));
+            }
+            let mut seen = Vec::new();
+            for round in 0..16 {
+                d.round(round % 8, 1, u64::from(round % 3 == 0));
+                seen.push(windows(&d, 8));
+            }
+            seen
+        };
+        assert_eq!(script(100), script(100));
+        assert_ne!(script(100), script(137));
     }
 
     /// "MMPTCP initiates a number of sub-flows and data transport is governed by MPTCP's
@@ -355,12 +509,16 @@ mod tests {
         #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
         /// In the scatter phase the paths together never hold more than the one window `W`
-        /// (its 2-packet floor included), plus one packet of rounding, and a path that gets data
-        /// gets at least a pair of packets.
+        /// (its 2-packet floor included), plus one packet of rounding; dealt in pairs, a path
+        /// that gets data gets at least a pair of packets; dealt singly, the paths' shares
+        /// differ by at most one packet.
         #[test]
-        fn scatter_total_never_exceeds_w(ops in prop::collection::vec(op(6), 1..300)) {
+        fn scatter_total_never_exceeds_w(
+            ops in prop::collection::vec(op(6), 1..300),
+            deal in prop_oneof![Just(Dealing::Pairs), Just(Dealing::Single)],
+        ) {
             // A switch volume no structured step reaches: the script runs in the scatter phase.
-            let cfg = MmptcpConfig { switch_bytes: u64::MAX, ..Default::default() };
+            let cfg = MmptcpConfig { deal, ..SINGLE };
             let mut d = Driver::with(Conn::new(Mmptcp::new(cfg)));
             let mut live = vec![None; 6];
             apply(&mut d, &mut live, &Op::Add { path: 0, mss: 1200 });
@@ -375,8 +533,20 @@ mod tests {
                 prop_assert!(total as f64 <= w + packet as f64, "total {} > W {}", total, w);
                 // At least the floor's 2 packets are out, so some path can always send.
                 prop_assert!(total >= 2 * packet, "total {} < 2 * {}", total, packet);
-                let single = snap.paths.iter().find(|p| p.window > 0 && p.window < 2 * packet);
-                prop_assert!(single.is_none(), "a path holds one packet: {:?}", single);
+                let shares = snap.paths.iter().map(|p| p.window / packet);
+                let (least, most) = (shares.clone().min(), shares.clone().max());
+                match deal {
+                    // A path that gets data gets at least a pair.
+                    Dealing::Pairs => prop_assert!(
+                        shares.clone().all(|k| k == 0 || k >= 2),
+                        "a path holds one packet: {:?}", snap.paths
+                    ),
+                    // Evenly: shares differ by at most one packet.
+                    Dealing::Single => prop_assert!(
+                        most.unwrap_or(0) - least.unwrap_or(0) <= 1,
+                        "uneven deal: {:?}", snap.paths
+                    ),
+                }
             }
         }
     }

@@ -1,0 +1,161 @@
+//! docs/RESULTS.md's table is what researchers quote, so each of its rows must lead somewhere
+//! that exists: a write-up that states the commit and date of its numbers, and (unless the row
+//! says "not run") a command whose experiment file validates as both backends read it. The
+//! verdict is one of four words, so a row cannot claim something in between.
+
+use std::path::{Path, PathBuf};
+
+use mpquic_scenario::Experiment;
+
+const VERDICTS: [&str; 4] = ["holds", "holds partly", "differs", "not run"];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// One row of the table, its cells by the header's column names.
+struct Row {
+    line: usize,
+    cells: Vec<(String, String)>,
+}
+
+impl Row {
+    fn cell(&self, column: &str) -> &str {
+        let found = self.cells.iter().find(|(name, _)| name == column);
+        found.map(|(_, text)| text.as_str()).unwrap_or_else(|| panic!("no column `{column}`"))
+    }
+}
+
+fn split_cells(line: &str) -> Vec<String> {
+    let inner = line.trim().trim_start_matches('|').trim_end_matches('|');
+    inner.split('|').map(|c| c.trim().to_owned()).collect()
+}
+
+/// The rows of the first table whose header starts with `claim`.
+fn claims_table(text: &str) -> Vec<Row> {
+    let mut lines = text.lines().enumerate();
+    let header = lines
+        .by_ref()
+        .find(|(_, l)| l.starts_with("| claim"))
+        .map(|(_, l)| split_cells(l))
+        .expect("RESULTS.md has a table whose header starts with `| claim`");
+    lines.next(); // the |---| separator
+    lines
+        .take_while(|(_, l)| l.starts_with('|'))
+        .map(|(i, l)| {
+            let cells = split_cells(l);
+            assert_eq!(cells.len(), header.len(), "RESULTS.md:{}: {} cells", i + 1, cells.len());
+            Row { line: i + 1, cells: header.iter().cloned().zip(cells).collect() }
+        })
+        .collect()
+}
+
+/// The targets of the markdown links in `cell`: `[text](target)`.
+fn link_targets(cell: &str) -> Vec<&str> {
+    cell.split("](").skip(1).filter_map(|rest| rest.split(')').next()).collect()
+}
+
+/// The `experiments/*.toml` files named in `cell`.
+fn experiment_files(cell: &str) -> Vec<&str> {
+    cell.split(|c: char| c.is_whitespace() || c == '`')
+        .map(|word| word.trim_matches(|c: char| ",;:()".contains(c)))
+        .filter(|word| word.starts_with("experiments/") && word.ends_with(".toml"))
+        .collect()
+}
+
+/// The bold phrases of `cell`: `**...**`.
+fn bold(cell: &str) -> Vec<&str> {
+    cell.split("**").skip(1).step_by(2).collect()
+}
+
+/// Whether a line says which commit (7+ hex digits) and date (YYYY-MM-DD) its numbers are from.
+fn names_commit_and_date(line: &str) -> bool {
+    let words = line.split(|c: char| !c.is_ascii_alphanumeric() && c != '-');
+    let commit = words.clone().any(|w| {
+        w.len() >= 7 && w.chars().all(|c| c.is_ascii_hexdigit()) && w.chars().any(char::is_numeric)
+    });
+    let date = words.into_iter().any(|w| {
+        let parts: Vec<&str> = w.split('-').collect();
+        parts.len() == 3
+            && [4, 2, 2]
+                .iter()
+                .zip(&parts)
+                .all(|(n, p)| p.len() == *n && p.chars().all(|c| c.is_ascii_digit()))
+    });
+    commit && date
+}
+
+fn results_rows() -> Vec<Row> {
+    let path = root().join("docs/RESULTS.md");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    let rows = claims_table(&text);
+    assert!(rows.len() >= 20, "the table has a row per claim, found {}", rows.len());
+    rows
+}
+
+#[test]
+fn every_row_has_one_of_the_four_verdicts() {
+    for row in results_rows() {
+        let verdicts = bold(row.cell("verdict"));
+        assert!(!verdicts.is_empty(), "RESULTS.md:{}: no **verdict**", row.line);
+        for v in verdicts {
+            assert!(
+                VERDICTS.contains(&v),
+                "RESULTS.md:{}: verdict `{v}` not one of {VERDICTS:?}",
+                row.line
+            );
+        }
+    }
+}
+
+#[test]
+fn every_row_links_a_write_up_that_dates_its_numbers() {
+    for row in results_rows() {
+        let targets = link_targets(row.cell("write-up"));
+        assert!(!targets.is_empty(), "RESULTS.md:{}: no write-up linked", row.line);
+        for target in targets {
+            let file = root().join("docs").join(target);
+            let text = std::fs::read_to_string(&file)
+                .unwrap_or_else(|e| panic!("RESULTS.md:{}: {target}: {e}", row.line));
+            let dated =
+                text.lines().any(|l| l.contains("Numbers from") && names_commit_and_date(l));
+            assert!(
+                dated,
+                "{target}: no `Numbers from` line naming a commit and a date (RESULTS.md:{})",
+                row.line
+            );
+        }
+    }
+}
+
+#[test]
+fn every_run_row_names_a_command_whose_file_validates() {
+    for row in results_rows() {
+        let files = experiment_files(row.cell("command"));
+        if bold(row.cell("verdict")) == ["not run"] {
+            continue;
+        }
+        assert!(!files.is_empty(), "RESULTS.md:{}: no `experiments/*.toml` command", row.line);
+        for file in files {
+            let path = root().join(file);
+            let experiment = Experiment::load(&path)
+                .unwrap_or_else(|e| panic!("RESULTS.md:{}: {file}: {e}", row.line));
+            assert!(!experiment.points.is_empty(), "{file}: no points");
+        }
+    }
+}
+
+#[test]
+fn the_parsers_read_what_they_are_meant_to() {
+    let table = "x\n| claim | verdict | write-up | command |\n|---|---|---|---|\n\
+                 | a | sim **holds**, netns **differs** | [w](results/E1-sim.md) | `mpquic-sim run experiments/E1-incast.toml` |\n\nafter\n";
+    let rows = claims_table(table);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].line, 4);
+    assert_eq!(bold(rows[0].cell("verdict")), ["holds", "differs"]);
+    assert_eq!(link_targets(rows[0].cell("write-up")), ["results/E1-sim.md"]);
+    assert_eq!(experiment_files(rows[0].cell("command")), ["experiments/E1-incast.toml"]);
+    assert!(names_commit_and_date("**Numbers from** f9ba0bf, 2026-11-23 (session 5)."));
+    assert!(!names_commit_and_date("**Numbers from** session 5, 2026-11-23."));
+    assert!(!names_commit_and_date("**Numbers from** f9ba0bf."));
+}
