@@ -118,13 +118,19 @@ pub struct ConnectArgs {
     /// An explicit path LOCAL_IP=SERVER_IP:PORT (repeatable); replaces the --local x --server pairs.
     #[arg(long = "path", value_name = "LOCAL=SERVER", value_parser = parse_path)]
     pub paths: Vec<PathSpec>,
+    /// A backup path LOCAL_IP=SERVER_IP:PORT (repeatable), opened after the others: it carries
+    /// data only while no other path can (RFC 10069 path status), and takes over when they
+    /// fail.
+    #[arg(long = "backup-path", value_name = "LOCAL=SERVER", value_parser = parse_backup_path)]
+    pub backup_paths: Vec<PathSpec>,
     /// Paths per address pair: N > 1 opens several paths with the same addresses (link-sharing
     /// subflows, as in MPTCP-D's experiments).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16), value_name = "N")]
     pub paths_per_pair: u32,
     /// Open the paths at these times, in seconds after the connection is established
     /// (repeatable, or comma-separated): one per path, in the order the paths are listed (each
-    /// --path, or each --local x --server pair, repeated --paths-per-pair times). The first is 0
+    /// --path, or each --local x --server pair, repeated --paths-per-pair times, then each
+    /// --backup-path). The first is 0
     /// (path 0 carries the handshake); the others must not decrease, e.g. `--path-delay 0,5,15`.
     /// A path opened during a transfer carries data as soon as it is validated. Default: every
     /// path opens with the connection. With --repeat the times start again on each connection.
@@ -195,6 +201,10 @@ fn parse_path(s: &str) -> Result<PathSpec, String> {
     Ok(PathSpec::new(Some(local), remote))
 }
 
+fn parse_backup_path(s: &str) -> Result<PathSpec, String> {
+    parse_path(s).map(PathSpec::as_backup)
+}
+
 impl ConnectArgs {
     /// The paths to open, checked: local addresses must belong to this host.
     pub fn path_specs(&self) -> Result<Vec<PathSpec>> {
@@ -209,6 +219,7 @@ impl ConnectArgs {
         let specs: Vec<PathSpec> = specs
             .iter()
             .flat_map(|&s| std::iter::repeat_n(s, self.paths_per_pair as usize))
+            .chain(self.backup_paths.iter().copied())
             .collect();
         for local in specs.iter().filter_map(|s| s.local) {
             ensure_local(local)?;

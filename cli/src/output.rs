@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use mpquic::noq::PathStatus;
 use mpquic::{ConnectionReport, PathClose};
 use serde::Serialize;
 
@@ -157,6 +158,7 @@ impl TransferResult {
                 match p.close_reason {
                     Some(PathClose::Eliminated) => "  (eliminated)".to_string(),
                     Some(reason) => format!("  (closed: {reason})"),
+                    None if p.status == PathStatus::Backup => "  (backup)".to_string(),
                     None if !p.active => "  (inactive)".to_string(),
                     None => String::new(),
                 },

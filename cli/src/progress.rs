@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
+use mpquic::noq::PathStatus;
 use mpquic::{MultipathConnection, PathReport};
 use serde::Serialize;
 use tokio::task::JoinHandle;
@@ -162,7 +163,11 @@ impl PathInterval {
             ce_marked: delta(|p| p.ce_marked.unwrap_or(0)),
             lost: delta(|p| p.lost_packets),
             cwnd: now.cwnd,
-            state: if now.active { "active" } else { "inactive" },
+            state: match (now.status, now.active) {
+                (PathStatus::Backup, _) => "backup",
+                (PathStatus::Available, true) => "active",
+                (PathStatus::Available, false) => "inactive",
+            },
         }
     }
 }
@@ -216,6 +221,12 @@ fn changes(before: Option<&PathReport>, now: &PathReport) -> Vec<&'static str> {
     let mut changes = vec![];
     if before.open && !now.open {
         changes.push("closed");
+    }
+    if now.open && before.status != now.status {
+        changes.push(match now.status {
+            PathStatus::Backup => "now a backup path",
+            PathStatus::Available => "now available (a backup taking over, or set so)",
+        });
     }
     if now.open && before.active != now.active {
         changes.push(if now.active {

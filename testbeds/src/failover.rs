@@ -62,6 +62,16 @@ pub struct FailoverArgs {
     /// Run both ends without failure detection, for contrast.
     #[arg(long)]
     pub no_failover: bool,
+    /// Open path 1 as a backup (`--backup-path`): it carries data only while path 0 cannot.
+    #[arg(long)]
+    pub backup: bool,
+    /// A gray path instead of a black hole: drop this percentage of the path's packets, both
+    /// ways, from --blackhole-at for --restore-after seconds.
+    #[arg(long, value_name = "PCT", value_parser = parse_percent)]
+    pub loss: Option<f64>,
+    /// Send over the other path alone, with no fault: the baseline of a --loss run.
+    #[arg(long)]
+    pub alone: bool,
     /// Give up on the sender after this many seconds.
     #[arg(long, default_value_t = 120.0)]
     pub deadline_s: f64,
@@ -80,6 +90,12 @@ pub struct FailoverResult {
     pub bytes: u64,
     pub rate_mbit: f64,
     pub failover: bool,
+    /// Path 1 was a backup path.
+    pub backup: bool,
+    /// The fault was this much random loss (percent, both ways) rather than a black hole.
+    pub loss_pct: Option<f64>,
+    /// The transfer ran over the other path alone, with no fault.
+    pub alone: bool,
     pub backend: Backend,
     /// The sender exited successfully (the CLI checks the receiver's BLAKE3 verdict).
     pub completed: bool,
@@ -92,6 +108,8 @@ pub struct FailoverResult {
     /// First received byte to last.
     pub receive_span_s: Option<f64>,
     pub bytes_received: u64,
+    /// Bytes received over the receive span, Mbit/s.
+    pub goodput_mbit: Option<f64>,
     pub longest_stall: Option<Stall>,
     /// How precise the stall is (see `stall`).
     pub longest_poll_gap_s: f64,
@@ -108,6 +126,10 @@ pub struct FailoverResult {
     /// When the sender printed its first recovery line after the restore, and the line.
     pub recovered_at_s: Option<f64>,
     pub recovered_line: Option<String>,
+    /// Failure and recovery lines of the faulted path, all of them (a gray path may fail and
+    /// come back several times).
+    pub failures: usize,
+    pub recoveries: usize,
     /// Failure lines naming the path that was not black-holed (false positives).
     pub live_path_failures: Vec<String>,
     /// The dead path's server address.
@@ -157,7 +179,7 @@ fn run_inner(args: &FailoverArgs, run_id: u32, mpquic: &str) -> Result<FailoverR
         let (_, err) = server.stop();
         bail!("mpquic serve did not start: {}", err.trim());
     }
-    let mut send = tb.sender_args(&source)?;
+    let mut send = tb.sender_args(&source, args)?;
     send.extend(["--idle-timeout".into(), args.sender_idle_timeout.to_string()]);
     send.extend(off());
     if args.qlog {
@@ -195,11 +217,15 @@ fn run_inner(args: &FailoverArgs, run_id: u32, mpquic: &str) -> Result<FailoverR
     let stored = received.join(NAME);
     let identical = ok && stored.is_file() && same_contents(&source, &stored)?;
     let detection_s = r.failure.as_ref().zip(r.blackhole_at).map(|((t, _), b)| t - b);
+    let goodput_mbit = progress.span_s().map(|span| progress.bytes() as f64 * 8.0 / span / 1e6);
     Ok(FailoverResult {
         path: args.path,
         bytes: args.bytes,
         rate_mbit: args.rate_mbit,
         failover: !args.no_failover,
+        backup: args.backup,
+        loss_pct: args.loss,
+        alone: args.alone,
         backend: tb.backend,
         completed: ok,
         verified,
@@ -207,6 +233,7 @@ fn run_inner(args: &FailoverArgs, run_id: u32, mpquic: &str) -> Result<FailoverR
         duration_s,
         receive_span_s: progress.span_s(),
         bytes_received: progress.bytes(),
+        goodput_mbit,
         longest_stall: progress.longest_stall(),
         longest_poll_gap_s: progress.longest_poll_gap_s,
         blackhole_at_s: r.blackhole_at,
@@ -217,6 +244,8 @@ fn run_inner(args: &FailoverArgs, run_id: u32, mpquic: &str) -> Result<FailoverR
         detection_s,
         recovered_at_s: r.recovered.as_ref().map(|f| f.0),
         recovered_line: r.recovered.map(|f| f.1),
+        failures: r.failures,
+        recoveries: r.recoveries,
         live_path_failures: r.live_path_failures,
         dead_server: r.dead_server,
         sender_error: (!ok).then(|| stderr.trim().to_string()),
@@ -325,10 +354,14 @@ impl TwoPaths {
         serve
     }
 
-    /// `mpquic send` of `source` over both paths, the first the one routing gives (noq cannot
-    /// bind path 0's source).
-    fn sender_args(&self, source: &Path) -> Result<Vec<String>> {
-        let pairs = self.net.path_pairs(self.s, self.d);
+    /// `mpquic send` of `source` over both paths (path 1 a backup with `--backup`), or over
+    /// the path that is not faulted alone (`--alone`); the first path is the one routing gives
+    /// (noq cannot bind path 0's source).
+    fn sender_args(&self, source: &Path, args: &FailoverArgs) -> Result<Vec<String>> {
+        let mut pairs = self.net.path_pairs(self.s, self.d);
+        if args.alone {
+            pairs = vec![pairs[1 - usize::from(args.path)]];
+        }
         let (l0, r0) = pairs[0];
         let route = run("ip", &["-n", self.nss.ns(self.s), "route", "get", &r0.to_string()])?;
         if !route.contains(&format!("src {l0} ")) {
@@ -336,8 +369,9 @@ impl TwoPaths {
         }
         let mut send = vec!["send".to_string(), source.display().to_string()];
         send.extend(["--server".into(), format!("{r0}:{QUIC_PORT}")]);
-        for (l, r) in &pairs {
-            send.extend(["--path".into(), format!("{l}={r}:{QUIC_PORT}")]);
+        for (i, (l, r)) in pairs.iter().enumerate() {
+            let option = if args.backup && i == 1 { "--backup-path" } else { "--path" };
+            send.extend([option.into(), format!("{l}={r}:{QUIC_PORT}")]);
         }
         send.extend(["--insecure", "--json", "--interval", "0.05"].map(String::from));
         Ok(send)
@@ -385,6 +419,8 @@ struct Timeline {
     qdiscs: [Option<String>; 3],
     failure: Option<(f64, String)>,
     recovered: Option<(f64, String)>,
+    failures: usize,
+    recoveries: usize,
     live_path_failures: Vec<String>,
     seen: usize,
 }
@@ -408,14 +444,20 @@ impl Timeline {
             if now > args.deadline_s {
                 break false;
             }
-            if self.blackhole_at.is_none() && now >= args.blackhole_at {
-                fault.blackhole()?;
+            if self.blackhole_at.is_none() && now >= args.blackhole_at && !args.alone {
+                match args.loss {
+                    Some(percent) => fault.lose(percent)?,
+                    None => fault.blackhole()?,
+                }
                 self.blackhole_at = Some(secs());
                 self.qdiscs[1] = Some(fault.qdiscs()?);
             }
             if let (Some(at), None) = (self.blackhole_at, self.restored_at) {
                 if now >= at + args.restore_after {
-                    fault.restore()?;
+                    match args.loss {
+                        Some(percent) => fault.stop_losing(percent)?,
+                        None => fault.restore()?,
+                    }
                     self.restored_at = Some(secs());
                     self.qdiscs[2] = Some(fault.qdiscs()?);
                 }
@@ -441,14 +483,25 @@ impl Timeline {
             if let Some((route, _)) = line.split_once(" failed at ") {
                 if route.ends_with(&format!("-> {dead_server}")) {
                     self.failure.get_or_insert((now, line.to_string()));
+                    self.failures += 1;
                 } else {
                     self.live_path_failures.push(line.to_string());
                 }
-            } else if line.contains(" answers again at ") && self.restored_at.is_some() {
-                self.recovered.get_or_insert((now, line.to_string()));
+            } else if line.contains(" answers again at ") {
+                self.recoveries += 1;
+                if self.restored_at.is_some() {
+                    self.recovered.get_or_insert((now, line.to_string()));
+                }
             }
         }
         self.seen = lines.len();
+    }
+}
+
+fn parse_percent(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(p) if (0.0..=100.0).contains(&p) => Ok(p),
+        _ => Err(format!("{s:?} is not a percentage from 0 to 100")),
     }
 }
 

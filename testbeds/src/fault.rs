@@ -84,6 +84,34 @@ impl LinkFault {
 }
 
 impl LinkFault {
+    /// Makes the link gray: drops `percent` of its packets at random, both ways, until
+    /// `stop_losing`. An iptables `statistic` rule on each direction's device (FORWARD for a
+    /// router's, OUTPUT for a host's: both are added, one of them matches), as this kernel has
+    /// no netem.
+    pub fn lose(&self, percent: f64) -> Result<()> {
+        self.loss_rules("-A", percent).context("making a link lossy")
+    }
+
+    /// Takes away what `lose(percent)` added.
+    pub fn stop_losing(&self, percent: f64) -> Result<()> {
+        self.loss_rules("-D", percent).context("healing a lossy link")
+    }
+
+    fn loss_rules(&self, action: &str, percent: f64) -> Result<()> {
+        let probability = format!("{:.4}", percent / 100.0);
+        for d in &self.directions {
+            let (ns, dev) = d.device();
+            for chain in ["FORWARD", "OUTPUT"] {
+                let rule = ["-w", action, chain, "-o", dev, "-m", "statistic", "--mode", "random"];
+                let drop = ["--probability", &probability, "-j", "DROP"];
+                let args: Vec<&str> =
+                    ["netns", "exec", ns, "iptables"].into_iter().chain(rule).chain(drop).collect();
+                run("ip", &args)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Both directions' qdiscs and egress filters (the marker) as `tc` lists them: `restore`
     /// gives back this.
     pub fn qdiscs(&self) -> Result<String> {

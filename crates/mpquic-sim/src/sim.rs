@@ -689,7 +689,9 @@ impl Sim {
             let Some(stats) = conn.path_stats(path) else { continue };
             let Ok(tuple) = conn.network_path(path) else { continue };
             let local = tuple.local_ip().or_else(|| flow.path_addrs.first().map(|a| a.0));
-            let ends = mpquic::PathEnds { local, remote: Some(tuple.remote()), closed: None };
+            let status = conn.path_status(path).unwrap_or_default();
+            let remote = Some(tuple.remote());
+            let ends = mpquic::PathEnds { local, remote, status, closed: None };
             let slot = ep.slots.get(&path_number(path));
             let cc = slot.and_then(|&slot| snapshot.as_ref()?.path(slot));
             let measured = slot.and_then(|&slot| ep.cc.as_ref()?.slot_report(slot));

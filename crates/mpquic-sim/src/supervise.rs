@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use mpquic::congestion::SharedController;
 use mpquic::supervisor::{PathSupervisor, PathView, SupervisorAction};
-use mpquic::{FailoverEvent, Options, PathFailure, PathSpec};
+use mpquic::{FailoverEvent, Options, PathClose, PathFailure, PathSpec};
 use mpquic_cc::PathId as Slot;
 use noq_proto::{Connection, FourTuple, PathAbandonReason, PathId, PathStatus, TransportErrorCode};
 
@@ -81,14 +81,17 @@ impl Supervision {
                     let _ = conn.ping_path(id);
                 }
                 SupervisorAction::Abandon(id) => {
-                    let code = TransportErrorCode::APPLICATION_ABANDON_PATH.into();
+                    // RFC 10069's code for a path found failed, as the library sends it.
+                    let code = TransportErrorCode::PATH_UNSTABLE_OR_POOR.into();
                     if conn.close_path(now, id, code).is_ok() {
                         self.failed(now, id, conn);
                     }
                 }
                 SupervisorAction::Reopen { failed, spec } => {
                     let tuple = FourTuple::new(spec.remote, spec.local);
-                    match conn.open_path(tuple, PathStatus::Available, now) {
+                    let status =
+                        if spec.backup { PathStatus::Backup } else { PathStatus::Available };
+                    match conn.open_path(tuple, status, now) {
                         Ok(new) => {
                             self.reopening.insert(new, failed);
                         }
@@ -106,8 +109,9 @@ impl Supervision {
         }
     }
 
-    /// A path was abandoned: by the peer (which found it failed), or an attempt to re-open a
-    /// failed path that did not answer.
+    /// A path was abandoned: by the peer (a failure when it says PATH_UNSTABLE_OR_POOR, as
+    /// the library reads it: [`PathClose`]), or an attempt to re-open a failed path that did
+    /// not answer.
     pub(crate) fn on_abandoned(
         &mut self,
         now: Instant,
@@ -120,10 +124,7 @@ impl Supervision {
         }
         if let Some(failed) = self.reopening.remove(&id) {
             self.reopen_finished(now, failed, None);
-        } else if matches!(reason, PathAbandonReason::RemoteAbandoned { .. })
-            && self.supervisor.believes_peer()
-            && !conn.is_closed()
-        {
+        } else if failed_at_peer(reason) && !conn.is_closed() {
             self.failed(now, id, conn);
         }
     }
@@ -133,7 +134,8 @@ impl Supervision {
         let addresses =
             conn.network_path(id).map_or((None, None), |t| (t.local_ip(), Some(t.remote())));
         let open = self.open_paths(conn);
-        let event = self.supervisor.path_failed(now, id, addresses, &open);
+        let backup = conn.path_status(id) == Ok(PathStatus::Backup);
+        let event = self.supervisor.path_failed(now, id, addresses, &open, backup);
         self.events.push(event);
     }
 
@@ -163,8 +165,20 @@ impl Supervision {
                 let spec =
                     conn.network_path(id).ok().map(|t| PathSpec::new(t.local_ip(), t.remote()));
                 let stats = conn.path_stats(id)?;
-                Some(PathView::new(id, spec, &stats, carries_data(id)))
+                let slot = slots.get(&path_number(id));
+                let samples = slot.and_then(|&slot| cc?.rtt_samples(slot));
+                Some(PathView::new(id, spec, &stats, samples, carries_data(id)))
             })
             .collect()
+    }
+}
+
+/// Whether the peer abandoned a path because it found it failed (PATH_UNSTABLE_OR_POOR).
+fn failed_at_peer(reason: &PathAbandonReason) -> bool {
+    match reason {
+        PathAbandonReason::RemoteAbandoned { error_code } => {
+            PathClose::of_peer_abandon(*error_code) == PathClose::Failed
+        }
+        _ => false,
     }
 }

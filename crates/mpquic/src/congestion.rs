@@ -163,6 +163,14 @@ impl SharedController {
         })
     }
 
+    /// How many RTT samples the slot's path has given: each is an ACK frame that acknowledged
+    /// a new largest packet of that path, on whichever path the frame arrived. Failover counts
+    /// them as answers, as a peer may acknowledge a path's packets on another path (RFC 10069
+    /// allows it; picoquic does).
+    pub fn rtt_samples(&self, slot: PathId) -> Option<u64> {
+        Some(self.lock().paths.get(slot.0 as usize)?.rtt_us.len())
+    }
+
     /// The path is gone: the controller forgets it and couples over the others.
     pub fn remove_path(&self, slot: PathId) {
         let mut state = self.lock();

@@ -7,7 +7,10 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 use mpquic_cc::ConnectionSnapshot;
-use noq::{FourTuple, PathError, PathEvent, PathId, PathStats, PathStatus};
+use noq::{
+    FourTuple, PathError, PathEvent, PathId, PathStats, PathStatus, SetPathStatusError,
+    TransportErrorCode,
+};
 use noq_proto::PathAbandonReason;
 use serde::Serialize;
 use tokio_stream::StreamExt;
@@ -29,12 +32,38 @@ pub struct PathSpec {
     pub local: Option<IpAddr>,
     /// The peer's address.
     pub remote: SocketAddr,
+    /// Whether the path opens as a backup (RFC 10069 path status): it carries data only while
+    /// no available path can, and failover promotes it when the last available path fails.
+    pub backup: bool,
 }
 
 impl PathSpec {
-    /// The path from `local` (or the routed default) to `remote`.
+    /// The path from `local` (or the routed default) to `remote`, available for data.
     pub fn new(local: Option<IpAddr>, remote: SocketAddr) -> Self {
-        PathSpec { local, remote }
+        PathSpec { local, remote, backup: false }
+    }
+
+    /// The same path as a backup: see [`PathSpec::backup`].
+    ///
+    /// ```
+    /// use mpquic::PathSpec;
+    ///
+    /// let wifi = PathSpec::new(Some("10.0.1.1".parse()?), "10.0.1.2:4433".parse()?);
+    /// let lte = PathSpec::new(Some("10.0.2.1".parse()?), "10.0.1.2:4433".parse()?).as_backup();
+    /// assert!(lte.backup && !wifi.backup);
+    /// assert_eq!(lte.to_string(), "10.0.2.1 -> 10.0.1.2:4433 (backup)");
+    /// # Ok::<(), std::net::AddrParseError>(())
+    /// ```
+    pub fn as_backup(self) -> Self {
+        PathSpec { backup: true, ..self }
+    }
+
+    fn status(&self) -> PathStatus {
+        if self.backup {
+            PathStatus::Backup
+        } else {
+            PathStatus::Available
+        }
     }
 
     /// One path per (local, remote) pair: every local address with every remote one of the
@@ -71,9 +100,13 @@ impl PathSpec {
 impl std::fmt::Display for PathSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.local {
-            Some(local) => write!(f, "{local} -> {}", self.remote),
-            None => write!(f, "* -> {}", self.remote),
+            Some(local) => write!(f, "{local} -> {}", self.remote)?,
+            None => write!(f, "* -> {}", self.remote)?,
         }
+        if self.backup {
+            f.write_str(" (backup)")?;
+        }
+        Ok(())
     }
 }
 
@@ -100,6 +133,11 @@ struct PathRecord {
     close: Option<PathClose>,
     /// This end's failover is abandoning it (set before the abandon, whose event reads it).
     failing: bool,
+    /// Its status here: a backup carries data only while no available path can.
+    status: PathStatus,
+    /// A backup that failover made available when the last available path failed; it goes
+    /// back to backup when an available path is established again.
+    promoted: bool,
     /// When the path was established (path 0: when the connection was).
     opened: Instant,
 }
@@ -242,7 +280,9 @@ impl MultipathConnection {
                 .and_then(|slot| snapshot.as_ref()?.path(slot).map(|p| p.active))
                 .unwrap_or(true);
             let spec = record.remote.map(|remote| PathSpec::new(record.local, remote));
-            Some(PathView::new(id, spec, &self.conn.path_stats(id)?, carries_data))
+            let carries_data = carries_data && record.status == PathStatus::Available;
+            let samples = record.slot.and_then(|slot| self.controller.as_ref()?.rtt_samples(slot));
+            Some(PathView::new(id, spec, &self.conn.path_stats(id)?, samples, carries_data))
         };
         self.open_paths_now().into_iter().filter_map(view).collect()
     }
@@ -263,11 +303,14 @@ impl MultipathConnection {
         }
     }
 
-    /// Abandon a failed path (noq re-sends its in-flight data on the others when it discards
-    /// it) and, on the client, keep trying to open it again.
+    /// Abandon a failed path with PATH_UNSTABLE_OR_POOR, RFC 10069's code for it (noq re-sends
+    /// its in-flight data on the others when it discards it) and, on the client, keep trying
+    /// to open it again.
     fn fail_path(&self, id: PathId) {
         self.set_failing(id, true);
-        if let Err(e) = self.close_path(id) {
+        let code = TransportErrorCode::PATH_UNSTABLE_OR_POOR.into();
+        let abandoned = self.conn.path(id).map_or(Ok(()), |path| path.close_with(code));
+        if let Err(e) = abandoned {
             self.set_failing(id, false);
             tracing::warn!(path = %id, "path failed but cannot be abandoned: {e}");
             return;
@@ -282,14 +325,80 @@ impl MultipathConnection {
     }
 
     /// Tell the application that path `id` failed (here or at the peer); the supervisor has
-    /// the client re-open it.
+    /// the client re-open it, over the same addresses and with the same status.
     fn announce_failure(&self, id: PathId) {
         let record = self.ledger().get(&id).cloned();
-        let addresses = record.map_or((None, None), |r| (r.local, r.remote));
+        let addresses = record.as_ref().map_or((None, None), |r| (r.local, r.remote));
         let open = self.open_paths_now();
-        let event = self.failover.supervisor().path_failed(Instant::now(), id, addresses, &open);
+        let mut supervisor = self.failover.supervisor();
+        let backup = record.is_some_and(|r| r.status == PathStatus::Backup && !r.promoted);
+        let event = supervisor.path_failed(Instant::now(), id, addresses, &open, backup);
+        drop(supervisor);
         self.failover.publish(event);
         self.failover.wake.notify_one();
+        self.promote_backups();
+    }
+
+    /// When no available path is left (open and not being abandoned), make the backups
+    /// available, telling the peer (RFC 10069 PATH_STATUS_AVAILABLE), so that both ends send
+    /// on them.
+    fn promote_backups(&self) {
+        let backups: Vec<PathId> = {
+            let ledger = self.ledger();
+            let mut open = ledger.iter().filter(|(_, r)| r.close.is_none() && !r.failing);
+            if open.clone().any(|(_, r)| r.status == PathStatus::Available) {
+                return;
+            }
+            open.by_ref().map(|(&id, _)| id).collect()
+        };
+        for id in backups {
+            if self.set_path_status(id, PathStatus::Available).is_ok() {
+                tracing::info!(path = %id, "no available path is left: the backup path takes over");
+                if let Some(record) = self.ledger().get_mut(&id) {
+                    record.promoted = true;
+                }
+            }
+        }
+    }
+
+    /// Once an available path is established again, the backups that failover promoted go
+    /// back to backup.
+    fn demote_promoted(&self, established: PathId) {
+        let promoted: Vec<PathId> = {
+            let ledger = self.ledger();
+            if ledger.get(&established).is_none_or(|r| r.status != PathStatus::Available) {
+                return;
+            }
+            let open_promoted = ledger.iter().filter(|(_, r)| r.promoted && r.close.is_none());
+            open_promoted.map(|(&id, _)| id).collect()
+        };
+        for id in promoted {
+            if self.set_path_status(id, PathStatus::Backup).is_ok() {
+                tracing::info!(path = %id, "an available path is back: path returns to backup");
+            }
+        }
+    }
+
+    /// Set path `id`'s status here, and tell the peer (a PATH_STATUS_BACKUP or
+    /// PATH_STATUS_AVAILABLE frame): a backup carries data only while no available path can.
+    /// A path the peer set to backup (or available) is set so here too.
+    pub fn set_path_status(
+        &self,
+        id: PathId,
+        status: PathStatus,
+    ) -> Result<(), SetPathStatusError> {
+        let path = self.conn.path(id).ok_or(SetPathStatusError::ClosedPath)?;
+        path.set_status(status)?;
+        if let Some(record) = self.ledger().get_mut(&id) {
+            record.status = status;
+            record.promoted = false;
+        }
+        let status = status_name(&status);
+        self.failover.trace(
+            "path_status",
+            &serde_json::json!({ "path": path_number(id), "status": status }),
+        );
+        Ok(())
     }
 
     /// Failures and recoveries of this connection's paths, as they happen.
@@ -313,7 +422,9 @@ impl MultipathConnection {
     }
 
     fn register(&self, id: PathId) {
-        let network = self.conn.path(id).and_then(|p| p.network_path().ok());
+        let path = self.conn.path(id);
+        let network = path.as_ref().and_then(|p| p.network_path().ok());
+        let status = path.as_ref().and_then(|p| p.status().ok()).unwrap_or_default();
         let slot = self.conn.congestion_state(id).and_then(slot_of);
         let mut ledger = self.ledger();
         let record = ledger.entry(id).or_insert(PathRecord {
@@ -323,6 +434,8 @@ impl MultipathConnection {
             closed_stats: None,
             close: None,
             failing: false,
+            status: PathStatus::Available,
+            promoted: false,
             opened: Instant::now(),
         });
         if let Some(network) = network {
@@ -330,53 +443,71 @@ impl MultipathConnection {
             record.remote = Some(network.remote());
         }
         record.slot = record.slot.or(slot);
+        record.status = status;
         tracing::debug!(path = %id, local = ?record.local, remote = ?record.remote, "path established");
     }
 
     fn on_path_event(&self, event: PathEvent) {
         match event {
-            PathEvent::Established { id, .. } => self.register(id),
-            PathEvent::Abandoned { id, reason, .. } => {
-                tracing::info!(path = %id, ?reason, "path abandoned");
-                let connection_open = self.conn.close_reason().is_none();
-                // Our peer abandons a path only when it found it failed (a server never closes
-                // paths otherwise), e.g. the sender of a download.
-                let failed_at_peer = matches!(reason, PathAbandonReason::RemoteAbandoned { .. })
-                    && self.failover.supervisor().believes_peer()
-                    && connection_open;
-                let closed = {
-                    let mut ledger = self.ledger();
-                    ledger.get_mut(&id).map(|r| {
-                        let close = if connection_open {
-                            PathClose::of_abandon(&reason, r.failing, failed_at_peer)
-                        } else {
-                            PathClose::ConnectionEnd
-                        };
-                        (*r.close.get_or_insert(close), r.slot)
-                    })
-                };
-                if let Some((close, slot)) = closed {
-                    self.failover.trace(
-                        "path_closed",
-                        &serde_json::json!({ "path": path_number(id), "reason": close }),
-                    );
-                    if let (Some(slot), Some(controller)) = (slot, &self.controller) {
-                        controller.remove_path(slot);
-                    }
-                }
-                // A path never established here (an open the peer gave up on, e.g. a re-open
-                // over a link still dark) is no failure to announce: nothing ran on it, and
-                // without its addresses it could not be re-opened.
-                if failed_at_peer && closed.is_some() {
-                    self.announce_failure(id);
-                }
+            PathEvent::Established { id, .. } => {
+                self.register(id);
+                self.demote_promoted(id);
             }
+            PathEvent::Abandoned { id, reason, .. } => self.on_abandoned(id, &reason),
             PathEvent::Discarded { id, path_stats, .. } => {
                 if let Some(record) = self.ledger().get_mut(&id) {
                     record.closed_stats = Some(*path_stats);
                 }
             }
+            PathEvent::RemoteStatus { id, status, .. } => {
+                tracing::debug!(path = %id, ?status, "the peer set the path's status");
+                if let Err(e) = self.set_path_status(id, status) {
+                    tracing::debug!(path = %id, "cannot follow the peer's path status: {e}");
+                }
+            }
             _ => {}
+        }
+    }
+
+    /// Path `id` was abandoned, by this end or the peer: record why (a peer's PATH_ABANDON by
+    /// its error code, see [`PathClose`]), and act on it: a failure at the peer is announced
+    /// (the client then re-opens the path), a path the peer cannot keep
+    /// (PATH_RESOURCE_LIMIT_REACHED) or closed for another reason is left closed, and the
+    /// backups take over if no available path is left.
+    fn on_abandoned(&self, id: PathId, reason: &PathAbandonReason) {
+        tracing::info!(path = %id, ?reason, "path abandoned");
+        let connection_open = self.conn.close_reason().is_none();
+        let closed = {
+            let mut ledger = self.ledger();
+            ledger.get_mut(&id).map(|r| {
+                let close = if connection_open {
+                    PathClose::of_abandon(reason, r.failing)
+                } else {
+                    PathClose::ConnectionEnd
+                };
+                (*r.close.get_or_insert(close), r.slot)
+            })
+        };
+        // A path never established here (an open the peer gave up on, e.g. a re-open over a
+        // link still dark) has no record: nothing ran on it, and without its addresses it
+        // could not be re-opened.
+        let Some((close, slot)) = closed else { return };
+        self.failover
+            .trace("path_closed", &serde_json::json!({ "path": path_number(id), "reason": close }));
+        if let (Some(slot), Some(controller)) = (slot, &self.controller) {
+            controller.remove_path(slot);
+        }
+        if !connection_open {
+            return;
+        }
+        let by_peer = matches!(reason, PathAbandonReason::RemoteAbandoned { .. });
+        match close {
+            PathClose::Failed if by_peer => self.announce_failure(id),
+            PathClose::ResourceLimit => {
+                tracing::warn!(path = %id, "the peer cannot keep the path (resource limit): not re-opening it");
+                self.promote_backups();
+            }
+            _ => self.promote_backups(),
         }
     }
 
@@ -405,7 +536,7 @@ impl MultipathConnection {
         let deadline = Instant::now() + Duration::from_secs(2);
         loop {
             let opening =
-                self.conn.open_path(FourTuple::new(spec.remote, spec.local), PathStatus::Available);
+                self.conn.open_path(FourTuple::new(spec.remote, spec.local), spec.status());
             match tokio::time::timeout(Duration::from_secs(5), opening).await {
                 Ok(Ok(path)) => {
                     self.register(path.id());
@@ -483,7 +614,8 @@ impl MultipathConnection {
                 let measured =
                     record.slot.and_then(|slot| self.controller.as_ref()?.slot_report(slot));
                 let closed = record.close.or(ended);
-                let ends = PathEnds { local: record.local, remote: record.remote, closed };
+                let (local, remote, status) = (record.local, record.remote, record.status);
+                let ends = PathEnds { local, remote, status, closed };
                 let mut path =
                     PathReport::new(id, ends, stats.as_ref(), cc.as_ref(), measured.as_ref());
                 path.opened_ms = established
@@ -553,6 +685,10 @@ pub struct PathReport {
     pub remote: Option<SocketAddr>,
     /// Whether the path is still open.
     pub open: bool,
+    /// Its status (RFC 10069): `available`, or `backup` (carries data only while no available
+    /// path can).
+    #[serde(serialize_with = "serialize_status")]
+    pub status: PathStatus,
     /// Why it was closed, or eliminated by the controller (which leaves it open); `None` for
     /// a path that is open and may carry data. See [`PathClose::reported`].
     pub close_reason: Option<PathClose>,
@@ -595,15 +731,29 @@ pub struct PathReport {
     pub opened_ms: Option<f64>,
 }
 
-/// Where a path runs and whether it is still open.
+/// Where a path runs, its status, and whether it is still open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PathEnds {
     /// Local address, when known.
     pub local: Option<IpAddr>,
     /// Remote address, when known.
     pub remote: Option<SocketAddr>,
+    /// Its status here (last, for a closed path).
+    pub status: PathStatus,
     /// Why the path was closed; `None` while it is open.
     pub closed: Option<PathClose>,
+}
+
+/// A path status as reports and qlog name it.
+fn status_name(status: &PathStatus) -> &'static str {
+    match status {
+        PathStatus::Available => "available",
+        PathStatus::Backup => "backup",
+    }
+}
+
+fn serialize_status<S: serde::Serializer>(status: &PathStatus, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(status_name(status))
 }
 
 impl PathReport {
@@ -624,6 +774,7 @@ impl PathReport {
             local: ends.local,
             remote: ends.remote,
             open: ends.closed.is_none(),
+            status: ends.status,
             close_reason: PathClose::reported(ends.closed, measured.is_some_and(|m| m.eliminated)),
             bytes_sent: stats.map_or(0, |s| s.sent_bytes),
             bytes_received: stats.map_or(0, |s| s.udp_rx.bytes),

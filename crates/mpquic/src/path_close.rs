@@ -7,16 +7,16 @@
 
 use std::fmt;
 
-use noq_proto::PathAbandonReason;
+use noq_proto::{PathAbandonReason, TransportErrorCode, VarInt};
 use serde::{Deserialize, Serialize};
 
 /// Why a path was closed (or, for [`PathClose::Eliminated`], kept from data for good).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PathClose {
-    /// It stopped answering and failover abandoned it (here, or at the peer, whose word the
-    /// client takes), or the local network took it away. A failed path that answers again
-    /// comes back as a new path.
+    /// It stopped answering and failover abandoned it (here, or at the peer, which says so
+    /// with PATH_UNSTABLE_OR_POOR), or the local network took it away. A failed path that
+    /// answers again comes back as a new path.
     Failed,
     /// The controller eliminated it (MPTCP-D's extra-subflow elimination): it carries no new
     /// data from then on. The QUIC path stays open, sending only probes, and is reported
@@ -24,7 +24,10 @@ pub enum PathClose {
     Eliminated,
     /// Nothing arrived on it for the path idle timeout.
     IdleTimeout,
-    /// The peer closed it, and it does not count as failed here.
+    /// The peer closed it with PATH_RESOURCE_LIMIT_REACHED: it cannot keep the path, so it is
+    /// not opened again.
+    ResourceLimit,
+    /// The peer closed it for a reason of its own (any other PATH_ABANDON error code).
     ClosedByPeer,
     /// This end's application closed it ([`crate::MultipathConnection::close_path`]).
     Closed,
@@ -34,21 +37,38 @@ pub enum PathClose {
 
 impl PathClose {
     /// The reason noq's abandon gives, where this end did not decide it: `failed_here` when
-    /// this end's failover abandoned the path, `peer_failure` when the peer's abandon counts as
-    /// a failure here.
-    pub(crate) fn of_abandon(
-        reason: &PathAbandonReason,
-        failed_here: bool,
-        peer_failure: bool,
-    ) -> PathClose {
+    /// this end's failover abandoned the path. A peer's PATH_ABANDON is read by its error code
+    /// (RFC 10069, section 3.4): only PATH_UNSTABLE_OR_POOR is the peer's failure verdict.
+    pub(crate) fn of_abandon(reason: &PathAbandonReason, failed_here: bool) -> PathClose {
         match reason {
             PathAbandonReason::ApplicationClosed { .. } if failed_here => PathClose::Failed,
             PathAbandonReason::ApplicationClosed { .. } => PathClose::Closed,
-            PathAbandonReason::RemoteAbandoned { .. } if peer_failure => PathClose::Failed,
-            PathAbandonReason::RemoteAbandoned { .. } => PathClose::ClosedByPeer,
+            PathAbandonReason::RemoteAbandoned { error_code } => {
+                PathClose::of_peer_abandon(*error_code)
+            }
             PathAbandonReason::UnusableAfterNetworkChange => PathClose::Failed,
             // Path validation that gets no answer ends as an idle timeout too.
             _ => PathClose::IdleTimeout,
+        }
+    }
+
+    /// What the error code of the peer's PATH_ABANDON frame says about the path: `Failed` for
+    /// PATH_UNSTABLE_OR_POOR (the peer found it failed: the client opens it again),
+    /// `ResourceLimit` for PATH_RESOURCE_LIMIT_REACHED (not opened again), `ClosedByPeer` for
+    /// any other code.
+    ///
+    /// ```
+    /// use mpquic::noq::TransportErrorCode;
+    /// use mpquic::PathClose;
+    ///
+    /// let code = TransportErrorCode::PATH_RESOURCE_LIMIT_REACHED.into();
+    /// assert_eq!(PathClose::of_peer_abandon(code), PathClose::ResourceLimit);
+    /// ```
+    pub fn of_peer_abandon(error_code: VarInt) -> PathClose {
+        match TransportErrorCode::from(error_code) {
+            TransportErrorCode::PATH_UNSTABLE_OR_POOR => PathClose::Failed,
+            TransportErrorCode::PATH_RESOURCE_LIMIT_REACHED => PathClose::ResourceLimit,
+            _ => PathClose::ClosedByPeer,
         }
     }
 
@@ -73,6 +93,7 @@ impl fmt::Display for PathClose {
             PathClose::Failed => "failed",
             PathClose::Eliminated => "eliminated",
             PathClose::IdleTimeout => "idle timeout",
+            PathClose::ResourceLimit => "closed by the peer: resource limit",
             PathClose::ClosedByPeer => "closed by the peer",
             PathClose::Closed => "closed here",
             PathClose::ConnectionEnd => "connection ended",
@@ -90,6 +111,7 @@ mod tests {
             (PathClose::Failed, "failed"),
             (PathClose::Eliminated, "eliminated"),
             (PathClose::IdleTimeout, "idle_timeout"),
+            (PathClose::ResourceLimit, "resource_limit"),
             (PathClose::ClosedByPeer, "closed_by_peer"),
             (PathClose::Closed, "closed"),
             (PathClose::ConnectionEnd, "connection_end"),
@@ -103,13 +125,25 @@ mod tests {
     #[test]
     fn an_abandon_is_a_failure_only_where_failover_decided_it() {
         let local = PathAbandonReason::ApplicationClosed { error_code: 0u32.into() };
-        let remote = PathAbandonReason::RemoteAbandoned { error_code: 0u32.into() };
-        assert_eq!(PathClose::of_abandon(&local, true, false), PathClose::Failed);
-        assert_eq!(PathClose::of_abandon(&local, false, true), PathClose::Closed);
-        assert_eq!(PathClose::of_abandon(&remote, false, true), PathClose::Failed);
-        assert_eq!(PathClose::of_abandon(&remote, true, false), PathClose::ClosedByPeer);
+        assert_eq!(PathClose::of_abandon(&local, true), PathClose::Failed);
+        assert_eq!(PathClose::of_abandon(&local, false), PathClose::Closed);
         let idle = PathAbandonReason::TimedOut;
-        assert_eq!(PathClose::of_abandon(&idle, false, false), PathClose::IdleTimeout);
+        assert_eq!(PathClose::of_abandon(&idle, false), PathClose::IdleTimeout);
+    }
+
+    #[test]
+    fn a_peer_abandon_is_read_by_its_error_code() {
+        let remote = |code: TransportErrorCode| PathAbandonReason::RemoteAbandoned {
+            error_code: code.into(),
+        };
+        let of = |code| PathClose::of_abandon(&remote(code), false);
+        assert_eq!(of(TransportErrorCode::PATH_UNSTABLE_OR_POOR), PathClose::Failed);
+        assert_eq!(of(TransportErrorCode::PATH_RESOURCE_LIMIT_REACHED), PathClose::ResourceLimit);
+        assert_eq!(of(TransportErrorCode::APPLICATION_ABANDON_PATH), PathClose::ClosedByPeer);
+        assert_eq!(of(TransportErrorCode::NO_ERROR), PathClose::ClosedByPeer);
+        // This end's failover deciding too does not change what the peer said.
+        let poor = remote(TransportErrorCode::PATH_RESOURCE_LIMIT_REACHED);
+        assert_eq!(PathClose::of_abandon(&poor, true), PathClose::ResourceLimit);
     }
 
     #[test]

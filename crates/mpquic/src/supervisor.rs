@@ -29,30 +29,47 @@ pub struct PathView {
     pub remote: Option<SocketAddr>,
     /// Bytes of ack-eliciting packets sent on the path.
     pub sent_bytes: u64,
+    /// Packets sent on the path.
+    pub sent_packets: u64,
+    /// Packets the stack declared lost on the path.
+    pub lost_packets: u64,
     /// Datagrams sent on the path, of any kind.
     pub sent_datagrams: u64,
     /// Datagrams received on the path.
     pub received: u64,
-    /// ACK frames received on the path (PATH_ACK and ACK).
+    /// Answers to the path's packets: ACK frames received on the path (PATH_ACK and ACK),
+    /// plus the ACK frames for its packets that arrived on other paths where the controller
+    /// counts them (its RTT samples).
     pub acks: u64,
     /// The path's smoothed RTT.
     pub srtt: Duration,
-    /// Whether the controller lets the path carry new data (false while AMP suppresses it or
-    /// MPTCP-D eliminates it).
+    /// Whether the path is to carry data now: an available path (not a backup) that the
+    /// controller lets carry new data (not while AMP suppresses it or MPTCP-D eliminates it).
+    /// Only such paths are watched for failure: the others send probes only, whose silence
+    /// says nothing (a backup's ACKs may ride an available path).
     pub carries_data: bool,
 }
 
 impl PathView {
-    /// The view of path `id` from noq's statistics of it.
-    pub fn new(id: PathId, spec: Option<PathSpec>, stats: &PathStats, carries_data: bool) -> Self {
+    /// The view of path `id` from noq's statistics of it and, under a controller of ours, the
+    /// RTT samples its packets gave ([`crate::congestion::SharedController::rtt_samples`]).
+    pub fn new(
+        id: PathId,
+        spec: Option<PathSpec>,
+        stats: &PathStats,
+        rtt_samples: Option<u64>,
+        carries_data: bool,
+    ) -> Self {
         PathView {
             id,
             local: spec.and_then(|s| s.local),
             remote: spec.map(|s| s.remote),
             sent_bytes: stats.sent_bytes,
+            sent_packets: stats.sent_packets,
+            lost_packets: stats.lost_packets,
             sent_datagrams: stats.udp_tx.datagrams,
             received: stats.udp_rx.datagrams,
-            acks: stats.frame_rx.acks + stats.frame_rx.path_acks,
+            acks: stats.frame_rx.acks + stats.frame_rx.path_acks + rtt_samples.unwrap_or(0),
             srtt: stats.rtt,
             carries_data,
         }
@@ -83,6 +100,16 @@ struct Reopen {
     spec: PathSpec,
     /// When to try next; `None` while an attempt is under way.
     due: Option<Instant>,
+    /// Attempts that came to nothing so far (see [`PathFailure::backoff`]).
+    level: u32,
+}
+
+/// A re-opened path that has not yet worked for [`PathFailure::settle`].
+#[derive(Debug, Clone, Copy)]
+struct Returned {
+    /// The back-off level it came back at.
+    level: u32,
+    at: Instant,
 }
 
 /// One connection's path keep-alive, failure detection and re-opening, as a state machine.
@@ -98,6 +125,7 @@ pub struct PathSupervisor {
     /// Per path, the datagrams it had sent at the last keep-alive round.
     sent_before: BTreeMap<PathId, u64>,
     reopening: BTreeMap<PathId, Reopen>,
+    returned: BTreeMap<PathId, Returned>,
 }
 
 impl PathSupervisor {
@@ -120,6 +148,7 @@ impl PathSupervisor {
             next_keep_alive: now + keep_alive,
             sent_before: BTreeMap::new(),
             reopening: BTreeMap::new(),
+            returned: BTreeMap::new(),
         }
     }
 
@@ -139,15 +168,17 @@ impl PathSupervisor {
         }
         if let Some(detector) = self.detector.as_mut().filter(|_| now >= self.next_detection) {
             self.next_detection = now + FAILURE_POLL;
-            // A path the controller keeps from data (AMP's suppression, MPTCP-D's
-            // elimination) sends only probes, whose silence is no sign of failure; it is
-            // watched again from when it is released.
+            // A path kept from data (a backup; AMP's suppression, MPTCP-D's elimination)
+            // sends only probes, whose silence is no sign of failure: it is not judged, and
+            // it is watched afresh from when it carries data again.
             let samples: Vec<(PathId, PathSample)> = paths
                 .iter()
                 .filter(|p| p.carries_data)
                 .map(|p| {
                     let sample = PathSample {
                         sent_bytes: p.sent_bytes,
+                        sent_packets: p.sent_packets,
+                        lost_packets: p.lost_packets,
                         received: p.received,
                         acks: p.acks,
                         srtt: p.srtt,
@@ -155,8 +186,10 @@ impl PathSupervisor {
                     (p.id, sample)
                 })
                 .collect();
-            actions
-                .extend(detector.observe(now, &samples).into_iter().map(SupervisorAction::Abandon));
+            let standby: Vec<PathId> =
+                paths.iter().filter(|p| !p.carries_data).map(|p| p.id).collect();
+            let failed = detector.observe(now, &samples, &standby);
+            actions.extend(failed.into_iter().map(SupervisorAction::Abandon));
         }
         for (&failed, reopen) in &mut self.reopening {
             if reopen.due.is_some_and(|due| now >= due) {
@@ -164,6 +197,8 @@ impl PathSupervisor {
                 actions.push(SupervisorAction::Reopen { failed, spec: reopen.spec });
             }
         }
+        let settle = self.rule().settle;
+        self.returned.retain(|_, r| now.saturating_duration_since(r.at) < settle);
         actions
     }
 
@@ -186,20 +221,31 @@ impl PathSupervisor {
         })
     }
 
-    /// Path `id` over `spec` failed at `now` (this end abandoned it, or the peer did) and the
-    /// connection goes on over `open`: the event to tell the application. The client re-opens
-    /// the path after the rule's retry interval.
+    /// Path `id` over `spec` failed at `now` (this end abandoned it, or the peer did with
+    /// PATH_UNSTABLE_OR_POOR) and the connection goes on over `open`: the event to tell the
+    /// application. A `backup` path is re-opened as a backup. The client re-opens the path after the rule's back-off: its first retry
+    /// interval, or longer if the path had failed and come back only recently.
     pub fn path_failed(
         &mut self,
         now: Instant,
         id: PathId,
         spec: (Option<IpAddr>, Option<SocketAddr>),
         open: &[PathId],
+        backup: bool,
     ) -> FailoverEvent {
         let (local, remote) = spec;
+        let rule = self.rule();
+        let level = match self.returned.remove(&id) {
+            Some(r) if now.saturating_duration_since(r.at) < rule.settle => r.level + 1,
+            _ => 0,
+        };
+        let mut retry_in_s = None;
         if let (Some(remote), true) = (remote, self.client) {
-            let due = Some(now + self.retry());
-            self.reopening.insert(id, Reopen { spec: PathSpec::new(local, remote), due });
+            let wait = rule.backoff(level);
+            let due = Some(now + wait);
+            let spec = PathSpec { local, remote, backup };
+            self.reopening.insert(id, Reopen { spec, due, level });
+            retry_in_s = Some(wait.as_secs_f64());
         }
         FailoverEvent::PathFailed {
             path: path_number(id),
@@ -207,27 +253,31 @@ impl PathSupervisor {
             remote,
             at_s: self.since_start(now),
             continuing_on: open.iter().filter(|&&p| p != id).map(|&p| path_number(p)).collect(),
+            retry_in_s,
         }
     }
 
     /// What came of re-opening the failed path `failed`: the new path that answers, or `None`
-    /// (tried again after the retry interval). Returns the event to tell the application.
+    /// (tried again after a back-off twice as long, up to the rule's cap). Returns the event to
+    /// tell the application.
     pub fn reopen_finished(
         &mut self,
         now: Instant,
         failed: PathId,
         opened: Option<PathId>,
     ) -> Option<FailoverEvent> {
+        let rule = self.rule();
         match opened {
             None => {
-                let retry = self.retry();
                 if let Some(reopen) = self.reopening.get_mut(&failed) {
-                    reopen.due = Some(now + retry);
+                    reopen.level = reopen.level.saturating_add(1);
+                    reopen.due = Some(now + rule.backoff(reopen.level));
                 }
                 None
             }
             Some(path) => {
-                let Reopen { spec, .. } = self.reopening.remove(&failed)?;
+                let Reopen { spec, level, .. } = self.reopening.remove(&failed)?;
+                self.returned.insert(path, Returned { level, at: now });
                 Some(FailoverEvent::PathRecovered {
                     path: path_number(path),
                     failed_path: path_number(failed),
@@ -239,15 +289,8 @@ impl PathSupervisor {
         }
     }
 
-    /// Whether a path that the peer abandoned counts as failed here: a server abandons paths
-    /// only when it found them failed, so the client (which alone can re-open them) takes the
-    /// peer's word for it.
-    pub fn believes_peer(&self) -> bool {
-        self.client
-    }
-
-    fn retry(&self) -> Duration {
-        self.rule.unwrap_or_default().retry
+    fn rule(&self) -> PathFailure {
+        self.rule.unwrap_or_default()
     }
 
     fn since_start(&self, now: Instant) -> f64 {
@@ -267,6 +310,8 @@ mod tests {
             local: None,
             remote: Some("10.0.0.2:4433".parse().unwrap()),
             sent_bytes: sent,
+            sent_packets: sent,
+            lost_packets: 0,
             sent_datagrams: sent,
             received,
             acks: received,
@@ -313,41 +358,82 @@ mod tests {
         let (action, failed_at) = abandoned.expect("path 0 fails");
         assert_eq!(action, SupervisorAction::Abandon(PathId::ZERO));
         let spec = (None, view(0, 0, 0).remote);
-        let event = supervisor.path_failed(failed_at, PathId::ZERO, spec, &[PathId::from(1u32)]);
+        let event =
+            supervisor.path_failed(failed_at, PathId::ZERO, spec, &[PathId::from(1u32)], false);
         assert!(
             matches!(event, FailoverEvent::PathFailed { path: 0, ref continuing_on, .. } if continuing_on == &[1])
         );
         let due = failed_at + rule.retry;
         assert_eq!(supervisor.poll_timeout(), failed_at + FAILURE_POLL);
-        let reopen = |s: &mut PathSupervisor, now| {
-            s.poll(now, &[view(1, 0, 0)])
-                .into_iter()
-                .filter(|a| matches!(a, SupervisorAction::Reopen { .. }))
-                .count()
-        };
-        assert_eq!(reopen(&mut supervisor, due - MS), 0);
-        assert_eq!(reopen(&mut supervisor, due), 1);
-        assert_eq!(reopen(&mut supervisor, due + rule.retry), 0, "an attempt is under way");
-        assert_eq!(supervisor.reopen_finished(due + rule.retry, PathId::ZERO, None), None);
-        assert_eq!(reopen(&mut supervisor, due + 2 * rule.retry), 1);
-        let recovered = supervisor.reopen_finished(
-            due + 2 * rule.retry,
-            PathId::ZERO,
-            Some(PathId::from(2u32)),
-        );
+        assert_eq!(reopens(&mut supervisor, due - MS), 0);
+        assert_eq!(reopens(&mut supervisor, due), 1);
+        assert_eq!(reopens(&mut supervisor, due + rule.retry), 0, "an attempt is under way");
+        // The attempt gets no answer: the next one waits twice as long.
+        let tried = due + rule.retry;
+        assert_eq!(supervisor.reopen_finished(tried, PathId::ZERO, None), None);
+        assert_eq!(reopens(&mut supervisor, tried + rule.backoff(1) - MS), 0);
+        assert_eq!(reopens(&mut supervisor, tried + rule.backoff(1)), 1);
+        let back = tried + rule.backoff(1);
+        let recovered = supervisor.reopen_finished(back, PathId::ZERO, Some(PathId::from(2u32)));
         assert!(matches!(
             recovered,
             Some(FailoverEvent::PathRecovered { path: 2, failed_path: 0, .. })
         ));
-        assert_eq!(reopen(&mut supervisor, due + 4 * rule.retry), 0, "recovered: no more attempts");
+        assert_eq!(
+            reopens(&mut supervisor, back + 4 * rule.retry),
+            0,
+            "recovered: no more attempts"
+        );
+    }
+
+    /// Actions asking to re-open a path, at `now`, with path 1 alone open.
+    fn reopens(supervisor: &mut PathSupervisor, now: Instant) -> usize {
+        supervisor
+            .poll(now, &[view(1, 0, 0)])
+            .into_iter()
+            .filter(|a| matches!(a, SupervisorAction::Reopen { .. }))
+            .count()
+    }
+
+    /// When the client next re-opens path `id`, failed at `now`, in seconds from `now`.
+    fn retry_after_failure(supervisor: &mut PathSupervisor, now: Instant, id: u32) -> f64 {
+        let spec = (None, view(0, 0, 0).remote);
+        let event =
+            supervisor.path_failed(now, PathId::from(id), spec, &[PathId::from(9u32)], false);
+        let FailoverEvent::PathFailed { retry_in_s: Some(retry), .. } = event else {
+            panic!("the client re-opens a failed path: {event:?}")
+        };
+        retry
+    }
+
+    #[test]
+    fn a_path_that_fails_again_soon_after_it_came_back_waits_longer_each_time() {
+        let t0 = Instant::now();
+        let rule = PathFailure::default();
+        let mut supervisor = PathSupervisor::new(Some(rule), Duration::from_secs(10), true, t0);
+        let mut now = t0;
+        let mut waits = vec![];
+        for id in 0..8u32 {
+            let wait = retry_after_failure(&mut supervisor, now, id);
+            waits.push(wait);
+            now += Duration::from_secs_f64(wait);
+            supervisor.poll(now, &[]);
+            // It answers again, and fails 2 s later (a gray path's flapping).
+            supervisor.reopen_finished(now, PathId::from(id), Some(PathId::from(id + 1)));
+            now += Duration::from_secs(2);
+        }
+        assert_eq!(waits, [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]);
+        // One that worked for longer than `settle` starts afresh.
+        now += rule.settle;
+        supervisor.poll(now, &[]);
+        assert_eq!(retry_after_failure(&mut supervisor, now, 8), 0.5);
     }
 
     #[test]
     fn a_server_does_not_reopen() {
         let t0 = Instant::now();
         let mut supervisor = PathSupervisor::new(Some(PathFailure::default()), 10 * MS, false, t0);
-        let _ = supervisor.path_failed(t0, PathId::ZERO, (None, view(0, 0, 0).remote), &[]);
+        let _ = supervisor.path_failed(t0, PathId::ZERO, (None, view(0, 0, 0).remote), &[], false);
         assert!(supervisor.poll(t0 + Duration::from_secs(5), &[]).is_empty());
-        assert!(!supervisor.believes_peer());
     }
 }
