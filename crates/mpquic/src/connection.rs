@@ -155,6 +155,8 @@ pub struct MultipathConnection {
 /// The connection's path supervisor and the failover events it produced, shared by its tasks.
 struct Failover {
     supervisor: Mutex<PathSupervisor>,
+    /// The paths' idle timeout (none for a backup: see `MultipathConnection::set_path_status`).
+    path_idle_timeout: Duration,
     /// Wakes the supervising task when the supervisor has new work (a path the peer
     /// abandoned is to be re-opened).
     wake: tokio::sync::Notify,
@@ -174,6 +176,7 @@ impl Failover {
         );
         Failover {
             supervisor: Mutex::new(supervisor),
+            path_idle_timeout: transport.path_idle_timeout,
             wake: tokio::sync::Notify::new(),
             #[cfg(feature = "qlog")]
             qlog: transport.qlog_events.clone(),
@@ -382,6 +385,10 @@ impl MultipathConnection {
     /// Set path `id`'s status here, and tell the peer (a PATH_STATUS_BACKUP or
     /// PATH_STATUS_AVAILABLE frame): a backup carries data only while no available path can.
     /// A path the peer set to backup (or available) is set so here too.
+    ///
+    /// A backup path has no idle timeout here: the peer acknowledges its keep-alive PINGs on
+    /// an available path (RFC 10069 lets it), so it may receive nothing for long, and its
+    /// failure is looked for once it carries data again.
     pub fn set_path_status(
         &self,
         id: PathId,
@@ -389,6 +396,7 @@ impl MultipathConnection {
     ) -> Result<(), SetPathStatusError> {
         let path = self.conn.path(id).ok_or(SetPathStatusError::ClosedPath)?;
         path.set_status(status)?;
+        self.keep_idle_timeout(&path, status);
         if let Some(record) = self.ledger().get_mut(&id) {
             record.status = status;
             record.promoted = false;
@@ -399,6 +407,17 @@ impl MultipathConnection {
             &serde_json::json!({ "path": path_number(id), "status": status }),
         );
         Ok(())
+    }
+
+    /// A backup path has no idle timeout, an available one the connection's.
+    fn keep_idle_timeout(&self, path: &noq::Path, status: PathStatus) {
+        let timeout = match status {
+            PathStatus::Available => Some(self.failover.path_idle_timeout),
+            PathStatus::Backup => None,
+        };
+        if let Err(e) = path.set_max_idle_timeout(timeout) {
+            tracing::debug!(path = %path.id(), "cannot set the path's idle timeout: {e}");
+        }
     }
 
     /// Failures and recoveries of this connection's paths, as they happen.
@@ -425,6 +444,9 @@ impl MultipathConnection {
         let path = self.conn.path(id);
         let network = path.as_ref().and_then(|p| p.network_path().ok());
         let status = path.as_ref().and_then(|p| p.status().ok()).unwrap_or_default();
+        if let (Some(path), PathStatus::Backup) = (&path, status) {
+            self.keep_idle_timeout(path, status);
+        }
         let slot = self.conn.congestion_state(id).and_then(slot_of);
         let mut ledger = self.ledger();
         let record = ledger.entry(id).or_insert(PathRecord {

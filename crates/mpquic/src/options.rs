@@ -219,6 +219,9 @@ pub struct Transport {
     /// How often a path that sent nothing is probed, so that the peer (which abandons a path
     /// that receives nothing for the idle timeout) keeps it.
     pub path_keep_alive: Duration,
+    /// How long a path may receive nothing before noq abandons it (a backup path has no such
+    /// limit: its ACKs may ride another path, see `MultipathConnection::set_path_status`).
+    pub path_idle_timeout: Duration,
     /// When a path counts as failed (`None`: not watched).
     pub path_failure: Option<PathFailure>,
     /// The qlog trace's sink for the connection's own events, when tracing.
@@ -369,6 +372,7 @@ impl Options {
             config: Arc::new(config),
             controller,
             path_keep_alive: self.path_keep_alive(),
+            path_idle_timeout: self.idle_timeout,
             path_failure: self.path_failure,
             #[cfg(feature = "qlog")]
             qlog_events,
