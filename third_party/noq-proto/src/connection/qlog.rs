@@ -22,6 +22,7 @@ use alloc::{
 use core::marker::PhantomData;
 use core::{
     net::{IpAddr, SocketAddr},
+    ops::Range,
     time::Duration,
 };
 #[cfg(feature = "qlog")]
@@ -568,17 +569,23 @@ pub(crate) trait ToQlog {
     fn to_qlog(&self) -> QuicFrame;
 }
 
+/// The ranges of an ACK or PATH_ACK frame as qlog's `acked_ranges`
+///
+/// Our range sets hold exclusive `Range`s, while a qlog `AckRange` is inclusive at both ends
+/// (draft-ietf-quic-qlog-quic-events), so each range ends at its last acknowledged packet.
+#[cfg(feature = "qlog")]
+fn qlog_acked_ranges(ranges: impl Iterator<Item = Range<u64>>) -> vec::Vec<AckRange> {
+    ranges
+        .map(|range| AckRange::new(range.start, range.end - 1))
+        .collect()
+}
+
 #[cfg(feature = "qlog")]
 impl<'a> ToQlog for frame::AckEncoder<'a> {
     fn to_qlog(&self) -> QuicFrame {
         QuicFrame::Ack {
             ack_delay: Some(self.delay as f32),
-            acked_ranges: Some(
-                self.ranges
-                    .iter()
-                    .map(|range| AckRange::new(range.start, range.end))
-                    .collect(),
-            ),
+            acked_ranges: Some(qlog_acked_ranges(self.ranges.iter())),
             ect1: self.ecn.map(|e| e.ect1),
             ect0: self.ecn.map(|e| e.ect0),
             ce: self.ecn.map(|e| e.ce),
@@ -826,12 +833,7 @@ impl ToQlog for frame::PathAckEncoder<'_> {
         QuicFrame::PathAck {
             path_id: self.path_id.as_u32() as u64,
             ack_delay: Some(self.delay as f32),
-            acked_ranges: Some(
-                self.ranges
-                    .iter()
-                    .map(|range| AckRange::new(range.start, range.end))
-                    .collect(),
-            ),
+            acked_ranges: Some(qlog_acked_ranges(self.ranges.iter())),
             ect1: self.ecn.map(|e| e.ect1),
             ect0: self.ecn.map(|e| e.ect0),
             ce: self.ecn.map(|e| e.ce),
@@ -1011,11 +1013,7 @@ impl Frame {
             Self::Ping => frame::Ping.to_qlog(),
             Self::Ack(f) => QuicFrame::Ack {
                 ack_delay: Some(f.delay as f32),
-                acked_ranges: Some(
-                    f.iter()
-                        .map(|range| AckRange::new(range.start, range.end))
-                        .collect(),
-                ),
+                acked_ranges: Some(qlog_acked_ranges(f.iter())),
                 ect1: f.ecn.as_ref().map(|e| e.ect1),
                 ect0: f.ecn.as_ref().map(|e| e.ect0),
                 ce: f.ecn.as_ref().map(|e| e.ce),
@@ -1067,12 +1065,7 @@ impl Frame {
                 ect0: ack.ecn.as_ref().map(|e| e.ect0),
                 ce: ack.ecn.as_ref().map(|e| e.ce),
                 raw: None,
-                acked_ranges: Some(
-                    ack.ranges
-                        .iter()
-                        .map(|range| AckRange::new(range.start, range.end))
-                        .collect(),
-                ),
+                acked_ranges: Some(qlog_acked_ranges(ack.ranges.iter())),
             },
             Self::PathAbandon(frame) => frame.to_qlog(),
             Self::PathStatusAvailable(frame) => frame.to_qlog(),
@@ -1302,5 +1295,79 @@ impl crate::address_discovery::Role {
             (false, true) => Some(AddressDiscoveryRole::ReceiveOnly),
             (true, true) => Some(AddressDiscoveryRole::Both),
         }
+    }
+}
+
+#[cfg(all(test, feature = "qlog"))]
+mod tests {
+    use alloc::vec::Vec;
+
+    use qlog::events::quic::{AckRange, QuicFrame};
+
+    use super::ToQlog;
+    use crate::{Frame, PathId, frame, range_set::ArrayRangeSet};
+
+    /// Packets 3049 to 3115 and 3117 acknowledged, held as exclusive ranges like every ACK
+    fn acked() -> ArrayRangeSet {
+        let mut ranges = ArrayRangeSet::new();
+        ranges.insert(3049..3116);
+        ranges.insert_one(3117);
+        ranges
+    }
+
+    /// The same packets as qlog's inclusive ranges (a single packet is `[n, n]`, written `[n]`)
+    fn acked_inclusive() -> [AckRange; 2] {
+        [AckRange::new(3049, 3115), AckRange::new(3117, 3117)]
+    }
+
+    fn acked_ranges(frame: QuicFrame) -> Vec<AckRange> {
+        match frame {
+            QuicFrame::Ack {
+                acked_ranges: Some(ranges),
+                ..
+            }
+            | QuicFrame::PathAck {
+                acked_ranges: Some(ranges),
+                ..
+            } => ranges,
+            other => panic!("not an ACK frame with ranges: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn sent_ack_frames_log_inclusive_ranges() {
+        let ranges = acked();
+        let ack = frame::AckEncoder {
+            delay: 0,
+            ranges: &ranges,
+            ecn: None,
+        };
+        assert_eq!(acked_ranges(ack.to_qlog()), acked_inclusive());
+        let path_ack = frame::PathAckEncoder {
+            path_id: PathId(1),
+            delay: 0,
+            ranges: &ranges,
+            ecn: None,
+        };
+        assert_eq!(acked_ranges(path_ack.to_qlog()), acked_inclusive());
+    }
+
+    #[test]
+    fn received_ack_frames_log_inclusive_ranges() {
+        let ack = Frame::Ack(frame::Ack {
+            largest: 3117,
+            delay: 0,
+            ranges: acked(),
+            ecn: None,
+        });
+        assert_eq!(acked_ranges(ack.to_qlog()), acked_inclusive());
+        let path_ack = Frame::PathAck(frame::PathAck {
+            path_id: PathId(1),
+            largest: 3117,
+            delay: 0,
+            ranges: acked(),
+            ecn: None,
+        });
+        assert_eq!(acked_ranges(path_ack.to_qlog()), acked_inclusive());
     }
 }
