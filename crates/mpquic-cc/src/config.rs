@@ -9,7 +9,7 @@ use crate::alg::{
     amp::Amp, dcm::Dcm, dctcp::Dctcp, lia::Lia, mmptcp::Mmptcp, mptcp_d::MptcpD, reno::Reno,
     xmp::Xmp,
 };
-use crate::conn::Conn;
+use crate::coupled::Coupled;
 use crate::Controller;
 
 /// The algorithms this crate implements.
@@ -356,14 +356,14 @@ impl ControllerConfig {
     pub fn try_build(&self) -> Result<Box<dyn Controller>, ConfigError> {
         self.validate()?;
         Ok(match *self {
-            ControllerConfig::Amp(c) => Box::new(Conn::new(Amp::new(c))),
-            ControllerConfig::Xmp(cfg) => Box::new(Conn::new(Xmp { cfg })),
-            ControllerConfig::Dcm(c) => Box::new(Conn::new(Dcm { g: c.g })),
-            ControllerConfig::MptcpD(c) => Box::new(Conn::new(MptcpD::new(c))),
-            ControllerConfig::Mmptcp(c) => Box::new(Conn::new(Mmptcp::new(c))),
-            ControllerConfig::Lia => Box::new(Conn::new(Lia)),
-            ControllerConfig::Dctcp(c) => Box::new(Conn::new(Dctcp { g: c.g })),
-            ControllerConfig::Reno => Box::new(Conn::new(Reno)),
+            ControllerConfig::Amp(c) => Box::new(Coupled::new(Amp::new(c))),
+            ControllerConfig::Xmp(cfg) => Box::new(Coupled::new(Xmp { cfg })),
+            ControllerConfig::Dcm(c) => Box::new(Coupled::new(Dcm { g: c.g })),
+            ControllerConfig::MptcpD(c) => Box::new(Coupled::new(MptcpD::new(c))),
+            ControllerConfig::Mmptcp(c) => Box::new(Coupled::new(Mmptcp::new(c))),
+            ControllerConfig::Lia => Box::new(Coupled::new(Lia)),
+            ControllerConfig::Dctcp(c) => Box::new(Coupled::new(Dctcp { g: c.g })),
+            ControllerConfig::Reno => Box::new(Coupled::new(Reno)),
         })
     }
 

@@ -73,6 +73,21 @@ pub use config::{
     MptcpDConfig, XmpConfig,
 };
 pub use event::{Event, Notice, PathId, ReductionCause, RttSample};
+
+/// Writing a coupled controller: the hooks-over-shared-core API every built-in is written on.
+///
+/// Implement [`Algorithm`](coupled::Algorithm) (only the hooks that differ from the common
+/// ground), wrap it in [`Coupled`](coupled::Coupled) and, to choose it by name like a built-in,
+/// [`register`](crate::register) it. The hooks read the shared per-path state
+/// ([`PathState`](coupled::PathState): window, threshold, RTTs, rounds, the round's CE
+/// fraction) and the coupled sums ([`Sums`](coupled::Sums)) through [`Core`](coupled::Core),
+/// and change them through the core's methods, which keep the sums, the window bounds and the
+/// once-per-round gate consistent.
+pub mod coupled {
+    pub use crate::conn::{standard_ack, standard_congestion, Algorithm, Coupled};
+    pub use crate::core::path::{initial_window, MAX_WINDOW};
+    pub use crate::core::{Core, Coupling, PathState, RoundStats, Slot, Sums};
+}
 pub use snapshot::{ConnectionSnapshot, PathSnapshot};
 
 /// A connection-scoped congestion controller for every path of one connection.

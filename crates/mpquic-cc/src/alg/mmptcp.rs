@@ -49,9 +49,9 @@
 //! each ACK. The pairs are the fix.
 
 use super::lia::lia_increase;
-use crate::conn::{standard_ack, standard_congestion, Algorithm};
-use crate::core::path::{initial_window, MAX_WINDOW};
-use crate::core::{Core, Coupling};
+use crate::coupled::{
+    initial_window, standard_ack, standard_congestion, Algorithm, Core, Coupling, Slot, MAX_WINDOW,
+};
 use crate::{ConnectionSnapshot, ControllerKind, MmptcpConfig, Notice, ReductionCause};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -73,18 +73,19 @@ pub(crate) struct Mmptcp {
 /// The packet size `W` is counted in: the largest MSS among the paths, so that a share of `k`
 /// packets holds `k` packets of any path's own MSS.
 fn scatter_packet(core: &Core<()>) -> u64 {
-    core.paths.iter().map(|p| p.mss).max().unwrap_or(1)
+    core.paths().map(|p| p.mss()).max().unwrap_or(1)
 }
 
 /// Path `i`'s share of `w`, in bytes: whole packets dealt out evenly in pairs, the pairs left
 /// over one each to the first paths, and an odd packet to path 0. A path that gets data gets at
 /// least 2 packets, so its receiver acknowledges them at once (a QUIC receiver acknowledges
 /// every second packet of a path, or after its `max_ack_delay`).
-fn scatter_share(core: &Core<()>, w: f64, i: usize) -> u64 {
+fn scatter_share(core: &Core<()>, w: f64, s: Slot) -> u64 {
     let packet = scatter_packet(core);
     let packets = (w / packet as f64).floor().max(2.0) as u64;
     let (pairs, odd) = (packets / 2, packets % 2);
-    let n = core.paths.len() as u64;
+    let n = core.slots().len() as u64;
+    let i = s.position();
     let share = 2 * (pairs / n + u64::from((i as u64) < pairs % n)) + u64::from(i == 0) * odd;
     share * packet
 }
@@ -98,13 +99,13 @@ impl Mmptcp {
     fn switch(&mut self, core: &mut Core<()>) {
         let Phase::Scatter { w, .. } = self.phase else { return };
         self.phase = Phase::Multipath;
-        for i in 0..core.paths.len() {
+        for s in core.slots() {
             // A new subflow: initial window, slow start, and the PS flow's packets in flight
             // are not its own (see the readings).
-            core.paths[i].ssthresh = f64::INFINITY;
-            let initial = initial_window(core.paths[i].mss);
-            core.set_window(i, initial);
-            core.paths[i].close_gate();
+            core.set_ssthresh(s, f64::INFINITY);
+            let initial = initial_window(core.path(s).mss());
+            core.set_window(s, initial);
+            core.close_gate(s);
         }
         core.set_coupling(Coupling::Rates);
         core.notify(Notice::PhaseSwitched { window: w as u64, sent_bytes: self.sent_bytes });
@@ -113,21 +114,24 @@ impl Mmptcp {
 
 impl Algorithm for Mmptcp {
     type Path = ();
-    const KIND: ControllerKind = ControllerKind::Mmptcp;
 
-    fn ca_increase(&self, core: &Core<()>, i: usize, bytes: u64) -> f64 {
-        lia_increase(core, i, bytes)
+    fn name(&self) -> &'static str {
+        ControllerKind::Mmptcp.name()
     }
 
-    fn on_path_added(&mut self, core: &mut Core<()>, i: usize) {
+    fn ca_increase(&self, core: &Core<()>, s: Slot, bytes: u64) -> f64 {
+        lia_increase(core, s, bytes)
+    }
+
+    fn on_path_added(&mut self, core: &mut Core<()>, s: Slot) {
         if let Phase::Scatter { w, .. } = &mut self.phase {
             if *w == 0.0 {
-                *w = initial_window(core.paths[i].mss);
+                *w = initial_window(core.path(s).mss());
             }
         }
     }
 
-    fn on_sent(&mut self, core: &mut Core<()>, _i: usize, bytes: u64) {
+    fn on_sent(&mut self, core: &mut Core<()>, _path: Slot, bytes: u64) {
         if let Phase::Scatter { .. } = self.phase {
             self.sent_bytes = self.sent_bytes.saturating_add(bytes);
             if self.sent_bytes >= self.cfg.switch_bytes {
@@ -136,23 +140,23 @@ impl Algorithm for Mmptcp {
         }
     }
 
-    fn on_ack(&mut self, core: &mut Core<()>, i: usize, bytes: u64) {
+    fn on_ack(&mut self, core: &mut Core<()>, s: Slot, bytes: u64) {
         match &mut self.phase {
             Phase::Scatter { w, ssthresh } => {
                 let inc = if *w < *ssthresh {
                     bytes as f64
                 } else {
-                    super::reno::reno_step(core.paths[i].mss_f(), bytes, *w)
+                    super::reno::reno_step(core.path(s).mss_f(), bytes, *w)
                 };
                 *w = (*w + inc).min(MAX_WINDOW);
             }
-            Phase::Multipath => standard_ack(self, core, i, bytes),
+            Phase::Multipath => standard_ack(self, core, s, bytes),
         }
     }
 
-    fn on_congestion(&mut self, core: &mut Core<()>, i: usize, cause: ReductionCause) {
+    fn on_congestion(&mut self, core: &mut Core<()>, s: Slot, cause: ReductionCause) {
         let Phase::Scatter { w, ssthresh } = &mut self.phase else {
-            return standard_congestion(self, core, i, cause);
+            return standard_congestion(self, core, s, cause);
         };
         let (from, was_slow_start) = (*w, *w < *ssthresh);
         let floor = 2.0 * scatter_packet(core) as f64;
@@ -164,32 +168,32 @@ impl Algorithm for Mmptcp {
             *ssthresh = *w;
         }
         let (to, left_slow_start) = (*w, was_slow_start && *w >= *ssthresh);
-        for k in 0..core.paths.len() {
-            core.paths[k].close_gate();
+        for k in core.slots() {
+            core.close_gate(k);
         }
-        core.record_reaction(i, cause);
-        core.report_reduction(i, from, to, cause, left_slow_start);
+        core.record_reaction(s, cause);
+        core.report_reduction(s, from, to, cause, left_slow_start);
         // The paper's congestion event is a fast retransmission or an RTO: a loss, not a mark.
         if self.cfg.switch_on_congestion && cause != ReductionCause::Ecn {
             self.switch(core);
         }
     }
 
-    fn window(&self, core: &Core<()>, i: usize) -> u64 {
+    fn window(&self, core: &Core<()>, s: Slot) -> u64 {
         match self.phase {
-            Phase::Scatter { w, .. } => scatter_share(core, w, i),
-            Phase::Multipath => core.paths[i].window(),
+            Phase::Scatter { w, .. } => scatter_share(core, w, s),
+            Phase::Multipath => core.path(s).window(),
         }
     }
 
-    fn slow_start_view(&self, core: &Core<()>, i: usize) -> (Option<u64>, bool) {
+    fn slow_start_view(&self, core: &Core<()>, s: Slot) -> (Option<u64>, bool) {
         match self.phase {
             Phase::Scatter { w, ssthresh } => {
                 (ssthresh.is_finite().then_some(ssthresh as u64), w < ssthresh)
             }
             Phase::Multipath => {
-                let p = &core.paths[i];
-                (p.ssthresh.is_finite().then_some(p.ssthresh as u64), p.in_slow_start())
+                let p = core.path(s);
+                (p.ssthresh().is_finite().then_some(p.ssthresh() as u64), p.in_slow_start())
             }
         }
     }
@@ -209,20 +213,20 @@ mod tests {
     use proptest::prelude::*;
 
     use super::{Mmptcp, Phase};
-    use crate::conn::Conn;
+    use crate::coupled::Coupled;
     use crate::properties::{apply, op, Op};
     use crate::testkit::Driver;
     use crate::{Controller, MmptcpConfig, Notice, PathId};
 
-    fn mmptcp(cfg: MmptcpConfig, paths: u32) -> Driver<Conn<Mmptcp>> {
-        let mut d = Driver::with(Conn::new(Mmptcp::new(cfg)));
+    fn mmptcp(cfg: MmptcpConfig, paths: u32) -> Driver<Coupled<Mmptcp>> {
+        let mut d = Driver::with(Coupled::new(Mmptcp::new(cfg)));
         for id in 0..paths {
             d.add_path(id);
         }
         d
     }
 
-    fn windows(d: &Driver<Conn<Mmptcp>>, paths: u32) -> Vec<u64> {
+    fn windows(d: &Driver<Coupled<Mmptcp>>, paths: u32) -> Vec<u64> {
         (0..paths).map(|id| d.window(id)).collect()
     }
 
@@ -306,11 +310,12 @@ mod tests {
         assert_eq!(windows(&d, 3), vec![12_000, 7_200, 12_000]);
         d.send(1, 1);
         let mut expect = d.cc.core.clone();
-        let inc = crate::alg::lia::lia_increase(&expect, 1, 1200);
-        expect.grow(1, inc);
+        let s1 = expect.slot(crate::PathId(1)).unwrap();
+        let inc = crate::alg::lia::lia_increase(&expect, s1, 1200);
+        expect.grow(s1, inc);
         d.ack(1, 1, 0);
-        assert!(d.cc.core.paths[1].w > 7_200.0);
-        assert_eq!(d.cc.core.paths[1].w, expect.paths[1].w);
+        assert!(d.cwnd(1) > 7_200.0);
+        assert_eq!(d.cwnd(1), expect.path(s1).cwnd());
     }
 
     /// A switch after `W` left slow start still starts fresh subflows: nothing of `W`'s
@@ -361,7 +366,7 @@ mod tests {
         fn scatter_total_never_exceeds_w(ops in prop::collection::vec(op(6), 1..300)) {
             // A switch volume no structured step reaches: the script runs in the scatter phase.
             let cfg = MmptcpConfig { switch_bytes: u64::MAX, ..Default::default() };
-            let mut d = Driver::with(Conn::new(Mmptcp::new(cfg)));
+            let mut d = Driver::with(Coupled::new(Mmptcp::new(cfg)));
             let mut live = vec![None; 6];
             apply(&mut d, &mut live, &Op::Add { path: 0, mss: 1200 });
             for op in &ops {
@@ -369,7 +374,7 @@ mod tests {
                 // Only a raw PacketSent of some 2^64 bytes reaches the switch volume.
                 let Phase::Scatter { w, .. } = d.cc.alg.phase else { break };
                 let snap = d.snapshot();
-                let Some(packet) = d.cc.core.paths.iter().map(|p| p.mss).max() else { continue };
+                let Some(packet) = d.cc.core().paths().map(|p| p.mss()).max() else { continue };
                 let total: u64 = snap.paths.iter().map(|p| p.window).sum();
                 let w = w.max(2.0 * packet as f64);
                 prop_assert!(total as f64 <= w + packet as f64, "total {} > W {}", total, w);
