@@ -6,8 +6,8 @@ use std::str::FromStr;
 use serde::Serialize;
 
 use crate::alg::{
-    amp::Amp, dcm::Dcm, dctcp::Dctcp, lia::Lia, mmptcp::Mmptcp, mptcp_d::MptcpD, reno::Reno,
-    xmp::Xmp,
+    amp::Amp, balia::Balia, dcm::Dcm, dctcp::Dctcp, lia::Lia, mmptcp::Mmptcp, mptcp_d::MptcpD,
+    olia::Olia, reno::Reno, xmp::Xmp,
 };
 use crate::coupled::Coupled;
 use crate::Controller;
@@ -28,6 +28,10 @@ pub enum ControllerKind {
     Mmptcp,
     /// LIA (RFC 6356), halving on loss or CE.
     Lia,
+    /// OLIA (Khalili et al., CoNEXT 2012): LIA's successor, Pareto-optimal, loss or CE halves.
+    Olia,
+    /// BALIA (Peng et al., IEEE/ACM ToN 2016): balanced linked adaptation, rate-dependent cut.
+    Balia,
     /// DCTCP (RFC 8257) on every path, uncoupled.
     Dctcp,
     /// NewReno on every path, uncoupled, halving on loss or CE.
@@ -36,13 +40,15 @@ pub enum ControllerKind {
 
 impl ControllerKind {
     /// Every kind, in the order they are documented.
-    pub const ALL: [ControllerKind; 8] = [
+    pub const ALL: [ControllerKind; 10] = [
         ControllerKind::Amp,
         ControllerKind::Xmp,
         ControllerKind::Dcm,
         ControllerKind::MptcpD,
         ControllerKind::Mmptcp,
         ControllerKind::Lia,
+        ControllerKind::Olia,
+        ControllerKind::Balia,
         ControllerKind::Dctcp,
         ControllerKind::Reno,
     ];
@@ -56,6 +62,8 @@ impl ControllerKind {
             ControllerKind::MptcpD => "mptcp-d",
             ControllerKind::Mmptcp => "mmptcp",
             ControllerKind::Lia => "lia",
+            ControllerKind::Olia => "olia",
+            ControllerKind::Balia => "balia",
             ControllerKind::Dctcp => "dctcp",
             ControllerKind::Reno => "reno",
         }
@@ -83,7 +91,7 @@ impl FromStr for ControllerKind {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ConfigError {
     /// No controller has this name.
-    #[error("unknown controller `{0}` (known: amp, xmp, dcm, mptcp-d, mmptcp, lia, dctcp, reno)")]
+    #[error("unknown controller `{0}` (known: amp, xmp, dcm, mptcp-d, mmptcp, lia, olia, balia, dctcp, reno, or a registered name)")]
     UnknownController(String),
     /// The controller has no parameter of this name.
     #[error("controller `{controller}` has no parameter `{param}` (it has: {known})")]
@@ -203,6 +211,10 @@ pub enum ControllerConfig {
     Mmptcp(MmptcpConfig),
     /// See [`ControllerKind::Lia`].
     Lia,
+    /// See [`ControllerKind::Olia`].
+    Olia,
+    /// See [`ControllerKind::Balia`].
+    Balia,
     /// See [`ControllerKind::Dctcp`].
     Dctcp(AlphaConfig),
     /// See [`ControllerKind::Reno`].
@@ -219,6 +231,8 @@ impl ControllerConfig {
             ControllerKind::MptcpD => ControllerConfig::MptcpD(MptcpDConfig::default()),
             ControllerKind::Mmptcp => ControllerConfig::Mmptcp(MmptcpConfig::default()),
             ControllerKind::Lia => ControllerConfig::Lia,
+            ControllerKind::Olia => ControllerConfig::Olia,
+            ControllerKind::Balia => ControllerConfig::Balia,
             ControllerKind::Dctcp => ControllerConfig::Dctcp(AlphaConfig::default()),
             ControllerKind::Reno => ControllerConfig::Reno,
         }
@@ -233,6 +247,8 @@ impl ControllerConfig {
             ControllerConfig::MptcpD(_) => ControllerKind::MptcpD,
             ControllerConfig::Mmptcp(_) => ControllerKind::Mmptcp,
             ControllerConfig::Lia => ControllerKind::Lia,
+            ControllerConfig::Olia => ControllerKind::Olia,
+            ControllerConfig::Balia => ControllerKind::Balia,
             ControllerConfig::Dctcp(_) => ControllerKind::Dctcp,
             ControllerConfig::Reno => ControllerKind::Reno,
         }
@@ -348,7 +364,10 @@ impl ControllerConfig {
                 c.switch_bytes.to_string(),
                 "must be at least 1",
             ),
-            ControllerConfig::Lia | ControllerConfig::Reno => Ok(()),
+            ControllerConfig::Lia
+            | ControllerConfig::Olia
+            | ControllerConfig::Balia
+            | ControllerConfig::Reno => Ok(()),
         }
     }
 
@@ -362,6 +381,8 @@ impl ControllerConfig {
             ControllerConfig::MptcpD(c) => Box::new(Coupled::new(MptcpD::new(c))),
             ControllerConfig::Mmptcp(c) => Box::new(Coupled::new(Mmptcp::new(c))),
             ControllerConfig::Lia => Box::new(Coupled::new(Lia)),
+            ControllerConfig::Olia => Box::new(Coupled::new(Olia)),
+            ControllerConfig::Balia => Box::new(Coupled::new(Balia)),
             ControllerConfig::Dctcp(c) => Box::new(Coupled::new(Dctcp { g: c.g })),
             ControllerConfig::Reno => Box::new(Coupled::new(Reno)),
         })
@@ -389,7 +410,10 @@ impl ControllerConfig {
             ControllerConfig::Dcm(_) | ControllerConfig::Dctcp(_) => "g",
             ControllerConfig::MptcpD(_) => "ese, alpha, beta, candidates",
             ControllerConfig::Mmptcp(_) => "switch_bytes, switch_on_congestion",
-            ControllerConfig::Lia | ControllerConfig::Reno => "",
+            ControllerConfig::Lia
+            | ControllerConfig::Olia
+            | ControllerConfig::Balia
+            | ControllerConfig::Reno => "",
         }
     }
 }

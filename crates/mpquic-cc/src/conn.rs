@@ -215,7 +215,7 @@ impl<A: Algorithm> Controller for Coupled<A> {
                 alg.on_sent(core, s, bytes);
             }
             Event::PacketAcked { bytes, pn, rtt, app_limited } => {
-                if core.on_acked(s, pn, &rtt, app_limited) && core.path(s).is_active() {
+                if core.on_acked(s, pn, bytes, &rtt, app_limited) && core.path(s).is_active() {
                     alg.on_ack(core, s, bytes);
                 }
             }

@@ -29,13 +29,16 @@
 //!
 //! # Layout
 //!
-//! - `core`: what every algorithm shares, implemented once: per-path window and slow-start
+//! - `core` (public as [`coupled`]): what every algorithm shares, implemented once: per-path window and slow-start
 //!   threshold, rounds, the once-per-round reaction gate, RTT, counters, the cached coupled sums
 //!   and the notice buffer.
-//! - `conn`: the single [`Controller`] implementation, routing events to the core and to an
+//! - `conn` (public as [`coupled::Coupled`]): the single [`Controller`] implementation, routing events to the core and to an
 //!   algorithm's hooks.
-//! - `alg`: one module per algorithm (`amp`, `xmp`, `dcm`, `mptcp_d`, `mmptcp`, `lia`, `dctcp`,
-//!   `reno`) plus the shared DCTCP alpha estimator (`alpha`).
+//! - `alg`: one module per algorithm (`amp`, `xmp`, `dcm`, `mptcp_d`, `mmptcp`, `lia`, `olia`,
+//!   `balia`, `dctcp`, `reno`) plus the shared DCTCP alpha estimator (`alpha`), all written on
+//!   the public [`coupled`] API.
+//! - `registry`: controllers registered by name ([`register`]), chosen from a controller string
+//!   like the built-ins ([`ControllerChoice`]).
 //!
 //! # Readings beyond `ALGORITHMS.md`
 //!
@@ -61,6 +64,7 @@ mod config;
 mod conn;
 mod core;
 mod event;
+mod registry;
 mod snapshot;
 
 #[cfg(test)]
@@ -88,6 +92,9 @@ pub mod coupled {
     pub use crate::core::path::{initial_window, MAX_WINDOW};
     pub use crate::core::{Core, Coupling, PathState, RoundStats, Slot, Sums};
 }
+pub use registry::{
+    register, registered, ControllerChoice, Params, RegisterError, Registration, TRANSPORT_NAMES,
+};
 pub use snapshot::{ConnectionSnapshot, PathSnapshot};
 
 /// A connection-scoped congestion controller for every path of one connection.

@@ -150,13 +150,14 @@ impl<X> Core<X> {
         &mut self,
         s: Slot,
         pn: u64,
+        bytes: u64,
         rtt: &RttSample,
         app_limited: bool,
     ) -> bool {
         let p = &mut self.paths[s.0];
         p.latest_rtt = rtt.latest;
         p.min_rtt = rtt.min;
-        let may_grow = p.on_acked(pn, app_limited);
+        let may_grow = p.on_acked(pn, bytes, app_limited);
         let srtt = rtt.smoothed.as_secs_f64().max(path::MIN_SRTT);
         if srtt != p.srtt {
             self.set_srtt(s, srtt);

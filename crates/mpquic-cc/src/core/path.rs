@@ -65,6 +65,7 @@ pub(crate) struct Counters {
     pub loss_reductions: u64,
     pub sent_packets: u64,
     pub sent_bytes: u64,
+    pub acked_bytes: u64,
 }
 
 impl Default for Counters {
@@ -78,6 +79,7 @@ impl Default for Counters {
             loss_reductions: 0,
             sent_packets: 0,
             sent_bytes: 0,
+            acked_bytes: 0,
         }
     }
 }
@@ -242,6 +244,12 @@ impl<X> PathState<X> {
         self.counters.sent_packets
     }
 
+    /// Bytes acknowledged on the path so far (every acknowledged packet, whether or not its ACK
+    /// could grow the window).
+    pub fn acked_bytes(&self) -> u64 {
+        self.counters.acked_bytes
+    }
+
     /// Whether the ACK frame being processed acknowledged anything on this path.
     pub fn acked_in_batch(&self) -> bool {
         self.acked_in_batch
@@ -276,8 +284,9 @@ impl<X> PathState<X> {
     /// Book-keeping for one acknowledged packet. Returns whether its ACK may grow the window:
     /// the packet was sent after the last reaction (RFC 9002 section 7.3.2: no increase during
     /// recovery) and the sender was not application-limited (section 7.8).
-    pub(crate) fn on_acked(&mut self, pn: u64, app_limited: bool) -> bool {
+    pub(crate) fn on_acked(&mut self, pn: u64, bytes: u64, app_limited: bool) -> bool {
         self.acked_in_batch = true;
+        self.counters.acked_bytes = self.counters.acked_bytes.saturating_add(bytes);
         self.round.acked += 1;
         self.round.app_limited |= app_limited;
         if self.sent_any && pn >= self.round_end {
