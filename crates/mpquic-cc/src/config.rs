@@ -261,13 +261,8 @@ impl ControllerConfig {
     ) -> Result<Self, ConfigError> {
         let mut config = ControllerConfig::with_defaults(name.parse()?);
         for param in params {
-            let (key, value) = param.split_once('=').ok_or(ConfigError::BadValue {
-                controller: config.kind().name(),
-                param: "parameter",
-                value: param.to_owned(),
-                reason: "expected key=value",
-            })?;
-            config.set(key.trim(), value.trim())?;
+            let (key, value) = split_param(config.kind().name(), param)?;
+            config.set(key, value)?;
         }
         Ok(config)
     }
@@ -416,6 +411,21 @@ impl ControllerConfig {
             | ControllerConfig::Reno => "",
         }
     }
+}
+
+/// One `key=value` parameter of `controller`, trimmed; the one grammar of built-in and
+/// registered controllers' parameters.
+pub(crate) fn split_param<'a>(
+    controller: &'static str,
+    param: &'a str,
+) -> Result<(&'a str, &'a str), ConfigError> {
+    let (key, value) = param.split_once('=').ok_or(ConfigError::BadValue {
+        controller,
+        param: "parameter",
+        value: param.to_owned(),
+        reason: "expected key=value",
+    })?;
+    Ok((key.trim(), value.trim()))
 }
 
 fn float(

@@ -99,7 +99,8 @@ pub use snapshot::{ConnectionSnapshot, PathSnapshot};
 
 /// A connection-scoped congestion controller for every path of one connection.
 pub trait Controller: Send + std::fmt::Debug {
-    /// The algorithm's name, as accepted by [`ControllerKind`]'s `FromStr`.
+    /// The algorithm's name: a built-in's as [`ControllerKind`]'s `FromStr` accepts it, or the
+    /// name a controller was [`register`]ed under.
     fn name(&self) -> &'static str;
 
     /// Feed one event on one path. Events for unknown or removed paths are ignored.

@@ -22,6 +22,7 @@ use std::sync::{Arc, RwLock};
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
+use crate::config::split_param;
 use crate::{ConfigError, Controller, ControllerKind};
 
 /// Names the transport keeps for its own uncoupled controllers (`mpquic::Congestion`).
@@ -248,13 +249,7 @@ impl ControllerChoice {
         let entry = lookup(name).ok_or_else(|| ConfigError::UnknownController(name.to_owned()))?;
         let mut values: Vec<(&'static str, String)> = Vec::new();
         for param in params {
-            let (key, value) = param.split_once('=').ok_or(ConfigError::BadValue {
-                controller: entry.name,
-                param: "parameter",
-                value: param.to_owned(),
-                reason: "expected key=value",
-            })?;
-            let key = key.trim();
+            let (key, value) = split_param(entry.name, param)?;
             let known = entry.parameters.iter().find(|k| **k == key).ok_or_else(|| {
                 ConfigError::UnknownParameter {
                     controller: entry.name,
@@ -263,7 +258,7 @@ impl ControllerChoice {
                 }
             })?;
             values.retain(|(k, _)| k != known);
-            values.push((known, value.trim().to_owned()));
+            values.push((known, value.to_owned()));
         }
         let choice = ControllerChoice { entry, values };
         choice.try_build()?;
