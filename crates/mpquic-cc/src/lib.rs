@@ -82,7 +82,7 @@ pub use event::{Event, Notice, PathId, ReductionCause, RttSample};
 ///
 /// Implement [`Algorithm`](coupled::Algorithm) (only the hooks that differ from the common
 /// ground), wrap it in [`Coupled`](coupled::Coupled) and, to choose it by name like a built-in,
-/// [`register`](crate::register) it. The hooks read the shared per-path state
+/// [`register`] it. The hooks read the shared per-path state
 /// ([`PathState`](coupled::PathState): window, threshold, RTTs, rounds, the round's CE
 /// fraction) and the coupled sums ([`Sums`](coupled::Sums)) through [`Core`](coupled::Core),
 /// and change them through the core's methods, which keep the sums, the window bounds and the
