@@ -7,6 +7,12 @@ receiver share the process, so this is the whole cost of moving a GB), plus the 
 Cubic baseline with the same path count.
 
     cargo build --release -p mpquic-cli && benches/loopback.py [--size 200M] [--reps 5]
+
+With --custom it compares instead a controller written outside the library, with the public API
+only (`user-lia`: LIA re-expressed in crates/mpquic/examples/custom_controller.rs, registered by
+name), against the built-in `lia`, both through that example's verified two-path transfer:
+
+    cargo build --release -p mpquic --example custom_controller && benches/loopback.py --custom
 """
 import argparse
 import json
@@ -43,12 +49,55 @@ def run(binary, size, paths, extra):
     return result["goodput_mbps"], result["cpu_s"] / (result["bytes"] / 1e9)
 
 
+CUSTOM = [
+    # (label, controller); the first is the baseline.
+    ("built-in lia, 2 paths", "lia"),
+    ("user-lia (public API), 2 paths", "user-lia"),
+]
+
+
+def run_custom(binary, size, controller):
+    out = subprocess.run(
+        [binary, controller, size, "--json"], check=True, capture_output=True, text=True
+    ).stdout
+    result = json.loads(out)
+    return result["goodput_mbps"], result["cpu_s"] / (result["bytes"] / 1e9)
+
+
+def load():
+    with open("/proc/loadavg") as f:
+        return f.read().split()[0]
+
+
+def custom(args):
+    """The user-defined controller against the built-in one, interleaved."""
+    binary = "target/release/examples/custom_controller"
+    samples = {label: [] for label, _ in CUSTOM}
+    loads = [load()]
+    for rep in range(args.reps):
+        for label, controller in CUSTOM:
+            samples[label].append(run_custom(binary, args.size, controller))
+        loads.append(load())
+        print(f"repetition {rep + 1}/{args.reps} done", file=sys.stderr)
+    base = statistics.median(c for _, c in samples[CUSTOM[0][0]])
+    print(f"host 1-min load at each repetition: {' '.join(loads)}")
+    print(f"{'configuration':32} {'goodput Mbit/s':>15} {'CPU s/GB':>9} {'x CPU/GB':>9}")
+    for label, _ in CUSTOM:
+        goodput = statistics.median(g for g, _ in samples[label])
+        cpu = statistics.median(c for _, c in samples[label])
+        runs = [round(c, 2) for _, c in samples[label]]
+        print(f"{label:32} {goodput:>15.0f} {cpu:>9.2f} {cpu / base:>9.3f}   CPU/GB runs {runs}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--binary", default="target/release/mpquic")
     parser.add_argument("--size", default="200M")
     parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--custom", action="store_true", help="user-lia against the built-in lia")
     args = parser.parse_args()
+    if args.custom:
+        return custom(args)
 
     samples = {label: [] for label, *_ in CONFIGS}
     for rep in range(args.reps):

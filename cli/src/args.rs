@@ -42,7 +42,7 @@ pub enum Command {
 /// How the connection behaves: controller, scheduler, ECN precision, qlog.
 #[derive(Args, Debug, Clone)]
 pub struct TransportArgs {
-    /// Congestion controller: amp, xmp, dcm, mptcp-d, mmptcp, lia, dctcp, reno, or cubic (noq's own, uncoupled).
+    /// Congestion controller: amp, xmp, dcm, mptcp-d, mmptcp, lia, olia, balia, dctcp, reno, cubic (noq's own, uncoupled), or a name the embedding program registered.
     #[arg(long, default_value = "amp")]
     pub cc: String,
     /// Controller parameter as key=value (repeatable), e.g. --cc-param beta=4.

@@ -6,10 +6,10 @@ use std::str::FromStr;
 use serde::Serialize;
 
 use crate::alg::{
-    amp::Amp, dcm::Dcm, dctcp::Dctcp, lia::Lia, mmptcp::Mmptcp, mptcp_d::MptcpD, reno::Reno,
-    xmp::Xmp,
+    amp::Amp, balia::Balia, dcm::Dcm, dctcp::Dctcp, lia::Lia, mmptcp::Mmptcp, mptcp_d::MptcpD,
+    olia::Olia, reno::Reno, xmp::Xmp,
 };
-use crate::conn::Conn;
+use crate::coupled::Coupled;
 use crate::Controller;
 
 /// The algorithms this crate implements.
@@ -28,6 +28,10 @@ pub enum ControllerKind {
     Mmptcp,
     /// LIA (RFC 6356), halving on loss or CE.
     Lia,
+    /// OLIA (Khalili et al., CoNEXT 2012): LIA's successor, Pareto-optimal, loss or CE halves.
+    Olia,
+    /// BALIA (Peng et al., IEEE/ACM ToN 2016): balanced linked adaptation, rate-dependent cut.
+    Balia,
     /// DCTCP (RFC 8257) on every path, uncoupled.
     Dctcp,
     /// NewReno on every path, uncoupled, halving on loss or CE.
@@ -36,13 +40,15 @@ pub enum ControllerKind {
 
 impl ControllerKind {
     /// Every kind, in the order they are documented.
-    pub const ALL: [ControllerKind; 8] = [
+    pub const ALL: [ControllerKind; 10] = [
         ControllerKind::Amp,
         ControllerKind::Xmp,
         ControllerKind::Dcm,
         ControllerKind::MptcpD,
         ControllerKind::Mmptcp,
         ControllerKind::Lia,
+        ControllerKind::Olia,
+        ControllerKind::Balia,
         ControllerKind::Dctcp,
         ControllerKind::Reno,
     ];
@@ -56,6 +62,8 @@ impl ControllerKind {
             ControllerKind::MptcpD => "mptcp-d",
             ControllerKind::Mmptcp => "mmptcp",
             ControllerKind::Lia => "lia",
+            ControllerKind::Olia => "olia",
+            ControllerKind::Balia => "balia",
             ControllerKind::Dctcp => "dctcp",
             ControllerKind::Reno => "reno",
         }
@@ -83,7 +91,7 @@ impl FromStr for ControllerKind {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ConfigError {
     /// No controller has this name.
-    #[error("unknown controller `{0}` (known: amp, xmp, dcm, mptcp-d, mmptcp, lia, dctcp, reno)")]
+    #[error("unknown controller `{0}` (known: amp, xmp, dcm, mptcp-d, mmptcp, lia, olia, balia, dctcp, reno, or a registered name)")]
     UnknownController(String),
     /// The controller has no parameter of this name.
     #[error("controller `{controller}` has no parameter `{param}` (it has: {known})")]
@@ -239,6 +247,10 @@ pub enum ControllerConfig {
     Mmptcp(MmptcpConfig),
     /// See [`ControllerKind::Lia`].
     Lia,
+    /// See [`ControllerKind::Olia`].
+    Olia,
+    /// See [`ControllerKind::Balia`].
+    Balia,
     /// See [`ControllerKind::Dctcp`].
     Dctcp(AlphaConfig),
     /// See [`ControllerKind::Reno`].
@@ -255,6 +267,8 @@ impl ControllerConfig {
             ControllerKind::MptcpD => ControllerConfig::MptcpD(MptcpDConfig::default()),
             ControllerKind::Mmptcp => ControllerConfig::Mmptcp(MmptcpConfig::default()),
             ControllerKind::Lia => ControllerConfig::Lia,
+            ControllerKind::Olia => ControllerConfig::Olia,
+            ControllerKind::Balia => ControllerConfig::Balia,
             ControllerKind::Dctcp => ControllerConfig::Dctcp(AlphaConfig::default()),
             ControllerKind::Reno => ControllerConfig::Reno,
         }
@@ -269,6 +283,8 @@ impl ControllerConfig {
             ControllerConfig::MptcpD(_) => ControllerKind::MptcpD,
             ControllerConfig::Mmptcp(_) => ControllerKind::Mmptcp,
             ControllerConfig::Lia => ControllerKind::Lia,
+            ControllerConfig::Olia => ControllerKind::Olia,
+            ControllerConfig::Balia => ControllerKind::Balia,
             ControllerConfig::Dctcp(_) => ControllerKind::Dctcp,
             ControllerConfig::Reno => ControllerKind::Reno,
         }
@@ -281,13 +297,8 @@ impl ControllerConfig {
     ) -> Result<Self, ConfigError> {
         let mut config = ControllerConfig::with_defaults(name.parse()?);
         for param in params {
-            let (key, value) = param.split_once('=').ok_or(ConfigError::BadValue {
-                controller: config.kind().name(),
-                param: "parameter",
-                value: param.to_owned(),
-                reason: "expected key=value",
-            })?;
-            config.set(key.trim(), value.trim())?;
+            let (key, value) = split_param(config.kind().name(), param)?;
+            config.set(key, value)?;
         }
         Ok(config)
     }
@@ -392,7 +403,10 @@ impl ControllerConfig {
                 c.switch_bytes.to_string(),
                 "must be at least 1",
             ),
-            ControllerConfig::Lia | ControllerConfig::Reno => Ok(()),
+            ControllerConfig::Lia
+            | ControllerConfig::Olia
+            | ControllerConfig::Balia
+            | ControllerConfig::Reno => Ok(()),
         }
     }
 
@@ -400,14 +414,16 @@ impl ControllerConfig {
     pub fn try_build(&self) -> Result<Box<dyn Controller>, ConfigError> {
         self.validate()?;
         Ok(match *self {
-            ControllerConfig::Amp(c) => Box::new(Conn::new(Amp::new(c))),
-            ControllerConfig::Xmp(cfg) => Box::new(Conn::new(Xmp { cfg })),
-            ControllerConfig::Dcm(c) => Box::new(Conn::new(Dcm { g: c.g })),
-            ControllerConfig::MptcpD(c) => Box::new(Conn::new(MptcpD::new(c))),
-            ControllerConfig::Mmptcp(c) => Box::new(Conn::new(Mmptcp::new(c))),
-            ControllerConfig::Lia => Box::new(Conn::new(Lia)),
-            ControllerConfig::Dctcp(c) => Box::new(Conn::new(Dctcp { g: c.g })),
-            ControllerConfig::Reno => Box::new(Conn::new(Reno)),
+            ControllerConfig::Amp(c) => Box::new(Coupled::new(Amp::new(c))),
+            ControllerConfig::Xmp(cfg) => Box::new(Coupled::new(Xmp { cfg })),
+            ControllerConfig::Dcm(c) => Box::new(Coupled::new(Dcm { g: c.g })),
+            ControllerConfig::MptcpD(c) => Box::new(Coupled::new(MptcpD::new(c))),
+            ControllerConfig::Mmptcp(c) => Box::new(Coupled::new(Mmptcp::new(c))),
+            ControllerConfig::Lia => Box::new(Coupled::new(Lia)),
+            ControllerConfig::Olia => Box::new(Coupled::new(Olia)),
+            ControllerConfig::Balia => Box::new(Coupled::new(Balia)),
+            ControllerConfig::Dctcp(c) => Box::new(Coupled::new(Dctcp { g: c.g })),
+            ControllerConfig::Reno => Box::new(Coupled::new(Reno)),
         })
     }
 
@@ -433,9 +449,27 @@ impl ControllerConfig {
             ControllerConfig::Dcm(_) | ControllerConfig::Dctcp(_) => "g",
             ControllerConfig::MptcpD(_) => "ese, alpha, beta, candidates",
             ControllerConfig::Mmptcp(_) => "switch_bytes, switch_on_congestion, deal",
-            ControllerConfig::Lia | ControllerConfig::Reno => "",
+            ControllerConfig::Lia
+            | ControllerConfig::Olia
+            | ControllerConfig::Balia
+            | ControllerConfig::Reno => "",
         }
     }
+}
+
+/// One `key=value` parameter of `controller`, trimmed; the one grammar of built-in and
+/// registered controllers' parameters.
+pub(crate) fn split_param<'a>(
+    controller: &'static str,
+    param: &'a str,
+) -> Result<(&'a str, &'a str), ConfigError> {
+    let (key, value) = param.split_once('=').ok_or(ConfigError::BadValue {
+        controller,
+        param: "parameter",
+        value: param.to_owned(),
+        reason: "expected key=value",
+    })?;
+    Ok((key.trim(), value.trim()))
 }
 
 fn float(

@@ -1,79 +1,124 @@
 //! The one [`Controller`] implementation: event routing over the shared [`Core`], with the
 //! algorithm plugged in as a set of hooks ([`Algorithm`]).
 //!
-//! `Conn<A>` is generic, so each algorithm's hooks are statically dispatched and inlined into the
-//! event loop; only the outer `Box<dyn Controller>` call is dynamic.
+//! `Coupled<A>` is generic, so each algorithm's hooks are statically dispatched and inlined into
+//! the event loop; only the outer `Box<dyn Controller>` call is dynamic. A user's algorithm runs
+//! through exactly the same code as the built-ins.
 
 use std::fmt;
 
-use crate::core::{Core, Coupling, RoundStats};
-use crate::{
-    ConnectionSnapshot, Controller, ControllerKind, Event, Notice, PathId, PathSnapshot,
-    ReductionCause,
-};
+use crate::core::{Core, Coupling, RoundStats, Slot};
+use crate::{ConnectionSnapshot, Controller, Event, Notice, PathId, PathSnapshot, ReductionCause};
 
-/// What distinguishes one algorithm from another. Defaults are the common ground: slow start
-/// `w += acked`, halving on loss and ECN, no round-end or connection-level logic.
-pub(crate) trait Algorithm: Clone + fmt::Debug + Send + 'static {
-    /// The algorithm's own per-path state.
+/// What distinguishes one coupled controller from another: hooks over the shared [`Core`], in
+/// the style of Linux's `tcp_congestion_ops` ("override only what differs"). The defaults are
+/// the common ground: slow start `w += acked`, halving on loss and ECN (once per round, shared
+/// by both signals), no round-end or connection-level logic. Only
+/// [`ca_increase`](Algorithm::ca_increase) and [`name`](Algorithm::name) are required.
+///
+/// Hooks receive the path as a [`Slot`]; they read the shared state through [`Core::path`] and
+/// [`Core::sums`] and change it through the core's methods, which keep the coupled sums, the
+/// window bounds and the once-per-round gate consistent. Wrap the algorithm in [`Coupled`] to
+/// get a [`Controller`]; register it by name with [`register`](crate::register) to choose it
+/// from a string like the built-ins.
+///
+/// ```
+/// use mpquic_cc::coupled::{Algorithm, Core, Coupled, Coupling, Slot};
+/// use mpquic_cc::{Controller, PathId};
+///
+/// /// Every path grows by one packet per round of the whole connection's window (AMP's rule).
+/// #[derive(Debug, Clone)]
+/// struct Shared;
+///
+/// impl Algorithm for Shared {
+///     type Path = ();
+///
+///     fn name(&self) -> &'static str {
+///         "shared"
+///     }
+///
+///     fn coupling(&self) -> Coupling {
+///         Coupling::WindowSum
+///     }
+///
+///     fn ca_increase(&self, core: &Core<()>, path: Slot, bytes: u64) -> f64 {
+///         core.path(path).mss_f() * bytes as f64 / core.sums().window_sum()
+///     }
+/// }
+///
+/// let mut cc = Coupled::new(Shared);
+/// cc.on_event(PathId(0), mpquic_cc::Event::PathAdded { mss: 1200 });
+/// assert_eq!(cc.window(PathId(0)), 12_000);
+/// assert_eq!(cc.name(), "shared");
+/// ```
+pub trait Algorithm: Clone + fmt::Debug + Send + 'static {
+    /// The algorithm's own per-path state ([`PathState::ext`](crate::coupled::PathState::ext)).
     type Path: Clone + fmt::Debug + Default + Send + 'static;
 
-    /// Which algorithm this is (its name comes from here).
-    const KIND: ControllerKind;
+    /// The algorithm's name, as in snapshots and on command lines.
+    fn name(&self) -> &'static str;
 
     /// Which sums the core keeps for the per-ACK increase.
     fn coupling(&self) -> Coupling {
         Coupling::Off
     }
 
-    /// The congestion-avoidance increase for `bytes` acknowledged on path `i`, in bytes.
-    fn ca_increase(&self, core: &Core<Self::Path>, i: usize, bytes: u64) -> f64;
+    /// The congestion-avoidance increase for `bytes` acknowledged on `path`, in bytes.
+    fn ca_increase(&self, core: &Core<Self::Path>, path: Slot, bytes: u64) -> f64;
 
-    /// An acknowledged packet on active path `i`, sent after the path's last reaction.
-    fn on_ack(&mut self, core: &mut Core<Self::Path>, i: usize, bytes: u64) {
-        standard_ack(self, core, i, bytes);
+    /// An acknowledged packet on an active path, sent after the path's last reaction and not
+    /// application-limited. The default is [`standard_ack`].
+    fn on_ack(&mut self, core: &mut Core<Self::Path>, path: Slot, bytes: u64) {
+        standard_ack(self, core, path, bytes);
     }
 
-    /// The window after an ECN reaction on path `i`, before the `cwnd_min` floor.
-    fn ecn_target(&self, core: &Core<Self::Path>, i: usize) -> f64 {
-        core.paths[i].w / 2.0
+    /// The window after an ECN reaction on `path`, before the `cwnd_min` floor (default: half).
+    fn ecn_target(&self, core: &Core<Self::Path>, path: Slot) -> f64 {
+        core.path(path).cwnd() / 2.0
     }
 
-    /// A congestion signal that passed the once-per-round gate.
-    fn on_congestion(&mut self, core: &mut Core<Self::Path>, i: usize, cause: ReductionCause) {
-        standard_congestion(self, core, i, cause);
+    /// A congestion signal that passed the once-per-round gate. The default is
+    /// [`standard_congestion`].
+    fn on_congestion(&mut self, core: &mut Core<Self::Path>, path: Slot, cause: ReductionCause) {
+        standard_congestion(self, core, path, cause);
     }
 
-    /// Any CE increase on path `i`, gated or not (before `on_congestion`).
-    fn on_ce_signal(&mut self, _core: &mut Core<Self::Path>, _i: usize) {}
+    /// Any CE increase on `path`, gated or not (before `on_congestion`).
+    fn on_ce_signal(&mut self, _core: &mut Core<Self::Path>, _path: Slot) {}
 
-    /// Path `i` finished a round.
-    fn on_round_end(&mut self, _core: &mut Core<Self::Path>, _i: usize, _round: &RoundStats) {}
+    /// `path` finished a round; `round` says what happened in it.
+    fn on_round_end(&mut self, _core: &mut Core<Self::Path>, _path: Slot, _round: &RoundStats) {}
 
-    /// The end of an ACK frame on path `i` (after any round end).
-    fn on_batch_end(&mut self, _core: &mut Core<Self::Path>, _i: usize) {}
+    /// The end of an ACK frame on `path` (after any round end).
+    fn on_batch_end(&mut self, _core: &mut Core<Self::Path>, _path: Slot) {}
 
-    /// A packet was sent on path `i`.
-    fn on_sent(&mut self, _core: &mut Core<Self::Path>, _i: usize, _bytes: u64) {}
+    /// A packet of `bytes` was sent on `path`.
+    fn on_sent(&mut self, _core: &mut Core<Self::Path>, _path: Slot, _bytes: u64) {}
 
-    /// Path `i` was just added.
-    fn on_path_added(&mut self, _core: &mut Core<Self::Path>, _i: usize) {}
+    /// `path` was just added.
+    fn on_path_added(&mut self, _core: &mut Core<Self::Path>, _path: Slot) {}
 
-    /// A path was removed; `index` is where it was.
-    fn on_path_removed(&mut self, _core: &mut Core<Self::Path>, _removed: PathId, _index: usize) {}
-
-    /// Bytes that may be in flight on path `i`.
-    fn window(&self, core: &Core<Self::Path>, i: usize) -> u64 {
-        core.paths[i].window()
+    /// The path `removed` is gone; `was_initial` if it was the initial path (the lowest id).
+    fn on_path_removed(
+        &mut self,
+        _core: &mut Core<Self::Path>,
+        _removed: PathId,
+        _was_initial: bool,
+    ) {
     }
 
-    /// `(ssthresh, in_slow_start)` of path `i` for snapshots.
-    fn slow_start_view(&self, core: &Core<Self::Path>, i: usize) -> (Option<u64>, bool) {
-        let p = &core.paths[i];
-        (p.ssthresh.is_finite().then_some(p.ssthresh as u64), p.in_slow_start())
+    /// Bytes that may be in flight on `path` (default: its window).
+    fn window(&self, core: &Core<Self::Path>, path: Slot) -> u64 {
+        core.path(path).window()
     }
 
-    /// The per-path ECN estimate, if the algorithm has one.
+    /// `(ssthresh, in_slow_start)` of `path` for snapshots.
+    fn slow_start_view(&self, core: &Core<Self::Path>, path: Slot) -> (Option<u64>, bool) {
+        let p = core.path(path);
+        (p.ssthresh().is_finite().then_some(p.ssthresh() as u64), p.in_slow_start())
+    }
+
+    /// The per-path ECN estimate, if the algorithm has one (for snapshots).
     fn alpha(&self, _path: &Self::Path) -> Option<f64> {
         None
     }
@@ -82,62 +127,79 @@ pub(crate) trait Algorithm: Clone + fmt::Debug + Send + 'static {
     fn fill_snapshot(&self, _snapshot: &mut ConnectionSnapshot) {}
 }
 
-/// The common per-ACK rule: slow start `w += acked`, otherwise the algorithm's increase.
+/// The common per-ACK rule: slow start `w += acked`, otherwise the algorithm's
+/// [`ca_increase`](Algorithm::ca_increase).
 #[inline]
-pub(crate) fn standard_ack<A: Algorithm>(alg: &A, core: &mut Core<A::Path>, i: usize, bytes: u64) {
-    let inc =
-        if core.paths[i].in_slow_start() { bytes as f64 } else { alg.ca_increase(core, i, bytes) };
-    core.grow(i, inc);
+pub fn standard_ack<A: Algorithm>(alg: &A, core: &mut Core<A::Path>, path: Slot, bytes: u64) {
+    let inc = if core.path(path).in_slow_start() {
+        bytes as f64
+    } else {
+        alg.ca_increase(core, path, bytes)
+    };
+    core.grow(path, inc);
 }
 
-/// The common reaction: ECN to the algorithm's target, loss to half, persistent congestion to
-/// `cwnd_min` (RFC 9002 section 7.6.2) with the threshold at half. The new threshold is the new
-/// window, which ends slow start.
-pub(crate) fn standard_congestion<A: Algorithm>(
+/// The common reaction: ECN to the algorithm's [`ecn_target`](Algorithm::ecn_target), loss to
+/// half, persistent congestion to `cwnd_min` (RFC 9002 section 7.6.2) with the threshold at
+/// half. The new threshold is the new window, which ends slow start.
+pub fn standard_congestion<A: Algorithm>(
     alg: &A,
     core: &mut Core<A::Path>,
-    i: usize,
+    path: Slot,
     cause: ReductionCause,
 ) {
-    let p = &core.paths[i];
+    let p = core.path(path);
+    let (w, floor) = (p.cwnd(), p.cwnd_min());
     let (target, ssthresh) = match cause {
         ReductionCause::Ecn => {
-            let t = alg.ecn_target(core, i).max(p.cwnd_min);
+            let t = alg.ecn_target(core, path).max(floor);
             (t, t)
         }
         ReductionCause::Loss => {
-            let t = (p.w / 2.0).max(p.cwnd_min);
+            let t = (w / 2.0).max(floor);
             (t, t)
         }
-        ReductionCause::PersistentCongestion => (p.cwnd_min, (p.w / 2.0).max(p.cwnd_min)),
+        ReductionCause::PersistentCongestion => (floor, (w / 2.0).max(floor)),
     };
-    core.reduce(i, target, ssthresh, cause);
+    core.reduce(path, target, ssthresh, cause);
 }
 
-/// A connection's controller: the shared core plus one algorithm.
+/// A connection's controller: the shared core plus one algorithm. This is the [`Controller`]
+/// every built-in is, and what a user's [`Algorithm`] becomes.
 #[derive(Debug, Clone)]
-pub(crate) struct Conn<A: Algorithm> {
+pub struct Coupled<A: Algorithm> {
     pub(crate) core: Core<A::Path>,
     pub(crate) alg: A,
 }
 
-impl<A: Algorithm> Conn<A> {
-    pub(crate) fn new(alg: A) -> Self {
-        Conn { core: Core::new(alg.coupling()), alg }
+impl<A: Algorithm> Coupled<A> {
+    /// A controller running `alg`, with no path yet.
+    pub fn new(alg: A) -> Self {
+        Coupled { core: Core::new(alg.coupling()), alg }
+    }
+
+    /// The shared state, to inspect (tests, diagnostics).
+    pub fn core(&self) -> &Core<A::Path> {
+        &self.core
+    }
+
+    /// The algorithm's own state.
+    pub fn algorithm(&self) -> &A {
+        &self.alg
     }
 }
 
-impl<A: Algorithm> Controller for Conn<A> {
+impl<A: Algorithm> Controller for Coupled<A> {
     fn name(&self) -> &'static str {
-        A::KIND.name()
+        self.alg.name()
     }
 
     fn on_event(&mut self, path: PathId, event: Event) {
-        let Conn { core, alg } = self;
-        let Some(i) = core.index(path) else {
+        let Coupled { core, alg } = self;
+        let Some(s) = core.slot(path) else {
             if let Event::PathAdded { mss } = event {
-                let i = core.add_path(path, mss);
-                alg.on_path_added(core, i);
+                let s = core.add_path(path, mss);
+                alg.on_path_added(core, s);
             }
             return;
         };
@@ -145,69 +207,70 @@ impl<A: Algorithm> Controller for Conn<A> {
             // A second PathAdded for a live path changes nothing.
             Event::PathAdded { .. } => {}
             Event::PathRemoved => {
-                core.remove_path(i);
-                alg.on_path_removed(core, path, i);
+                core.remove_path(s);
+                alg.on_path_removed(core, path, s.position() == 0);
             }
             Event::PacketSent { bytes, pn } => {
-                core.paths[i].on_sent(bytes, pn);
-                alg.on_sent(core, i, bytes);
+                core.on_sent(s, bytes, pn);
+                alg.on_sent(core, s, bytes);
             }
             Event::PacketAcked { bytes, pn, rtt, app_limited } => {
-                if core.on_acked(i, pn, &rtt, app_limited) && core.paths[i].active {
-                    alg.on_ack(core, i, bytes);
+                if core.on_acked(s, pn, bytes, &rtt, app_limited) && core.path(s).is_active() {
+                    alg.on_ack(core, s, bytes);
                 }
             }
             Event::CongestionExperienced { count, exact } => {
-                let react = core.paths[i].on_ce(count, exact);
-                alg.on_ce_signal(core, i);
+                let react = core.on_ce(s, count, exact);
+                alg.on_ce_signal(core, s);
                 if react {
-                    alg.on_congestion(core, i, ReductionCause::Ecn);
+                    alg.on_congestion(core, s, ReductionCause::Ecn);
                 }
             }
             Event::PacketsLost { largest_pn, persistent, .. } => {
-                if core.paths[i].loss_reacts(largest_pn, persistent) {
+                if core.loss_reacts(s, largest_pn, persistent) {
                     let cause = if persistent {
                         ReductionCause::PersistentCongestion
                     } else {
                         ReductionCause::Loss
                     };
-                    alg.on_congestion(core, i, cause);
+                    alg.on_congestion(core, s, cause);
                 }
             }
             Event::AckBatchEnded => {
-                if let Some(round) = core.paths[i].take_round_end() {
-                    alg.on_round_end(core, i, &round);
+                if let Some(round) = core.take_round_end(s) {
+                    alg.on_round_end(core, s, &round);
                     core.round_ended();
                 }
-                alg.on_batch_end(core, i);
-                core.paths[i].acked_in_batch = false;
+                alg.on_batch_end(core, s);
+                core.end_batch(s);
             }
-            Event::MssChanged { mss } => core.set_mss(i, mss),
+            Event::MssChanged { mss } => core.set_mss(s, mss),
         }
     }
 
     fn window(&self, path: PathId) -> u64 {
-        self.core.index(path).map_or(0, |i| self.alg.window(&self.core, i))
+        self.core.slot(path).map_or(0, |s| self.alg.window(&self.core, s))
     }
 
     fn may_send(&self, path: PathId) -> bool {
-        self.core.index(path).is_some_and(|i| self.core.paths[i].active)
+        self.core.slot(path).is_some_and(|s| self.core.path(s).is_active())
     }
 
     fn snapshot(&self) -> ConnectionSnapshot {
         let core = &self.core;
-        let paths = (0..core.paths.len())
-            .map(|i| {
-                let p = &core.paths[i];
-                let (ssthresh, in_slow_start) = self.alg.slow_start_view(core, i);
-                let c = &p.counters;
+        let paths = core
+            .slots()
+            .map(|s| {
+                let p = core.path(s);
+                let (ssthresh, in_slow_start) = self.alg.slow_start_view(core, s);
+                let c = p.counters();
                 PathSnapshot {
-                    path: p.id,
-                    window: self.alg.window(core, i),
+                    path: p.id(),
+                    window: self.alg.window(core, s),
                     ssthresh,
                     in_slow_start,
-                    active: p.active,
-                    alpha: self.alg.alpha(&p.ext),
+                    active: p.is_active(),
+                    alpha: self.alg.alpha(p.ext()),
                     rounds: c.rounds,
                     ce_events: c.ce_events,
                     ce_marked: c.ce_marked,
@@ -216,14 +279,14 @@ impl<A: Algorithm> Controller for Conn<A> {
                     loss_reductions: c.loss_reductions,
                     sent_packets: c.sent_packets,
                     sent_bytes: c.sent_bytes,
-                    srtt: std::time::Duration::try_from_secs_f64(p.srtt)
+                    srtt: std::time::Duration::try_from_secs_f64(p.srtt())
                         .ok()
                         .filter(|d| !d.is_zero()),
                 }
             })
             .collect();
         let mut snapshot = ConnectionSnapshot {
-            algorithm: A::KIND.name(),
+            algorithm: self.alg.name(),
             mode: None,
             paths,
             suppressions: 0,

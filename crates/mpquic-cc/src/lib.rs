@@ -29,13 +29,16 @@
 //!
 //! # Layout
 //!
-//! - `core`: what every algorithm shares, implemented once: per-path window and slow-start
+//! - `core` (public as [`coupled`]): what every algorithm shares, implemented once: per-path window and slow-start
 //!   threshold, rounds, the once-per-round reaction gate, RTT, counters, the cached coupled sums
 //!   and the notice buffer.
-//! - `conn`: the single [`Controller`] implementation, routing events to the core and to an
+//! - `conn` (public as [`coupled::Coupled`]): the single [`Controller`] implementation, routing events to the core and to an
 //!   algorithm's hooks.
-//! - `alg`: one module per algorithm (`amp`, `xmp`, `dcm`, `mptcp_d`, `mmptcp`, `lia`, `dctcp`,
-//!   `reno`) plus the shared DCTCP alpha estimator (`alpha`).
+//! - `alg`: one module per algorithm (`amp`, `xmp`, `dcm`, `mptcp_d`, `mmptcp`, `lia`, `olia`,
+//!   `balia`, `dctcp`, `reno`) plus the shared DCTCP alpha estimator (`alpha`), all written on
+//!   the public [`coupled`] API.
+//! - `registry`: controllers registered by name ([`register`]), chosen from a controller string
+//!   like the built-ins ([`ControllerChoice`]).
 //!
 //! # Readings beyond `ALGORITHMS.md`
 //!
@@ -61,6 +64,7 @@ mod config;
 mod conn;
 mod core;
 mod event;
+mod registry;
 mod snapshot;
 
 #[cfg(test)]
@@ -73,11 +77,30 @@ pub use config::{
     MptcpDConfig, XmpConfig,
 };
 pub use event::{Event, Notice, PathId, ReductionCause, RttSample};
+
+/// Writing a coupled controller: the hooks-over-shared-core API every built-in is written on.
+///
+/// Implement [`Algorithm`](coupled::Algorithm) (only the hooks that differ from the common
+/// ground), wrap it in [`Coupled`](coupled::Coupled) and, to choose it by name like a built-in,
+/// [`register`] it. The hooks read the shared per-path state
+/// ([`PathState`](coupled::PathState): window, threshold, RTTs, rounds, the round's CE
+/// fraction) and the coupled sums ([`Sums`](coupled::Sums)) through [`Core`](coupled::Core),
+/// and change them through the core's methods, which keep the sums, the window bounds and the
+/// once-per-round gate consistent.
+pub mod coupled {
+    pub use crate::conn::{standard_ack, standard_congestion, Algorithm, Coupled};
+    pub use crate::core::path::{initial_window, MAX_WINDOW};
+    pub use crate::core::{Core, Coupling, PathState, RoundStats, Slot, Sums};
+}
+pub use registry::{
+    register, registered, ControllerChoice, Params, RegisterError, Registration, TRANSPORT_NAMES,
+};
 pub use snapshot::{ConnectionSnapshot, PathSnapshot};
 
 /// A connection-scoped congestion controller for every path of one connection.
 pub trait Controller: Send + std::fmt::Debug {
-    /// The algorithm's name, as accepted by [`ControllerKind`]'s `FromStr`.
+    /// The algorithm's name: a built-in's as [`ControllerKind`]'s `FromStr` accepts it, or the
+    /// name a controller was [`register`]ed under.
     fn name(&self) -> &'static str;
 
     /// Feed one event on one path. Events for unknown or removed paths are ignored.

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
-use crate::conn::{Algorithm, Conn};
+use crate::coupled::{Algorithm, Coupled, PathState};
 use crate::{
     ConnectionSnapshot, Controller, ControllerConfig, Event, Notice, PathId, PathSnapshot,
     RttSample,
@@ -173,15 +173,27 @@ impl<C: Controller> Driver<C> {
     }
 }
 
-impl<A: Algorithm> Driver<Conn<A>> {
+impl<A: Algorithm> Driver<Coupled<A>> {
     /// Test backdoor: put `path` in congestion avoidance at `bytes`, with the scripted RTT as its
     /// smoothed RTT, as if earlier rounds had brought it there.
     pub(crate) fn force_window(&mut self, path: u32, bytes: u64) {
         let srtt = self.flight(path).rtt.smoothed.as_secs_f64();
         let core = &mut self.cc.core;
-        let i = core.index(PathId(path)).expect("live path");
-        core.set_srtt(i, srtt);
-        core.set_window(i, bytes as f64);
-        core.paths[i].ssthresh = core.paths[i].w;
+        let s = core.slot(PathId(path)).expect("live path");
+        core.set_srtt(s, srtt);
+        core.set_window(s, bytes as f64);
+        let w = core.path(s).cwnd();
+        core.set_ssthresh(s, w);
+    }
+
+    /// The shared state of live path `path`.
+    pub(crate) fn state(&self, path: u32) -> &PathState<A::Path> {
+        let core = self.cc.core();
+        core.path(core.slot(PathId(path)).expect("live path"))
+    }
+
+    /// The exact (fractional) window of live path `path`, bytes.
+    pub(crate) fn cwnd(&self, path: u32) -> f64 {
+        self.state(path).cwnd()
     }
 }

@@ -1,6 +1,5 @@
 //! Colours: per controller, per path, and for the n-th of other series (flows, links).
 
-use mpquic_cc::ControllerKind;
 use plotters::style::RGBColor;
 
 /// The tab10 palette: distinct at a glance, and legible on white.
@@ -27,20 +26,25 @@ pub fn path_color(path: u64) -> RGBColor {
     nth(path as usize)
 }
 
+/// Controller colours beyond tab10's nine: tab20's light blue and light orange.
+const MORE: [RGBColor; 2] = [RGBColor(174, 199, 232), RGBColor(255, 187, 120)];
+
+/// Which controller takes which colour: the controllers of the first plots keep theirs, and
+/// controllers added later take the next ones (a plot's colours do not change when one is added).
+const COLOUR_ORDER: [&str; 11] =
+    ["amp", "xmp", "dcm", "mptcp-d", "mmptcp", "lia", "dctcp", "reno", "cubic", "olia", "balia"];
+
 /// The colour of a controller, given by name or spec (`"amp"`, `"amp:beta=4"`, `"MPTCP-D"`),
-/// possibly after a group (`"mix/amp"`):
-/// the palette but its grey, in order, to mpquic-cc's controllers in their documented order and
-/// then the stack's own Cubic; any other name (kernel TCP, unknown) is [`OTHER`].
+/// possibly after a group (`"mix/amp"`): the palette but its grey, then [`MORE`], in
+/// `COLOUR_ORDER` (mpquic-cc's controllers and the stack's own Cubic); any other name (kernel
+/// TCP, a registered controller, unknown) is [`OTHER`].
 pub fn controller_color(controller: &str) -> RGBColor {
     let spec = controller.rsplit('/').next().unwrap_or_default();
     let name = spec.split(':').next().unwrap_or_default().trim();
-    let ours = ControllerKind::ALL.iter().position(|k| k.name().eq_ignore_ascii_case(name));
-    let slot = match ours {
-        Some(i) => i,
-        None if name.eq_ignore_ascii_case("cubic") => ControllerKind::ALL.len(),
-        None => return OTHER,
+    let Some(slot) = COLOUR_ORDER.iter().position(|k| k.eq_ignore_ascii_case(name)) else {
+        return OTHER;
     };
-    TAB10.into_iter().filter(|&c| c != OTHER).nth(slot).unwrap_or(OTHER)
+    TAB10.into_iter().filter(|&c| c != OTHER).chain(MORE).nth(slot).unwrap_or(OTHER)
 }
 
 /// The colour of series that are none of ours (kernel TCP, unknown controllers): tab10's grey.
@@ -53,6 +57,8 @@ pub fn css(c: RGBColor) -> String {
 
 #[cfg(test)]
 mod tests {
+    use mpquic_cc::ControllerKind;
+
     use super::*;
 
     #[test]
@@ -68,6 +74,9 @@ mod tests {
         }
         assert!(!seen.contains(&controller_color("cubic")));
         assert_eq!(controller_color("tcp"), OTHER);
+        // The colours of the first plots stay where they were.
+        assert_eq!(controller_color("reno"), TAB10[8]);
+        assert_eq!(controller_color("cubic"), TAB10[9]);
     }
 
     #[test]

@@ -234,7 +234,8 @@ pub struct FlowSpec {
     pub path_times: Vec<Dur>,
     /// Controller with its parameters in one string, as the library reads it
     /// (`mpquic::Congestion`): `newreno`, `cubic` (the stack's own, uncoupled per path), or an
-    /// mpquic-cc name with parameters, `"amp:beta=4,tau=8"`. Kernel flows: the kernel's name.
+    /// mpquic-cc name with parameters, `"amp:beta=4,tau=8"`, or the name of a controller the
+    /// program registered (`mpquic_cc::register`). Kernel flows: the kernel's name.
     #[serde(default)]
     pub controller: Option<String>,
     /// When the client starts sending.

@@ -745,7 +745,7 @@ impl Sim {
         let t = &self.scenario.transport;
         let invalid = ScenarioError::Invalid;
         let options = mpquic::Options {
-            congestion: *congestion,
+            congestion: congestion.clone(),
             scheduler: t
                 .scheduler
                 .parse()

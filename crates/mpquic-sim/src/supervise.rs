@@ -154,11 +154,6 @@ impl Supervision {
         cc: Option<&SharedController>,
         slots: &BTreeMap<u64, Slot>,
     ) -> Vec<PathView> {
-        let snapshot = cc.map(SharedController::snapshot);
-        let carries_data = |id: PathId| {
-            let slot = slots.get(&path_number(id));
-            slot.and_then(|&slot| snapshot.as_ref()?.path(slot).map(|p| p.active)).unwrap_or(true)
-        };
         self.open_paths(conn)
             .into_iter()
             .filter_map(|id| {
@@ -167,7 +162,8 @@ impl Supervision {
                 let stats = conn.path_stats(id)?;
                 let slot = slots.get(&path_number(id));
                 let samples = slot.and_then(|&slot| cc?.rtt_samples(slot));
-                Some(PathView::new(id, spec, &stats, samples, carries_data(id)))
+                let backup = conn.path_status(id) == Ok(PathStatus::Backup);
+                Some(PathView::new(id, spec, &stats, samples, backup))
             })
             .collect()
     }

@@ -49,7 +49,14 @@ pub struct CoupledFactory {
 impl CoupledFactory {
     /// A factory for one connection running `config`, placing packets by `scheduler`.
     pub fn new(config: &ControllerConfig, scheduler: Scheduler) -> Self {
-        CoupledFactory { shared: Arc::new(SharedController::new(config, scheduler)) }
+        Self::with_controller(config.build(), scheduler)
+    }
+
+    /// A factory for one connection running `controller` (built for this connection alone),
+    /// placing packets by `scheduler`.
+    pub fn with_controller(controller: Box<dyn Controller>, scheduler: Scheduler) -> Self {
+        let shared = SharedController::with_controller(controller, scheduler);
+        CoupledFactory { shared: Arc::new(shared) }
     }
 
     /// The connection-wide state, to read snapshots and statistics from.
@@ -114,10 +121,6 @@ struct SlotState {
 }
 
 impl SharedController {
-    fn new(config: &ControllerConfig, scheduler: Scheduler) -> Self {
-        Self::with_controller(config.build(), scheduler)
-    }
-
     fn with_controller(controller: Box<dyn Controller>, scheduler: Scheduler) -> Self {
         SharedController {
             state: Mutex::new(State {
@@ -621,7 +624,8 @@ mod tests {
 
     /// The controller `name` over two paths (stack scheduler), and their handles.
     fn two_paths(name: &str) -> (Arc<SharedController>, Vec<PathHandle>) {
-        let shared = Arc::new(SharedController::new(&config(name), Scheduler::Stack));
+        let shared =
+            Arc::new(SharedController::with_controller(config(name).build(), Scheduler::Stack));
         let paths = (0..2).map(|_| PathHandle::add_to(&shared, 1200)).collect();
         (shared, paths)
     }

@@ -274,18 +274,13 @@ impl MultipathConnection {
 
     /// The open paths as the supervisor sees them.
     fn path_views(&self) -> Vec<PathView> {
-        let snapshot = self.controller_snapshot();
         let ledger = self.ledger().clone();
         let view = |id| {
             let record = ledger.get(&id)?;
-            let carries_data = record
-                .slot
-                .and_then(|slot| snapshot.as_ref()?.path(slot).map(|p| p.active))
-                .unwrap_or(true);
             let spec = record.remote.map(|remote| PathSpec::new(record.local, remote));
-            let carries_data = carries_data && record.status == PathStatus::Available;
             let samples = record.slot.and_then(|slot| self.controller.as_ref()?.rtt_samples(slot));
-            Some(PathView::new(id, spec, &self.conn.path_stats(id)?, samples, carries_data))
+            let backup = record.status == PathStatus::Backup;
+            Some(PathView::new(id, spec, &self.conn.path_stats(id)?, samples, backup))
         };
         self.open_paths_now().into_iter().filter_map(view).collect()
     }

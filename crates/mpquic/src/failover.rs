@@ -21,7 +21,9 @@
 //! controller deals with the loss. Time alone cannot tell it from a dead one (at 30% loss each
 //! way, a round of two packets goes unanswered a third of the time, and the stack's backed-off
 //! probe timeouts make a few such rounds last a few hundred ms), so the rule also counts the
-//! packets that went unanswered and asks for more of them on a path that was losing more.
+//! packets that went unanswered and asks for more of them on a path that was losing more;
+//! only a silence of four deadlines fails a lossy path whatever its loss (it strands the data
+//! it holds).
 //!
 //! The connection then abandons the failed path with PATH_UNSTABLE_OR_POOR (RFC 10069's code
 //! for a path found failed, so the peer can tell it from a deliberate close): noq declares its
@@ -113,6 +115,10 @@ const UNANSWERED_CHANCE: f64 = 1e-5;
 /// The fewest unanswered packets that make a failure: a lone lost packet and its probe do not.
 const MIN_UNANSWERED: u64 = 3;
 
+/// How many deadlines of silence make a lossy path failed whatever its loss (see
+/// `Watch::silent_for`).
+const LONG_SILENCE: u32 = 4;
+
 /// Weight of one answer in a path's loss estimate (an exponentially weighted moving average of
 /// the fraction of the packets sent between two answers that the stack declared lost).
 const LOSS_GAIN: f64 = 1.0 / 8.0;
@@ -189,12 +195,16 @@ impl Watch {
         self.lost_when_answered = sample.lost_packets;
     }
 
-    /// Whether the path has left data unanswered for `deadline`, over enough packets.
+    /// Whether the path has left data unanswered for `deadline`, over enough packets; or, over
+    /// a few packets, for [`LONG_SILENCE`] deadlines, lossy or not: a path that answers nothing
+    /// for that long strands the data it holds, and is better re-opened (with back-off).
     fn silent_for(&self, now: Instant, deadline: Duration) -> bool {
         let Some(since) = self.unanswered_since else { return false };
         let unanswered = self.last.sent_packets.saturating_sub(self.sent_when_answered);
-        now.saturating_duration_since(since) >= deadline
-            && unanswered >= unanswered_needed(self.loss)
+        let silence = now.saturating_duration_since(since);
+        silence >= deadline
+            && (unanswered >= unanswered_needed(self.loss)
+                || (silence >= deadline * LONG_SILENCE && unanswered >= MIN_UNANSWERED))
     }
 }
 

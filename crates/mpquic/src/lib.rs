@@ -2,7 +2,7 @@
 //!
 //! A [`Client`] connects to a [`Server`] over one path per (local, remote) address pair
 //! ([`PathSpec`]). Every path runs a congestion controller from [`mpquic_cc`], coupled across the
-//! connection and fed by the ECN counts of QUIC ACK frames ([`congestion`]); a [`Scheduler`]
+//! connection and fed by the ECN counts of QUIC ACK frames; a [`Scheduler`]
 //! decides which path takes the next packet. Each connection can write a qlog trace with the
 //! controller's own events ([`qlog`]) and reports per-path statistics ([`ConnectionReport`]).
 //!
@@ -25,11 +25,20 @@
 //! - A whole service to start from, runnable as it stands: `examples/object_fetch.rs` in this
 //!   crate (one server, clients over two paths each, objects checked against a manifest, the
 //!   paths' statistics printed), `cargo run --release -p mpquic --example object_fetch`.
+//! - Your own coupled controller: implement [`mpquic_cc::coupled::Algorithm`] (only the hooks
+//!   that differ), [`mpquic_cc::register`] it by name, and choose it as a [`Congestion`] like a
+//!   built-in; `examples/custom_controller.rs` runs a verified two-path transfer with one,
+//!   `cargo run --release -p mpquic --example custom_controller`.
 
 #![deny(missing_docs, rustdoc::broken_intra_doc_links, rustdoc::private_intra_doc_links)]
 // Without the `qlog` feature, the link to its module above has nothing to point at.
 #![cfg_attr(not(feature = "qlog"), allow(rustdoc::broken_intra_doc_links))]
 
+// Simulator-facing, not part of the API we promise to keep: mpquic-sim builds connections on its
+// own virtual clock from the same adapter (`congestion`: `SharedController`, `slot_of`) and runs
+// the same failover decisions (`supervisor`). They stay `pub` because the simulator is another
+// crate, and are hidden from the documentation so that no user mistakes them for the interface.
+#[doc(hidden)]
 pub mod congestion;
 mod connection;
 mod endpoint;
@@ -39,6 +48,7 @@ mod path_close;
 #[cfg(feature = "qlog")]
 pub mod qlog;
 mod scheduler;
+#[doc(hidden)]
 pub mod supervisor;
 pub mod tls;
 

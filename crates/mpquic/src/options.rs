@@ -6,7 +6,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mpquic_cc::{ConfigError, ControllerConfig, ControllerKind};
+use mpquic_cc::{ConfigError, ControllerChoice, ControllerConfig, ControllerKind};
 use noq::{AckFrequencyConfig, TransportConfig, VarInt};
 use serde::Serialize;
 
@@ -32,11 +32,17 @@ use crate::scheduler::Scheduler;
 /// assert!(err.to_string().contains("no parameter `alpha`"), "{err}");
 /// # Ok::<(), mpquic::mpquic_cc::ConfigError>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+///
+/// A controller registered with [`mpquic_cc::register`] is chosen by its name the same way, from
+/// this parser and so from every command line, simulator run and scenario file that takes a
+/// controller string (see `Write your own controller` in the README).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Congestion {
     /// One of mpquic-cc's controllers, coupled across the connection's paths.
     Coupled(ControllerConfig),
+    /// A controller registered by the program ([`mpquic_cc::register`]), with its parameters.
+    Custom(ControllerChoice),
     /// noq's own Cubic on every path, uncoupled: the "no coupling" baseline.
     StackCubic,
     /// noq's own NewReno on every path, uncoupled.
@@ -44,8 +50,8 @@ pub enum Congestion {
 }
 
 impl Congestion {
-    /// Parse a controller name (`cubic`, `newreno` or any mpquic-cc name) and `key=value`
-    /// parameters.
+    /// Parse a controller name (`cubic`, `newreno`, any mpquic-cc name or a registered one) and
+    /// `key=value` parameters.
     pub fn parse<'a>(
         name: &str,
         params: impl IntoIterator<Item = &'a str>,
@@ -53,6 +59,9 @@ impl Congestion {
         let stack = match name.to_ascii_lowercase().as_str() {
             "cubic" => Congestion::StackCubic,
             "newreno" => Congestion::StackNewReno,
+            _ if name.parse::<ControllerKind>().is_err() => {
+                return ControllerChoice::parse(name, params).map(Congestion::Custom)
+            }
             _ => return ControllerConfig::parse(name, params).map(Congestion::Coupled),
         };
         match params.into_iter().next() {
@@ -69,6 +78,7 @@ impl Congestion {
     pub fn name(&self) -> &'static str {
         match self {
             Congestion::Coupled(config) => config.kind().name(),
+            Congestion::Custom(choice) => choice.name(),
             Congestion::StackCubic => "cubic",
             Congestion::StackNewReno => "newreno",
         }
@@ -289,12 +299,8 @@ impl Options {
         }
 
         let controller = match &self.congestion {
-            Congestion::Coupled(cc) => {
-                let factory = CoupledFactory::new(cc, self.scheduler);
-                let shared = factory.shared();
-                config.congestion_controller_factory(Arc::new(factory));
-                Some(shared)
-            }
+            Congestion::Coupled(cc) => Some(self.install_coupled(&mut config, cc.build())),
+            Congestion::Custom(choice) => Some(self.install_coupled(&mut config, choice.build())),
             Congestion::StackCubic => {
                 config.congestion_controller_factory(Arc::new(
                     noq::congestion::CubicConfig::default(),
@@ -313,6 +319,18 @@ impl Options {
             config.enable_segmentation_offload(false);
         }
         (config, controller)
+    }
+
+    /// Make `controller` this connection's, coupled over all its paths.
+    fn install_coupled(
+        &self,
+        config: &mut TransportConfig,
+        controller: Box<dyn mpquic_cc::Controller>,
+    ) -> Arc<SharedController> {
+        let factory = CoupledFactory::with_controller(controller, self.scheduler);
+        let shared = factory.shared();
+        config.congestion_controller_factory(Arc::new(factory));
+        shared
     }
 
     /// What the ACK frequency extension asks of the peer, if anything.

@@ -43,11 +43,12 @@ pub struct PathView {
     pub acks: u64,
     /// The path's smoothed RTT.
     pub srtt: Duration,
-    /// Whether the path is to carry data now: an available path (not a backup) that the
-    /// controller lets carry new data (not while AMP suppresses it or MPTCP-D eliminates it).
-    /// Only such paths are watched for failure: the others send probes only, whose silence
-    /// says nothing (a backup's ACKs may ride an available path).
-    pub carries_data: bool,
+    /// Whether the path is a backup: it sends keep-alive PINGs only, whose ACKs may ride an
+    /// available path (RFC 10069 lets the peer), so its silence says nothing: it is not judged
+    /// while it is a backup, and counts as fine. A path the controller keeps from data (AMP's
+    /// suppression) is judged: its peer acknowledges its PINGs on it (noq-proto D4), and data
+    /// it had in flight would otherwise wait for the idle timeout.
+    pub backup: bool,
 }
 
 impl PathView {
@@ -58,7 +59,7 @@ impl PathView {
         spec: Option<PathSpec>,
         stats: &PathStats,
         rtt_samples: Option<u64>,
-        carries_data: bool,
+        backup: bool,
     ) -> Self {
         PathView {
             id,
@@ -71,7 +72,7 @@ impl PathView {
             received: stats.udp_rx.datagrams,
             acks: stats.frame_rx.acks + stats.frame_rx.path_acks + rtt_samples.unwrap_or(0),
             srtt: stats.rtt,
-            carries_data,
+            backup,
         }
     }
 }
@@ -168,12 +169,11 @@ impl PathSupervisor {
         }
         if let Some(detector) = self.detector.as_mut().filter(|_| now >= self.next_detection) {
             self.next_detection = now + FAILURE_POLL;
-            // A path kept from data (a backup; AMP's suppression, MPTCP-D's elimination)
-            // sends only probes, whose silence is no sign of failure: it is not judged, and
-            // it is watched afresh from when it carries data again.
+            // A backup sends only PINGs, whose ACKs may ride another path: it is not judged,
+            // and it is watched afresh once it is available again.
             let samples: Vec<(PathId, PathSample)> = paths
                 .iter()
-                .filter(|p| p.carries_data)
+                .filter(|p| !p.backup)
                 .map(|p| {
                     let sample = PathSample {
                         sent_bytes: p.sent_bytes,
@@ -186,8 +186,7 @@ impl PathSupervisor {
                     (p.id, sample)
                 })
                 .collect();
-            let standby: Vec<PathId> =
-                paths.iter().filter(|p| !p.carries_data).map(|p| p.id).collect();
+            let standby: Vec<PathId> = paths.iter().filter(|p| p.backup).map(|p| p.id).collect();
             let failed = detector.observe(now, &samples, &standby);
             actions.extend(failed.into_iter().map(SupervisorAction::Abandon));
         }
@@ -316,7 +315,7 @@ mod tests {
             received,
             acks: received,
             srtt: 10 * MS,
-            carries_data: true,
+            backup: false,
         }
     }
 

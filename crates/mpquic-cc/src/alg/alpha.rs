@@ -18,7 +18,7 @@
 //!   (`exact: false`, one mark per frame), `F` is an underestimate whenever one frame covers
 //!   several marked packets; the snapshot's `ce_exact` says which kind of count was used.
 
-use crate::core::{Core, RoundStats};
+use crate::coupled::{Core, RoundStats, Slot};
 use crate::Notice;
 
 /// One path's alpha.
@@ -31,28 +31,27 @@ impl Default for Alpha {
     }
 }
 
-/// Update path `i`'s alpha from the round that just ended and report it.
-pub(crate) fn update(core: &mut Core<Alpha>, i: usize, round: &RoundStats, g: f64) {
-    let fraction =
-        if round.acked == 0 { 0.0 } else { (round.marked as f64 / round.acked as f64).min(1.0) };
-    let p = &mut core.paths[i];
-    p.ext.0 = (1.0 - g) * p.ext.0 + g * fraction;
-    let (path, alpha) = (p.id, p.ext.0);
+/// Update the path in `s`'s alpha from the round that just ended and report it.
+pub(crate) fn update(core: &mut Core<Alpha>, s: Slot, round: &RoundStats, g: f64) {
+    let fraction = round.ce_fraction();
+    let ext = core.ext_mut(s);
+    ext.0 = (1.0 - g) * ext.0 + g * fraction;
+    let alpha = ext.0;
+    let path = core.id(s);
     core.notify(Notice::AlphaUpdated { path, alpha, marked_fraction: fraction });
 }
 
-/// A CE increase on path `i`: if its ACK frame also ends the round, close the round now (the
+/// A CE increase on the path in `s`: if its ACK frame also ends the round, close the round now (the
 /// frame's marks are already counted in it), so that the cut that follows uses the updated
 /// alpha. The frame's end then finds no round to close.
-pub(crate) fn end_round_before_cut(core: &mut Core<Alpha>, i: usize, g: f64) {
-    if let Some(round) = core.paths[i].take_round_end() {
-        update(core, i, &round, g);
-        core.round_ended();
+pub(crate) fn end_round_before_cut(core: &mut Core<Alpha>, s: Slot, g: f64) {
+    if let Some(round) = core.end_round_now(s) {
+        update(core, s, &round, g);
     }
 }
 
-/// The window after an ECN reaction on path `i`: `w * (1 - alpha / 2)`.
-pub(crate) fn cut(core: &Core<Alpha>, i: usize) -> f64 {
-    let p = &core.paths[i];
-    p.w * (1.0 - p.ext.0 / 2.0)
+/// The window after an ECN reaction on the path in `s`: `w * (1 - alpha / 2)`.
+pub(crate) fn cut(core: &Core<Alpha>, s: Slot) -> f64 {
+    let p = core.path(s);
+    p.cwnd() * (1.0 - p.ext().0 / 2.0)
 }

@@ -31,8 +31,8 @@
 //! - Suppressed paths do not grow (they carry no new data); their windows stay where SSR found
 //!   them and are reset on release anyway.
 
-use crate::conn::Algorithm;
-use crate::core::{Core, Coupling, RoundStats};
+use crate::coupled::Algorithm;
+use crate::coupled::{Core, Coupling, PathState, RoundStats, Slot};
 use crate::{AmpConfig, ConnectionSnapshot, ControllerKind, Notice, PathId};
 
 /// AMP's connection-level state.
@@ -55,10 +55,10 @@ impl Amp {
 
     fn suppress(&mut self, core: &mut Core<()>) {
         let mut paths = Vec::new();
-        for i in 1..core.paths.len() {
-            if core.paths[i].active {
-                core.set_active(i, false);
-                paths.push(core.paths[i].id);
+        for s in core.slots().skip(1) {
+            if core.path(s).is_active() {
+                core.set_active(s, false);
+                paths.push(core.id(s));
             }
         }
         self.suppressed = true;
@@ -69,13 +69,13 @@ impl Amp {
 
     fn release(&mut self, core: &mut Core<()>) {
         let mut paths: Vec<PathId> = Vec::new();
-        for i in 0..core.paths.len() {
-            if !core.paths[i].active {
-                let floor = core.paths[i].cwnd_min;
-                core.set_active(i, true);
-                core.set_window(i, floor);
-                core.paths[i].ssthresh = floor;
-                paths.push(core.paths[i].id);
+        for s in core.slots() {
+            if !core.path(s).is_active() {
+                let floor = core.path(s).cwnd_min();
+                core.set_active(s, true);
+                core.set_window(s, floor);
+                core.set_ssthresh(s, floor);
+                paths.push(core.id(s));
             }
         }
         self.suppressed = false;
@@ -86,29 +86,32 @@ impl Amp {
 }
 
 /// Whether a path is at the minimum window, in whole packets.
-fn at_floor<X>(p: &crate::core::PathState<X>) -> bool {
-    p.w < p.cwnd_min + p.mss_f()
+fn at_floor<X>(p: &PathState<X>) -> bool {
+    p.cwnd() < p.cwnd_min() + p.mss_f()
 }
 
 impl Algorithm for Amp {
     type Path = ();
-    const KIND: ControllerKind = ControllerKind::Amp;
+
+    fn name(&self) -> &'static str {
+        ControllerKind::Amp.name()
+    }
 
     fn coupling(&self) -> Coupling {
         Coupling::WindowSum
     }
 
-    fn ca_increase(&self, core: &Core<()>, i: usize, bytes: u64) -> f64 {
+    fn ca_increase(&self, core: &Core<()>, s: Slot, bytes: u64) -> f64 {
         // Path i is active, so W_total >= w_i >= cwnd_min > 0.
-        core.paths[i].mss_f() * bytes as f64 / core.sums.w_active
+        core.path(s).mss_f() * bytes as f64 / core.sums().window_sum()
     }
 
-    fn ecn_target(&self, core: &Core<()>, i: usize) -> f64 {
-        core.paths[i].w * (1.0 - 1.0 / self.cfg.beta)
+    fn ecn_target(&self, core: &Core<()>, s: Slot) -> f64 {
+        core.path(s).cwnd() * (1.0 - 1.0 / self.cfg.beta)
     }
 
-    fn on_round_end(&mut self, core: &mut Core<()>, i: usize, round: &RoundStats) {
-        if i != 0 {
+    fn on_round_end(&mut self, core: &mut Core<()>, s: Slot, round: &RoundStats) {
+        if core.initial() != Some(s) {
             return;
         }
         if self.suppressed {
@@ -121,33 +124,33 @@ impl Algorithm for Amp {
                 self.release(core);
             }
         } else {
-            if core.paths.iter().filter(|p| p.active).all(at_floor) {
+            if core.paths().filter(|p| p.is_active()).all(at_floor) {
                 self.n_min += 1;
             } else {
                 self.n_min = 0;
             }
-            let others_active = core.paths[1..].iter().any(|p| p.active);
+            let others_active = core.paths().skip(1).any(|p| p.is_active());
             if self.n_min >= self.cfg.gamma && others_active {
                 self.suppress(core);
             }
         }
     }
 
-    fn on_path_added(&mut self, core: &mut Core<()>, i: usize) {
+    fn on_path_added(&mut self, core: &mut Core<()>, s: Slot) {
         if !self.suppressed {
             return;
         }
-        if i == 0 {
+        if core.initial() == Some(s) {
             // A lower id than the initial path's: it is the new initial path, which must carry
             // data, so the episode ends.
             self.release(core);
         } else {
-            core.set_active(i, false);
+            core.set_active(s, false);
         }
     }
 
-    fn on_path_removed(&mut self, core: &mut Core<()>, _removed: PathId, index: usize) {
-        if index == 0 {
+    fn on_path_removed(&mut self, core: &mut Core<()>, _removed: PathId, was_initial: bool) {
+        if was_initial {
             // The initial path changed: its round counts start over.
             self.n_min = 0;
             self.n_clear = 0;
@@ -167,12 +170,12 @@ impl Algorithm for Amp {
 #[cfg(test)]
 mod tests {
     use super::Amp;
-    use crate::conn::Conn;
+    use crate::coupled::Coupled;
     use crate::testkit::Driver;
     use crate::{AmpConfig, Controller, Notice, PathId};
 
-    fn amp(cfg: AmpConfig, paths: u32) -> Driver<Conn<Amp>> {
-        let mut d = Driver::with(Conn::new(Amp::new(cfg)));
+    fn amp(cfg: AmpConfig, paths: u32) -> Driver<Coupled<Amp>> {
+        let mut d = Driver::with(Coupled::new(Amp::new(cfg)));
         for id in 0..paths {
             d.add_path(id);
         }
@@ -188,17 +191,17 @@ mod tests {
         let w_total = 40_000.0;
         d.send(2, 3);
         d.ack(2, 1, 0);
-        assert_eq!(d.cc.core.paths[2].w, 6_000.0 + 1200.0 * 1200.0 / w_total);
+        assert_eq!(d.cwnd(2), 6_000.0 + 1200.0 * 1200.0 / w_total);
         // Different RTTs change nothing: AMP is RTT-agnostic.
         d.set_rtt(1, std::time::Duration::from_millis(3));
         d.send(1, 1);
-        let (w1, total) = (d.cc.core.paths[1].w, d.cc.core.sums.w_active);
+        let (w1, total) = (d.cwnd(1), d.cc.core().sums().window_sum());
         d.ack(1, 1, 0);
-        assert_eq!(d.cc.core.paths[1].w, w1 + 1200.0 * 1200.0 / total);
+        assert_eq!(d.cwnd(1), w1 + 1200.0 * 1200.0 / total);
         // Acknowledging a partial packet scales with the bytes.
-        let (w2, total) = (d.cc.core.paths[2].w, d.cc.core.sums.w_active);
+        let (w2, total) = (d.cwnd(2), d.cc.core().sums().window_sum());
         d.ack_bytes(2, 300);
-        assert_eq!(d.cc.core.paths[2].w, w2 + 1200.0 * 300.0 / total);
+        assert_eq!(d.cwnd(2), w2 + 1200.0 * 300.0 / total);
     }
 
     #[test]
@@ -210,9 +213,9 @@ mod tests {
         let w1 = 40_000.0 + 1200.0 * 1200.0 / 52_000.0;
         let before = w1 + 1200.0 * 1200.0 / (52_000.0 + (w1 - 40_000.0));
         d.ack(0, 2, 2);
-        assert_eq!(d.cc.core.paths[0].w, before * 0.75);
+        assert_eq!(d.cwnd(0), before * 0.75);
         d.ack(0, 2, 2); // same round: ignored, and no growth from packets sent before the cut
-        assert_eq!(d.cc.core.paths[0].w, before * 0.75);
+        assert_eq!(d.cwnd(0), before * 0.75);
         for _ in 0..20 {
             d.round(0, 2, 1);
         }
@@ -222,7 +225,7 @@ mod tests {
 
     /// Bring every path of `d` down to cwnd_min without ending a round of path 0 after the last
     /// one got there (path 0 goes first; later ones are driven by their own rounds).
-    fn all_to_floor(d: &mut Driver<Conn<Amp>>, paths: u32) {
+    fn all_to_floor(d: &mut Driver<Coupled<Amp>>, paths: u32) {
         for id in 0..paths {
             for _ in 0..12 {
                 d.round(id, 2, 1);
@@ -281,19 +284,19 @@ mod tests {
         d.round(0, 2, 1);
         d.round(0, 2, 1);
         assert_eq!(d.snapshot().mode, Some("suppressed"));
-        assert_eq!(d.cc.core.sums.w_active, d.cc.core.paths[0].w);
-        let w = d.cc.core.paths[0].w;
+        assert_eq!(d.cc.core().sums().window_sum(), d.cwnd(0));
+        let w = d.cwnd(0);
         d.send(0, 1);
         d.ack(0, 1, 0);
-        assert_eq!(d.cc.core.paths[0].w, w + 1200.0 * 1200.0 / w);
+        assert_eq!(d.cwnd(0), w + 1200.0 * 1200.0 / w);
         // ACKs of data still in flight on a suppressed path do not grow it.
-        let w1 = d.cc.core.paths[1].w;
+        let w1 = d.cwnd(1);
         d.send(1, 1);
         d.ack(1, 1, 0);
-        assert_eq!(d.cc.core.paths[1].w, w1);
+        assert_eq!(d.cwnd(1), w1);
     }
 
-    fn suppressed(tau: u32) -> Driver<Conn<Amp>> {
+    fn suppressed(tau: u32) -> Driver<Coupled<Amp>> {
         let mut d = amp(AmpConfig { tau, ..Default::default() }, 4);
         all_to_floor(&mut d, 4);
         d.round(0, 2, 1);

@@ -10,8 +10,7 @@
 
 use super::alpha::{self, Alpha};
 use super::lia::lia_increase;
-use crate::conn::Algorithm;
-use crate::core::{Core, Coupling, RoundStats};
+use crate::coupled::{Algorithm, Core, Coupling, RoundStats, Slot};
 use crate::ControllerKind;
 
 /// DCM with EWMA gain `g`.
@@ -22,26 +21,29 @@ pub(crate) struct Dcm {
 
 impl Algorithm for Dcm {
     type Path = Alpha;
-    const KIND: ControllerKind = ControllerKind::Dcm;
+
+    fn name(&self) -> &'static str {
+        ControllerKind::Dcm.name()
+    }
 
     fn coupling(&self) -> Coupling {
         Coupling::Rates
     }
 
-    fn ca_increase(&self, core: &Core<Alpha>, i: usize, bytes: u64) -> f64 {
-        lia_increase(core, i, bytes)
+    fn ca_increase(&self, core: &Core<Alpha>, s: Slot, bytes: u64) -> f64 {
+        lia_increase(core, s, bytes)
     }
 
-    fn ecn_target(&self, core: &Core<Alpha>, i: usize) -> f64 {
-        alpha::cut(core, i)
+    fn ecn_target(&self, core: &Core<Alpha>, s: Slot) -> f64 {
+        alpha::cut(core, s)
     }
 
-    fn on_ce_signal(&mut self, core: &mut Core<Alpha>, i: usize) {
-        alpha::end_round_before_cut(core, i, self.g);
+    fn on_ce_signal(&mut self, core: &mut Core<Alpha>, s: Slot) {
+        alpha::end_round_before_cut(core, s, self.g);
     }
 
-    fn on_round_end(&mut self, core: &mut Core<Alpha>, i: usize, round: &RoundStats) {
-        alpha::update(core, i, round, self.g);
+    fn on_round_end(&mut self, core: &mut Core<Alpha>, s: Slot, round: &RoundStats) {
+        alpha::update(core, s, round, self.g);
     }
 
     fn alpha(&self, path: &Alpha) -> Option<f64> {
@@ -55,13 +57,13 @@ mod tests {
 
     use super::Dcm;
     use crate::alg::lia::Lia;
-    use crate::conn::Conn;
+    use crate::coupled::Coupled;
     use crate::testkit::Driver;
 
     #[test]
     fn alpha_converges_to_the_marked_fraction() {
         let g = 1.0 / 16.0;
-        let mut d = Driver::with(Conn::new(Dcm { g }));
+        let mut d = Driver::with(Coupled::new(Dcm { g }));
         d.add_path(0);
         d.add_path(1);
         // Steady pattern: 3 of every 10 packets marked on path 0, 1 of 10 on path 1.
@@ -81,7 +83,7 @@ mod tests {
 
     #[test]
     fn cut_is_w_times_one_minus_half_alpha() {
-        let mut d = Driver::with(Conn::new(Dcm { g: 1.0 }));
+        let mut d = Driver::with(Coupled::new(Dcm { g: 1.0 }));
         d.add_path(0);
         d.round(0, 10, 0); // alpha 0, w 24000, slow start
         d.round(0, 4, 0); // 28800
@@ -105,7 +107,7 @@ mod tests {
 
     #[test]
     fn cut_never_goes_below_cwnd_min() {
-        let mut d = Driver::with(Conn::new(Dcm { g: 1.0 }));
+        let mut d = Driver::with(Coupled::new(Dcm { g: 1.0 }));
         d.add_path(0);
         for _ in 0..30 {
             d.round(0, 2, 2);
@@ -116,8 +118,8 @@ mod tests {
     /// DCM's increase is LIA's: the same ACK sequence gives the same windows.
     #[test]
     fn increase_equals_lias() {
-        let mut dcm = Driver::with(Conn::new(Dcm { g: 1.0 / 16.0 }));
-        let mut lia = Driver::with(Conn::new(Lia));
+        let mut dcm = Driver::with(Coupled::new(Dcm { g: 1.0 / 16.0 }));
+        let mut lia = Driver::with(Coupled::new(Lia));
         for (id, rtt, w) in [(0, 80, 30_000), (1, 200, 9_000), (2, 500, 60_000)] {
             dcm.add_path(id);
             lia.add_path(id);
@@ -133,7 +135,7 @@ mod tests {
             dcm.ack(id, 1, 0);
             lia.ack(id, 1, 0);
             for id in 0..3 {
-                assert_eq!(dcm.cc.core.paths[id].w, lia.cc.core.paths[id].w, "step {step}");
+                assert_eq!(dcm.cwnd(id as u32), lia.cwnd(id as u32), "step {step}");
             }
         }
         assert!(dcm.window(0) > 30_000, "it did grow");

@@ -6,8 +6,7 @@
 
 use super::alpha::{self, Alpha};
 use super::reno::reno_step;
-use crate::conn::Algorithm;
-use crate::core::{Core, RoundStats};
+use crate::coupled::{Algorithm, Core, RoundStats, Slot};
 use crate::ControllerKind;
 
 /// DCTCP with EWMA gain `g`.
@@ -18,23 +17,26 @@ pub(crate) struct Dctcp {
 
 impl Algorithm for Dctcp {
     type Path = Alpha;
-    const KIND: ControllerKind = ControllerKind::Dctcp;
 
-    fn ca_increase(&self, core: &Core<Alpha>, i: usize, bytes: u64) -> f64 {
-        let p = &core.paths[i];
-        reno_step(p.mss_f(), bytes, p.w)
+    fn name(&self) -> &'static str {
+        ControllerKind::Dctcp.name()
     }
 
-    fn ecn_target(&self, core: &Core<Alpha>, i: usize) -> f64 {
-        alpha::cut(core, i)
+    fn ca_increase(&self, core: &Core<Alpha>, s: Slot, bytes: u64) -> f64 {
+        let p = core.path(s);
+        reno_step(p.mss_f(), bytes, p.cwnd())
     }
 
-    fn on_ce_signal(&mut self, core: &mut Core<Alpha>, i: usize) {
-        alpha::end_round_before_cut(core, i, self.g);
+    fn ecn_target(&self, core: &Core<Alpha>, s: Slot) -> f64 {
+        alpha::cut(core, s)
     }
 
-    fn on_round_end(&mut self, core: &mut Core<Alpha>, i: usize, round: &RoundStats) {
-        alpha::update(core, i, round, self.g);
+    fn on_ce_signal(&mut self, core: &mut Core<Alpha>, s: Slot) {
+        alpha::end_round_before_cut(core, s, self.g);
+    }
+
+    fn on_round_end(&mut self, core: &mut Core<Alpha>, s: Slot, round: &RoundStats) {
+        alpha::update(core, s, round, self.g);
     }
 
     fn alpha(&self, path: &Alpha) -> Option<f64> {

@@ -15,32 +15,33 @@
 //! Readings: paths without an RTT sample yet take no part in `a` (they have no rate); the float
 //! arithmetic replaces RFC 6356's integer scaling of `alpha`, which it only needs for kernels.
 
-use crate::conn::Algorithm;
-use crate::core::{Core, Coupling};
+use crate::coupled::{Algorithm, Core, Coupling, Slot};
 use crate::ControllerKind;
 
 /// RFC 6356's coupled increase for `bytes` acknowledged on path `i`; shared by LIA, DCM and
 /// MMPTCP's second phase. Needs [`Coupling::Rates`].
 #[inline]
-pub(crate) fn lia_increase<X>(core: &Core<X>, i: usize, bytes: u64) -> f64 {
-    let p = &core.paths[i];
-    let s = &core.sums;
+pub(crate) fn lia_increase<X>(core: &Core<X>, s: Slot, bytes: u64) -> f64 {
+    let p = core.path(s);
+    let (rate_sum, max_lia) = (core.sums().rate_sum(), core.sums().max_rate_per_rtt());
     let step = p.mss_f() * bytes as f64;
-    let uncoupled = step / p.w;
-    // Path i was just measured and is active, so rate_sum > 0; guard anyway so a degenerate
+    let uncoupled = step / p.cwnd();
+    // The path was just measured and is active, so rate_sum > 0; guard anyway so a degenerate
     // state falls back to Reno rather than producing NaN.
-    if s.rate_sum.is_nan() || s.rate_sum <= 0.0 {
+    if rate_sum.is_nan() || rate_sum <= 0.0 {
         return uncoupled;
     }
-    let coupled = step * s.max_lia / (s.rate_sum * s.rate_sum);
+    let coupled = step * max_lia / (rate_sum * rate_sum);
     coupled.min(uncoupled)
 }
 
 /// RFC 6356's `alpha` (called `a` in the AMP paper), for snapshots and tests.
 #[cfg(test)]
 pub(crate) fn lia_a<X>(core: &Core<X>) -> f64 {
-    let w_total: f64 = core.paths.iter().filter(|p| p.active && p.srtt > 0.0).map(|p| p.w).sum();
-    w_total * core.sums.max_lia / (core.sums.rate_sum * core.sums.rate_sum)
+    let w_total: f64 =
+        core.paths().filter(|p| p.is_active() && p.srtt() > 0.0).map(|p| p.cwnd()).sum();
+    let sums = core.sums();
+    w_total * sums.max_rate_per_rtt() / (sums.rate_sum() * sums.rate_sum())
 }
 
 /// LIA with halving on loss or CE.
@@ -49,14 +50,17 @@ pub(crate) struct Lia;
 
 impl Algorithm for Lia {
     type Path = ();
-    const KIND: ControllerKind = ControllerKind::Lia;
+
+    fn name(&self) -> &'static str {
+        ControllerKind::Lia.name()
+    }
 
     fn coupling(&self) -> Coupling {
         Coupling::Rates
     }
 
-    fn ca_increase(&self, core: &Core<()>, i: usize, bytes: u64) -> f64 {
-        lia_increase(core, i, bytes)
+    fn ca_increase(&self, core: &Core<()>, s: Slot, bytes: u64) -> f64 {
+        lia_increase(core, s, bytes)
     }
 }
 
@@ -67,7 +71,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::{lia_a, Lia};
-    use crate::conn::Conn;
+    use crate::coupled::Coupled;
     use crate::testkit::Driver;
 
     fn us(x: u64) -> Duration {
@@ -75,8 +79,8 @@ mod tests {
     }
 
     /// Two paths in congestion avoidance with the given windows (in packets) and RTTs.
-    fn two_paths(w0: u64, w1: u64, rtt0: u64, rtt1: u64) -> Driver<Conn<Lia>> {
-        let mut d = Driver::with(Conn::new(Lia));
+    fn two_paths(w0: u64, w1: u64, rtt0: u64, rtt1: u64) -> Driver<Coupled<Lia>> {
+        let mut d = Driver::with(Coupled::new(Lia));
         d.add_path(0);
         d.add_path(1);
         d.set_rtt(0, us(rtt0));
@@ -93,23 +97,23 @@ mod tests {
         let a = (w0 + w1) * (w0 / (r0 * r0)).max(w1 / (r1 * r1)) / (w0 / r0 + w1 / r1).powi(2);
         assert!((lia_a(&d.cc.core) - a).abs() < 1e-9 * a);
         let expect = (a * 1200.0 * 1200.0 / (w0 + w1)).min(1200.0 * 1200.0 / w1);
-        let before = d.cc.core.paths[1].w;
+        let before = d.cwnd(1);
         d.send(1, 1);
         d.ack(1, 1, 0);
-        let got = d.cc.core.paths[1].w - before;
+        let got = d.cwnd(1) - before;
         assert!((got - expect).abs() < 1e-6, "got {got}, expected {expect}");
     }
 
     #[test]
     fn cap_is_reno_on_the_path() {
         // A single path: a = 1 and the coupled term equals the Reno cap.
-        let mut d = Driver::with(Conn::new(Lia));
+        let mut d = Driver::with(Coupled::new(Lia));
         d.add_path(0);
         d.set_rtt(0, us(100));
         d.force_window(0, 12_000);
         d.send(0, 1);
         d.ack(0, 1, 0);
-        assert!((d.cc.core.paths[0].w - 12_120.0).abs() < 1e-6);
+        assert!((d.cwnd(0) - 12_120.0).abs() < 1e-6);
     }
 
     proptest! {
@@ -124,7 +128,7 @@ mod tests {
             rtts in prop::collection::vec(20u64..2000, 6),
         ) {
             let n = windows.len();
-            let mut d = Driver::with(Conn::new(Lia));
+            let mut d = Driver::with(Coupled::new(Lia));
             for (id, &w) in windows.iter().enumerate() {
                 d.add_path(id as u32);
                 d.set_rtt(id as u32, us(rtts[id]));
@@ -134,10 +138,10 @@ mod tests {
             let mut rate_growth = 0.0; // d/dt of sum(w_r / rtt_r), bytes/s per second
             for (id, &rtt) in rtts[..n].iter().enumerate() {
                 let mut copy = d.clone();
-                let w = copy.cc.core.paths[id].w;
+                let w = copy.cwnd(id as u32);
                 copy.send(id as u32, 1);
                 copy.ack(id as u32, 1, 0);
-                let inc = copy.cc.core.paths[id].w - w;
+                let inc = copy.cwnd(id as u32) - w;
                 // `inc` is a difference of two windows: allow for its rounding.
                 prop_assert!(inc <= 1200.0 * 1200.0 / w + w * 1e-15, "path {id}: {inc}");
                 let rtt = rtt as f64 * 1e-6;

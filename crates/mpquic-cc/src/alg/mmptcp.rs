@@ -69,9 +69,9 @@
 //! unfinished at 8 paths (pairs: none).
 
 use super::lia::lia_increase;
-use crate::conn::{standard_ack, standard_congestion, Algorithm};
-use crate::core::path::{initial_window, MAX_WINDOW};
-use crate::core::{Core, Coupling};
+use crate::coupled::{
+    initial_window, standard_ack, standard_congestion, Algorithm, Core, Coupling, Slot, MAX_WINDOW,
+};
 use crate::{ConnectionSnapshot, ControllerKind, Dealing, MmptcpConfig, Notice, ReductionCause};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -99,7 +99,7 @@ pub(crate) struct Mmptcp {
 /// The packet size `W` is counted in: the largest MSS among the paths, so that a share of `k`
 /// packets holds `k` packets of any path's own MSS.
 fn scatter_packet(core: &Core<()>) -> u64 {
-    core.paths.iter().map(|p| p.mss).max().unwrap_or(1)
+    core.paths().map(|p| p.mss()).max().unwrap_or(1)
 }
 
 /// The whole packets of `packet` bytes that `w` deals out, at least the floor's 2.
@@ -107,27 +107,28 @@ fn scatter_packets(w: f64, packet: u64) -> u64 {
     (w / packet as f64).floor().max(2.0) as u64
 }
 
-/// Path `i`'s share of `w`, in bytes: whole packets dealt out evenly in pairs, the pairs left
+/// Path `s`'s share of `w`, in bytes: whole packets dealt out evenly in pairs, the pairs left
 /// over one each to the first paths, and an odd packet to path 0. A path that gets data gets at
 /// least 2 packets, so its receiver acknowledges them at once (a QUIC receiver acknowledges
 /// every second packet of a path, or after its `max_ack_delay`).
-fn pairs_share(core: &Core<()>, w: f64, i: usize) -> u64 {
+fn pairs_share(core: &Core<()>, w: f64, s: Slot) -> u64 {
     let packet = scatter_packet(core);
     let packets = scatter_packets(w, packet);
     let (pairs, odd) = (packets / 2, packets % 2);
-    let n = core.paths.len() as u64;
+    let n = core.slots().len() as u64;
+    let i = s.position();
     let share = 2 * (pairs / n + u64::from((i as u64) < pairs % n)) + u64::from(i == 0) * odd;
     share * packet
 }
 
-/// Path `i`'s share of `w`, in bytes: whole packets dealt out evenly one at a time, the packets
+/// Path `s`'s share of `w`, in bytes: whole packets dealt out evenly one at a time, the packets
 /// left over one each to the first paths in the random order `draw` puts them in.
-fn single_share(core: &Core<()>, w: f64, i: usize, draw: u64) -> u64 {
+fn single_share(core: &Core<()>, w: f64, s: Slot, draw: u64) -> u64 {
     let packet = scatter_packet(core);
     let packets = scatter_packets(w, packet);
-    let n = core.paths.len() as u64;
-    let left_over = u64::from(random_rank(draw, i, core.paths.len()) < packets % n);
-    (packets / n + left_over) * packet
+    let n = core.slots().len();
+    let left_over = u64::from(random_rank(draw, s.position(), n) < packets % n as u64);
+    (packets / n as u64 + left_over) * packet
 }
 
 /// Path `i`'s place among `n` paths in the random order `draw` gives them: how many paths'
@@ -154,33 +155,33 @@ impl Mmptcp {
     }
 
     /// A new random order of the paths for `single` dealing, from the generator stirred with
-    /// path `i`'s latest RTT sample (see the readings).
-    fn draw_again(&mut self, core: &Core<()>, i: usize) {
-        let sample = core.paths[i].latest_rtt.as_nanos() as u64;
+    /// path `s`'s latest RTT sample (see the readings).
+    fn draw_again(&mut self, core: &Core<()>, s: Slot) {
+        let sample = core.path(s).latest_rtt().as_nanos() as u64;
         self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15) ^ sample;
         self.draw = mix(self.rng);
     }
 
     /// After `W` grew: `single` dealing draws again when `W` holds a new number of packets.
-    fn redeal_if_grown(&mut self, core: &Core<()>, i: usize) {
+    fn redeal_if_grown(&mut self, core: &Core<()>, s: Slot) {
         let Phase::Scatter { w, .. } = self.phase else { return };
         let packets = scatter_packets(w, scatter_packet(core));
         if self.cfg.deal == Dealing::Single && packets != self.drawn_for {
             self.drawn_for = packets;
-            self.draw_again(core, i);
+            self.draw_again(core, s);
         }
     }
 
     fn switch(&mut self, core: &mut Core<()>) {
         let Phase::Scatter { w, .. } = self.phase else { return };
         self.phase = Phase::Multipath;
-        for i in 0..core.paths.len() {
+        for s in core.slots() {
             // A new subflow: initial window, slow start, and the PS flow's packets in flight
             // are not its own (see the readings).
-            core.paths[i].ssthresh = f64::INFINITY;
-            let initial = initial_window(core.paths[i].mss);
-            core.set_window(i, initial);
-            core.paths[i].close_gate();
+            core.set_ssthresh(s, f64::INFINITY);
+            let initial = initial_window(core.path(s).mss());
+            core.set_window(s, initial);
+            core.close_gate(s);
         }
         core.set_coupling(Coupling::Rates);
         core.notify(Notice::PhaseSwitched { window: w as u64, sent_bytes: self.sent_bytes });
@@ -189,21 +190,24 @@ impl Mmptcp {
 
 impl Algorithm for Mmptcp {
     type Path = ();
-    const KIND: ControllerKind = ControllerKind::Mmptcp;
 
-    fn ca_increase(&self, core: &Core<()>, i: usize, bytes: u64) -> f64 {
-        lia_increase(core, i, bytes)
+    fn name(&self) -> &'static str {
+        ControllerKind::Mmptcp.name()
     }
 
-    fn on_path_added(&mut self, core: &mut Core<()>, i: usize) {
+    fn ca_increase(&self, core: &Core<()>, s: Slot, bytes: u64) -> f64 {
+        lia_increase(core, s, bytes)
+    }
+
+    fn on_path_added(&mut self, core: &mut Core<()>, s: Slot) {
         if let Phase::Scatter { w, .. } = &mut self.phase {
             if *w == 0.0 {
-                *w = initial_window(core.paths[i].mss);
+                *w = initial_window(core.path(s).mss());
             }
         }
     }
 
-    fn on_sent(&mut self, core: &mut Core<()>, _i: usize, bytes: u64) {
+    fn on_sent(&mut self, core: &mut Core<()>, _path: Slot, bytes: u64) {
         if let Phase::Scatter { .. } = self.phase {
             self.sent_bytes = self.sent_bytes.saturating_add(bytes);
             if self.sent_bytes >= self.cfg.switch_bytes {
@@ -212,24 +216,24 @@ impl Algorithm for Mmptcp {
         }
     }
 
-    fn on_ack(&mut self, core: &mut Core<()>, i: usize, bytes: u64) {
+    fn on_ack(&mut self, core: &mut Core<()>, s: Slot, bytes: u64) {
         match &mut self.phase {
             Phase::Scatter { w, ssthresh } => {
                 let inc = if *w < *ssthresh {
                     bytes as f64
                 } else {
-                    super::reno::reno_step(core.paths[i].mss_f(), bytes, *w)
+                    super::reno::reno_step(core.path(s).mss_f(), bytes, *w)
                 };
                 *w = (*w + inc).min(MAX_WINDOW);
-                self.redeal_if_grown(core, i);
+                self.redeal_if_grown(core, s);
             }
-            Phase::Multipath => standard_ack(self, core, i, bytes),
+            Phase::Multipath => standard_ack(self, core, s, bytes),
         }
     }
 
-    fn on_congestion(&mut self, core: &mut Core<()>, i: usize, cause: ReductionCause) {
+    fn on_congestion(&mut self, core: &mut Core<()>, s: Slot, cause: ReductionCause) {
         let Phase::Scatter { w, ssthresh } = &mut self.phase else {
-            return standard_congestion(self, core, i, cause);
+            return standard_congestion(self, core, s, cause);
         };
         let (from, was_slow_start) = (*w, *w < *ssthresh);
         let floor = 2.0 * scatter_packet(core) as f64;
@@ -241,39 +245,39 @@ impl Algorithm for Mmptcp {
             *ssthresh = *w;
         }
         let (to, left_slow_start) = (*w, was_slow_start && *w >= *ssthresh);
-        for k in 0..core.paths.len() {
-            core.paths[k].close_gate();
+        for k in core.slots() {
+            core.close_gate(k);
         }
-        core.record_reaction(i, cause);
-        core.report_reduction(i, from, to, cause, left_slow_start);
+        core.record_reaction(s, cause);
+        core.report_reduction(s, from, to, cause, left_slow_start);
         // A cut is a new window: dealt afresh even when its packet count is unchanged (at the
         // floor), so that a window stuck at a few packets still moves over the paths.
         self.drawn_for = scatter_packets(to, scatter_packet(core));
-        self.draw_again(core, i);
+        self.draw_again(core, s);
         // The paper's congestion event is a fast retransmission or an RTO: a loss, not a mark.
         if self.cfg.switch_on_congestion && cause != ReductionCause::Ecn {
             self.switch(core);
         }
     }
 
-    fn window(&self, core: &Core<()>, i: usize) -> u64 {
+    fn window(&self, core: &Core<()>, s: Slot) -> u64 {
         match self.phase {
             Phase::Scatter { w, .. } => match self.cfg.deal {
-                Dealing::Single => single_share(core, w, i, self.draw),
-                Dealing::Pairs => pairs_share(core, w, i),
+                Dealing::Single => single_share(core, w, s, self.draw),
+                Dealing::Pairs => pairs_share(core, w, s),
             },
-            Phase::Multipath => core.paths[i].window(),
+            Phase::Multipath => core.path(s).window(),
         }
     }
 
-    fn slow_start_view(&self, core: &Core<()>, i: usize) -> (Option<u64>, bool) {
+    fn slow_start_view(&self, core: &Core<()>, s: Slot) -> (Option<u64>, bool) {
         match self.phase {
             Phase::Scatter { w, ssthresh } => {
                 (ssthresh.is_finite().then_some(ssthresh as u64), w < ssthresh)
             }
             Phase::Multipath => {
-                let p = &core.paths[i];
-                (p.ssthresh.is_finite().then_some(p.ssthresh as u64), p.in_slow_start())
+                let p = core.path(s);
+                (p.ssthresh().is_finite().then_some(p.ssthresh() as u64), p.in_slow_start())
             }
         }
     }
@@ -293,7 +297,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::{Mmptcp, Phase};
-    use crate::conn::Conn;
+    use crate::coupled::Coupled;
     use crate::properties::{apply, op, Op};
     use crate::testkit::Driver;
     use crate::{Controller, Dealing, MmptcpConfig, Notice, PathId};
@@ -301,20 +305,20 @@ mod tests {
     const SINGLE: MmptcpConfig =
         MmptcpConfig { switch_bytes: u64::MAX, switch_on_congestion: false, deal: Dealing::Single };
 
-    fn mmptcp(cfg: MmptcpConfig, paths: u32) -> Driver<Conn<Mmptcp>> {
-        let mut d = Driver::with(Conn::new(Mmptcp::new(cfg)));
+    fn mmptcp(cfg: MmptcpConfig, paths: u32) -> Driver<Coupled<Mmptcp>> {
+        let mut d = Driver::with(Coupled::new(Mmptcp::new(cfg)));
         for id in 0..paths {
             d.add_path(id);
         }
         d
     }
 
-    fn windows(d: &Driver<Conn<Mmptcp>>, paths: u32) -> Vec<u64> {
+    fn windows(d: &Driver<Coupled<Mmptcp>>, paths: u32) -> Vec<u64> {
         (0..paths).map(|id| d.window(id)).collect()
     }
 
     /// The packets `W` holds, in the scatter phase.
-    fn packets(d: &Driver<Conn<Mmptcp>>) -> u64 {
+    fn packets(d: &Driver<Coupled<Mmptcp>>) -> u64 {
         let Phase::Scatter { w, .. } = d.cc.alg.phase else { panic!("switched") };
         super::scatter_packets(w, 1200)
     }
@@ -460,11 +464,12 @@ mod tests {
         assert_eq!(windows(&d, 3), vec![12_000, 7_200, 12_000]);
         d.send(1, 1);
         let mut expect = d.cc.core.clone();
-        let inc = crate::alg::lia::lia_increase(&expect, 1, 1200);
-        expect.grow(1, inc);
+        let s1 = expect.slot(crate::PathId(1)).unwrap();
+        let inc = crate::alg::lia::lia_increase(&expect, s1, 1200);
+        expect.grow(s1, inc);
         d.ack(1, 1, 0);
-        assert!(d.cc.core.paths[1].w > 7_200.0);
-        assert_eq!(d.cc.core.paths[1].w, expect.paths[1].w);
+        assert!(d.cwnd(1) > 7_200.0);
+        assert_eq!(d.cwnd(1), expect.path(s1).cwnd());
     }
 
     /// A switch after `W` left slow start still starts fresh subflows: nothing of `W`'s
@@ -519,7 +524,7 @@ mod tests {
         ) {
             // A switch volume no structured step reaches: the script runs in the scatter phase.
             let cfg = MmptcpConfig { deal, ..SINGLE };
-            let mut d = Driver::with(Conn::new(Mmptcp::new(cfg)));
+            let mut d = Driver::with(Coupled::new(Mmptcp::new(cfg)));
             let mut live = vec![None; 6];
             apply(&mut d, &mut live, &Op::Add { path: 0, mss: 1200 });
             for op in &ops {
@@ -527,7 +532,7 @@ mod tests {
                 // Only a raw PacketSent of some 2^64 bytes reaches the switch volume.
                 let Phase::Scatter { w, .. } = d.cc.alg.phase else { break };
                 let snap = d.snapshot();
-                let Some(packet) = d.cc.core.paths.iter().map(|p| p.mss).max() else { continue };
+                let Some(packet) = d.cc.core().paths().map(|p| p.mss()).max() else { continue };
                 let total: u64 = snap.paths.iter().map(|p| p.window).sum();
                 let w = w.max(2.0 * packet as f64);
                 prop_assert!(total as f64 <= w + packet as f64, "total {} > W {}", total, w);

@@ -1,4 +1,6 @@
-//! The algorithms, one module each, as hooks over the shared core.
+//! The algorithms, one module each, as hooks over the shared core. Each is written on the public
+//! [`coupled`](crate::coupled) API only (OLIA and BALIA use nothing else; the older modules also
+//! share the helpers below).
 //!
 //! Shared pieces live in one place: the Reno step in [`reno`], the LIA increase (used by LIA,
 //! DCM and MMPTCP's second phase) in [`lia`], and the DCTCP alpha estimator (used by DCTCP and
@@ -6,10 +8,12 @@
 
 pub(crate) mod alpha;
 pub(crate) mod amp;
+pub(crate) mod balia;
 pub(crate) mod dcm;
 pub(crate) mod dctcp;
 pub(crate) mod lia;
 pub(crate) mod mmptcp;
 pub(crate) mod mptcp_d;
+pub(crate) mod olia;
 pub(crate) mod reno;
 pub(crate) mod xmp;

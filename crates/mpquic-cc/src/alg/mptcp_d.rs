@@ -34,8 +34,7 @@
 //!   Elimination is permanent, except when the keeper itself goes away: then the eliminated
 //!   paths are reopened (a `Released` notice), as otherwise the connection could not send.
 
-use crate::conn::Algorithm;
-use crate::core::{Core, Coupling};
+use crate::coupled::{Algorithm, Core, Coupling, Slot};
 use crate::{ConnectionSnapshot, ControllerKind, MptcpDConfig, Notice, PathId};
 
 /// MPTCP-D's per-path ESE state.
@@ -59,32 +58,28 @@ impl MptcpD {
         MptcpD { cfg, trigger: None, eliminations: 0 }
     }
 
-    fn ese_sample(&mut self, core: &mut Core<EsePath>, i: usize) {
-        let p = &mut core.paths[i];
-        let window = u64::from(self.cfg.candidates).min(p.counters.sent_packets);
-        if p.ext.eliminated || u64::from(p.ext.samples) >= window {
+    fn ese_sample(&mut self, core: &mut Core<EsePath>, s: Slot) {
+        let p = core.path(s);
+        let window = u64::from(self.cfg.candidates).min(p.sent_packets());
+        if p.ext().eliminated || u64::from(p.ext().samples) >= window {
             return;
         }
-        p.ext.samples += 1;
-        let rtt = p.latest_rtt.as_secs_f64();
-        let base = p.min_rtt.as_secs_f64();
+        let (id, latest, min, floor) = (p.id(), p.latest_rtt(), p.min_rtt(), p.cwnd_min());
+        core.ext_mut(s).samples += 1;
+        let rtt = latest.as_secs_f64();
+        let base = min.as_secs_f64();
         if base <= 0.0 || rtt <= self.cfg.alpha * base {
             return;
         }
         match self.trigger {
-            None => self.trigger = Some((p.id, rtt)),
+            None => self.trigger = Some((id, rtt)),
             Some((keeper, reference)) => {
-                if keeper != p.id && (rtt - reference).abs() < self.cfg.beta * base {
-                    p.ext.eliminated = true;
-                    let notice = Notice::Eliminated {
-                        path: p.id,
-                        keeper,
-                        rtt: p.latest_rtt,
-                        base_rtt: p.min_rtt,
-                    };
-                    let floor = p.cwnd_min;
-                    core.set_active(i, false);
-                    core.set_window(i, floor);
+                if keeper != id && (rtt - reference).abs() < self.cfg.beta * base {
+                    core.ext_mut(s).eliminated = true;
+                    let notice =
+                        Notice::Eliminated { path: id, keeper, rtt: latest, base_rtt: min };
+                    core.set_active(s, false);
+                    core.set_window(s, floor);
                     self.eliminations += 1;
                     core.notify(notice);
                 }
@@ -95,39 +90,43 @@ impl MptcpD {
 
 impl Algorithm for MptcpD {
     type Path = EsePath;
-    const KIND: ControllerKind = ControllerKind::MptcpD;
+
+    fn name(&self) -> &'static str {
+        ControllerKind::MptcpD.name()
+    }
 
     fn coupling(&self) -> Coupling {
         Coupling::Rates
     }
 
-    fn ca_increase(&self, core: &Core<EsePath>, i: usize, bytes: u64) -> f64 {
-        let p = &core.paths[i];
-        let s = &core.sums;
+    fn ca_increase(&self, core: &Core<EsePath>, s: Slot, bytes: u64) -> f64 {
+        let p = core.path(s);
+        let sums = core.sums();
+        let (rate_sum, min_srtt) = (sums.rate_sum(), sums.min_srtt());
         let step = p.mss_f() * bytes as f64;
-        // Path i is active and measured, so the sums include it; fall back to Reno if not.
-        if s.rate_sum.is_nan() || s.rate_sum <= 0.0 || !s.min_srtt.is_finite() {
-            return step / p.w;
+        // The path is active and measured, so the sums include it; fall back to Reno if not.
+        if rate_sum.is_nan() || rate_sum <= 0.0 || !min_srtt.is_finite() {
+            return step / p.cwnd();
         }
-        let psi = s.min_srtt / p.srtt;
-        step * psi * p.lia_term / (s.rate_sum * s.rate_sum)
+        let psi = min_srtt / p.srtt();
+        step * psi * (p.rate() / p.srtt()) / (rate_sum * rate_sum)
     }
 
-    fn on_batch_end(&mut self, core: &mut Core<EsePath>, i: usize) {
-        if self.cfg.ese && core.paths[i].acked_in_batch {
-            self.ese_sample(core, i);
+    fn on_batch_end(&mut self, core: &mut Core<EsePath>, s: Slot) {
+        if self.cfg.ese && core.path(s).acked_in_batch() {
+            self.ese_sample(core, s);
         }
     }
 
-    fn on_path_removed(&mut self, core: &mut Core<EsePath>, removed: PathId, _index: usize) {
+    fn on_path_removed(&mut self, core: &mut Core<EsePath>, removed: PathId, _was_initial: bool) {
         if self.trigger.is_some_and(|(keeper, _)| keeper == removed) {
             self.trigger = None;
             let mut paths = Vec::new();
-            for i in 0..core.paths.len() {
-                if core.paths[i].ext.eliminated {
-                    core.paths[i].ext.eliminated = false;
-                    core.set_active(i, true);
-                    paths.push(core.paths[i].id);
+            for s in core.slots() {
+                if core.path(s).ext().eliminated {
+                    core.ext_mut(s).eliminated = false;
+                    core.set_active(s, true);
+                    paths.push(core.id(s));
                 }
             }
             if !paths.is_empty() {
@@ -146,7 +145,7 @@ mod tests {
     use std::time::Duration;
 
     use super::MptcpD;
-    use crate::conn::Conn;
+    use crate::coupled::Coupled;
     use crate::testkit::Driver;
     use crate::{Controller, MptcpDConfig, Notice, PathId, RttSample};
 
@@ -154,8 +153,8 @@ mod tests {
         Duration::from_micros(x)
     }
 
-    fn mptcp_d(paths: u32) -> Driver<Conn<MptcpD>> {
-        let mut d = Driver::with(Conn::new(MptcpD::new(MptcpDConfig::default())));
+    fn mptcp_d(paths: u32) -> Driver<Coupled<MptcpD>> {
+        let mut d = Driver::with(Coupled::new(MptcpD::new(MptcpDConfig::default())));
         for id in 0..paths {
             d.add_path(id);
         }
@@ -172,10 +171,10 @@ mod tests {
         d.set_rtt(0, us(150));
         d.force_window(0, 30_000);
         for _ in 0..50 {
-            let w = d.cc.core.paths[0].w;
+            let w = d.cwnd(0);
             d.send(0, 1);
             d.ack(0, 1, 0);
-            let got = d.cc.core.paths[0].w - w;
+            let got = d.cwnd(0) - w;
             let reno = 1200.0 * 1200.0 / w;
             assert!((got - reno).abs() < 1e-9 * reno, "{got} vs {reno}");
         }
@@ -189,7 +188,7 @@ mod tests {
             d.set_rtt(k as u32, Duration::from_secs_f64(r[k]));
             d.force_window(k as u32, w[k] as u64);
         }
-        let r: Vec<f64> = (0..3).map(|k| d.cc.core.paths[k].srtt).collect();
+        let r: Vec<f64> = (0..3).map(|k| d.state(k as u32).srtt()).collect();
         let sum: f64 = (0..3).map(|k| w[k] / r[k]).sum();
         for k in 0..3 {
             let mut copy = d.clone();
@@ -197,7 +196,7 @@ mod tests {
             copy.ack(k as u32, 1, 0);
             let psi = r[0] / r[k];
             let expect = 1200.0 * 1200.0 * psi * (w[k] / (r[k] * r[k])) / (sum * sum);
-            let got = copy.cc.core.paths[k].w - w[k];
+            let got = copy.cwnd(k as u32) - w[k];
             assert!((got - expect).abs() < 1e-9 * expect, "path {k}: {got} vs {expect}");
             // psi < 1 off the best path: slower than Reno there.
             assert!(got <= 1200.0 * 1200.0 / w[k]);
@@ -244,11 +243,11 @@ mod tests {
             }]
         );
         // The eliminated path leaves the coupled sums and no longer grows.
-        let total: f64 = [0, 2].iter().map(|&k| d.cc.core.paths[k].w).sum();
-        assert_eq!(d.cc.core.sums.w_active, total);
-        let w1 = d.cc.core.paths[1].w;
+        let total: f64 = [0, 2].iter().map(|&k| d.cwnd(k as u32)).sum();
+        assert_eq!(d.cc.core().sums().window_sum(), total);
+        let w1 = d.cwnd(1);
         d.ack_with(1, 1, sample(100, 100));
-        assert_eq!(d.cc.core.paths[1].w, w1);
+        assert_eq!(d.cwnd(1), w1);
     }
 
     #[test]
@@ -269,7 +268,7 @@ mod tests {
     #[test]
     fn nothing_happens_after_the_candidate_window() {
         let cfg = MptcpDConfig { candidates: 5, ..Default::default() };
-        let mut d = Driver::with(Conn::new(MptcpD::new(cfg)));
+        let mut d = Driver::with(Coupled::new(MptcpD::new(cfg)));
         d.add_path(0);
         d.add_path(1);
         d.send(0, 20);
@@ -282,7 +281,7 @@ mod tests {
         d.ack_with(1, 1, sample(141, 100)); // sixth sample: outside the window
         assert!(d.cc.may_send(PathId(1)));
         // Nor can a path outside its window set the trigger.
-        let mut d = Driver::with(Conn::new(MptcpD::new(cfg)));
+        let mut d = Driver::with(Coupled::new(MptcpD::new(cfg)));
         d.add_path(0);
         d.add_path(1);
         d.send(0, 20);
@@ -299,7 +298,7 @@ mod tests {
     #[test]
     fn candidate_window_never_exceeds_packets_sent() {
         let cfg = MptcpDConfig { candidates: 80, ..Default::default() };
-        let mut d = Driver::with(Conn::new(MptcpD::new(cfg)));
+        let mut d = Driver::with(Coupled::new(MptcpD::new(cfg)));
         d.add_path(0);
         d.send(0, 1);
         d.ack_with(0, 1, sample(100, 100));
@@ -315,13 +314,13 @@ mod tests {
             },
         );
         d.raw(0, crate::Event::AckBatchEnded);
-        assert_eq!(d.cc.core.paths[0].ext.samples, 1);
+        assert_eq!(d.state(0).ext().samples, 1);
     }
 
     #[test]
     fn ese_can_be_disabled() {
         let cfg = MptcpDConfig { ese: false, ..Default::default() };
-        let mut d = Driver::with(Conn::new(MptcpD::new(cfg)));
+        let mut d = Driver::with(Coupled::new(MptcpD::new(cfg)));
         d.add_path(0);
         d.add_path(1);
         d.send(0, 5);

@@ -5,8 +5,7 @@
 //! round); halve on loss or CE, once per round (the common ground). It is also the increase of
 //! DCTCP and of MMPTCP's scatter phase, through [`reno_step`].
 
-use crate::conn::Algorithm;
-use crate::core::Core;
+use crate::coupled::{Algorithm, Core, Slot};
 use crate::ControllerKind;
 
 /// Reno's congestion-avoidance step for `bytes` acknowledged with window `w`: one `mss` per
@@ -22,11 +21,14 @@ pub(crate) struct Reno;
 
 impl Algorithm for Reno {
     type Path = ();
-    const KIND: ControllerKind = ControllerKind::Reno;
 
-    fn ca_increase(&self, core: &Core<()>, i: usize, bytes: u64) -> f64 {
-        let p = &core.paths[i];
-        reno_step(p.mss_f(), bytes, p.w)
+    fn name(&self) -> &'static str {
+        ControllerKind::Reno.name()
+    }
+
+    fn ca_increase(&self, core: &Core<()>, s: Slot, bytes: u64) -> f64 {
+        let p = core.path(s);
+        reno_step(p.mss_f(), bytes, p.cwnd())
     }
 }
 

@@ -37,8 +37,7 @@
 //! - The round-end sums walk the paths (O(paths) once per round, not per ACK), so XMP needs no
 //!   per-ACK cached sums. Paths without an RTT sample yet are left out of them.
 
-use crate::conn::Algorithm;
-use crate::core::{Core, RoundStats};
+use crate::coupled::{standard_congestion, Algorithm, Core, RoundStats, Slot};
 use crate::{ControllerKind, ReductionCause, XmpConfig};
 
 /// XMP's per-path state.
@@ -59,71 +58,74 @@ pub(crate) struct Xmp {
 
 impl Algorithm for Xmp {
     type Path = XmpPath;
-    const KIND: ControllerKind = ControllerKind::Xmp;
 
-    fn ca_increase(&self, _core: &Core<XmpPath>, _i: usize, _bytes: u64) -> f64 {
+    fn name(&self) -> &'static str {
+        ControllerKind::Xmp.name()
+    }
+
+    fn ca_increase(&self, _core: &Core<XmpPath>, _path: Slot, _bytes: u64) -> f64 {
         // Congestion avoidance grows only at round ends.
         0.0
     }
 
-    fn on_ack(&mut self, core: &mut Core<XmpPath>, i: usize, _bytes: u64) {
-        let p = &mut core.paths[i];
-        if p.in_slow_start() {
-            p.ext.pending = true;
+    fn on_ack(&mut self, core: &mut Core<XmpPath>, s: Slot, _bytes: u64) {
+        if core.path(s).in_slow_start() {
+            core.ext_mut(s).pending = true;
         }
     }
 
-    fn on_ce_signal(&mut self, core: &mut Core<XmpPath>, i: usize) {
-        core.paths[i].ext.pending = false;
+    fn on_ce_signal(&mut self, core: &mut Core<XmpPath>, s: Slot) {
+        core.ext_mut(s).pending = false;
     }
 
-    fn on_batch_end(&mut self, core: &mut Core<XmpPath>, i: usize) {
-        let p = &mut core.paths[i];
-        let pending = std::mem::take(&mut p.ext.pending);
-        if pending && p.in_slow_start() && p.active {
+    fn on_batch_end(&mut self, core: &mut Core<XmpPath>, s: Slot) {
+        let pending = std::mem::take(&mut core.ext_mut(s).pending);
+        let p = core.path(s);
+        if pending && p.in_slow_start() && p.is_active() {
             let packet = p.mss_f();
-            core.grow(i, packet);
+            core.grow(s, packet);
         }
     }
 
-    fn on_congestion(&mut self, core: &mut Core<XmpPath>, i: usize, cause: ReductionCause) {
+    fn on_congestion(&mut self, core: &mut Core<XmpPath>, s: Slot, cause: ReductionCause) {
         if cause != ReductionCause::Ecn {
-            return crate::conn::standard_congestion(self, core, i, cause);
+            return standard_congestion(self, core, s, cause);
         }
-        let p = &core.paths[i];
-        let (w, mss) = (p.w, p.mss_f());
+        let p = core.path(s);
+        let (w, mss) = (p.cwnd(), p.mss_f());
         if p.in_slow_start() {
-            core.reduce(i, w, w - mss, cause);
+            core.reduce(s, w, w - mss, cause);
         } else {
             let packets = (w / mss).floor();
             let cut = (packets / self.cfg.beta).floor().max(1.0);
             let to = (packets - cut).max(2.0) * mss;
-            core.reduce(i, to, to - mss, cause);
+            core.reduce(s, to, to - mss, cause);
         }
     }
 
-    fn on_round_end(&mut self, core: &mut Core<XmpPath>, i: usize, round: &RoundStats) {
-        let p = &core.paths[i];
+    fn on_round_end(&mut self, core: &mut Core<XmpPath>, s: Slot, round: &RoundStats) {
+        let p = core.path(s);
         if round.reacted
             || round.app_limited
             || p.in_cwr()
             || p.in_slow_start()
-            || !p.active
-            || p.srtt == 0.0
+            || !p.is_active()
+            || p.srtt() == 0.0
         {
             return;
         }
         let (total, min_rtt) = core.scan_rates();
-        let p = &mut core.paths[i];
-        let delta = p.w / (total * min_rtt);
+        let (w, mss) = (core.path(s).cwnd(), core.path(s).mss_f());
+        let delta = w / (total * min_rtt);
         if !delta.is_finite() {
             return;
         }
-        p.ext.adder += delta;
-        let whole = p.ext.adder.floor();
-        p.ext.adder -= whole;
-        let inc = whole * p.mss_f();
-        core.grow(i, inc);
+        let ext = core.ext_mut(s);
+        ext.adder += delta;
+        let whole = ext.adder.floor();
+        ext.adder -= whole;
+        let inc = whole * mss;
+        core.grow(s, inc);
     }
 }
 
@@ -132,12 +134,12 @@ mod tests {
     use std::time::Duration;
 
     use super::Xmp;
-    use crate::conn::Conn;
+    use crate::coupled::Coupled;
     use crate::testkit::Driver;
     use crate::{Notice, PathId, XmpConfig};
 
-    fn xmp(paths: u32) -> Driver<Conn<Xmp>> {
-        let mut d = Driver::with(Conn::new(Xmp { cfg: XmpConfig::default() }));
+    fn xmp(paths: u32) -> Driver<Coupled<Xmp>> {
+        let mut d = Driver::with(Coupled::new(Xmp { cfg: XmpConfig::default() }));
         for id in 0..paths {
             d.add_path(id);
         }
@@ -213,7 +215,7 @@ mod tests {
         d.force_window(1, 12 * 1200);
         d.force_window(2, 7 * 1200);
         // The clean rounds above left fractions in the adders: carry on from them.
-        let mut adder: Vec<f64> = (0..3).map(|k| d.cc.core.paths[k].ext.adder).collect();
+        let mut adder: Vec<f64> = (0..3).map(|k| d.state(k as u32).ext().adder).collect();
         for step in 0..60 {
             let r = [0usize, 1, 2, 2, 1, 0, 2][step % 7];
             let w: Vec<f64> = (0..3).map(|k| d.path(k as u32).window as f64).collect();

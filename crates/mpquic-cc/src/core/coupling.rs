@@ -12,11 +12,11 @@
 //! Paths without an RTT sample yet stay out of the rate sums (they have no rate) but count in
 //! `W_total`. Inactive (suppressed or eliminated) paths count in neither.
 
-use super::Core;
+use super::{Core, Slot};
 
-/// Which sums an algorithm needs the core to maintain.
+/// Which sums an algorithm needs the core to maintain (each level costs a little per ACK).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Coupling {
+pub enum Coupling {
     /// Uncoupled, or coupled only at round ends (XMP): nothing per ACK.
     Off,
     /// `W_total` only (AMP).
@@ -25,20 +25,62 @@ pub(crate) enum Coupling {
     Rates,
 }
 
-/// The cached sums.
+/// The cached sums over the active paths, read through [`Core::sums`]. Only the sums the
+/// [`Coupling`] level asks for are kept; the others read 0 (or infinity for `min_srtt`).
 #[derive(Debug, Clone)]
-pub(crate) struct Sums {
-    pub level: Coupling,
+pub struct Sums {
+    level: Coupling,
     /// Sum of the active paths' windows, bytes.
-    pub w_active: f64,
+    w_active: f64,
     /// Sum of `w / srtt` over active measured paths, bytes per second.
-    pub rate_sum: f64,
+    rate_sum: f64,
     /// Max of `w / srtt^2` over active measured paths, and where it is.
-    pub max_lia: f64,
+    max_lia: f64,
     max_lia_at: usize,
+    /// Max of `w / srtt` over active measured paths, and where it is.
+    max_rate: f64,
+    max_rate_at: usize,
     /// Min of `srtt` over active measured paths (infinite if none), seconds, and where it is.
-    pub min_srtt: f64,
+    min_srtt: f64,
     min_srtt_at: usize,
+}
+
+impl Sums {
+    /// The level kept.
+    pub fn coupling(&self) -> Coupling {
+        self.level
+    }
+
+    /// `W_total`: the sum of the active paths' windows, bytes ([`Coupling::WindowSum`] and up).
+    #[inline]
+    pub fn window_sum(&self) -> f64 {
+        self.w_active
+    }
+
+    /// `sum(w / srtt)` over the active measured paths, bytes per second ([`Coupling::Rates`]).
+    #[inline]
+    pub fn rate_sum(&self) -> f64 {
+        self.rate_sum
+    }
+
+    /// `max(w / srtt)` over the active measured paths, bytes per second ([`Coupling::Rates`]).
+    #[inline]
+    pub fn max_rate(&self) -> f64 {
+        self.max_rate
+    }
+
+    /// `max(w / srtt^2)` over the active measured paths, bytes per second squared: the
+    /// numerator of RFC 6356's `alpha` ([`Coupling::Rates`]).
+    #[inline]
+    pub fn max_rate_per_rtt(&self) -> f64 {
+        self.max_lia
+    }
+
+    /// `min(srtt)` over the active measured paths, seconds; infinite if none ([`Coupling::Rates`]).
+    #[inline]
+    pub fn min_srtt(&self) -> f64 {
+        self.min_srtt
+    }
 }
 
 impl Sums {
@@ -49,6 +91,8 @@ impl Sums {
             rate_sum: 0.0,
             max_lia: 0.0,
             max_lia_at: usize::MAX,
+            max_rate: 0.0,
+            max_rate_at: usize::MAX,
             min_srtt: f64::INFINITY,
             min_srtt_at: usize::MAX,
         }
@@ -57,15 +101,16 @@ impl Sums {
 
 impl<X> Core<X> {
     /// Switch the maintained sums (MMPTCP couples its paths only after its phase switch).
-    pub(crate) fn set_coupling(&mut self, level: Coupling) {
+    pub fn set_coupling(&mut self, level: Coupling) {
         self.sums.level = level;
         self.recompute_sums();
     }
 
-    /// Set path `i`'s window, clamped to `[cwnd_min, MAX_WINDOW]`, keeping the sums in step.
+    /// Set the window of the path in `s`, bytes, clamped to `[cwnd_min, 2^48]`, keeping the sums
+    /// in step. A NaN is a bug in the algorithm (debug builds panic on it).
     #[inline]
-    pub(crate) fn set_window(&mut self, i: usize, w: f64) {
-        let p = &mut self.paths[i];
+    pub fn set_window(&mut self, s: Slot, w: f64) {
+        let p = &mut self.paths[s.0];
         debug_assert!(!w.is_nan(), "NaN window on path {}", p.id);
         let w = w.clamp(p.cwnd_min, super::path::MAX_WINDOW);
         let old = p.w;
@@ -78,65 +123,81 @@ impl<X> Core<X> {
             Coupling::WindowSum => self.sums.w_active += w - old,
             Coupling::Rates => {
                 self.sums.w_active += w - old;
-                self.refresh_rate_terms(i);
+                self.refresh_rate_terms(s);
             }
         }
     }
 
-    /// Set path `i`'s smoothed RTT (seconds, already floored), keeping the sums in step.
+    /// Set the smoothed RTT of the path in `s` (seconds, already floored), keeping the sums in step.
     #[inline]
-    pub(crate) fn set_srtt(&mut self, i: usize, srtt: f64) {
-        let p = &mut self.paths[i];
+    pub(crate) fn set_srtt(&mut self, s: Slot, srtt: f64) {
+        let p = &mut self.paths[s.0];
         p.srtt = srtt;
         if !p.active || self.sums.level != Coupling::Rates {
             return;
         }
-        self.refresh_rate_terms(i);
+        self.refresh_rate_terms(s);
         if srtt <= self.sums.min_srtt {
             self.sums.min_srtt = srtt;
-            self.sums.min_srtt_at = i;
-        } else if self.sums.min_srtt_at == i {
+            self.sums.min_srtt_at = s.0;
+        } else if self.sums.min_srtt_at == s.0 {
             self.rescan_min_srtt();
         }
     }
 
-    /// Suppress, eliminate or reactivate path `i`.
-    pub(crate) fn set_active(&mut self, i: usize, active: bool) {
-        if self.paths[i].active != active {
-            self.paths[i].active = active;
+    /// Keep the path in `s` from new data (`false`: AMP's suppression, MPTCP-D's elimination) or
+    /// let it carry data again. Inactive paths count in no sum.
+    pub fn set_active(&mut self, s: Slot, active: bool) {
+        if self.paths[s.0].active != active {
+            self.paths[s.0].active = active;
             self.recompute_sums();
         }
     }
 
     #[inline]
-    fn refresh_rate_terms(&mut self, i: usize) {
-        let p = &mut self.paths[i];
+    fn refresh_rate_terms(&mut self, s: Slot) {
+        let p = &mut self.paths[s.0];
         if p.srtt == 0.0 {
             return;
         }
         let rate = p.w / p.srtt;
         let lia = rate / p.srtt;
         self.sums.rate_sum += rate - p.rate_term;
+        let old_rate = p.rate_term;
         p.rate_term = rate;
         let old_lia = p.lia_term;
         p.lia_term = lia;
         if lia >= self.sums.max_lia {
             self.sums.max_lia = lia;
-            self.sums.max_lia_at = i;
-        } else if self.sums.max_lia_at == i && lia < old_lia {
+            self.sums.max_lia_at = s.0;
+        } else if self.sums.max_lia_at == s.0 && lia < old_lia {
             self.rescan_max_lia();
+        }
+        if rate >= self.sums.max_rate {
+            self.sums.max_rate = rate;
+            self.sums.max_rate_at = s.0;
+        } else if self.sums.max_rate_at == s.0 && rate < old_rate {
+            self.rescan_max_rate();
         }
     }
 
-    fn rescan_max_lia(&mut self) {
+    /// The largest `key` over the active measured paths and where it is (0 and nowhere if none).
+    fn max_over_measured(&self, key: impl Fn(&super::PathState<X>) -> f64) -> (f64, usize) {
         let (mut max, mut at) = (0.0, usize::MAX);
         for (i, p) in self.paths.iter().enumerate() {
-            if p.active && p.srtt > 0.0 && p.lia_term >= max {
-                (max, at) = (p.lia_term, i);
+            if p.active && p.srtt > 0.0 && key(p) >= max {
+                (max, at) = (key(p), i);
             }
         }
-        self.sums.max_lia = max;
-        self.sums.max_lia_at = at;
+        (max, at)
+    }
+
+    fn rescan_max_lia(&mut self) {
+        (self.sums.max_lia, self.sums.max_lia_at) = self.max_over_measured(|p| p.lia_term);
+    }
+
+    fn rescan_max_rate(&mut self) {
+        (self.sums.max_rate, self.sums.max_rate_at) = self.max_over_measured(|p| p.rate_term);
     }
 
     fn rescan_min_srtt(&mut self) {
@@ -173,12 +234,13 @@ impl<X> Core<X> {
         self.sums.w_active = w_active;
         self.sums.rate_sum = rate_sum;
         self.rescan_max_lia();
+        self.rescan_max_rate();
         self.rescan_min_srtt();
     }
 
-    /// `sum(w / srtt)` and `min(srtt)` over active measured paths, computed on the spot (for
-    /// algorithms that need them only at round ends).
-    pub(crate) fn scan_rates(&self) -> (f64, f64) {
+    /// `sum(w / srtt)` and `min(srtt)` over the active measured paths, computed on the spot
+    /// (O(paths), for algorithms that need them only at round ends and keep no sums).
+    pub fn scan_rates(&self) -> (f64, f64) {
         let mut total = 0.0;
         let mut min_rtt = f64::INFINITY;
         for p in &self.paths {
@@ -212,7 +274,7 @@ mod tests {
             seed
         };
         for step in 0..10_000 {
-            let i = (next() % 5) as usize;
+            let i = crate::core::Slot((next() % 5) as usize);
             match next() % 4 {
                 0 => core.set_window(i, (next() % 1_000_000) as f64),
                 1 => core.set_srtt(i, 1e-6 * (1 + next() % 1000) as f64),
@@ -226,6 +288,7 @@ mod tests {
             assert!(close(a.w_active, b.w_active), "step {step}: {a:?} vs {b:?}");
             assert!(close(a.rate_sum, b.rate_sum), "step {step}: {a:?} vs {b:?}");
             assert_eq!(a.max_lia, b.max_lia, "step {step}");
+            assert_eq!(a.max_rate, b.max_rate, "step {step}");
             assert_eq!(a.min_srtt, b.min_srtt, "step {step}");
         }
     }

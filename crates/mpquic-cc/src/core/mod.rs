@@ -23,27 +23,46 @@
 pub(crate) mod coupling;
 pub(crate) mod path;
 
-pub(crate) use coupling::{Coupling, Sums};
-pub(crate) use path::{PathState, RoundStats};
+pub use coupling::{Coupling, Sums};
+pub use path::{PathState, RoundStats};
 
 use crate::{Notice, PathId, ReductionCause, RttSample};
+
+/// Where a live path sits in the [`Core`] while a hook runs: a handle the hooks receive and pass
+/// back, valid until the set of paths changes (a path is added or removed). To remember a path
+/// across events, keep its [`PathId`] ([`Core::id`]) and find it again with [`Core::slot`].
+///
+/// Slots are ordered as the paths' ids are: the first slot ([`Core::initial`]) is the initial
+/// path, or, once it is gone, the oldest remaining one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Slot(usize);
+
+impl Slot {
+    /// The path's position among the live paths in id order (0 for the initial path).
+    pub fn position(self) -> usize {
+        self.0
+    }
+}
 
 /// Notices are only pushed on reactions and episodes, never per ACK, but a transport that never
 /// drains them must not make a long connection grow without bound: past this many undrained
 /// notices new ones are counted and dropped.
 pub(crate) const NOTICE_CAP: usize = 1 << 16;
 
-/// The per-path states of one connection, the coupled sums over them, and the notice buffer.
+/// The per-path states of one connection, the coupled sums over them, and the notice buffer:
+/// what every [`Algorithm`](crate::coupled::Algorithm) shares. Hooks read it through
+/// [`Core::path`] and [`Core::sums`] and change it through its methods, which keep the sums, the
+/// window bounds and the once-per-round gate consistent.
 #[derive(Debug, Clone)]
-pub(crate) struct Core<X> {
+pub struct Core<X> {
     /// Live paths, sorted by id, so index 0 is the initial path (or, once it is gone, the oldest
     /// remaining one).
-    pub paths: Vec<PathState<X>>,
+    paths: Vec<PathState<X>>,
     /// The ids of `paths`, in the same order: a lookup scans 4 bytes per path, not a whole state.
     ids: Vec<PathId>,
-    pub sums: Sums,
+    sums: Sums,
     notices: Vec<Notice>,
-    pub notices_dropped: u64,
+    pub(crate) notices_dropped: u64,
     /// Round ends since the sums were last recomputed from scratch.
     round_ends: usize,
 }
@@ -60,43 +79,88 @@ impl<X: Default> Core<X> {
         }
     }
 
-    /// Add a path (the caller has checked that it is new) and return its index.
-    pub(crate) fn add_path(&mut self, id: PathId, mss: u64) -> usize {
+    /// Add a path (the caller has checked that it is new) and return its slot.
+    pub(crate) fn add_path(&mut self, id: PathId, mss: u64) -> Slot {
         let i = self.ids.partition_point(|&other| other < id);
         self.ids.insert(i, id);
         self.paths.insert(i, PathState::new(id, mss));
         self.recompute_sums();
-        i
+        Slot(i)
     }
 }
 
+/// Reading the shared state.
 impl<X> Core<X> {
+    /// The slot of path `id`, if it is live.
     #[inline]
-    pub(crate) fn index(&self, id: PathId) -> Option<usize> {
-        self.ids.iter().position(|&p| p == id)
+    pub fn slot(&self, id: PathId) -> Option<Slot> {
+        self.ids.iter().position(|&p| p == id).map(Slot)
     }
 
-    pub(crate) fn remove_path(&mut self, i: usize) -> PathState<X> {
-        self.ids.remove(i);
-        let removed = self.paths.remove(i);
+    /// Every live path's slot, in id order.
+    pub fn slots(&self) -> impl ExactSizeIterator<Item = Slot> + DoubleEndedIterator {
+        (0..self.paths.len()).map(Slot)
+    }
+
+    /// The initial path (the lowest live id), if any path is live.
+    pub fn initial(&self) -> Option<Slot> {
+        (!self.paths.is_empty()).then_some(Slot(0))
+    }
+
+    /// The id of the path in `slot`.
+    #[inline]
+    pub fn id(&self, slot: Slot) -> PathId {
+        self.ids[slot.0]
+    }
+
+    /// The shared state of the path in `slot`.
+    #[inline]
+    pub fn path(&self, slot: Slot) -> &PathState<X> {
+        &self.paths[slot.0]
+    }
+
+    /// Every live path's state, in id order.
+    pub fn paths(&self) -> impl ExactSizeIterator<Item = &PathState<X>> + DoubleEndedIterator {
+        self.paths.iter()
+    }
+
+    /// The coupled sums over the active paths (those [`Coupling`] asks for).
+    #[inline]
+    pub fn sums(&self) -> &Sums {
+        &self.sums
+    }
+
+    /// The algorithm's own state of the path in `slot`, to change.
+    #[inline]
+    pub fn ext_mut(&mut self, slot: Slot) -> &mut X {
+        &mut self.paths[slot.0].ext
+    }
+}
+
+/// The event plumbing, driven by [`Coupled`](crate::coupled::Coupled) only.
+impl<X> Core<X> {
+    pub(crate) fn remove_path(&mut self, s: Slot) -> PathState<X> {
+        self.ids.remove(s.0);
+        let removed = self.paths.remove(s.0);
         self.recompute_sums();
         removed
     }
 
     pub(crate) fn on_acked(
         &mut self,
-        i: usize,
+        s: Slot,
         pn: u64,
+        bytes: u64,
         rtt: &RttSample,
         app_limited: bool,
     ) -> bool {
-        let p = &mut self.paths[i];
+        let p = &mut self.paths[s.0];
         p.latest_rtt = rtt.latest;
         p.min_rtt = rtt.min;
-        let may_grow = p.on_acked(pn, app_limited);
+        let may_grow = p.on_acked(pn, bytes, app_limited);
         let srtt = rtt.smoothed.as_secs_f64().max(path::MIN_SRTT);
         if srtt != p.srtt {
-            self.set_srtt(i, srtt);
+            self.set_srtt(s, srtt);
         }
         may_grow
     }
@@ -112,40 +176,71 @@ impl<X> Core<X> {
         }
     }
 
-    pub(crate) fn set_mss(&mut self, i: usize, mss: u64) {
-        let p = &mut self.paths[i];
+    pub(crate) fn set_mss(&mut self, s: Slot, mss: u64) {
+        let p = &mut self.paths[s.0];
         p.mss = mss.clamp(1, path::MAX_MSS);
         p.cwnd_min = (2 * p.mss) as f64;
         let w = p.w;
-        self.set_window(i, w);
+        self.set_window(s, w);
     }
 
-    /// Grow path `i`'s window by `inc` bytes.
+    pub(crate) fn on_sent(&mut self, s: Slot, bytes: u64, pn: u64) {
+        self.paths[s.0].on_sent(bytes, pn);
+    }
+
+    /// Count a CE increase; whether the path may react to it (see [`PathState::in_cwr`]).
+    pub(crate) fn on_ce(&mut self, s: Slot, count: u64, exact: bool) -> bool {
+        self.paths[s.0].on_ce(count, exact)
+    }
+
+    pub(crate) fn loss_reacts(&self, s: Slot, largest_pn: u64, persistent: bool) -> bool {
+        self.paths[s.0].loss_reacts(largest_pn, persistent)
+    }
+
+    /// If the ACK frame just processed ended the round of the path in `s`, close the round.
+    pub(crate) fn take_round_end(&mut self, s: Slot) -> Option<RoundStats> {
+        self.paths[s.0].take_round_end()
+    }
+
+    pub(crate) fn end_batch(&mut self, s: Slot) {
+        self.paths[s.0].acked_in_batch = false;
+    }
+
+    pub(crate) fn drain_notices(&mut self, out: &mut Vec<Notice>) {
+        out.append(&mut self.notices);
+    }
+}
+
+/// Changing the shared state: every write keeps the coupled sums in step and the window within
+/// `[cwnd_min, 2^48]` bytes.
+impl<X> Core<X> {
+    /// Grow the window of the path in `s` by `inc` bytes (a negative `inc` shrinks it, down to
+    /// `cwnd_min`).
     #[inline]
-    pub(crate) fn grow(&mut self, i: usize, inc: f64) {
-        let w = self.paths[i].w + inc;
-        self.set_window(i, w);
+    pub fn grow(&mut self, s: Slot, inc: f64) {
+        let w = self.paths[s.0].w + inc;
+        self.set_window(s, w);
     }
 
-    /// Apply a reaction to congestion on path `i`: window to `target` (never below `cwnd_min`,
+    /// Apply a reaction to congestion on the path in `s`: window to `target` (never below `cwnd_min`,
     /// never above the current window), slow-start threshold to `ssthresh`, close the round's
     /// gate, count it, and report it.
-    pub(crate) fn reduce(&mut self, i: usize, target: f64, ssthresh: f64, cause: ReductionCause) {
-        let p = &self.paths[i];
+    pub fn reduce(&mut self, s: Slot, target: f64, ssthresh: f64, cause: ReductionCause) {
+        let p = &self.paths[s.0];
         let from = p.w;
         let was_slow_start = p.in_slow_start();
         let to = target.min(from).max(p.cwnd_min);
-        self.set_window(i, to);
-        let p = &mut self.paths[i];
+        self.set_window(s, to);
+        let p = &mut self.paths[s.0];
         p.ssthresh = ssthresh.max(0.0);
         let now_slow_start = p.in_slow_start();
-        self.record_reaction(i, cause);
-        self.report_reduction(i, from, to, cause, was_slow_start && !now_slow_start);
+        self.record_reaction(s, cause);
+        self.report_reduction(s, from, to, cause, was_slow_start && !now_slow_start);
     }
 
-    /// The common part of every reaction: close the gate of path `i` and count it.
-    pub(crate) fn record_reaction(&mut self, i: usize, cause: ReductionCause) {
-        let p = &mut self.paths[i];
+    /// The common part of every reaction: close the gate of the path in `s` and count it.
+    pub fn record_reaction(&mut self, s: Slot, cause: ReductionCause) {
+        let p = &mut self.paths[s.0];
         p.close_gate();
         match cause {
             ReductionCause::Ecn => p.counters.ecn_reductions += 1,
@@ -155,17 +250,17 @@ impl<X> Core<X> {
         }
     }
 
-    /// Report a reaction on path `i` from `from` to `to` bytes (which may be a connection-level
+    /// Report a reaction on the path in `s` from `from` to `to` bytes (which may be a connection-level
     /// window, as in MMPTCP's scatter phase).
-    pub(crate) fn report_reduction(
+    pub fn report_reduction(
         &mut self,
-        i: usize,
+        s: Slot,
         from: f64,
         to: f64,
         cause: ReductionCause,
         left_slow_start: bool,
     ) {
-        let path = self.paths[i].id;
+        let path = self.paths[s.0].id;
         let (from, to) = (from as u64, to as u64);
         if to < from {
             self.notify(Notice::WindowReduced { path, from, to, cause });
@@ -175,7 +270,8 @@ impl<X> Core<X> {
         }
     }
 
-    pub(crate) fn notify(&mut self, notice: Notice) {
+    /// Report `notice` (drained by the transport into logs and qlog).
+    pub fn notify(&mut self, notice: Notice) {
         if self.notices.len() < NOTICE_CAP {
             self.notices.push(notice);
         } else {
@@ -183,8 +279,25 @@ impl<X> Core<X> {
         }
     }
 
-    pub(crate) fn drain_notices(&mut self, out: &mut Vec<Notice>) {
-        out.append(&mut self.notices);
+    /// Set the slow-start threshold of the path in `s`, bytes (`f64::INFINITY`: no threshold).
+    pub fn set_ssthresh(&mut self, s: Slot, ssthresh: f64) {
+        self.paths[s.0].ssthresh = ssthresh.max(0.0);
+    }
+
+    /// Start the once-per-round gate on the path in `s` without counting a reaction: congestion
+    /// signals for what is in flight are ignored, and its ACKs do not grow the window.
+    pub fn close_gate(&mut self, s: Slot) {
+        self.paths[s.0].close_gate();
+    }
+
+    /// Close the round of the path in `s` now if the ACK frame being processed ends it, and
+    /// return what happened in it; the frame's end then finds no round to close. For an
+    /// algorithm that must update a per-round estimate before a CE reaction in the same frame
+    /// (DCTCP's order, RFC 8257 section 3.3).
+    pub fn end_round_now(&mut self, s: Slot) -> Option<RoundStats> {
+        let round = self.paths[s.0].take_round_end()?;
+        self.round_ended();
+        Some(round)
     }
 }
 

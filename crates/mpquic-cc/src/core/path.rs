@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use crate::PathId;
 
-/// Windows are kept as `f64` bytes so that sub-byte per-ACK increases (e.g. `MSS * acked / W`
+/// The largest window, bytes (2^48). Windows are kept as `f64` bytes so that sub-byte per-ACK increases (e.g. `MSS * acked / W`
 /// with a large `W`) accumulate instead of being rounded away. They are capped here so that no
 /// event sequence can drive them to infinity; 2^48 bytes is far beyond any real window.
-pub(crate) const MAX_WINDOW: f64 = (1u64 << 48) as f64;
+pub const MAX_WINDOW: f64 = (1u64 << 48) as f64;
 
 /// Smoothed RTTs are floored at 1 ns: a zero RTT (a simulator with zero delay, a bogus sample)
 /// would otherwise turn `w / rtt` into infinity. At this floor the largest window gives
@@ -22,14 +22,14 @@ pub(crate) const MIN_SRTT: f64 = 1e-9;
 /// 65527 bytes; the clamp only keeps arithmetic on absurd inputs finite.)
 pub(crate) const MAX_MSS: u64 = 1 << 16;
 
-/// RFC 9002 section 7.2: `min(10 * mss, max(14720, 2 * mss))`.
-pub(crate) fn initial_window(mss: u64) -> f64 {
+/// A new path's window, bytes: RFC 9002 section 7.2, `min(10 * mss, max(14720, 2 * mss))`.
+pub fn initial_window(mss: u64) -> f64 {
     (10 * mss).min(14_720u64.max(2 * mss)) as f64
 }
 
 /// What happened on a path during one round, handed to the round-end hook.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(crate) struct RoundStats {
+pub struct RoundStats {
     /// Packets acknowledged in the round (including those of the ACK frame that ended it).
     pub acked: u64,
     /// CE-marked packets reported in the round (exact counts or the stack's estimates).
@@ -40,6 +40,18 @@ pub(crate) struct RoundStats {
     pub reacted: bool,
     /// Whether any ACK of the round came while the sender was application-limited.
     pub app_limited: bool,
+}
+
+impl RoundStats {
+    /// The fraction of the round's acknowledged packets that were CE-marked, in `[0, 1]`
+    /// (0 for a round that acknowledged nothing).
+    pub fn ce_fraction(&self) -> f64 {
+        if self.acked == 0 {
+            0.0
+        } else {
+            (self.marked as f64 / self.acked as f64).min(1.0)
+        }
+    }
 }
 
 /// Running totals for snapshots and experiments.
@@ -53,6 +65,7 @@ pub(crate) struct Counters {
     pub loss_reductions: u64,
     pub sent_packets: u64,
     pub sent_bytes: u64,
+    pub acked_bytes: u64,
 }
 
 impl Default for Counters {
@@ -66,52 +79,53 @@ impl Default for Counters {
             loss_reductions: 0,
             sent_packets: 0,
             sent_bytes: 0,
+            acked_bytes: 0,
         }
     }
 }
 
 /// The common state of one path, plus `ext`, the algorithm's own per-path state.
 #[derive(Debug, Clone)]
-pub(crate) struct PathState<X> {
-    pub id: PathId,
+pub struct PathState<X> {
+    pub(super) id: PathId,
     /// Maximum datagram size, bytes, clamped to `1..=MAX_MSS`.
-    pub mss: u64,
+    pub(super) mss: u64,
     /// `2 * mss`, as `f64` because every window comparison is in `f64`.
-    pub cwnd_min: f64,
+    pub(super) cwnd_min: f64,
     /// Congestion window, bytes. Only [`Core::set_window`](super::Core::set_window) writes it, so
     /// the coupled sums stay in step.
-    pub w: f64,
+    pub(super) w: f64,
     /// Slow-start threshold, bytes; infinite until the first reaction.
-    pub ssthresh: f64,
+    pub(super) ssthresh: f64,
     /// False while AMP suppresses or MPTCP-D eliminated the path. Written only through
     /// [`Core::set_active`](super::Core::set_active).
-    pub active: bool,
+    pub(super) active: bool,
     /// One past the largest packet number sent.
-    pub next_unsent: u64,
+    pub(super) next_unsent: u64,
     sent_any: bool,
     /// The round ends when a packet number at or above this is acknowledged.
     round_end: u64,
     /// Set by the ACK that ends the round; the round is closed at the end of that ACK frame so
     /// that the frame's CE count belongs to the round it ends.
     round_ending: bool,
-    pub round: RoundStats,
+    pub(super) round: RoundStats,
     /// Next unsent packet number at the last reaction: packets below it were sent before the
     /// window was cut, so their CE marks, losses and ACKs do not act on the window again.
     cwr_seq: u64,
     /// True from a reaction until a packet at or above `cwr_seq` is acknowledged.
     in_cwr: bool,
     /// Whether the current ACK frame acknowledged anything on this path.
-    pub acked_in_batch: bool,
+    pub(super) acked_in_batch: bool,
     /// Smoothed RTT in seconds; 0 until the first sample.
-    pub srtt: f64,
-    pub latest_rtt: Duration,
-    pub min_rtt: Duration,
+    pub(super) srtt: f64,
+    pub(super) latest_rtt: Duration,
+    pub(super) min_rtt: Duration,
     /// This path's current terms in the coupled sums (`w / srtt` and `w / srtt^2`), kept so a
     /// change can subtract exactly what it once added.
-    pub rate_term: f64,
-    pub lia_term: f64,
-    pub counters: Counters,
-    pub ext: X,
+    pub(super) rate_term: f64,
+    pub(super) lia_term: f64,
+    pub(super) counters: Counters,
+    pub(super) ext: X,
 }
 
 impl<X: Default> PathState<X> {
@@ -143,18 +157,117 @@ impl<X: Default> PathState<X> {
     }
 }
 
+/// What every algorithm may read of one path. Writes go through [`Core`](super::Core), so that
+/// the coupled sums and the reaction gate stay consistent with the window.
 impl<X> PathState<X> {
-    pub(crate) fn in_slow_start(&self) -> bool {
-        self.w < self.ssthresh
+    /// The path's stable id (the transport's; it never changes while the path lives).
+    pub fn id(&self) -> PathId {
+        self.id
+    }
+
+    /// Maximum datagram size, bytes, clamped to `1..=65536`.
+    pub fn mss(&self) -> u64 {
+        self.mss
+    }
+
+    /// [`PathState::mss`] as `f64`, for window arithmetic.
+    pub fn mss_f(&self) -> f64 {
+        self.mss as f64
+    }
+
+    /// The minimum window, `2 * mss` bytes: no reduction goes below it.
+    pub fn cwnd_min(&self) -> f64 {
+        self.cwnd_min
+    }
+
+    /// The congestion window in bytes, with its fraction (increases smaller than a byte add up).
+    pub fn cwnd(&self) -> f64 {
+        self.w
     }
 
     /// The window in whole bytes, as the transport sees it.
-    pub(crate) fn window(&self) -> u64 {
+    pub fn window(&self) -> u64 {
         self.w as u64
     }
 
-    pub(crate) fn mss_f(&self) -> f64 {
-        self.mss as f64
+    /// The slow-start threshold, bytes; infinite until the first reaction.
+    pub fn ssthresh(&self) -> f64 {
+        self.ssthresh
+    }
+
+    /// Whether the path is in slow start (`cwnd < ssthresh`).
+    pub fn in_slow_start(&self) -> bool {
+        self.w < self.ssthresh
+    }
+
+    /// Whether the path may carry new data (false while suppressed or eliminated).
+    pub fn is_active(&self) -> bool {
+        self.active
+    }
+
+    /// Smoothed RTT in seconds, floored at 1 ns; 0 until the first sample.
+    pub fn srtt(&self) -> f64 {
+        self.srtt
+    }
+
+    /// The latest RTT sample (zero until the first).
+    pub fn latest_rtt(&self) -> Duration {
+        self.latest_rtt
+    }
+
+    /// The minimum RTT seen (zero until the first sample).
+    pub fn min_rtt(&self) -> Duration {
+        self.min_rtt
+    }
+
+    /// `cwnd / srtt`, bytes per second; 0 until the first RTT sample.
+    pub fn rate(&self) -> f64 {
+        if self.srtt > 0.0 {
+            self.w / self.srtt
+        } else {
+            0.0
+        }
+    }
+
+    /// What the round in progress has seen so far.
+    pub fn round(&self) -> &RoundStats {
+        &self.round
+    }
+
+    /// Rounds completed.
+    pub fn rounds(&self) -> u64 {
+        self.counters.rounds
+    }
+
+    /// Packets sent on the path.
+    pub fn sent_packets(&self) -> u64 {
+        self.counters.sent_packets
+    }
+
+    /// Bytes acknowledged on the path so far (every acknowledged packet, whether or not its ACK
+    /// could grow the window).
+    pub fn acked_bytes(&self) -> u64 {
+        self.counters.acked_bytes
+    }
+
+    /// Whether the ACK frame being processed acknowledged anything on this path.
+    pub fn acked_in_batch(&self) -> bool {
+        self.acked_in_batch
+    }
+
+    /// Whether the path is in its post-reaction period: congestion signals for packets sent
+    /// before the last reaction are being ignored (once per round).
+    pub fn in_cwr(&self) -> bool {
+        self.in_cwr
+    }
+
+    /// The algorithm's own per-path state.
+    pub fn ext(&self) -> &X {
+        &self.ext
+    }
+
+    pub(crate) fn counters(&self) -> &Counters {
+        &self.counters
     }
 
     pub(crate) fn on_sent(&mut self, bytes: u64, pn: u64) {
@@ -171,8 +284,9 @@ impl<X> PathState<X> {
     /// Book-keeping for one acknowledged packet. Returns whether its ACK may grow the window:
     /// the packet was sent after the last reaction (RFC 9002 section 7.3.2: no increase during
     /// recovery) and the sender was not application-limited (section 7.8).
-    pub(crate) fn on_acked(&mut self, pn: u64, app_limited: bool) -> bool {
+    pub(crate) fn on_acked(&mut self, pn: u64, bytes: u64, app_limited: bool) -> bool {
         self.acked_in_batch = true;
+        self.counters.acked_bytes = self.counters.acked_bytes.saturating_add(bytes);
         self.round.acked += 1;
         self.round.app_limited |= app_limited;
         if self.sent_any && pn >= self.round_end {
@@ -208,10 +322,6 @@ impl<X> PathState<X> {
         self.cwr_seq = self.next_unsent;
         self.in_cwr = true;
         self.round.reacted = true;
-    }
-
-    pub(crate) fn in_cwr(&self) -> bool {
-        self.in_cwr
     }
 
     /// If the ACK frame just ended ended the round, close it and return what happened in it.
