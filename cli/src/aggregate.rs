@@ -204,6 +204,6 @@ async fn fetch(conn: &MultipathConnection, name: &str) -> Result<(f64, u64)> {
     let mut size = [0u8; 8];
     recv.read_exact(&mut size).await.context("reading the answer's size")?;
     let size = u64::from_be_bytes(size);
-    receive_body(&mut recv, size, &mut tokio::io::sink(), |_| {}).await?;
+    receive_body(&mut recv, size, &mut tokio::io::sink(), None, |_| {}).await?;
     Ok((started.elapsed().as_secs_f64(), size))
 }

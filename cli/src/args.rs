@@ -37,6 +37,54 @@ pub enum Command {
     Cert(CertArgs),
     /// Plot qlog traces (one or more runs side by side) into an HTML report with SVG plots.
     Report(crate::report::ReportArgs),
+    /// Print a shell completion script, e.g. `mpquic completions bash > ~/.local/share/bash-completion/completions/mpquic`.
+    Completions(CompletionsArgs),
+}
+
+/// The command line's definition, its `--help` ending with the exit codes.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    Cli::command().after_help(crate::exit::help())
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// Write the completion script of `shell` for the whole command line to `out`.
+pub fn write_completions(shell: clap_complete::Shell, out: &mut dyn std::io::Write) {
+    clap_complete::generate(shell, &mut command(), "mpquic", out);
+}
+
+/// A total rate cap on the file data a command sends or receives.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct RateArgs {
+    /// Cap the file data sent or received, over all files of the command, at RATE bytes per
+    /// second (like rsync's, not iperf3's bits: 50M is 50 MiB/s, about 420 Mbit/s; K, M, G
+    /// are powers of 1024). The cap applies to what the tool reads and writes, not to QUIC's
+    /// packets, so headers and retransmissions come on top.
+    #[arg(long, value_name = "RATE", value_parser = parse_rate, conflicts_with = "time")]
+    pub bwlimit: Option<u64>,
+}
+
+impl RateArgs {
+    /// The cap, if one is asked for: a first burst of one chunk (what one write moves), then
+    /// the rate.
+    pub fn limiter(&self) -> Option<crate::ratelimit::ByteRate> {
+        const BURST: u64 = 256 << 10;
+        self.bwlimit.map(|rate| crate::ratelimit::ByteRate::new(rate, BURST))
+    }
+}
+
+/// A rate in bytes per second: a size (`parse_size`) per second, more than 0.
+fn parse_rate(s: &str) -> Result<u64, String> {
+    match parse_size(s)? {
+        0 => Err("a rate of 0 would never finish: give at least 1 (bytes per second)".into()),
+        rate => Ok(rate),
+    }
 }
 
 /// How the connection behaves: controller, scheduler, ECN precision, qlog.
@@ -432,6 +480,8 @@ pub struct SendArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..), value_name = "N")]
     pub repeat: u32,
     #[command(flatten)]
+    pub rate: RateArgs,
+    #[command(flatten)]
     pub connect: ConnectArgs,
 }
 
@@ -445,6 +495,8 @@ pub struct GetArgs {
     /// Replace the local file if it exists (default: refuse).
     #[arg(long)]
     pub force: bool,
+    #[command(flatten)]
+    pub rate: RateArgs,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }
@@ -552,7 +604,14 @@ mod tests {
 
     #[test]
     fn cli_definition_is_consistent() {
-        use clap::CommandFactory;
-        Cli::command().debug_assert();
+        command().debug_assert();
+    }
+
+    #[test]
+    fn rates_are_bytes_per_second_and_never_zero() {
+        assert_eq!(parse_rate("50M"), Ok(50 << 20));
+        assert_eq!(parse_rate("1500"), Ok(1500));
+        assert!(parse_rate("0").is_err());
+        assert!(parse_rate("fast").is_err());
     }
 }

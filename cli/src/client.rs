@@ -17,6 +17,7 @@ use crate::errors::one_line;
 use crate::files::{Dir, PartialFile};
 use crate::output::{progress_bar, stream_bar, TransferResult};
 use crate::progress::{self, Sink};
+use crate::ratelimit::ByteRate;
 use crate::transfer::{check_name, read_reply, receive_body, send_body, send_until, Request};
 
 /// Pseudo-random bytes, for measurements without a file (incompressible, so nothing is flattered).
@@ -169,6 +170,7 @@ pub async fn send(
     mut report: impl FnMut(&TransferResult),
 ) -> Result<()> {
     let mut stop = std::pin::pin!(stop.fuse());
+    let rate = args.rate.limiter();
     let mut first = Some(open_source(&args).await?);
     let mut session = crate::unless_stopped(connect(&args.connect), &mut stop).await?;
     for i in 0..args.repeat {
@@ -182,7 +184,7 @@ pub async fn send(
             Some(source) => source,
             None => open_source(&args).await?,
         };
-        let result = upload(&session.conn, source, &args.connect, &mut stop).await?;
+        let result = upload(&session.conn, source, &args.connect, rate.as_ref(), &mut stop).await?;
         report(&result);
         if result.ended_by.is_some_and(|why| why != "time") {
             break;
@@ -197,6 +199,7 @@ async fn upload(
     conn: &MultipathConnection,
     (body, name): Source,
     args: &ConnectArgs,
+    rate: Option<&ByteRate>,
     stop: &mut (impl Future<Output = &'static str> + Unpin),
 ) -> Result<TransferResult> {
     let started = Instant::now();
@@ -211,7 +214,9 @@ async fn upload(
     let _live = progress::start(conn, args.interval, Sink::new(args.json, &bar));
     let sent = match body {
         Body::Sized(mut source, size) => {
-            send_body(&mut source, size, &mut send, |n| bar.inc(n)).await.map(|()| (size, None))
+            send_body(&mut source, size, &mut send, rate, |n| bar.inc(n))
+                .await
+                .map(|()| (size, None))
         }
         Body::Timed(time) => {
             let until = async {
@@ -282,7 +287,8 @@ pub async fn get(args: GetArgs) -> Result<TransferResult> {
     let bar = progress_bar(size, args.connect.json);
     let live =
         progress::start(&session.conn, args.connect.interval, Sink::new(args.connect.json, &bar));
-    receive_body(&mut recv, size, partial.file(), |n| bar.inc(n)).await?;
+    let rate = args.rate.limiter();
+    receive_body(&mut recv, size, partial.file(), rate.as_ref(), |n| bar.inc(n)).await?;
     partial
         .commit(&local_name, args.force)
         .await

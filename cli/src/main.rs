@@ -6,6 +6,7 @@ mod cert;
 mod client;
 mod demo;
 mod errors;
+mod exit;
 mod files;
 mod output;
 mod progress;
@@ -17,14 +18,18 @@ mod transfer;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::FromArgMatches;
 use tracing_subscriber::EnvFilter;
 
 use crate::args::{Cli, Command};
+use crate::exit::{Exit, Interrupted};
 use crate::output::TransferResult;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::from_arg_matches(&args::command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let filter = EnvFilter::try_from_default_env().or_else(|_| EnvFilter::try_new(&cli.log));
     let filter = match filter {
         Ok(filter) => filter,
@@ -60,12 +65,16 @@ fn main() -> ExitCode {
             }
             Command::Cert(args) => cert::write_cert(&args),
             Command::Report(args) => report::report(args),
+            Command::Completions(args) => {
+                args::write_completions(args.shell, &mut std::io::stdout());
+                Ok(())
+            }
         }
     });
     // Pending tasks (and their half-written temporary files) are dropped with the runtime.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     match outcome {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => Exit::Success.into(),
         Err(e) => fail(e),
     }
 }
@@ -85,7 +94,7 @@ pub async fn unless_stopped<T>(
 ) -> anyhow::Result<T> {
     tokio::select! {
         result = work => result,
-        signal = stop => Err(anyhow::anyhow!("interrupted by {signal}")),
+        signal = stop => Err(Interrupted(signal).into()),
     }
 }
 
@@ -138,7 +147,7 @@ async fn run_aggregate(args: &args::AggregateArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One clear line, no backtrace.
+/// One clear line, no backtrace; the exit code says what kind of failure it was.
 fn fail(error: anyhow::Error) -> ExitCode {
     let text = errors::one_line(&error);
     // TLS alert 116 (certificate_required): in TLS 1.3 a client learns it only after the
@@ -152,5 +161,5 @@ fn fail(error: anyhow::Error) -> ExitCode {
         ""
     };
     eprintln!("mpquic: error: {text}{hint}");
-    ExitCode::FAILURE
+    Exit::of(&error).into()
 }

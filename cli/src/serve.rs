@@ -344,7 +344,9 @@ async fn receive(
     progress: impl FnMut(u64),
 ) -> Result<()> {
     let dir = match &policy.store {
-        Store::Sink => return receive_body(recv, size, &mut tokio::io::sink(), progress).await,
+        Store::Sink => {
+            return receive_body(recv, size, &mut tokio::io::sink(), None, progress).await
+        }
         Store::Dir(dir) => dir,
     };
     if policy.read_only {
@@ -359,7 +361,7 @@ async fn receive(
     }
     let mut partial = PartialFile::create(dir.clone())?;
     partial.reserve(size)?;
-    receive_body(recv, size, partial.file(), progress).await?;
+    receive_body(recv, size, partial.file(), None, progress).await?;
     partial.commit(name, policy.overwrite).await
 }
 
@@ -397,7 +399,7 @@ async fn upload(send: &mut SendStream, name: &str, store: &Store) -> Result<u64>
     let mut file = tokio::fs::File::from_std(file);
     write_reply(send, &Ok(())).await?;
     send.write_all(&size.to_be_bytes()).await?;
-    send_body(&mut file, size, send, |_| {}).await?;
+    send_body(&mut file, size, send, None, |_| {}).await?;
     send.finish()?;
     Ok(size)
 }

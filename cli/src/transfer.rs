@@ -5,7 +5,7 @@
 //!   op 'P' (put):  size:u64 data[size] blake3[32]      -> reply
 //!   op 'G' (get):                                      -> reply, and on OK: size:u64 data[size] blake3[32]
 //!   op 'S' (stream): data blake3[32] FIN               -> reply
-//! reply    = status:u8 (0 ok, 1 error) msg_len:u16 msg
+//! reply    = status:u8 (0 ok, 1 refused, 2 integrity check failed) msg_len:u16 msg
 //! ```
 //!
 //! The hash travels after the data, so both sides hash while streaming. A receiver writes to a
@@ -26,6 +26,8 @@ use noq::{RecvStream, SendStream};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::errors::one_line;
+use crate::exit::{IntegrityFailed, Refused};
+use crate::ratelimit::{self, ByteRate};
 
 const MAGIC: &[u8; 4] = b"MPQ1";
 const CHUNK: usize = 256 * 1024;
@@ -124,10 +126,12 @@ impl Request {
     }
 }
 
-/// Send the reply: `Ok(())` or an error message.
+/// Send the reply: `Ok(())` or an error message, its status saying whether the data failed
+/// its check (peers from before status 2 read any non-zero status as an error).
 pub async fn write_reply(send: &mut SendStream, result: &Result<()>) -> Result<()> {
     let (status, msg) = match result {
         Ok(()) => (0u8, String::new()),
+        Err(e) if e.chain().any(|c| c.is::<IntegrityFailed>()) => (2u8, one_line(e)),
         Err(e) => (1u8, one_line(e)),
     };
     let msg = &msg.as_bytes()[..msg.len().min(u16::MAX as usize)];
@@ -144,18 +148,21 @@ pub async fn read_reply(recv: &mut RecvStream) -> Result<()> {
     recv.read_exact(&mut fixed).await.context("the peer closed the stream without replying")?;
     let mut msg = vec![0u8; u16::from_be_bytes([fixed[1], fixed[2]]) as usize];
     recv.read_exact(&mut msg).await.context("reading the peer's reply")?;
+    let msg = String::from_utf8_lossy(&msg).into_owned();
     match fixed[0] {
         0 => Ok(()),
-        _ => Err(anyhow!("peer: {}", String::from_utf8_lossy(&msg))),
+        2 => Err(IntegrityFailed(format!("peer: {msg}")).into()),
+        _ => Err(Refused(msg).into()),
     }
 }
 
 /// Stream `size` bytes from `source` followed by their BLAKE3 hash, calling `progress` with
-/// each chunk's length.
+/// each chunk's length; each chunk waits for its share of `rate`, if capped.
 pub async fn send_body(
     source: &mut (impl AsyncRead + Unpin),
     size: u64,
     send: &mut SendStream,
+    rate: Option<&ByteRate>,
     mut progress: impl FnMut(u64),
 ) -> Result<()> {
     let mut hasher = blake3::Hasher::new();
@@ -170,6 +177,7 @@ pub async fn send_body(
             bail!("the source ended {left} bytes early (was it truncated while sending?)");
         }
         hasher.update(&buf[..n]);
+        ratelimit::take(rate, n as u64).await;
         send.write_all(&buf[..n]).await.context("sending data")?;
         left -= n as u64;
         progress(n as u64);
@@ -248,17 +256,27 @@ pub async fn receive_stream(
     }
     let expected: [u8; HASH] = buf[..HASH].try_into().expect("HASH bytes");
     if hasher.finalize() != blake3::Hash::from_bytes(expected) {
-        bail!("integrity check failed: the data's BLAKE3 hash does not match the sender's");
+        return Err(hash_mismatch());
     }
     sink.flush().await.context("writing data")?;
     Ok(received)
 }
 
+/// The error of data whose hash does not match the sender's.
+fn hash_mismatch() -> anyhow::Error {
+    IntegrityFailed(
+        "integrity check failed: the data's BLAKE3 hash does not match the sender's".into(),
+    )
+    .into()
+}
+
 /// Receive `size` bytes and the trailing hash into `sink`; fails if the hash does not match.
+/// Each chunk read waits for its share of `rate`, if capped, before the next is read.
 pub async fn receive_body(
     recv: &mut RecvStream,
     size: u64,
     sink: &mut (impl AsyncWrite + Unpin),
+    rate: Option<&ByteRate>,
     mut progress: impl FnMut(u64),
 ) -> Result<()> {
     let mut hasher = blake3::Hasher::new();
@@ -275,11 +293,12 @@ pub async fn receive_body(
         sink.write_all(&buf[..n]).await.context("writing data")?;
         left -= n as u64;
         progress(n as u64);
+        ratelimit::take(rate, n as u64).await;
     }
     let mut expected = [0u8; 32];
     recv.read_exact(&mut expected).await.context("receiving the hash")?;
     if hasher.finalize() != blake3::Hash::from_bytes(expected) {
-        bail!("integrity check failed: the data's BLAKE3 hash does not match the sender's");
+        return Err(hash_mismatch());
     }
     sink.flush().await.context("writing data")?;
     Ok(())
