@@ -2,6 +2,7 @@
 
 mod aggregate;
 mod args;
+mod batch;
 mod cert;
 mod client;
 mod demo;
@@ -44,6 +45,9 @@ fn main() -> ExitCode {
     let outcome = runtime.block_on(async {
         match cli.command {
             Command::Serve(args) => serve::serve(args).await,
+            Command::Send(args) if batch::is_batch_send(&args) => {
+                interruptible(batch::send(args)).await
+            }
             Command::Send(args) => {
                 let json = args.connect.json;
                 let report = move |r: &TransferResult| print_result(r, json);
@@ -54,6 +58,10 @@ fn main() -> ExitCode {
                     interruptible(client::send(args, std::future::pending(), report)).await
                 }
             }
+            Command::Get(args) if batch::is_batch_get(&args) => {
+                interruptible(batch::get(args)).await
+            }
+            Command::Ls(args) => interruptible(batch::ls(args)).await,
             Command::Get(args) => {
                 let json = args.connect.json;
                 interruptible(client::get(args)).await.map(|r| print_result(&r, json))
@@ -154,6 +162,9 @@ fn fail(error: anyhow::Error) -> ExitCode {
     // handshake, from the first stream, so the error alone does not say what to do.
     let hint = if text.contains("error 116") {
         " (this server requires a client certificate: --client-cert and --client-key)"
+    } else if text.contains("unknown request type 0x4c") {
+        // 'L', a listing, is newer than the server.
+        " (this server predates listings: update it, or send and get one file at a time)"
     } else if text.contains("unknown request type 0x53") {
         // 'S', a timed send's stream, is newer than the server.
         " (this server predates timed sends: update it, or send --generate SIZE)"
