@@ -14,6 +14,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 
 
 def size_bytes(text):
@@ -25,10 +26,12 @@ def start_server(binary, store):
     server = subprocess.Popen(
         [binary, "serve", "--listen", "127.0.0.1:0", "--insecure", "--allow-anonymous",
          "--dir", store, "--overwrite", "--max-active-transfers", "256"],
-        stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     for line in server.stderr:
         if line.startswith("mpquic: serving on "):
             port = line.split()[3].rstrip(",").rsplit(":", 1)[1]
+            # It prints a table per file: keep reading, or a full pipe would stall it.
+            threading.Thread(target=server.stderr.read, daemon=True).start()
             return server, f"127.0.0.1:{port}"
     sys.exit("the server did not start")
 
