@@ -12,7 +12,7 @@ use futures_util::StreamExt;
 use indicatif::ProgressBar;
 use mpquic::MultipathConnection;
 
-use crate::args::{GetArgs, LsArgs, SendArgs};
+use crate::args::{BatchArgs, ConnectArgs, GetArgs, LsArgs, SendArgs};
 use crate::client::{connect, open_download, put};
 use crate::errors::one_line;
 use crate::files::{Dir, PartialFile};
@@ -213,18 +213,46 @@ async fn send_items(
     items: Vec<Item>,
     args: &SendArgs,
 ) -> Result<Result<()>> {
-    let show = Show::new(items.iter().map(|i| i.size).sum(), args.connect.json);
-    let _live =
-        progress::start(conn, args.connect.interval, Sink::new(args.connect.json, &show.bar));
-    let rate = args.batch.limiter();
-    let started = Instant::now();
-    let (files, first) = run_all(items, args.batch.parallel, "sent", &show, |item| {
-        put_file(conn, item, rate.as_ref(), &show.bar)
+    let batch = Batch::start(conn, &items, &args.batch, &args.connect);
+    let (files, first) = run_all(items, args.batch.parallel, "sent", &batch.show, |item| {
+        put_file(conn, item, batch.rate.as_ref(), &batch.show.bar)
     })
     .await;
-    show.bar.finish_and_clear();
-    let result = BatchResult::new("send", files, started.elapsed(), conn.report());
-    Ok(report(&result, args.connect.json, first))
+    Ok(batch.finish("send", files, first, conn))
+}
+
+/// What every file of a command shares while they run: the display, the cap, the clock.
+struct Batch {
+    show: Show,
+    _live: Option<progress::IntervalReporter>,
+    rate: Option<ByteRate>,
+    started: Instant,
+}
+
+impl Batch {
+    fn start(
+        conn: &MultipathConnection,
+        items: &[Item],
+        batch: &BatchArgs,
+        connect: &ConnectArgs,
+    ) -> Batch {
+        let show = Show::new(items.iter().map(|i| i.size).sum(), connect.json);
+        let live = progress::start(conn, connect.interval, Sink::new(connect.json, &show.bar));
+        Batch { show, _live: live, rate: batch.limiter(), started: Instant::now() }
+    }
+
+    /// Print the result; the first failure, if any, is the command's.
+    fn finish(
+        self,
+        direction: &'static str,
+        files: Vec<FileResult>,
+        first: Option<anyhow::Error>,
+        conn: &MultipathConnection,
+    ) -> Result<()> {
+        self.show.bar.finish_and_clear();
+        let result = BatchResult::new(direction, files, self.started.elapsed(), conn.report());
+        report(&result, self.show.json, first)
+    }
 }
 
 /// Upload one file, opened only at its turn (so only `--parallel` files are open at once).
@@ -291,18 +319,12 @@ async fn get_items(
     top: Arc<Dir>,
     args: &GetArgs,
 ) -> Result<Result<()>> {
-    let show = Show::new(items.iter().map(|i| i.size).sum(), args.connect.json);
-    let _live =
-        progress::start(conn, args.connect.interval, Sink::new(args.connect.json, &show.bar));
-    let rate = args.batch.limiter();
-    let started = Instant::now();
-    let (files, first) = run_all(items, args.batch.parallel, "got", &show, |item| {
-        get_file(conn, item, &top, args.force, rate.as_ref(), &show.bar)
+    let batch = Batch::start(conn, &items, &args.batch, &args.connect);
+    let (files, first) = run_all(items, args.batch.parallel, "got", &batch.show, |item| {
+        get_file(conn, item, &top, args.force, batch.rate.as_ref(), &batch.show.bar)
     })
     .await;
-    show.bar.finish_and_clear();
-    let result = BatchResult::new("get", files, started.elapsed(), conn.report());
-    Ok(report(&result, args.connect.json, first))
+    Ok(batch.finish("get", files, first, conn))
 }
 
 /// Download one file beneath `top` (its directories made, never through a link); it appears

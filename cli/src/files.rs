@@ -147,7 +147,8 @@ impl Dir {
     }
 
     fn walk_into(&self, prefix: &str, files: &mut Vec<(String, u64)>, limit: usize) -> Result<()> {
-        for name in self.names()? {
+        // Hidden names are neither asked for nor served (the temporaries among them).
+        for name in self.names()?.into_iter().filter(|name| !name.starts_with('.')) {
             let Ok(stat) = self.stat(&name) else { continue };
             let path = format!("{prefix}{name}");
             match stat.st_mode & libc::S_IFMT {
@@ -165,8 +166,7 @@ impl Dir {
         Ok(())
     }
 
-    /// The names in this directory that a client may ask for: UTF-8, not hidden (which also
-    /// leaves out the temporaries).
+    /// The UTF-8 names in this directory (others cannot be asked for, nor be temporaries).
     fn names(&self) -> io::Result<Vec<String>> {
         // fdopendir takes its descriptor over: give it a new one on the same directory.
         // SAFETY: a valid directory descriptor and a NUL-terminated name.
@@ -191,10 +191,9 @@ impl Dir {
             }
             // SAFETY: readdir returned an entry whose name is NUL-terminated.
             let name = unsafe { std::ffi::CStr::from_ptr((*entry).d_name.as_ptr()) };
-            if let Ok(name) = name.to_str() {
-                if !name.starts_with('.') {
-                    names.push(name.to_owned());
-                }
+            match name.to_str() {
+                Ok("." | "..") | Err(_) => {}
+                Ok(name) => names.push(name.to_owned()),
             }
         }
         // SAFETY: the stream opened above, closed once.
@@ -210,21 +209,29 @@ impl Dir {
         Ok((stat.f_bavail as u64).saturating_mul(stat.f_frsize as u64))
     }
 
-    /// Remove the temporaries no live process holds (left by a killed one); returns how many.
-    pub fn remove_stale_temporaries(&self, path: &Path) -> usize {
-        let Ok(entries) = std::fs::read_dir(path) else { return 0 };
-        let names = entries
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter(|name| name.starts_with(TEMP_PREFIX));
+    /// Remove the temporaries no live process holds (left by a killed one), in this directory
+    /// and the (not hidden) ones beneath it, where uploads of paths write theirs; returns how
+    /// many. Links are not followed.
+    pub fn remove_stale_temporaries(&self) -> usize {
+        let Ok(names) = self.names() else { return 0 };
         let mut removed = 0;
         for name in names {
-            let Ok(file) = self.open_at(&name, libc::O_RDONLY | libc::O_NONBLOCK) else { continue };
-            // A writer holds its lock until it commits or is gone.
-            if lock(&file).is_ok() && self.remove(&name).is_ok() {
-                removed += 1;
+            if name.starts_with(TEMP_PREFIX) {
+                removed += usize::from(self.remove_if_stale(&name));
+            } else if !name.starts_with('.') {
+                if let Ok(dir) = self.subdir(&name, false) {
+                    removed += dir.remove_stale_temporaries();
+                }
             }
         }
         removed
+    }
+
+    /// Remove the temporary `name` if no live process holds it; whether it was removed.
+    fn remove_if_stale(&self, name: &str) -> bool {
+        let Ok(file) = self.open_at(name, libc::O_RDONLY | libc::O_NONBLOCK) else { return false };
+        // A writer holds its lock until it commits or is gone.
+        lock(&file).is_ok() && self.remove(name).is_ok()
     }
 
     fn remove(&self, name: &str) -> io::Result<()> {
@@ -393,7 +400,12 @@ mod tests {
         assert!(live.temp.len() < 64, "a fixed, short name: {}", live.temp);
         // A temporary left by a killed process: same prefix, no lock held.
         std::fs::write(tmp.path().join(format!("{TEMP_PREFIX}0000")), b"partial").unwrap();
-        assert_eq!(dir.remove_stale_temporaries(tmp.path()), 1);
+        std::fs::create_dir_all(tmp.path().join("sub/deeper")).unwrap();
+        std::fs::write(tmp.path().join(format!("sub/deeper/{TEMP_PREFIX}0001")), b"p").unwrap();
+        std::fs::write(tmp.path().join("sub/kept.bin"), b"kept").unwrap();
+        assert_eq!(dir.remove_stale_temporaries(), 2, "the one beneath too");
+        assert_eq!(names(&tmp.path().join("sub/deeper")), Vec::<String>::new());
+        std::fs::remove_dir_all(tmp.path().join("sub")).unwrap();
         let mut expected = vec![live.temp.clone(), other.temp.clone()];
         expected.sort();
         assert_eq!(names(tmp.path()), expected, "live temporaries stay");

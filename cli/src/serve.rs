@@ -97,7 +97,7 @@ impl Policy {
 fn open_store(args: &ServeArgs) -> Result<Store> {
     let Some(path) = &args.dir else { return Ok(Store::Sink) };
     let dir = Dir::open(path)?;
-    let removed = dir.remove_stale_temporaries(path);
+    let removed = dir.remove_stale_temporaries();
     if removed > 0 {
         eprintln!("mpquic: removed {removed} partial file(s) left by an earlier, killed server");
     }

@@ -169,33 +169,14 @@ fn bwlimit_caps_uploads_and_downloads_from_below() {
     // The cap's burst (256 KiB) and one chunk read before the wait: the only slack allowed.
     let floor = (SIZE - 2.0 * 262144.0) / RATE;
     let file = random_file(tmp.path(), "capped.bin", SIZE as usize);
-    let up = json(&mpquic(&[
-        "send",
-        file.to_str().unwrap(),
-        "--bwlimit",
-        "1M",
-        "--server",
-        &addr,
-        "--insecure",
-        "--json",
-    ]));
-    let fct = up["fct_s"].as_f64().unwrap();
-    assert!(fct >= floor, "3 MiB at 1 MiB/s took {fct} s");
     let copy = tmp.path().join("copy.bin");
-    let down = json(&mpquic(&[
-        "get",
-        "capped.bin",
-        "-o",
-        copy.to_str().unwrap(),
-        "--bwlimit",
-        "1M",
-        "--server",
-        &addr,
-        "--insecure",
-        "--json",
-    ]));
-    let fct = down["fct_s"].as_f64().unwrap();
-    assert!(fct >= floor, "3 MiB at 1 MiB/s took {fct} s");
+    let (file, copy) = (file.to_str().unwrap(), copy.to_str().unwrap());
+    for command in [vec!["send", file], vec!["get", "capped.bin", "-o", copy]] {
+        let capped = ["--bwlimit", "1M", "--server", &addr, "--insecure", "--json"];
+        let result = json(&mpquic(&[&command[..], &capped].concat()));
+        let fct = result["fct_s"].as_f64().unwrap();
+        assert!(fct >= floor, "{}: 3 MiB at 1 MiB/s took {fct} s", command[0]);
+    }
     assert_eq!(
         std::fs::read(copy).unwrap(),
         std::fs::read(store.path().join("capped.bin")).unwrap()
