@@ -16,7 +16,7 @@ use tokio::task::JoinSet;
 
 use crate::args::AggregateArgs;
 use crate::errors::one_line;
-use crate::transfer::{read_reply, receive_body, Request};
+use crate::transfer::receive_body;
 
 /// One job: its stream, when it started, and when each answer and the last one arrived.
 #[derive(Debug, Clone, Serialize)]
@@ -197,13 +197,7 @@ async fn run_job(
 /// Ask one worker for `name`; (seconds from the request to the whole answer, its size).
 async fn fetch(conn: &MultipathConnection, name: &str) -> Result<(f64, u64)> {
     let started = Instant::now();
-    let (mut send, mut recv) = conn.connection().open_bi().await.context("opening a stream")?;
-    Request::Get { name: name.to_string() }.write(&mut send).await?;
-    send.finish().context("finishing the request")?;
-    read_reply(&mut recv).await?;
-    let mut size = [0u8; 8];
-    recv.read_exact(&mut size).await.context("reading the answer's size")?;
-    let size = u64::from_be_bytes(size);
-    receive_body(&mut recv, size, &mut tokio::io::sink(), |_| {}).await?;
+    let (mut recv, size) = crate::client::open_download(conn, name).await?;
+    receive_body(&mut recv, size, &mut tokio::io::sink(), None, |_| {}).await?;
     Ok((started.elapsed().as_secs_f64(), size))
 }

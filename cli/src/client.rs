@@ -6,8 +6,9 @@ use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use futures_util::FutureExt;
+use mpquic::noq::{RecvStream, SendStream};
 use mpquic::{Client, MultipathConnection, PathOpenError, PathSpec};
 use rand::{rngs::SmallRng, RngCore, SeedableRng};
 use tokio::io::{AsyncRead, ReadBuf};
@@ -17,7 +18,10 @@ use crate::errors::one_line;
 use crate::files::{Dir, PartialFile};
 use crate::output::{progress_bar, stream_bar, TransferResult};
 use crate::progress::{self, Sink};
-use crate::transfer::{check_name, read_reply, receive_body, send_body, send_until, Request};
+use crate::ratelimit::ByteRate;
+use crate::transfer::{
+    check_name, check_path, read_reply, receive_body, send_body, send_until, Request,
+};
 
 /// Pseudo-random bytes, for measurements without a file (incompressible, so nothing is flattered).
 pub struct GeneratedData(SmallRng);
@@ -42,14 +46,16 @@ impl AsyncRead for GeneratedData {
 }
 
 /// An open connection to the server, with the warnings of paths that failed to open.
-struct Session {
+pub struct Session {
     client: Client,
-    conn: MultipathConnection,
+    /// The connection.
+    pub conn: MultipathConnection,
     /// The paths `--path-delay` opens later, on `conn`.
     _later: LaterPaths,
 }
 
-async fn connect(args: &ConnectArgs) -> Result<Session> {
+/// Connect as `args` say.
+pub async fn connect(args: &ConnectArgs) -> Result<Session> {
     let specs = args.path_specs()?;
     let client = args.client(specs[0].remote.ip())?;
     let (conn, later) = open_connection(&client, args).await?;
@@ -117,7 +123,7 @@ impl Drop for LaterPaths {
 
 impl Session {
     /// Close cleanly, giving the peer a moment to acknowledge.
-    async fn close(self) {
+    pub async fn close(self) {
         self.conn.connection().close(0u32.into(), b"done");
         let _ = tokio::time::timeout(Duration::from_secs(1), self.client.wait_idle()).await;
     }
@@ -135,7 +141,7 @@ type Source = (Body, String);
 /// Opens what `send` uploads and checks its name (before any connection: bad input fails first).
 async fn open_source(args: &SendArgs) -> Result<Source> {
     let generated = || args.name.clone().unwrap_or_else(|| "generated.bin".into());
-    let source: Source = match (&args.file, args.generate, args.time) {
+    let source: Source = match (args.files.first(), args.generate, args.time) {
         (Some(path), _, _) => {
             let file = tokio::fs::File::open(path)
                 .await
@@ -169,6 +175,10 @@ pub async fn send(
     mut report: impl FnMut(&TransferResult),
 ) -> Result<()> {
     let mut stop = std::pin::pin!(stop.fuse());
+    if args.batch.bwlimit.is_some() && args.time.is_some() {
+        bail!("--bwlimit caps files and --generate; a timed send (--time) measures uncapped");
+    }
+    let rate = args.batch.limiter();
     let mut first = Some(open_source(&args).await?);
     let mut session = crate::unless_stopped(connect(&args.connect), &mut stop).await?;
     for i in 0..args.repeat {
@@ -182,7 +192,7 @@ pub async fn send(
             Some(source) => source,
             None => open_source(&args).await?,
         };
-        let result = upload(&session.conn, source, &args.connect, &mut stop).await?;
+        let result = upload(&session.conn, source, &args.connect, rate.as_ref(), &mut stop).await?;
         report(&result);
         if result.ended_by.is_some_and(|why| why != "time") {
             break;
@@ -197,62 +207,113 @@ async fn upload(
     conn: &MultipathConnection,
     (body, name): Source,
     args: &ConnectArgs,
+    rate: Option<&ByteRate>,
     stop: &mut (impl Future<Output = &'static str> + Unpin),
 ) -> Result<TransferResult> {
-    let started = Instant::now();
-    let (mut send, mut recv) = conn.connection().open_bi().await.context("opening a stream")?;
-    let (request, bar) = match &body {
-        Body::Sized(_, size) => {
-            (Request::Put { name: name.clone(), size: *size }, progress_bar(*size, args.json))
-        }
-        Body::Timed(_) => (Request::Stream { name: name.clone() }, stream_bar(args.json)),
+    let bar = match &body {
+        Body::Sized(_, size) => progress_bar(*size, args.json),
+        Body::Timed(_) => stream_bar(args.json),
     };
-    request.write(&mut send).await?;
     let _live = progress::start(conn, args.interval, Sink::new(args.json, &bar));
-    let sent = match body {
+    let (size, ended_by, fct) = match body {
         Body::Sized(mut source, size) => {
-            send_body(&mut source, size, &mut send, |n| bar.inc(n)).await.map(|()| (size, None))
+            let fct = put(conn, &name, &mut source, size, rate, |n| bar.inc(n)).await?;
+            (size, None, fct)
         }
         Body::Timed(time) => {
-            let until = async {
-                tokio::select! {
-                    _ = tokio::time::sleep(time) => "time",
-                    signal = stop => signal,
-                }
-            };
-            let mut data = GeneratedData::new(time.as_nanos() as u64);
-            let sent = send_until(&mut data, &mut send, until, |n| bar.inc(n)).await;
-            sent.map(|(bytes, ended_by)| (bytes, Some(ended_by)))
+            let (size, ended_by, fct) = stream(conn, &name, time, stop, |n| bar.inc(n)).await?;
+            (size, Some(ended_by), fct)
         }
     };
-    let (size, ended_by) = match sent {
-        Ok(sent) => sent,
-        // A receiver that gives up (disk full, bad name) says why before it stops the stream.
-        Err(e) => {
-            return Err(
-                match tokio::time::timeout(Duration::from_secs(2), read_reply(&mut recv)).await {
-                    Ok(Err(reason)) => reason,
-                    _ => e,
-                },
-            )
-        }
-    };
-    send.finish().context("finishing the stream")?;
-    read_reply(&mut recv).await?;
-    let fct = started.elapsed();
     bar.finish_and_clear();
-    // The report holds what the ACK frames said (the CE counts among it): wait until the peer
-    // has acknowledged the stream's end, which follows its reply by at most its ACK delay.
-    let _ = tokio::time::timeout(Duration::from_secs(1), send.stopped()).await;
     let mut result = TransferResult::new("send", name, size, fct, conn.report());
     result.ended_by = ended_by;
     Ok(result)
 }
 
-/// Where `get` writes: the directory and the file name in it. An existing file is refused
-/// unless `--force`.
-fn local_target(args: &GetArgs) -> Result<(std::sync::Arc<Dir>, String)> {
-    let target = args.output.clone().unwrap_or_else(|| PathBuf::from(&args.name));
+/// Store `size` bytes of `source` as `name` on the server, on a stream of its own; returns the
+/// time from the request to the server's verified reply.
+pub async fn put(
+    conn: &MultipathConnection,
+    name: &str,
+    source: &mut (impl AsyncRead + Unpin),
+    size: u64,
+    rate: Option<&ByteRate>,
+    progress: impl FnMut(u64),
+) -> Result<Duration> {
+    let started = Instant::now();
+    let (mut send, mut recv) = conn.connection().open_bi().await.context("opening a stream")?;
+    Request::Put { name: name.to_owned(), size }.write(&mut send).await?;
+    if let Err(e) = send_body(source, size, &mut send, rate, progress).await {
+        return Err(why_stopped(&mut recv, e).await);
+    }
+    finish(send, recv, started).await
+}
+
+/// Send generated data as a timed stream named `name` until `time` passes or `stop` resolves;
+/// returns the bytes sent, what ended them, and the time to the receiver's verified reply.
+async fn stream(
+    conn: &MultipathConnection,
+    name: &str,
+    time: Duration,
+    stop: &mut (impl Future<Output = &'static str> + Unpin),
+    progress: impl FnMut(u64),
+) -> Result<(u64, &'static str, Duration)> {
+    let started = Instant::now();
+    let (mut send, mut recv) = conn.connection().open_bi().await.context("opening a stream")?;
+    Request::Stream { name: name.to_owned() }.write(&mut send).await?;
+    let until = async {
+        tokio::select! {
+            _ = tokio::time::sleep(time) => "time",
+            signal = stop => signal,
+        }
+    };
+    let mut data = GeneratedData::new(time.as_nanos() as u64);
+    let (bytes, ended_by) = match send_until(&mut data, &mut send, until, progress).await {
+        Ok(sent) => sent,
+        Err(e) => return Err(why_stopped(&mut recv, e).await),
+    };
+    Ok((bytes, ended_by, finish(send, recv, started).await?))
+}
+
+/// Why sending failed: a receiver that gives up (disk full, bad name) says why before it stops
+/// the stream; without its word, the sending error.
+async fn why_stopped(recv: &mut RecvStream, e: anyhow::Error) -> anyhow::Error {
+    match tokio::time::timeout(Duration::from_secs(2), read_reply(recv)).await {
+        Ok(Err(reason)) => reason,
+        _ => e,
+    }
+}
+
+/// End an upload's stream and wait for the receiver's verdict; returns the time since
+/// `started`.
+async fn finish(mut send: SendStream, mut recv: RecvStream, started: Instant) -> Result<Duration> {
+    send.finish().context("finishing the stream")?;
+    read_reply(&mut recv).await?;
+    let fct = started.elapsed();
+    // The report holds what the ACK frames said (the CE counts among it): wait until the peer
+    // has acknowledged the stream's end, which follows its reply by at most its ACK delay.
+    let _ = tokio::time::timeout(Duration::from_secs(1), send.stopped()).await;
+    Ok(fct)
+}
+
+/// Ask for `name` on a stream of its own; returns the stream, positioned at the data, and the
+/// data's size.
+pub async fn open_download(conn: &MultipathConnection, name: &str) -> Result<(RecvStream, u64)> {
+    let (mut send, mut recv) = conn.connection().open_bi().await.context("opening a stream")?;
+    Request::Get { name: name.to_owned() }.write(&mut send).await?;
+    send.finish().context("finishing the request")?;
+    read_reply(&mut recv).await?;
+    let mut size = [0u8; 8];
+    recv.read_exact(&mut size).await.context("reading the file size")?;
+    Ok((recv, u64::from_be_bytes(size)))
+}
+
+/// Where `get` writes one file: the directory and the file name in it. An existing file is
+/// refused unless `--force`.
+fn local_target(args: &GetArgs, name: &str) -> Result<(std::sync::Arc<Dir>, String)> {
+    let default = || PathBuf::from(name.rsplit('/').next().unwrap_or(name));
+    let target = args.output.clone().unwrap_or_else(default);
     if target.exists() && !args.force {
         return Err(anyhow!("{} exists (--force replaces it)", target.display()));
     }
@@ -266,23 +327,18 @@ fn local_target(args: &GetArgs) -> Result<(std::sync::Arc<Dir>, String)> {
 
 /// Download a file; it appears under its name only once complete and verified.
 pub async fn get(args: GetArgs) -> Result<TransferResult> {
-    check_name(&args.name)?;
-    let (dir, local_name) = local_target(&args)?;
+    let name = args.names[0].clone();
+    check_path(&name)?;
+    let (dir, local_name) = local_target(&args, &name)?;
     let mut partial = PartialFile::create(dir)?;
     let session = connect(&args.connect).await?;
     let started = Instant::now();
-    let (mut send, mut recv) =
-        session.conn.connection().open_bi().await.context("opening a stream")?;
-    Request::Get { name: args.name.clone() }.write(&mut send).await?;
-    send.finish().context("finishing the request")?;
-    read_reply(&mut recv).await?;
-    let mut size = [0u8; 8];
-    recv.read_exact(&mut size).await.context("reading the file size")?;
-    let size = u64::from_be_bytes(size);
+    let (mut recv, size) = open_download(&session.conn, &name).await?;
     let bar = progress_bar(size, args.connect.json);
     let live =
         progress::start(&session.conn, args.connect.interval, Sink::new(args.connect.json, &bar));
-    receive_body(&mut recv, size, partial.file(), |n| bar.inc(n)).await?;
+    let rate = args.batch.limiter();
+    receive_body(&mut recv, size, partial.file(), rate.as_ref(), |n| bar.inc(n)).await?;
     partial
         .commit(&local_name, args.force)
         .await
@@ -290,7 +346,7 @@ pub async fn get(args: GetArgs) -> Result<TransferResult> {
     let fct = started.elapsed();
     drop(live);
     bar.finish_and_clear();
-    let result = TransferResult::new("get", args.name, size, fct, session.conn.report());
+    let result = TransferResult::new("get", name, size, fct, session.conn.report());
     session.close().await;
     Ok(result)
 }

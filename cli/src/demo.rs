@@ -65,7 +65,7 @@ pub async fn demo(args: DemoArgs) -> Result<TransferResult> {
     let (mut send, mut recv) = conn.connection().open_bi().await?;
     Request::Put { name: "demo.bin".into(), size: args.size }.write(&mut send).await?;
     let bar = progress_bar(args.size, args.json);
-    send_body(&mut GeneratedData::new(1), args.size, &mut send, |n| bar.inc(n)).await?;
+    send_body(&mut GeneratedData::new(1), args.size, &mut send, None, |n| bar.inc(n)).await?;
     send.finish()?;
     read_reply(&mut recv).await?;
     bar.finish_and_clear();

@@ -21,6 +21,7 @@ use anyhow::{anyhow, bail, Context, Result};
 const TEMP_PREFIX: &str = ".mpquic-part-";
 
 /// An open directory.
+#[derive(Debug)]
 pub struct Dir {
     fd: OwnedFd,
 }
@@ -84,13 +85,120 @@ impl Dir {
 
     /// Whether anything (a file, a link, a directory) has this name.
     pub fn contains(&self, name: &str) -> bool {
-        let Ok(c) = c_name(name) else { return false };
+        self.stat(name).is_ok()
+    }
+
+    /// `name`'s own status (a link's, not its target's).
+    fn stat(&self, name: &str) -> io::Result<libc::stat> {
+        let c = c_name(name)?;
         // SAFETY: a valid directory descriptor, a NUL-terminated name, a zeroed stat to fill.
         let mut stat: libc::stat = unsafe { std::mem::zeroed() };
-        unsafe {
+        check(unsafe {
             libc::fstatat(self.fd.as_raw_fd(), c.as_ptr(), &mut stat, libc::AT_SYMLINK_NOFOLLOW)
-                == 0
+        })?;
+        Ok(stat)
+    }
+
+    /// The directory `components` beneath this one, each step opened without following a
+    /// symlink (a link anywhere on the way is refused, so nothing outside can be reached);
+    /// with `create`, missing directories are made.
+    pub fn beneath(self: &Arc<Self>, components: &[&str], create: bool) -> Result<Arc<Dir>> {
+        let mut dir = self.clone();
+        for (i, component) in components.iter().enumerate() {
+            dir = Arc::new(dir.subdir(component, create).map_err(|e| {
+                let path = components[..=i].join("/");
+                match e.raw_os_error() {
+                    Some(libc::ENOENT) => anyhow!("no directory named {path:?}"),
+                    Some(libc::ELOOP | libc::ENOTDIR) => {
+                        anyhow!("{path:?} is not a directory (links are not followed)")
+                    }
+                    _ => anyhow!("cannot open directory {path:?}: {e}"),
+                }
+            })?);
         }
+        Ok(dir)
+    }
+
+    /// The directory `name` in this one, made first with `create`; never a link.
+    fn subdir(&self, name: &str, create: bool) -> io::Result<Dir> {
+        let c = c_name(name)?;
+        if create {
+            // SAFETY: a valid directory descriptor and a NUL-terminated name.
+            let made = check(unsafe { libc::mkdirat(self.fd.as_raw_fd(), c.as_ptr(), 0o755) });
+            match made {
+                Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+                _ => {}
+            }
+        }
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        // SAFETY: a valid directory descriptor and a NUL-terminated name.
+        let fd = check(unsafe { libc::openat(self.fd.as_raw_fd(), c.as_ptr(), flags) })?;
+        // SAFETY: `fd` was just opened and nothing else owns it.
+        Ok(Dir { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
+    }
+
+    /// The regular files beneath this directory, as (`prefix` + relative path, size), sorted;
+    /// links and other special files are left out and not followed. At most `limit` files.
+    pub fn walk(&self, prefix: &str, limit: usize) -> Result<Vec<(String, u64)>> {
+        let mut files = Vec::new();
+        self.walk_into(prefix, &mut files, limit)?;
+        files.sort();
+        Ok(files)
+    }
+
+    fn walk_into(&self, prefix: &str, files: &mut Vec<(String, u64)>, limit: usize) -> Result<()> {
+        // Hidden names are neither asked for nor served (the temporaries among them).
+        for name in self.names()?.into_iter().filter(|name| !name.starts_with('.')) {
+            let Ok(stat) = self.stat(&name) else { continue };
+            let path = format!("{prefix}{name}");
+            match stat.st_mode & libc::S_IFMT {
+                libc::S_IFREG => files.push((path, stat.st_size as u64)),
+                libc::S_IFDIR => {
+                    let dir = self.subdir(&name, false)?;
+                    dir.walk_into(&format!("{path}/"), files, limit)?;
+                }
+                _ => continue,
+            }
+            if files.len() > limit {
+                bail!("more than {limit} files: list a directory within");
+            }
+        }
+        Ok(())
+    }
+
+    /// The UTF-8 names in this directory (others cannot be asked for, nor be temporaries).
+    fn names(&self) -> io::Result<Vec<String>> {
+        // fdopendir takes its descriptor over: give it a new one on the same directory.
+        // SAFETY: a valid directory descriptor and a NUL-terminated name.
+        let fd = check(unsafe {
+            libc::openat(self.fd.as_raw_fd(), c".".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC)
+        })?;
+        // SAFETY: `fd` is a directory descriptor this function owns; on success the stream
+        // owns it and closedir closes both.
+        let stream = unsafe { libc::fdopendir(fd) };
+        if stream.is_null() {
+            let e = io::Error::last_os_error();
+            // SAFETY: fdopendir failed, so `fd` is still ours to close.
+            unsafe { libc::close(fd) };
+            return Err(e);
+        }
+        let mut names = Vec::new();
+        loop {
+            // SAFETY: a stream opened above and not yet closed.
+            let entry = unsafe { libc::readdir(stream) };
+            if entry.is_null() {
+                break;
+            }
+            // SAFETY: readdir returned an entry whose name is NUL-terminated.
+            let name = unsafe { std::ffi::CStr::from_ptr((*entry).d_name.as_ptr()) };
+            match name.to_str() {
+                Ok("." | "..") | Err(_) => {}
+                Ok(name) => names.push(name.to_owned()),
+            }
+        }
+        // SAFETY: the stream opened above, closed once.
+        unsafe { libc::closedir(stream) };
+        Ok(names)
     }
 
     /// Bytes an unprivileged writer may still use on this directory's file system.
@@ -101,21 +209,29 @@ impl Dir {
         Ok((stat.f_bavail as u64).saturating_mul(stat.f_frsize as u64))
     }
 
-    /// Remove the temporaries no live process holds (left by a killed one); returns how many.
-    pub fn remove_stale_temporaries(&self, path: &Path) -> usize {
-        let Ok(entries) = std::fs::read_dir(path) else { return 0 };
-        let names = entries
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter(|name| name.starts_with(TEMP_PREFIX));
+    /// Remove the temporaries no live process holds (left by a killed one), in this directory
+    /// and the (not hidden) ones beneath it, where uploads of paths write theirs; returns how
+    /// many. Links are not followed.
+    pub fn remove_stale_temporaries(&self) -> usize {
+        let Ok(names) = self.names() else { return 0 };
         let mut removed = 0;
         for name in names {
-            let Ok(file) = self.open_at(&name, libc::O_RDONLY | libc::O_NONBLOCK) else { continue };
-            // A writer holds its lock until it commits or is gone.
-            if lock(&file).is_ok() && self.remove(&name).is_ok() {
-                removed += 1;
+            if name.starts_with(TEMP_PREFIX) {
+                removed += usize::from(self.remove_if_stale(&name));
+            } else if !name.starts_with('.') {
+                if let Ok(dir) = self.subdir(&name, false) {
+                    removed += dir.remove_stale_temporaries();
+                }
             }
         }
         removed
+    }
+
+    /// Remove the temporary `name` if no live process holds it; whether it was removed.
+    fn remove_if_stale(&self, name: &str) -> bool {
+        let Ok(file) = self.open_at(name, libc::O_RDONLY | libc::O_NONBLOCK) else { return false };
+        // A writer holds its lock until it commits or is gone.
+        lock(&file).is_ok() && self.remove(name).is_ok()
     }
 
     fn remove(&self, name: &str) -> io::Result<()> {
@@ -284,7 +400,12 @@ mod tests {
         assert!(live.temp.len() < 64, "a fixed, short name: {}", live.temp);
         // A temporary left by a killed process: same prefix, no lock held.
         std::fs::write(tmp.path().join(format!("{TEMP_PREFIX}0000")), b"partial").unwrap();
-        assert_eq!(dir.remove_stale_temporaries(tmp.path()), 1);
+        std::fs::create_dir_all(tmp.path().join("sub/deeper")).unwrap();
+        std::fs::write(tmp.path().join(format!("sub/deeper/{TEMP_PREFIX}0001")), b"p").unwrap();
+        std::fs::write(tmp.path().join("sub/kept.bin"), b"kept").unwrap();
+        assert_eq!(dir.remove_stale_temporaries(), 2, "the one beneath too");
+        assert_eq!(names(&tmp.path().join("sub/deeper")), Vec::<String>::new());
+        std::fs::remove_dir_all(tmp.path().join("sub")).unwrap();
         let mut expected = vec![live.temp.clone(), other.temp.clone()];
         expected.sort();
         assert_eq!(names(tmp.path()), expected, "live temporaries stay");
@@ -302,5 +423,24 @@ mod tests {
         assert_eq!(error("none"), "no file named \"none\"");
         assert!(dir.contains("link") && dir.contains("sub") && !dir.contains("none"));
         assert!(dir.free_space().unwrap() > 0);
+    }
+
+    #[test]
+    fn paths_beneath_are_made_walked_and_never_follow_links() {
+        let tmp = tempfile::tempdir().unwrap();
+        let top = Dir::open(tmp.path()).unwrap();
+        let deep = top.beneath(&["a", "b"], true).unwrap();
+        deep.open_at("f.bin", libc::O_WRONLY | libc::O_CREAT).unwrap();
+        std::fs::write(tmp.path().join("top.bin"), b"12345").unwrap();
+        std::fs::write(tmp.path().join(".hidden"), b"x").unwrap();
+        std::os::unix::fs::symlink("/etc", tmp.path().join("a/etc")).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", tmp.path().join("a/passwd")).unwrap();
+        let files = top.walk("", 100).unwrap();
+        assert_eq!(files, [("a/b/f.bin".to_string(), 0), ("top.bin".to_string(), 5)]);
+        assert_eq!(top.beneath(&["a"], false).unwrap().walk("a/", 100).unwrap().len(), 1);
+        let refused = top.beneath(&["a", "etc"], true).unwrap_err().to_string();
+        assert!(refused.contains("not a directory (links are not followed)"), "{refused}");
+        assert!(top.beneath(&["none"], false).unwrap_err().to_string().contains("no directory"));
+        assert!(top.walk("", 1).unwrap_err().to_string().contains("more than 1 files"));
     }
 }

@@ -2,10 +2,12 @@
 
 mod aggregate;
 mod args;
+mod batch;
 mod cert;
 mod client;
 mod demo;
 mod errors;
+mod exit;
 mod files;
 mod output;
 mod progress;
@@ -17,14 +19,18 @@ mod transfer;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::FromArgMatches;
 use tracing_subscriber::EnvFilter;
 
 use crate::args::{Cli, Command};
+use crate::exit::{Exit, Interrupted};
 use crate::output::TransferResult;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::from_arg_matches(&args::command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let filter = EnvFilter::try_from_default_env().or_else(|_| EnvFilter::try_new(&cli.log));
     let filter = match filter {
         Ok(filter) => filter,
@@ -39,6 +45,9 @@ fn main() -> ExitCode {
     let outcome = runtime.block_on(async {
         match cli.command {
             Command::Serve(args) => serve::serve(args).await,
+            Command::Send(args) if batch::is_batch_send(&args) => {
+                interruptible(batch::send(args)).await
+            }
             Command::Send(args) => {
                 let json = args.connect.json;
                 let report = move |r: &TransferResult| print_result(r, json);
@@ -49,6 +58,10 @@ fn main() -> ExitCode {
                     interruptible(client::send(args, std::future::pending(), report)).await
                 }
             }
+            Command::Get(args) if batch::is_batch_get(&args) => {
+                interruptible(batch::get(args)).await
+            }
+            Command::Ls(args) => interruptible(batch::ls(args)).await,
             Command::Get(args) => {
                 let json = args.connect.json;
                 interruptible(client::get(args)).await.map(|r| print_result(&r, json))
@@ -60,12 +73,16 @@ fn main() -> ExitCode {
             }
             Command::Cert(args) => cert::write_cert(&args),
             Command::Report(args) => report::report(args),
+            Command::Completions(args) => {
+                args::write_completions(args.shell, &mut std::io::stdout());
+                Ok(())
+            }
         }
     });
     // Pending tasks (and their half-written temporary files) are dropped with the runtime.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     match outcome {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => Exit::Success.into(),
         Err(e) => fail(e),
     }
 }
@@ -85,7 +102,7 @@ pub async fn unless_stopped<T>(
 ) -> anyhow::Result<T> {
     tokio::select! {
         result = work => result,
-        signal = stop => Err(anyhow::anyhow!("interrupted by {signal}")),
+        signal = stop => Err(Interrupted(signal).into()),
     }
 }
 
@@ -138,13 +155,16 @@ async fn run_aggregate(args: &args::AggregateArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One clear line, no backtrace.
+/// One clear line, no backtrace; the exit code says what kind of failure it was.
 fn fail(error: anyhow::Error) -> ExitCode {
     let text = errors::one_line(&error);
     // TLS alert 116 (certificate_required): in TLS 1.3 a client learns it only after the
     // handshake, from the first stream, so the error alone does not say what to do.
     let hint = if text.contains("error 116") {
         " (this server requires a client certificate: --client-cert and --client-key)"
+    } else if text.contains("unknown request type 0x4c") {
+        // 'L', a listing, is newer than the server.
+        " (this server predates listings: update it, or send and get one file at a time)"
     } else if text.contains("unknown request type 0x53") {
         // 'S', a timed send's stream, is newer than the server.
         " (this server predates timed sends: update it, or send --generate SIZE)"
@@ -152,5 +172,5 @@ fn fail(error: anyhow::Error) -> ExitCode {
         ""
     };
     eprintln!("mpquic: error: {text}{hint}");
-    ExitCode::FAILURE
+    Exit::of(&error).into()
 }

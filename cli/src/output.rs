@@ -54,7 +54,7 @@ impl TransferResult {
             name,
             bytes,
             fct_s,
-            goodput_mbps: if fct_s > 0.0 { bytes as f64 * 8.0 / fct_s / 1e6 } else { 0.0 },
+            goodput_mbps: goodput_mbps(bytes, fct_s),
             verified: true,
             ended_by: None,
             received_series: Vec::new(),
@@ -88,24 +88,7 @@ impl TransferResult {
                 "none (the stack's own controller hears only that a frame raised CE)"
             },
         );
-        if let Some(state) = &c.controller_state {
-            let mut extras = Vec::new();
-            if let Some(mode) = state.mode {
-                extras.push(format!("mode {mode}"));
-            }
-            if state.suppressions > 0 || state.releases > 0 {
-                extras.push(format!(
-                    "{} suppressions, {} releases",
-                    state.suppressions, state.releases
-                ));
-            }
-            if state.eliminations > 0 {
-                extras.push(format!("{} paths eliminated", state.eliminations));
-            }
-            if !extras.is_empty() {
-                let _ = writeln!(out, "controller: {}", extras.join(", "));
-            }
-        }
+        controller_line(c, &mut out);
         if let Some(cpu) = self.cpu_s {
             let per_gb = cpu / (self.bytes as f64 / 1e9);
             let _ = writeln!(
@@ -113,58 +96,190 @@ impl TransferResult {
                 "CPU: {cpu:.2} s ({per_gb:.2} s per GB, sender and receiver together)"
             );
         }
+        paths_table(c, &mut out);
+        out
+    }
+}
+
+/// The controller's state, on one line, when it has something to say.
+fn controller_line(c: &ConnectionReport, out: &mut String) {
+    use std::fmt::Write;
+    if let Some(state) = &c.controller_state {
+        let mut extras = Vec::new();
+        if let Some(mode) = state.mode {
+            extras.push(format!("mode {mode}"));
+        }
+        if state.suppressions > 0 || state.releases > 0 {
+            extras
+                .push(format!("{} suppressions, {} releases", state.suppressions, state.releases));
+        }
+        if state.eliminations > 0 {
+            extras.push(format!("{} paths eliminated", state.eliminations));
+        }
+        if !extras.is_empty() {
+            let _ = writeln!(out, "controller: {}", extras.join(", "));
+        }
+    }
+}
+
+/// One row per path: route, bytes, share, RTTs, CE marks, losses, window, state.
+fn paths_table(c: &ConnectionReport, out: &mut String) {
+    use std::fmt::Write;
+    let _ = writeln!(
+        out,
+        "{:>4}  {:<32} {:>8} {:>10} {:>6} {:>22} {:>18} {:>6} {:>9} {:>9}",
+        "path",
+        "local -> remote",
+        "opened",
+        "sent",
+        "share",
+        "rtt min/p50/p99 ms",
+        "CE ev/marked",
+        "lost",
+        "cwnd",
+        "inactive"
+    );
+    for p in &c.paths {
+        let route = format!(
+            "{} -> {}",
+            p.local.map_or("*".to_string(), |l| l.to_string()),
+            p.remote.map_or("?".to_string(), |r| r.to_string())
+        );
+        let rtt = match (p.rtt_min_ms, p.rtt_p50_ms, p.rtt_p99_ms) {
+            (Some(a), Some(b), Some(c)) => format!("{a:.2}/{b:.2}/{c:.2}"),
+            _ => format!("~{:.2}", p.rtt_smoothed_ms),
+        };
         let _ = writeln!(
             out,
-            "{:>4}  {:<32} {:>8} {:>10} {:>6} {:>22} {:>18} {:>6} {:>9} {:>9}",
-            "path",
-            "local -> remote",
-            "opened",
-            "sent",
-            "share",
-            "rtt min/p50/p99 ms",
-            "CE ev/marked",
-            "lost",
-            "cwnd",
-            "inactive"
+            "{:>4}  {:<32} {:>8} {:>10} {:>5.1}% {:>22} {:>18} {:>6} {:>9} {:>8.0}ms{}",
+            p.id,
+            route,
+            // When the path opened, after the connection (--path-delay, or a re-opened
+            // path).
+            p.opened_ms.map_or("-".into(), |ms| format!("{:.2}s", ms / 1000.0)),
+            human_bytes(p.bytes_sent),
+            p.share * 100.0,
+            rtt,
+            match (p.ce_events, p.ce_marked) {
+                (Some(events), Some(marked)) => format!("{events}/{marked}"),
+                _ => "-".into(),
+            },
+            p.lost_packets,
+            human_bytes(p.cwnd),
+            p.inactive_ms,
+            match p.close_reason {
+                Some(PathClose::Eliminated) => "  (eliminated)".to_string(),
+                Some(reason) => format!("  (closed: {reason})"),
+                None if p.status == PathStatus::Backup => "  (backup)".to_string(),
+                None if !p.active => "  (inactive)".to_string(),
+                None => String::new(),
+            },
         );
-        for p in &c.paths {
-            let route = format!(
-                "{} -> {}",
-                p.local.map_or("*".to_string(), |l| l.to_string()),
-                p.remote.map_or("?".to_string(), |r| r.to_string())
-            );
-            let rtt = match (p.rtt_min_ms, p.rtt_p50_ms, p.rtt_p99_ms) {
-                (Some(a), Some(b), Some(c)) => format!("{a:.2}/{b:.2}/{c:.2}"),
-                _ => format!("~{:.2}", p.rtt_smoothed_ms),
-            };
-            let _ = writeln!(
-                out,
-                "{:>4}  {:<32} {:>8} {:>10} {:>5.1}% {:>22} {:>18} {:>6} {:>9} {:>8.0}ms{}",
-                p.id,
-                route,
-                // When the path opened, after the connection (--path-delay, or a re-opened
-                // path).
-                p.opened_ms.map_or("-".into(), |ms| format!("{:.2}s", ms / 1000.0)),
-                human_bytes(p.bytes_sent),
-                p.share * 100.0,
-                rtt,
-                match (p.ce_events, p.ce_marked) {
-                    (Some(events), Some(marked)) => format!("{events}/{marked}"),
-                    _ => "-".into(),
-                },
-                p.lost_packets,
-                human_bytes(p.cwnd),
-                p.inactive_ms,
-                match p.close_reason {
-                    Some(PathClose::Eliminated) => "  (eliminated)".to_string(),
-                    Some(reason) => format!("  (closed: {reason})"),
-                    None if p.status == PathStatus::Backup => "  (backup)".to_string(),
-                    None if !p.active => "  (inactive)".to_string(),
-                    None => String::new(),
-                },
-            );
+    }
+}
+
+/// One file of a command that moves several.
+#[derive(Debug, Serialize)]
+pub struct FileResult {
+    /// Its path on the server.
+    pub name: String,
+    /// Payload bytes moved (its size, once verified).
+    pub bytes: u64,
+    /// From its request to its verified end, seconds.
+    pub fct_s: f64,
+    /// Whether it arrived whole and its BLAKE3 hash matched.
+    pub verified: bool,
+    /// Why it failed, when it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl FileResult {
+    /// The line printed when the file is done.
+    pub fn line(&self, direction: &str) -> String {
+        match &self.error {
+            None => format!(
+                "{direction} {} ({}) in {:.3} s, BLAKE3 verified",
+                self.name,
+                human_bytes(self.bytes),
+                self.fct_s
+            ),
+            Some(error) => format!("{direction} {} failed: {error}", self.name),
         }
+    }
+}
+
+/// The outcome of a command that moved several files over one connection.
+#[derive(Debug, Serialize)]
+pub struct BatchResult {
+    /// "send" or "get".
+    pub direction: &'static str,
+    /// Every file, in the order they finished.
+    pub files: Vec<FileResult>,
+    /// How many failed.
+    pub failed: usize,
+    /// Verified payload bytes, over all files.
+    pub bytes: u64,
+    /// From the first request to the last file's end, seconds.
+    pub fct_s: f64,
+    /// Verified payload bits per second over that time, in Mbit/s.
+    pub goodput_mbps: f64,
+    /// The connection's per-path statistics and controller state.
+    #[serde(flatten)]
+    pub connection: ConnectionReport,
+}
+
+impl BatchResult {
+    pub fn new(
+        direction: &'static str,
+        files: Vec<FileResult>,
+        elapsed: Duration,
+        connection: ConnectionReport,
+    ) -> Self {
+        let bytes = files.iter().filter(|f| f.verified).map(|f| f.bytes).sum();
+        let fct_s = elapsed.as_secs_f64();
+        BatchResult {
+            direction,
+            failed: files.iter().filter(|f| !f.verified).count(),
+            files,
+            bytes,
+            fct_s,
+            goodput_mbps: goodput_mbps(bytes, fct_s),
+            connection,
+        }
+    }
+
+    /// The human-readable summary: totals, then one row per path.
+    pub fn table(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        let failed = match self.failed {
+            0 => String::new(),
+            n => format!(", {n} failed"),
+        };
+        let _ = writeln!(
+            out,
+            "{} {} files ({}){failed} in {:.3} s over one connection: {:.1} Mbit/s goodput, \
+             each BLAKE3 verified; controller {}",
+            self.direction,
+            self.files.len() - self.failed,
+            human_bytes(self.bytes),
+            self.fct_s,
+            self.goodput_mbps,
+            self.connection.controller,
+        );
+        controller_line(&self.connection, &mut out);
+        paths_table(&self.connection, &mut out);
         out
+    }
+}
+
+/// Payload bits per second over `fct_s`, in Mbit/s (0 for no time).
+fn goodput_mbps(bytes: u64, fct_s: f64) -> f64 {
+    if fct_s > 0.0 {
+        bytes as f64 * 8.0 / fct_s / 1e6
+    } else {
+        0.0
     }
 }
 

@@ -1,8 +1,8 @@
-//! A cap on log lines that peers can trigger: a stranger sending garbage must not be able to
-//! flood the operator's terminal or disk.
+//! Token buckets: a cap on log lines that peers can trigger (a stranger sending garbage must
+//! not be able to flood the operator's terminal or disk), and `--bwlimit`'s cap on file data.
 
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A token bucket for log lines: `burst` at once, refilled at `per_second`. Lines held back are
 /// counted and the count is reported with the next line let through.
@@ -18,6 +18,15 @@ struct Bucket {
     held_back: u64,
 }
 
+impl Bucket {
+    /// Add the tokens earned since the last refill, up to `burst`.
+    fn refill(&mut self, now: Instant, per_second: f64, burst: f64) {
+        let elapsed = now.saturating_duration_since(self.refilled).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * per_second).min(burst);
+        self.refilled = now;
+    }
+}
+
 impl LogLimiter {
     pub fn new(burst: u32, per_second: f64) -> Self {
         let bucket = Bucket { tokens: burst as f64, refilled: Instant::now(), held_back: 0 };
@@ -27,9 +36,7 @@ impl LogLimiter {
     /// Whether a line may be written at `now`: `Some(n)` with the lines held back before it.
     pub fn admit(&self, now: Instant) -> Option<u64> {
         let mut b = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let elapsed = now.saturating_duration_since(b.refilled).as_secs_f64();
-        b.tokens = (b.tokens + elapsed * self.per_second).min(self.burst);
-        b.refilled = now;
+        b.refill(now, self.per_second, self.burst);
         if b.tokens < 1.0 {
             b.held_back += 1;
             return None;
@@ -45,6 +52,47 @@ impl LogLimiter {
             Some(n) => eprintln!("{} ({n} similar lines not shown)", line()),
             None => {}
         }
+    }
+}
+
+/// A total rate cap on bytes (`--bwlimit`), shared by every stream of a command: each takes
+/// its bytes before moving them, and waits when the bucket is in debt. Whatever the callers, at
+/// most `burst + rate * t` bytes pass in any `t`.
+pub struct ByteRate {
+    per_second: f64,
+    burst: f64,
+    state: Mutex<Bucket>,
+}
+
+impl ByteRate {
+    /// Up to `per_second` bytes a second (more than 0), after a first `burst`.
+    pub fn new(per_second: u64, burst: u64) -> Self {
+        let bucket = Bucket { tokens: burst as f64, refilled: Instant::now(), held_back: 0 };
+        ByteRate { per_second: per_second as f64, burst: burst as f64, state: Mutex::new(bucket) }
+    }
+
+    /// How long to wait at `now` before moving `n` bytes: their share of the debt. Taken at
+    /// once, so concurrent callers queue behind each other's bytes.
+    pub fn delay(&self, n: u64, now: Instant) -> Duration {
+        let mut b = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        b.refill(now, self.per_second, self.burst);
+        b.tokens -= n as f64;
+        Duration::from_secs_f64((-b.tokens).max(0.0) / self.per_second)
+    }
+
+    /// Wait until `n` more bytes may move.
+    pub async fn take(&self, n: u64) {
+        let wait = self.delay(n, Instant::now());
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
+
+/// An optional cap: `take` returns at once without one.
+pub async fn take(rate: Option<&ByteRate>, n: u64) {
+    if let Some(rate) = rate {
+        rate.take(n).await;
     }
 }
 
@@ -65,5 +113,19 @@ mod tests {
         // A long pause refills only up to the burst.
         let later = t0 + Duration::from_secs(3600);
         assert_eq!((0..100).filter(|_| limiter.admit(later).is_some()).count(), 5);
+    }
+
+    #[test]
+    fn bytes_beyond_the_burst_wait_for_their_share_of_the_rate() {
+        let rate = ByteRate::new(1000, 500);
+        let t0 = Instant::now();
+        assert_eq!(rate.delay(500, t0), Duration::ZERO, "the burst passes");
+        assert_eq!(rate.delay(250, t0), Duration::from_millis(250));
+        // A second caller queues behind the first's debt.
+        assert_eq!(rate.delay(250, t0), Duration::from_millis(500));
+        // Half a second later the debt is paid; a long pause earns only the burst back.
+        assert_eq!(rate.delay(0, t0 + Duration::from_millis(500)), Duration::ZERO);
+        let later = t0 + Duration::from_secs(60);
+        assert_eq!(rate.delay(1500, later), Duration::from_secs(1));
     }
 }

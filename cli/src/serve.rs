@@ -21,7 +21,10 @@ use crate::output::TransferResult;
 use crate::progress::{self, Sink};
 use crate::ratelimit::LogLimiter;
 use crate::received::ReceivedSeries;
-use crate::transfer::{receive_body, receive_stream, send_body, write_reply, Request};
+use crate::transfer::{
+    check_path, receive_body, receive_stream, send_body, write_listing, write_reply, Request,
+    MAX_LISTING,
+};
 
 /// How the server reports each finished transfer.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -94,7 +97,7 @@ impl Policy {
 fn open_store(args: &ServeArgs) -> Result<Store> {
     let Some(path) = &args.dir else { return Ok(Store::Sink) };
     let dir = Dir::open(path)?;
-    let removed = dir.remove_stale_temporaries(path);
+    let removed = dir.remove_stale_temporaries();
     if removed > 0 {
         eprintln!("mpquic: removed {removed} partial file(s) left by an earlier, killed server");
     }
@@ -236,7 +239,8 @@ pub async fn serve_connection(
         let (conn, policy, on_done) = (conn.clone(), policy.clone(), on_done.clone());
         tokio::spawn(async move {
             match serve_stream(&conn, send, recv, &policy).await {
-                Ok(result) => {
+                Ok(None) => {} // a listing: not a transfer
+                Ok(Some(result)) => {
                     match reporting {
                         Reporting::Json => {
                             println!("{}", serde_json::to_string(&result).unwrap_or_default())
@@ -275,12 +279,13 @@ async fn read_request(recv: &mut RecvStream, policy: &Policy) -> Result<Request>
     }
 }
 
+/// Serve one stream: a transfer (its result) or a listing (`None`).
 async fn serve_stream(
     conn: &MultipathConnection,
     mut send: SendStream,
     mut recv: RecvStream,
     policy: &Policy,
-) -> Result<TransferResult> {
+) -> Result<Option<TransferResult>> {
     let started = Instant::now();
     let request = match read_request(&mut recv, policy).await {
         Ok(request) => request,
@@ -297,6 +302,10 @@ async fn serve_stream(
         }
     };
     let (direction, name, size, outcome, ended_by) = match request {
+        Request::List { dir } => {
+            list(&mut send, &dir, &policy.store).await.with_context(|| format!("list {dir:?}"))?;
+            return Ok(None);
+        }
         Request::Put { name, size } => {
             let outcome = receive(&mut recv, &name, size, policy, &mut count).await;
             answer(&mut send, &mut recv, &outcome).await?;
@@ -321,7 +330,7 @@ async fn serve_stream(
     let mut result = TransferResult::new(direction, name, size, started.elapsed(), conn.report());
     result.ended_by = ended_by;
     result.received_series = series.map_or_else(Vec::new, ReceivedSeries::finish);
-    Ok(result)
+    Ok(Some(result))
 }
 
 /// Reply to an upload; a failed one is also told to stop sending (nothing more will be read).
@@ -343,13 +352,16 @@ async fn receive(
     policy: &Policy,
     progress: impl FnMut(u64),
 ) -> Result<()> {
-    let dir = match &policy.store {
-        Store::Sink => return receive_body(recv, size, &mut tokio::io::sink(), progress).await,
+    let top = match &policy.store {
+        Store::Sink => {
+            return receive_body(recv, size, &mut tokio::io::sink(), None, progress).await
+        }
         Store::Dir(dir) => dir,
     };
     if policy.read_only {
         bail!("this server is read-only: uploads are refused");
     }
+    let (dir, name) = beneath(top, name, true)?;
     if !policy.overwrite && dir.contains(name) {
         bail!("a file named {name:?} already exists (the server does not replace files)");
     }
@@ -357,9 +369,9 @@ async fn receive(
     if size > free {
         bail!("not enough space on the server: {size} bytes offered, {free} free");
     }
-    let mut partial = PartialFile::create(dir.clone())?;
+    let mut partial = PartialFile::create(dir)?;
     partial.reserve(size)?;
-    receive_body(recv, size, partial.file(), progress).await?;
+    receive_body(recv, size, partial.file(), None, progress).await?;
     partial.commit(name, policy.overwrite).await
 }
 
@@ -379,25 +391,68 @@ async fn receive_stream_into_sink(
     }
 }
 
+/// The directory a path's file is in (made, with `create`) and the file's name in it.
+fn beneath<'a>(top: &Arc<Dir>, path: &'a str, create: bool) -> Result<(Arc<Dir>, &'a str)> {
+    let components = check_path(path)?;
+    let (name, parents) = components.split_last().expect("split gives one component at least");
+    Ok((top.beneath(parents, create)?, name))
+}
+
+/// The server's directory, where it keeps files to serve.
+fn served(store: &Store) -> Result<&Arc<Dir>> {
+    match store {
+        Store::Sink => Err(anyhow!("this server keeps no files (--sink)")),
+        Store::Dir(dir) => Ok(dir),
+    }
+}
+
+/// Tell the peer why nothing follows, end the stream, and return the reason.
+async fn decline(send: &mut SendStream, e: anyhow::Error) -> Result<anyhow::Error> {
+    write_reply(send, &Err(anyhow!(one_line(&e)))).await?;
+    send.finish()?;
+    Ok(e)
+}
+
+/// The regular files at or beneath `path` (everything served when empty), as paths from the
+/// served directory.
+fn listing(top: &Arc<Dir>, path: &str) -> Result<Vec<(String, u64)>> {
+    if path.is_empty() {
+        return top.walk("", MAX_LISTING);
+    }
+    let (parent, name) = beneath(top, path, false)?;
+    match parent.beneath(&[name], false) {
+        Ok(dir) => dir.walk(&format!("{path}/"), MAX_LISTING),
+        Err(_) => Ok(vec![(path.to_owned(), parent.open_regular(name)?.metadata()?.len())]),
+    }
+}
+
+/// Reply, then list the regular files at or beneath `path`.
+async fn list(send: &mut SendStream, path: &str, store: &Store) -> Result<()> {
+    let listed = served(store).and_then(|top| listing(top, path));
+    let files = match listed {
+        Ok(files) => files,
+        Err(e) => return Err(decline(send, e).await?),
+    };
+    write_reply(send, &Ok(())).await?;
+    write_listing(send, &files).await?;
+    send.finish()?;
+    Ok(())
+}
+
 /// Reply, then send the file; returns its size.
 async fn upload(send: &mut SendStream, name: &str, store: &Store) -> Result<u64> {
-    let opened = match store {
-        Store::Sink => Err(anyhow!("this server keeps no files (--sink)")),
-        Store::Dir(dir) => dir.open_regular(name),
-    };
+    let opened = served(store)
+        .and_then(|top| beneath(top, name, false))
+        .and_then(|(dir, name)| dir.open_regular(name));
     let file = match opened {
         Ok(file) => file,
-        Err(e) => {
-            write_reply(send, &Err(anyhow!(one_line(&e)))).await?;
-            send.finish()?;
-            return Err(e);
-        }
+        Err(e) => return Err(decline(send, e).await?),
     };
     let size = file.metadata()?.len();
     let mut file = tokio::fs::File::from_std(file);
     write_reply(send, &Ok(())).await?;
     send.write_all(&size.to_be_bytes()).await?;
-    send_body(&mut file, size, send, |_| {}).await?;
+    send_body(&mut file, size, send, None, |_| {}).await?;
     send.finish()?;
     Ok(size)
 }

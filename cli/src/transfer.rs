@@ -5,8 +5,17 @@
 //!   op 'P' (put):  size:u64 data[size] blake3[32]      -> reply
 //!   op 'G' (get):                                      -> reply, and on OK: size:u64 data[size] blake3[32]
 //!   op 'S' (stream): data blake3[32] FIN               -> reply
-//! reply    = status:u8 (0 ok, 1 error) msg_len:u16 msg
+//!   op 'L' (list):                                     -> reply, and on OK: entry* FIN
+//! entry    = size:u64 name_len:u16 name
+//! reply    = status:u8 (0 ok, 1 refused, 2 integrity check failed) msg_len:u16 msg
 //! ```
+//!
+//! A name is a relative path: plain components joined by `/` (`check_path`); the first
+//! servers took a single component only, which is still what a single file is sent as. A list
+//! names a directory (empty: the server's own) and answers with every regular file beneath it,
+//! as paths relative to it. Each file is its own stream, so many run at once over one
+//! connection. New request types are new ops: an older server refuses them by name ("unknown
+//! request type").
 //!
 //! The hash travels after the data, so both sides hash while streaming. A receiver writes to a
 //! temporary file beside the target (`files::PartialFile`) and renames it only once the hash
@@ -26,11 +35,17 @@ use noq::{RecvStream, SendStream};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::errors::one_line;
+use crate::exit::{IntegrityFailed, Refused};
+use crate::ratelimit::{self, ByteRate};
 
 const MAGIC: &[u8; 4] = b"MPQ1";
 const CHUNK: usize = 256 * 1024;
-/// File names are single path components of at most this many bytes.
+/// Path components (file and directory names) are at most this many bytes.
 const MAX_NAME: usize = 255;
+/// Paths are at most this many bytes.
+const MAX_PATH: usize = 4096;
+/// A listing of more entries than this is refused (the client reads it all into memory).
+pub const MAX_LISTING: usize = 1_000_000;
 
 /// What a client asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,20 +67,38 @@ pub enum Request {
         /// The transfer's name (reports name it; nothing is stored).
         name: String,
     },
+    /// List the regular files beneath a directory.
+    List {
+        /// The directory's path; empty for the server's directory itself.
+        dir: String,
+    },
+}
+
+/// Check that a path is relative and made of plain components (`check_name`), and return them.
+pub fn check_path(path: &str) -> Result<Vec<&str>> {
+    if path.len() > MAX_PATH {
+        bail!("file name too long (a path of {} bytes, at most {MAX_PATH})", path.len());
+    }
+    path.split('/').map(|c| check_name(c).map(|()| c)).collect()
 }
 
 /// Check that a name is one plain path component, so a peer cannot write outside the directory,
 /// and printable, so it cannot forge log lines or send escape sequences to a terminal. (Hidden
 /// names are refused too: they include the receivers' temporaries.)
 pub fn check_name(name: &str) -> Result<()> {
+    if name.len() > MAX_NAME {
+        bail!(
+            "file name too long ({} bytes, at most {MAX_NAME} in each part of a path)",
+            name.len()
+        );
+    }
     let plain = !name.is_empty()
-        && name.len() <= MAX_NAME
         && !name.starts_with('.')
         && !name.contains(['/', '\\'])
         && !name.chars().any(char::is_control);
     if !plain {
         bail!(
-            "invalid file name {name:?}: must be a plain file name (no path, not hidden, no control characters)"
+            "invalid file name {name:?}: each part of a path must be a plain name (not empty, not hidden, no `..`, no control characters)"
         );
     }
     Ok(())
@@ -84,6 +117,7 @@ impl Request {
             Request::Put { name, .. } => (b'P', name),
             Request::Get { name } => (b'G', name),
             Request::Stream { name } => (b'S', name),
+            Request::List { dir } => (b'L', dir),
         };
         let mut header = Vec::with_capacity(7 + name.len() + 8);
         header.extend_from_slice(MAGIC);
@@ -104,13 +138,15 @@ impl Request {
             bail!("not an mpquic transfer request");
         }
         let name_len = u16::from_be_bytes([fixed[5], fixed[6]]) as usize;
-        if name_len > MAX_NAME {
+        if name_len > MAX_PATH {
             bail!("file name too long ({name_len} bytes)");
         }
         let mut name = vec![0u8; name_len];
         recv.read_exact(&mut name).await.context("reading file name")?;
         let name = String::from_utf8(name).map_err(|_| anyhow!("file name is not UTF-8"))?;
-        check_name(&name)?;
+        if !(fixed[4] == b'L' && name.is_empty()) {
+            check_path(&name)?;
+        }
         match fixed[4] {
             b'P' => {
                 let mut size = [0u8; 8];
@@ -119,15 +155,18 @@ impl Request {
             }
             b'G' => Ok(Request::Get { name }),
             b'S' => Ok(Request::Stream { name }),
+            b'L' => Ok(Request::List { dir: name }),
             op => bail!("unknown request type {op:#x}"),
         }
     }
 }
 
-/// Send the reply: `Ok(())` or an error message.
+/// Send the reply: `Ok(())` or an error message, its status saying whether the data failed
+/// its check (peers from before status 2 read any non-zero status as an error).
 pub async fn write_reply(send: &mut SendStream, result: &Result<()>) -> Result<()> {
     let (status, msg) = match result {
         Ok(()) => (0u8, String::new()),
+        Err(e) if e.chain().any(|c| c.is::<IntegrityFailed>()) => (2u8, one_line(e)),
         Err(e) => (1u8, one_line(e)),
     };
     let msg = &msg.as_bytes()[..msg.len().min(u16::MAX as usize)];
@@ -144,18 +183,54 @@ pub async fn read_reply(recv: &mut RecvStream) -> Result<()> {
     recv.read_exact(&mut fixed).await.context("the peer closed the stream without replying")?;
     let mut msg = vec![0u8; u16::from_be_bytes([fixed[1], fixed[2]]) as usize];
     recv.read_exact(&mut msg).await.context("reading the peer's reply")?;
+    let msg = String::from_utf8_lossy(&msg).into_owned();
     match fixed[0] {
         0 => Ok(()),
-        _ => Err(anyhow!("peer: {}", String::from_utf8_lossy(&msg))),
+        2 => Err(IntegrityFailed(format!("peer: {msg}")).into()),
+        _ => Err(Refused(msg).into()),
+    }
+}
+
+/// Send a listing's entries (after the OK reply); the caller ends the stream.
+pub async fn write_listing(send: &mut SendStream, files: &[(String, u64)]) -> Result<()> {
+    let mut bytes = Vec::new();
+    for (name, size) in files {
+        bytes.extend_from_slice(&size.to_be_bytes());
+        bytes.extend_from_slice(&(name.len() as u16).to_be_bytes());
+        bytes.extend_from_slice(name.as_bytes());
+    }
+    send.write_all(&bytes).await.context("sending the listing")?;
+    Ok(())
+}
+
+/// Read a listing's entries up to the stream's end; every name is checked as a request's is.
+pub async fn read_listing(recv: &mut (impl AsyncRead + Unpin)) -> Result<Vec<(String, u64)>> {
+    let mut files = Vec::new();
+    let mut fixed = [0u8; 10];
+    loop {
+        match recv.read(&mut fixed[..1]).await.context("reading the listing")? {
+            0 => return Ok(files),
+            _ => recv.read_exact(&mut fixed[1..]).await.context("reading the listing")?,
+        };
+        if files.len() == MAX_LISTING {
+            bail!("the listing has more than {MAX_LISTING} files: list a directory within");
+        }
+        let size = u64::from_be_bytes(fixed[..8].try_into().expect("8 bytes"));
+        let mut name = vec![0u8; u16::from_be_bytes([fixed[8], fixed[9]]) as usize];
+        recv.read_exact(&mut name).await.context("reading the listing")?;
+        let name = String::from_utf8(name).map_err(|_| anyhow!("a listed name is not UTF-8"))?;
+        check_path(&name)?;
+        files.push((name, size));
     }
 }
 
 /// Stream `size` bytes from `source` followed by their BLAKE3 hash, calling `progress` with
-/// each chunk's length.
+/// each chunk's length; each chunk waits for its share of `rate`, if capped.
 pub async fn send_body(
     source: &mut (impl AsyncRead + Unpin),
     size: u64,
     send: &mut SendStream,
+    rate: Option<&ByteRate>,
     mut progress: impl FnMut(u64),
 ) -> Result<()> {
     let mut hasher = blake3::Hasher::new();
@@ -170,6 +245,7 @@ pub async fn send_body(
             bail!("the source ended {left} bytes early (was it truncated while sending?)");
         }
         hasher.update(&buf[..n]);
+        ratelimit::take(rate, n as u64).await;
         send.write_all(&buf[..n]).await.context("sending data")?;
         left -= n as u64;
         progress(n as u64);
@@ -248,17 +324,27 @@ pub async fn receive_stream(
     }
     let expected: [u8; HASH] = buf[..HASH].try_into().expect("HASH bytes");
     if hasher.finalize() != blake3::Hash::from_bytes(expected) {
-        bail!("integrity check failed: the data's BLAKE3 hash does not match the sender's");
+        return Err(hash_mismatch());
     }
     sink.flush().await.context("writing data")?;
     Ok(received)
 }
 
+/// The error of data whose hash does not match the sender's.
+fn hash_mismatch() -> anyhow::Error {
+    IntegrityFailed(
+        "integrity check failed: the data's BLAKE3 hash does not match the sender's".into(),
+    )
+    .into()
+}
+
 /// Receive `size` bytes and the trailing hash into `sink`; fails if the hash does not match.
+/// Each chunk read waits for its share of `rate`, if capped, before the next is read.
 pub async fn receive_body(
     recv: &mut RecvStream,
     size: u64,
     sink: &mut (impl AsyncWrite + Unpin),
+    rate: Option<&ByteRate>,
     mut progress: impl FnMut(u64),
 ) -> Result<()> {
     let mut hasher = blake3::Hasher::new();
@@ -275,11 +361,12 @@ pub async fn receive_body(
         sink.write_all(&buf[..n]).await.context("writing data")?;
         left -= n as u64;
         progress(n as u64);
+        ratelimit::take(rate, n as u64).await;
     }
     let mut expected = [0u8; 32];
     recv.read_exact(&mut expected).await.context("receiving the hash")?;
     if hasher.finalize() != blake3::Hash::from_bytes(expected) {
-        bail!("integrity check failed: the data's BLAKE3 hash does not match the sender's");
+        return Err(hash_mismatch());
     }
     sink.flush().await.context("writing data")?;
     Ok(())
@@ -297,7 +384,7 @@ mod tests {
     }
 
     fn valid_name() -> impl Strategy<Value = String> {
-        "[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,40}"
+        "[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,40}(/[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,20}){0,3}"
     }
 
     proptest! {
@@ -321,8 +408,11 @@ mod tests {
             if let Ok(request) = parse(&bytes) {
                 let name = match &request {
                     Request::Put { name, .. } | Request::Get { name } | Request::Stream { name } => name,
+                    Request::List { dir } => dir,
                 };
-                prop_assert!(check_name(name).is_ok());
+                // Only a list may name the empty path: the server's directory.
+                let root_list = name.is_empty() && matches!(request, Request::List { .. });
+                prop_assert!(root_list || check_path(name).is_ok());
             }
         }
 
@@ -331,12 +421,13 @@ mod tests {
         fn requests_round_trip_and_truncation_fails(
             name in valid_name(),
             size in any::<u64>(),
-            op in 0..3u8,
+            op in 0..4u8,
         ) {
             let request = match op {
                 0 => Request::Put { name, size },
                 1 => Request::Get { name },
-                _ => Request::Stream { name },
+                2 => Request::Stream { name },
+                _ => Request::List { dir: name },
             };
             let bytes = request.encode();
             prop_assert_eq!(parse(&bytes).unwrap(), request);
@@ -454,8 +545,32 @@ mod tests {
             assert!(err.starts_with("invalid file name"), "{bad:?}: {err}");
             assert!(!err.contains(['\n', '\x1b', '\t']), "the name is escaped: {err:?}");
         }
+        for bad in ["/etc/passwd", "a/../b", "a//b", "a/", "a/.hidden/b", "sub/\x1b[2J"] {
+            let err = check_path(bad).unwrap_err().to_string();
+            assert!(err.starts_with("invalid file name"), "{bad:?}: {err}");
+        }
+        assert_eq!(check_path("data/2026/run.bin").unwrap(), ["data", "2026", "run.bin"]);
+        assert!(check_path(&["x"; 3000].join("/")).is_err(), "too long a path");
         assert!(check_name(&"x".repeat(MAX_NAME)).is_ok());
         assert!(check_name(&"x".repeat(MAX_NAME + 1)).is_err());
         assert!(check_name("report-2026.tar.gz").is_ok());
+    }
+
+    #[test]
+    fn a_listing_round_trips_and_a_bad_name_in_it_fails() {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let entry = |name: &str, size: u64| {
+            let mut bytes = size.to_be_bytes().to_vec();
+            bytes.extend_from_slice(&(name.len() as u16).to_be_bytes());
+            bytes.extend_from_slice(name.as_bytes());
+            bytes
+        };
+        let mut wire = entry("a.bin", 5);
+        wire.extend(entry("sub/b.bin", 1 << 40));
+        let files = runtime.block_on(read_listing(&mut &wire[..])).unwrap();
+        assert_eq!(files, [("a.bin".to_string(), 5), ("sub/b.bin".to_string(), 1 << 40)]);
+        assert!(runtime.block_on(read_listing(&mut &wire[..wire.len() - 1])).is_err());
+        wire.extend(entry("../escape", 1));
+        assert!(runtime.block_on(read_listing(&mut &wire[..])).is_err());
     }
 }

@@ -1,0 +1,134 @@
+//! Many files and directories over one connection: `send PATH...`, `get -r`, `ls`.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+
+/// Every file beneath `dir` (relative path, contents), sorted.
+fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(at) = todo.pop() {
+        for entry in std::fs::read_dir(&at).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                let name = path.strip_prefix(dir).unwrap().to_str().unwrap().to_owned();
+                files.push((name, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// A nested tree: 50 small files over three levels and three larger ones.
+fn dataset(root: &Path) {
+    for i in 0..50 {
+        let dir = root.join(format!("level1-{}", i % 3)).join(format!("level2-{}", i % 5));
+        std::fs::create_dir_all(&dir).unwrap();
+        random_file(&dir, &format!("small-{i}.bin"), 1000 + i * 37);
+    }
+    for (i, size) in [3 << 20, 5 << 20, 1].into_iter().enumerate() {
+        random_file(root, &format!("large-{i}.bin"), size);
+    }
+}
+
+fn connect_args(server: &ServerProcess) -> Vec<String> {
+    ["--server", &server.addr("127.0.0.1"), "--insecure"].map(str::to_owned).to_vec()
+}
+
+fn run(args: &[&str], server: &ServerProcess) -> std::process::Output {
+    let connect = connect_args(server);
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(connect.iter().map(String::as_str));
+    mpquic(&all)
+}
+
+#[test]
+fn a_nested_directory_goes_up_and_comes_back_byte_identical_over_one_connection() {
+    let store = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(
+        &["127.0.0.1"],
+        &["--insecure", "--dir", store.path().to_str().unwrap()],
+    );
+    let local = tempfile::tempdir().unwrap();
+    let root = local.path().join("dataset");
+    dataset(&root);
+    let extra = random_file(local.path(), "extra.bin", 70_000);
+
+    let sent = json(&run(
+        &["send", root.to_str().unwrap(), extra.to_str().unwrap(), "--json", "--parallel", "6"],
+        &server,
+    ));
+    assert_eq!(sent["files"].as_array().unwrap().len(), 54, "{sent}");
+    assert_eq!(sent["failed"], 0);
+    assert!(sent["files"].as_array().unwrap().iter().all(|f| f["verified"] == true));
+    assert!(!sent["paths"].as_array().unwrap().is_empty(), "the connection's paths: {sent}");
+    assert_eq!(tree(&store.path().join("dataset")), tree(&root));
+    assert_eq!(
+        std::fs::read(store.path().join("extra.bin")).unwrap(),
+        std::fs::read(&extra).unwrap()
+    );
+
+    let listed = json(&run(&["ls", "dataset/level1-0", "--json"], &server));
+    let listed = listed.as_array().unwrap();
+    assert_eq!(listed.len(), 17, "{listed:?}");
+    assert!(listed.iter().all(|f| f["name"].as_str().unwrap().starts_with("dataset/level1-0/")));
+
+    let back = tempfile::tempdir().unwrap();
+    let got = json(&run(
+        &["get", "-r", "dataset", "extra.bin", "-o", back.path().to_str().unwrap(), "--json"],
+        &server,
+    ));
+    assert_eq!((got["files"].as_array().unwrap().len(), &got["failed"]), (54, &0.into()));
+    assert_eq!(tree(&back.path().join("dataset")), tree(&root));
+    assert_eq!(
+        std::fs::read(back.path().join("extra.bin")).unwrap(),
+        std::fs::read(&extra).unwrap()
+    );
+
+    // Again into the same place: every file exists, each refused, none replaced.
+    let again = run(&["get", "-r", "dataset", "-o", back.path().to_str().unwrap()], &server);
+    assert_eq!(again.status.code(), Some(1), "{}", stderr(&again));
+    assert!(stderr(&again).contains("53 of 53 files failed"), "{}", stderr(&again));
+    assert_eq!(tree(&back.path().join("dataset")), tree(&root));
+}
+
+#[test]
+fn a_link_in_the_tree_or_an_escaping_name_is_refused_in_one_line_and_nothing_is_written() {
+    let store = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(
+        &["127.0.0.1"],
+        &["--insecure", "--dir", store.path().to_str().unwrap()],
+    );
+    let local = tempfile::tempdir().unwrap();
+    let root = local.path().join("tree");
+    dataset(&root);
+    std::os::unix::fs::symlink("/etc/passwd", root.join("level1-0/passwd")).unwrap();
+    let out = run(&["send", root.to_str().unwrap()], &server);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("is a symbolic link"), "{}", stderr(&out));
+    assert!(files_in(store.path()).is_empty(), "nothing sent: {:?}", files_in(store.path()));
+
+    for name in ["../etc/passwd", "/etc/passwd", "a/../../b"] {
+        let out = run(&["get", "-r", name, "-o", local.path().to_str().unwrap()], &server);
+        assert_eq!(out.status.code(), Some(1), "{name}: {}", stderr(&out));
+        assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+        assert!(stderr(&out).contains("invalid file name"), "{}", stderr(&out));
+    }
+    // A directory asked for without -r.
+    std::fs::create_dir(store.path().join("dir")).unwrap();
+    std::fs::write(store.path().join("dir/x"), b"x").unwrap();
+    let out = run(&["get", "dir", "other", "-o", local.path().to_str().unwrap()], &server);
+    assert!(
+        stderr(&out).contains("\"dir\" is a directory (-r gets directories)"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(files_in(local.path()), ["tree"], "nothing fetched");
+}
