@@ -194,7 +194,7 @@ class Transfer:
 
     def __init__(self, args):
         self.args = args
-        self.inbox = b""
+        self.inbox = bytearray()  # appended to in place: a few MB arrive in ~1400-byte pieces
         self.fin = False
         self.request = None  # (op, name, size) once parsed
         self.done = False
@@ -231,13 +231,17 @@ class Transfer:
             return self.finish(error="server: " + self.inbox[3:3 + msg_len].decode(errors="replace"))
         if self.args.put:
             return self.finish()
-        body = self.inbox[3 + msg_len:]
-        if len(body) < 8:
+        # Offsets into the inbox, not slices of it: a download is parsed again at each arrival.
+        start = 3 + msg_len
+        if len(self.inbox) < start + 8:
             return self.fail_if_ended("the stream ended before the size")
-        size = struct.unpack_from("!Q", body, 0)[0]
-        if len(body) < 8 + size + HASH_LEN:
-            return self.fail_if_ended(f"the stream ended after {len(body) - 8} of {size} bytes")
-        data, digest = body[8:8 + size], body[8 + size:8 + size + HASH_LEN]
+        size = struct.unpack_from("!Q", self.inbox, start)[0]
+        start += 8
+        if len(self.inbox) < start + size + HASH_LEN:
+            got = len(self.inbox) - start
+            return self.fail_if_ended(f"the stream ended after {got} of {size} bytes")
+        data = bytes(self.inbox[start:start + size])
+        digest = bytes(self.inbox[start + size:start + size + HASH_LEN])
         if blake3.blake3(data).digest() != digest:
             return self.finish(error="integrity check failed: BLAKE3 mismatch")
         with open(self.args.out, "wb") as f:
@@ -265,7 +269,7 @@ class Transfer:
             name = self.inbox[7:7 + name_len].decode()
             size = struct.unpack_from("!Q", self.inbox, 7 + name_len)[0] if op == "P" else 0
             self.request = (op, name, size)
-            self.inbox = self.inbox[need:]
+            del self.inbox[:need]
         op, name, size = self.request
         target = os.path.join(self.args.dir, os.path.basename(name))
         if op == "G":
@@ -281,7 +285,7 @@ class Transfer:
             return reply(1, f"unsupported request type {op!r}")
         if len(self.inbox) < size + HASH_LEN:
             return None
-        data, digest = self.inbox[:size], self.inbox[size:size + HASH_LEN]
+        data, digest = bytes(self.inbox[:size]), bytes(self.inbox[size:size + HASH_LEN])
         if blake3.blake3(data).digest() != digest:
             self.finish(error="integrity check failed: BLAKE3 mismatch")
             return reply(1, "integrity check failed")
@@ -317,7 +321,9 @@ class Peer:
         self.closed = False
         self.transfer = Transfer(args)
         self.pending_probes = []  # (local, remote) pairs still to open
-        self.abandoned = False
+        self.abandoned_at = None  # seconds after the handshake
+        self.ended_at = None
+        self.ready_at = None
         self.status_set = False
         self.drop_from = None  # the remote address whose datagrams are dropped
         self.dropped = 0
@@ -402,6 +408,7 @@ class Peer:
     def on_ready(self, event):
         if event == EV_READY and not self.handshake:
             self.handshake = True
+            self.ready_at = time.monotonic()
             self.path(0).validated = True
             if self.args.role == "client":
                 request = self.transfer.client_request()
@@ -420,6 +427,9 @@ class Peer:
         if self.lib.picoquic_add_to_stream(self.cnx, stream_id, buf, len(data), int(fin)) != 0:
             self.transfer.finish(error="picoquic_add_to_stream failed")
 
+    def since_ready(self):
+        return time.monotonic() - self.ready_at
+
     def path(self, path_id):
         return self.paths.setdefault(path_id, Path(path_id))
 
@@ -430,9 +440,9 @@ class Peer:
 
     def misbehave(self, now):
         a = self.args
-        if a.abandon_path is not None and not self.abandoned and self.carried() >= a.abandon_after_bytes:
+        if a.abandon_path is not None and self.abandoned_at is None and self.carried() >= a.abandon_after_bytes:
             if self.lib.picoquic_abandon_path(self.cnx, a.abandon_path, a.abandon_code, now) == 0:
-                self.abandoned = True
+                self.abandoned_at = self.since_ready()
                 log(f"abandoned path {a.abandon_path} with {a.abandon_code:#x} after {self.carried()} bytes")
         if a.drop_path is not None and self.drop_from is None and self.carried() >= a.drop_after_bytes:
             remote = self.paths.get(a.drop_path)
@@ -546,6 +556,8 @@ class Peer:
         if self.cnx is not None:
             self.refresh_paths()
         self.send_ready_packets()
+        if self.ready_at is not None:
+            self.ended_at = self.since_ready()
 
     def report(self):
         t = self.transfer
@@ -557,6 +569,8 @@ class Peer:
             "peer_initial_max_path_id": peer_initial_max_path_id(self.args.textlog),
             "abandons_received": abandons_received(self.args.textlog),
             "dropped_datagrams": self.dropped,
+            "abandoned_at_s": self.abandoned_at,
+            "ended_at_s": self.ended_at,
             "transfer": dict(t.result, done=t.done and t.error is None, error=t.error),
         }
 
