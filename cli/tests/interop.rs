@@ -15,6 +15,7 @@ mod common;
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
@@ -24,6 +25,30 @@ use serde_json::Value;
 
 const PEER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../testbeds/interop/picoquic_peer.py");
 const WORKSPACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+
+/// The picoquic peer died of a signal (its log). picoquic 1.1.53 crashes now and then when a
+/// path has no connection ID from its peer (a NULL `tuple->p_remote_cnxid` in
+/// `picoquic_create_packet_header`, under `picoquic_prepare_next_packet`), as after a path
+/// opens or re-opens on a busy host; such a run says nothing of mpquic, so the case runs again.
+struct Crashed(String);
+
+type Run<T> = Result<T, Crashed>;
+
+/// Runs of a case before a crashing peer fails it.
+const ATTEMPTS: u32 = 3;
+
+/// Run `case` until the peer lives through it (its assertions fail the test as usual).
+fn retrying_peer_crashes(case: impl Fn() -> Run<()>) {
+    for attempt in 1..=ATTEMPTS {
+        match case() {
+            Ok(()) => return,
+            Err(Crashed(log)) => {
+                eprintln!("attempt {attempt} of {ATTEMPTS}: the peer crashed: {log}")
+            }
+        }
+    }
+    panic!("the picoquic peer crashed in each of {ATTEMPTS} attempts (above)");
+}
 
 /// RFC 10069's PATH_ABANDON error codes.
 const APPLICATION_ABANDON_PATH: u64 = 0x3e;
@@ -85,7 +110,7 @@ impl Lab {
     }
 
     /// A picoquic client from 127.0.0.1 and 127.0.0.2 to `server`, run to its end.
-    fn picoquic_client(&self, server: &str, extra: &[&str]) -> Value {
+    fn picoquic_client(&self, server: &str, extra: &[&str]) -> Run<Value> {
         let mut args = vec!["--role", "client", "--server", server];
         args.extend(["--local", "127.0.0.1", "--local", "127.0.0.2"]);
         args.extend(extra);
@@ -94,15 +119,21 @@ impl Lab {
 
     /// `mpquic send` or `mpquic get` (`command` and its own arguments) to the picoquic server
     /// `peer` over two paths, trusting the lab's certificate; its JSON report.
-    fn mpquic_client(&self, peer: &Peer, command: &[&str]) -> Value {
+
+    fn mpquic_client(&self, peer: &mut Peer, command: &[&str]) -> Run<Value> {
         let server = format!("127.0.0.1:{}", peer.port);
         let ca = self.path("pki/cert.pem");
         let mut args = vec![command[0], "--server", &server, "--local", "127.0.0.1"];
         args.extend(["--local", "127.0.0.2", "--ca", path_str(&ca), "--json"]);
         args.extend(command[1..].iter().copied());
         let out = mpquic(&args);
-        assert!(out.status.success(), "mpquic failed: {}\npeer: {}", stderr(&out), peer.log());
-        json(&out)
+        if !out.status.success() {
+            if let Some(crash) = peer.crashed() {
+                return Err(crash);
+            }
+            panic!("mpquic failed: {}\npeer: {}", stderr(&out), peer.log());
+        }
+        Ok(json(&out))
     }
 }
 
@@ -143,11 +174,11 @@ impl Peer {
     fn start(lab: &Lab, role: &str, args: &[&str]) -> Peer {
         let n = std::fs::read_dir(lab.dir.path()).unwrap().count();
         let stderr = lab.path(&format!("{role}-{n}.stderr"));
-        let textlog = lab.path(&format!("{role}-{n}.textlog"));
+        let qlog = lab.path(&format!("{role}-{n}.qlog"));
         let mut child = Command::new(&lab.python)
             .args(["-X", "faulthandler", PEER]) // a crash in C still names the Python line
             .args(args)
-            .args(["--textlog", path_str(&textlog), "--timeout", "60"])
+            .args(["--qlog", path_str(&qlog), "--timeout", "60"])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(File::create(&stderr).unwrap())
@@ -173,19 +204,28 @@ impl Peer {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
 
+    /// The peer's crash, if it died of a signal.
+    fn crashed(&mut self) -> Option<Crashed> {
+        let status = self.child.try_wait().unwrap()?;
+        status.signal().map(|signal| Crashed(format!("signal {signal}: {}", self.log())))
+    }
+
     /// Wait for the peer's end (its own --timeout bounds it) and return its report; a failed
     /// transfer fails the test with the peer's log.
-    fn report(mut self) -> Value {
+    fn report(mut self) -> Run<Value> {
         let mut rest = String::new();
         self.stdout.read_to_string(&mut rest).unwrap();
         let status = self.child.wait().unwrap();
+        if let Some(signal) = status.signal() {
+            return Err(Crashed(format!("signal {signal}: {}", self.log())));
+        }
         let report: Value = rest
             .lines()
             .last()
             .and_then(|line| serde_json::from_str(line).ok())
             .unwrap_or_else(|| panic!("no report from the peer ({status}): {}", self.log()));
         assert!(status.success(), "the peer failed: {report}\n{}", self.log());
-        report
+        Ok(report)
     }
 }
 
@@ -245,32 +285,43 @@ fn picoquic_client_uploads_to_and_downloads_from_mpquic_serve() {
     let Some(lab) = Lab::new("picoquic_client_uploads_to_and_downloads_from_mpquic_serve") else {
         return;
     };
-    let store = lab.path("mpquic-store");
-    let server = ServerProcess::start(
-        &["127.0.0.1"],
-        &["--insecure", "--dir", path_str(&store), "--json", "--max-transfers", "2"],
-    );
-    let addr = server.addr("127.0.0.1");
     let original = lab.file("up.bin", 4 << 20);
+    let store = lab.path("mpquic-store");
+    retrying_peer_crashes(|| {
+        let server = ServerProcess::start(
+            &["127.0.0.1"],
+            &[
+                "--insecure",
+                "--dir",
+                path_str(&store),
+                "--overwrite",
+                "--json",
+                "--max-transfers",
+                "2",
+            ],
+        );
+        let addr = server.addr("127.0.0.1");
 
-    let put = lab.picoquic_client(&addr, &["--put", path_str(&original)]);
-    assert_peer_multipath(&put);
-    assert_spread(&put["paths"], "bytes_sent", "picoquic client (upload)");
-    assert_same_file(&original, &store.join("up.bin"), &put["transfer"]["blake3"]);
+        let put = lab.picoquic_client(&addr, &["--put", path_str(&original)])?;
+        assert_peer_multipath(&put);
+        assert_spread(&put["paths"], "bytes_sent", "picoquic client (upload)");
+        assert_same_file(&original, &store.join("up.bin"), &put["transfer"]["blake3"]);
 
-    let copy = lab.path("down.bin");
-    let get = lab.picoquic_client(&addr, &["--get", "up.bin", "--out", path_str(&copy)]);
-    assert_peer_multipath(&get);
-    assert_spread(&get["paths"], "bytes_received", "picoquic client (download)");
-    assert_same_file(&original, &copy, &get["transfer"]["blake3"]);
+        let copy = lab.path("down.bin");
+        let get = lab.picoquic_client(&addr, &["--get", "up.bin", "--out", path_str(&copy)])?;
+        assert_peer_multipath(&get);
+        assert_spread(&get["paths"], "bytes_received", "picoquic client (download)");
+        assert_same_file(&original, &copy, &get["transfer"]["blake3"]);
 
-    let out = server.wait();
-    let results: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(results.len(), 2, "{out}");
-    assert_eq!(results[0]["direction"], "receive");
-    assert_spread(&results[0]["paths"], "bytes_received", "mpquic serve (upload)");
-    assert_eq!(results[1]["direction"], "upload");
-    assert_spread(&results[1]["paths"], "bytes_sent", "mpquic serve (download)");
+        let out = server.wait();
+        let results: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(results.len(), 2, "{out}");
+        assert_eq!(results[0]["direction"], "receive");
+        assert_spread(&results[0]["paths"], "bytes_received", "mpquic serve (upload)");
+        assert_eq!(results[1]["direction"], "upload");
+        assert_spread(&results[1]["paths"], "bytes_sent", "mpquic serve (download)");
+        Ok(())
+    });
 }
 
 #[test]
@@ -278,31 +329,33 @@ fn mpquic_send_and_get_against_a_picoquic_server() {
     let Some(lab) = Lab::new("mpquic_send_and_get_against_a_picoquic_server") else { return };
     let original = lab.file("up.bin", 4 << 20);
     let store = lab.path("picoquic-store");
+    retrying_peer_crashes(|| {
+        let mut server = lab.picoquic_server(&[]);
+        let sent = lab.mpquic_client(&mut server, &["send", path_str(&original)])?;
+        let peer = server.report()?;
+        assert_peer_multipath(&peer);
+        assert_spread(&sent["paths"], "bytes_sent", "mpquic send");
+        assert_spread(&peer["paths"], "bytes_received", "picoquic server (upload)");
+        assert_same_file(&original, &store.join("up.bin"), &peer["transfer"]["blake3"]);
 
-    let server = lab.picoquic_server(&[]);
-    let sent = lab.mpquic_client(&server, &["send", path_str(&original)]);
-    let peer = server.report();
-    assert_peer_multipath(&peer);
-    assert_spread(&sent["paths"], "bytes_sent", "mpquic send");
-    assert_spread(&peer["paths"], "bytes_received", "picoquic server (upload)");
-    assert_same_file(&original, &store.join("up.bin"), &peer["transfer"]["blake3"]);
-
-    let server = lab.picoquic_server(&[]);
-    let copy = lab.path("down.bin");
-    let got = lab.mpquic_client(&server, &["get", "up.bin", "-o", path_str(&copy)]);
-    let peer = server.report();
-    assert_peer_multipath(&peer);
-    assert_spread(&got["paths"], "bytes_received", "mpquic get");
-    assert_spread(&peer["paths"], "bytes_sent", "picoquic server (download)");
-    assert_same_file(&original, &copy, &peer["transfer"]["blake3"]);
+        let mut server = lab.picoquic_server(&[]);
+        let copy = lab.path("down.bin");
+        let got =
+            lab.mpquic_client(&mut server, &["get", "up.bin", "-o", path_str(&copy), "--force"])?;
+        let peer = server.report()?;
+        assert_peer_multipath(&peer);
+        assert_spread(&got["paths"], "bytes_received", "mpquic get");
+        assert_spread(&peer["paths"], "bytes_sent", "picoquic server (download)");
+        assert_same_file(&original, &copy, &peer["transfer"]["blake3"]);
+        Ok(())
+    });
 }
 
 /// `mpquic send` of a file long enough to outlive a re-open, to a picoquic server that
 /// abandons path 1 with `code` early on; mpquic's report and the peer's.
-fn send_while_picoquic_abandons(lab: &Lab, code: u64) -> (Value, Value) {
-    let original = lab.file("abandon.bin", 24 << 20);
+fn send_while_picoquic_abandons(lab: &Lab, original: &Path, code: u64) -> Run<(Value, Value)> {
     let code = format!("{code:#x}");
-    let server = lab.picoquic_server(&[
+    let mut server = lab.picoquic_server(&[
         "--abandon-path",
         "1",
         "--abandon-code",
@@ -310,13 +363,13 @@ fn send_while_picoquic_abandons(lab: &Lab, code: u64) -> (Value, Value) {
         "--abandon-after-bytes",
         "500000",
     ]);
-    let sent = lab.mpquic_client(&server, &["send", path_str(&original)]);
-    let peer = server.report();
+    let sent = lab.mpquic_client(&mut server, &["send", path_str(original)])?;
+    let peer = server.report()?;
     assert_peer_multipath(&peer);
     let abandoned = peer["abandoned_at_s"].as_f64().unwrap_or_else(|| panic!("{peer}"));
     let stored = lab.path("picoquic-store").join("abandon.bin");
-    assert_same_file(&original, &stored, &peer["transfer"]["blake3"]);
-    (sent, peer_with_window(peer, abandoned))
+    assert_same_file(original, &stored, &peer["transfer"]["blake3"]);
+    Ok((sent, peer_with_window(peer, abandoned)))
 }
 
 /// The peer's report, checked to have lived `REOPEN_WINDOW_S` after its abandon: else the
@@ -338,36 +391,49 @@ fn assert_not_reopened(sent: &Value, close_reason: &str) {
     assert!(path_ids(sent).iter().all(|&id| id <= 1), "a path beyond 0 and 1: {sent}");
 }
 
+/// The abandon case of `test`: picoquic abandons path 1 with `code`, then `check` sees mpquic's
+/// report and the peer's.
+fn abandon_case(test: &str, code: u64, check: impl Fn(&Value, &Value)) {
+    let Some(lab) = Lab::new(test) else { return };
+    let original = lab.file("abandon.bin", 24 << 20);
+    retrying_peer_crashes(|| {
+        let (sent, peer) = send_while_picoquic_abandons(&lab, &original, code)?;
+        check(&sent, &peer);
+        Ok(())
+    });
+}
+
 #[test]
 fn a_picoquic_abandon_for_resource_limit_is_respected() {
-    let Some(lab) = Lab::new("a_picoquic_abandon_for_resource_limit_is_respected") else { return };
-    let (sent, _) = send_while_picoquic_abandons(&lab, PATH_RESOURCE_LIMIT_REACHED);
-    assert_not_reopened(&sent, "resource_limit");
-    assert!(failovers(&sent, "path_failed").is_empty(), "counted as a failure: {sent}");
+    let test = "a_picoquic_abandon_for_resource_limit_is_respected";
+    abandon_case(test, PATH_RESOURCE_LIMIT_REACHED, |sent, _| {
+        assert_not_reopened(sent, "resource_limit");
+        assert!(failovers(sent, "path_failed").is_empty(), "counted as a failure: {sent}");
+    });
 }
 
 #[test]
 fn a_picoquic_abandon_as_unstable_is_a_failure_and_the_path_reopens() {
     let test = "a_picoquic_abandon_as_unstable_is_a_failure_and_the_path_reopens";
-    let Some(lab) = Lab::new(test) else { return };
-    let (sent, peer) = send_while_picoquic_abandons(&lab, PATH_UNSTABLE_OR_POOR);
-    assert_eq!(path(&sent, 1)["close_reason"], "failed", "{sent}");
-    assert!(failovers(&sent, "path_failed").iter().any(|e| e["path"] == 1), "{sent}");
-    let recovered = failovers(&sent, "path_recovered");
-    assert!(recovered.iter().any(|e| e["failed_path"] == 1), "not re-opened: {sent}");
-    let reopened = recovered[0]["path"].as_u64().unwrap();
-    assert!(reopened >= 2 && path_ids(&sent).contains(&reopened), "{sent}");
-    let validated = peer["multipath_paths"].as_array().unwrap();
-    assert!(validated.contains(&Value::from(reopened)), "picoquic saw no re-open: {peer}");
+    abandon_case(test, PATH_UNSTABLE_OR_POOR, |sent, peer| {
+        assert_eq!(path(sent, 1)["close_reason"], "failed", "{sent}");
+        assert!(failovers(sent, "path_failed").iter().any(|e| e["path"] == 1), "{sent}");
+        let recovered = failovers(sent, "path_recovered");
+        assert!(recovered.iter().any(|e| e["failed_path"] == 1), "not re-opened: {sent}");
+        let reopened = recovered[0]["path"].as_u64().unwrap();
+        assert!(reopened >= 2 && path_ids(sent).contains(&reopened), "{sent}");
+        let validated = peer["multipath_paths"].as_array().unwrap();
+        assert!(validated.contains(&Value::from(reopened)), "picoquic saw no re-open: {peer}");
+    });
 }
 
 #[test]
 fn a_picoquic_abandon_for_another_reason_closes_the_path_for_good() {
     let test = "a_picoquic_abandon_for_another_reason_closes_the_path_for_good";
-    let Some(lab) = Lab::new(test) else { return };
-    let (sent, _) = send_while_picoquic_abandons(&lab, APPLICATION_ABANDON_PATH);
-    assert_not_reopened(&sent, "closed_by_peer");
-    assert!(failovers(&sent, "path_failed").is_empty(), "counted as a failure: {sent}");
+    abandon_case(test, APPLICATION_ABANDON_PATH, |sent, _| {
+        assert_not_reopened(sent, "closed_by_peer");
+        assert!(failovers(sent, "path_failed").is_empty(), "counted as a failure: {sent}");
+    });
 }
 
 #[test]
@@ -376,29 +442,33 @@ fn mpquic_failover_tells_picoquic_path_unstable_or_poor() {
         return;
     };
     let original = lab.file("drop.bin", 12 << 20);
-    // From 1 MB on, everything mpquic sends on path 1 is lost: a black hole to mpquic.
-    let server = lab.picoquic_server(&["--drop-path", "1", "--drop-after-bytes", "1000000"]);
-    let sent = lab.mpquic_client(&server, &["send", path_str(&original)]);
-    let peer = server.report();
-    assert_peer_multipath(&peer);
-    assert!(peer["dropped_datagrams"].as_u64().unwrap() > 0, "{peer}");
-    let stored = lab.path("picoquic-store").join("drop.bin");
-    assert_same_file(&original, &stored, &peer["transfer"]["blake3"]);
-    assert_eq!(path(&sent, 1)["close_reason"], "failed", "{sent}");
-    assert!(failovers(&sent, "path_failed").iter().any(|e| e["path"] == 1), "{sent}");
-    // What picoquic received of path 1's abandon: its failure verdict, nothing else.
-    let abandons: Vec<u64> = peer["abandons_received"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|a| a["path_id"] == 1)
-        .map(|a| a["reason"].as_u64().unwrap())
-        .collect();
-    assert!(!abandons.is_empty(), "picoquic received no PATH_ABANDON of path 1: {peer}");
-    assert!(
-        abandons.iter().all(|&code| code == PATH_UNSTABLE_OR_POOR),
-        "path 1 abandoned with {abandons:x?}, not PATH_UNSTABLE_OR_POOR (0x3e76)"
-    );
+    retrying_peer_crashes(|| {
+        // From 1 MB on, everything mpquic sends on path 1 is lost: a black hole to mpquic.
+        let mut server =
+            lab.picoquic_server(&["--drop-path", "1", "--drop-after-bytes", "1000000"]);
+        let sent = lab.mpquic_client(&mut server, &["send", path_str(&original)])?;
+        let peer = server.report()?;
+        assert_peer_multipath(&peer);
+        assert!(peer["dropped_datagrams"].as_u64().unwrap() > 0, "{peer}");
+        let stored = lab.path("picoquic-store").join("drop.bin");
+        assert_same_file(&original, &stored, &peer["transfer"]["blake3"]);
+        assert_eq!(path(&sent, 1)["close_reason"], "failed", "{sent}");
+        assert!(failovers(&sent, "path_failed").iter().any(|e| e["path"] == 1), "{sent}");
+        // What picoquic received of path 1's abandon: its failure verdict, nothing else.
+        let abandons: Vec<u64> = peer["abandons_received"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["path_id"] == 1)
+            .map(|a| a["reason"].as_u64().unwrap())
+            .collect();
+        assert!(!abandons.is_empty(), "picoquic received no PATH_ABANDON of path 1: {peer}");
+        assert!(
+            abandons.iter().all(|&code| code == PATH_UNSTABLE_OR_POOR),
+            "path 1 abandoned with {abandons:x?}, not PATH_UNSTABLE_OR_POOR (0x3e76)"
+        );
+        Ok(())
+    });
 }
 
 #[test]
@@ -407,19 +477,22 @@ fn a_picoquic_backup_path_carries_little_while_path_0_lives() {
         return;
     };
     let original = lab.file("backup.bin", 12 << 20);
-    let server = lab.picoquic_server(&["--backup-path", "1"]);
-    let sent = lab.mpquic_client(&server, &["send", path_str(&original)]);
-    let peer = server.report();
-    assert_peer_multipath(&peer);
-    let stored = lab.path("picoquic-store").join("backup.bin");
-    assert_same_file(&original, &stored, &peer["transfer"]["blake3"]);
-    let backup = path(&sent, 1);
-    assert_eq!(backup["status"], "backup", "{sent}");
-    assert_eq!(path(&sent, 0)["status"], "available", "{sent}");
-    let share = backup["share"].as_f64().unwrap();
-    assert!(
-        share < MIN_SHARE,
-        "the backup path carried {:.1}% of the bytes: {sent}",
-        share * 100.0
-    );
+    retrying_peer_crashes(|| {
+        let mut server = lab.picoquic_server(&["--backup-path", "1"]);
+        let sent = lab.mpquic_client(&mut server, &["send", path_str(&original)])?;
+        let peer = server.report()?;
+        assert_peer_multipath(&peer);
+        let stored = lab.path("picoquic-store").join("backup.bin");
+        assert_same_file(&original, &stored, &peer["transfer"]["blake3"]);
+        let backup = path(&sent, 1);
+        assert_eq!(backup["status"], "backup", "{sent}");
+        assert_eq!(path(&sent, 0)["status"], "available", "{sent}");
+        let share = backup["share"].as_f64().unwrap();
+        assert!(
+            share < MIN_SHARE,
+            "the backup path carried {:.1}% of the bytes: {sent}",
+            share * 100.0
+        );
+        Ok(())
+    });
 }

@@ -54,6 +54,9 @@ EV_PATH_DELETED = 22
 
 PATH_STATUS = {"available": 0, "backup": 1}
 
+# How long the first datagrams from an address no live path uses wait (see Peer.receive).
+NEW_PATH_HOLD_S = 0.02
+
 CALLBACK = ctypes.CFUNCTYPE(
     ctypes.c_int,
     ctypes.c_void_p,  # picoquic_cnx_t*
@@ -104,9 +107,7 @@ def load_picoquic():
         "picoquic_set_null_verifier": (None, [vp]),
         "picoquic_set_default_multipath_option": (None, [vp, i32]),
         "picoquic_enable_path_callbacks_default": (None, [vp, i32]),
-        "picoquic_set_textlog": (i32, [vp, ctypes.c_char_p]),
         "picoquic_set_qlog": (i32, [vp, ctypes.c_char_p]),
-        "picoquic_set_log_level": (None, [vp, i32]),
         "picoquic_create_client_cnx": (vp, [vp, vp, u64, ctypes.c_uint32, ctypes.c_char_p,
                                             ctypes.c_char_p, vp, vp]),
         "picoquic_prepare_next_packet": (i32, [vp, u64, vp, sz, ctypes.POINTER(sz), vp, vp,
@@ -122,6 +123,7 @@ def load_picoquic():
         "picoquic_get_path_addr": (i32, [vp, u64, i32, vp]),
         "picoquic_get_cnx_state": (i32, [vp]),
         "picoquic_close": (i32, [vp, u64]),
+        "picoquic_delete_cnx": (None, [vp]),
     }
     for name, (restype, argtypes) in signatures.items():
         fn = getattr(lib, name)
@@ -327,6 +329,7 @@ class Peer:
         self.status_set = False
         self.drop_from = None  # the remote address whose datagrams are dropped
         self.dropped = 0
+        self.held = []  # (due, local, datagram, source) of new paths, see receive()
         self.sockets = {}  # local (ip, port) -> socket
         self.callback = CALLBACK(self.on_event)  # kept alive: picoquic holds the pointer
         self.quic = self.create_context()
@@ -348,13 +351,10 @@ class Peer:
         # Bit 1: the multipath extension (RFC 10069), initial_max_path_id 2.
         lib.picoquic_set_default_multipath_option(quic, 1)
         lib.picoquic_enable_path_callbacks_default(quic, 1)
-        if a.textlog:
-            lib.picoquic_set_textlog(quic, a.textlog.encode())
-            # Level 1 logs every packet, not only the first ones of each connection.
-            lib.picoquic_set_log_level(quic, 1)
-        if a.qlog:
-            os.makedirs(a.qlog, exist_ok=True)
-            lib.picoquic_set_qlog(quic, a.qlog.encode())
+        # The qlog, not the text log: picoquic 1.1.53's text log dereferences a deleted path when
+        # it logs a packet lost on it, and crashes; its qlog does not.
+        os.makedirs(a.qlog, exist_ok=True)
+        lib.picoquic_set_qlog(quic, a.qlog.encode())
         return quic
 
     def bind(self, addr):
@@ -512,7 +512,7 @@ class Peer:
 
     def receive(self, sock):
         local = sock.getsockname()
-        to = to_sockaddr(local)
+        live = {p.remote for p in self.paths.values() if not p.deleted}
         while True:
             try:
                 data, source = sock.recvfrom(2048)
@@ -521,10 +521,28 @@ class Peer:
             if self.drop_from is not None and source == self.drop_from:
                 self.dropped += 1
                 continue
-            packet = ctypes.create_string_buffer(data, len(data))
-            self.lib.picoquic_incoming_packet(
-                self.quic, packet, len(data), to_sockaddr(source), to, 0, 0,
-                self.lib.picoquic_current_time())
+            if self.handshake and f"{source[0]}:{source[1]}" not in live:
+                # A new path's first datagrams wait a moment, so that the frames giving it
+                # connection IDs, sent on a live path at about the same time, go in first:
+                # picoquic 1.1.53 crashes when it must answer on a path it has no ID for.
+                self.held.append((time.monotonic() + NEW_PATH_HOLD_S, local, data, source))
+                continue
+            self.deliver(local, data, source)
+
+    def deliver(self, local, data, source):
+        packet = ctypes.create_string_buffer(data, len(data))
+        self.lib.picoquic_incoming_packet(
+            self.quic, packet, len(data), to_sockaddr(source), to_sockaddr(local), 0, 0,
+            self.lib.picoquic_current_time())
+
+    def deliver_held(self):
+        """Delivers the held datagrams that are due; returns the seconds until the next is."""
+        now = time.monotonic()
+        due = [h for h in self.held if h[0] <= now]
+        self.held = [h for h in self.held if h[0] > now]
+        for _, local, data, source in due:
+            self.deliver(local, data, source)
+        return min((h[0] - now for h in self.held), default=None)
 
     def finished(self):
         if self.args.role == "client":
@@ -550,24 +568,32 @@ class Peer:
                     self.close_sent_at = time.monotonic()
             self.send_ready_packets()
             delay = self.lib.picoquic_get_next_wake_delay(self.quic, self.lib.picoquic_current_time(), 10000)
-            ready, _, _ = select.select(list(self.sockets.values()), [], [], max(delay, 0) / 1e6)
+            timeout = max(delay, 0) / 1e6
+            next_held = self.deliver_held()
+            if next_held is not None:
+                timeout = min(timeout, next_held)
+            ready, _, _ = select.select(list(self.sockets.values()), [], [], timeout)
             for sock in ready:
                 self.receive(sock)
-        if self.cnx is not None:
+        # A server's connection is gone once closed (picoquic deletes it); a client's stays ours.
+        if self.cnx is not None and not self.closed:
             self.refresh_paths()
         self.send_ready_packets()
         if self.ready_at is not None:
             self.ended_at = self.since_ready()
+        if self.args.role == "client" and self.cnx is not None:
+            self.lib.picoquic_delete_cnx(self.cnx)  # which also closes its qlog
 
     def report(self):
         t = self.transfer
+        events = qlog_events(self.args.qlog)
         return {
             "role": self.args.role,
             "handshake": self.handshake,
             "multipath_paths": sorted(p.id for p in self.paths.values() if p.validated),
             "paths": [p.report() for p in sorted(self.paths.values(), key=lambda p: p.id)],
-            "peer_initial_max_path_id": peer_initial_max_path_id(self.args.textlog),
-            "abandons_received": abandons_received(self.args.textlog),
+            "peer_initial_max_path_id": peer_initial_max_path_id(events),
+            "abandons_received": abandons_received(events),
             "dropped_datagrams": self.dropped,
             "abandoned_at_s": self.abandoned_at,
             "ended_at_s": self.ended_at,
@@ -575,44 +601,39 @@ class Peer:
         }
 
 
-def peer_initial_max_path_id(textlog):
-    """The peer's initial_max_path_id transport parameter (RFC 10069: multipath offered), from
-    picoquic's text log of the parameters it received; None when the peer sent none."""
-    if not textlog or not os.path.exists(textlog):
-        return None
-    received = False
-    with open(textlog, errors="replace") as f:
-        for line in f:
-            if "transport parameter TLS extension" in line:
-                received = "Received transport parameter" in line
-            m = re.search(r"Extension type: 62 \(initial_max_path_id\), length \d+, ([0-9a-f]+)", line)
-            if m and received:
-                return decode_varint(bytes.fromhex(m.group(1)))
+def qlog_events(qlog_dir):
+    """(event name, text) of every event in picoquic's qlog files in `qlog_dir`.
+
+    picoquic writes one event per line group, each opening with `[time, path, "category",
+    "event", {`; an unfinished file (a connection not yet deleted) still splits cleanly."""
+    events = []
+    for name in sorted(glob.glob(os.path.join(qlog_dir, "*.qlog"))):
+        with open(name, errors="replace") as f:
+            text = f.read()
+        for chunk in re.split(r"\n(?=\[\d+, \d+, \")", text):
+            m = re.match(r'\[\d+, \d+, "\w+", "(\w+)"', chunk)
+            if m:
+                events.append((m.group(1), chunk))
+    return events
+
+
+def peer_initial_max_path_id(events):
+    """The peer's initial_max_path_id transport parameter (RFC 10069: it offers multipath), or
+    None when it sent none."""
+    for name, text in events:
+        if name == "parameters_set" and '"owner": "remote"' in text:
+            m = re.search(r'"initial_max_path_id" : (\d+)', text)
+            if m:
+                return int(m.group(1))
     return None
 
 
-def decode_varint(raw):
-    """A QUIC variable-length integer (RFC 9000, section 16)."""
-    value = raw[0] & 0x3F
-    for byte in raw[1:]:
-        value = (value << 8) | byte
-    return value
-
-
-def abandons_received(textlog):
-    """The PATH_ABANDON frames in packets picoquic received, from its text log."""
-    if not textlog or not os.path.exists(textlog):
-        return []
-    found, receiving = [], False
-    with open(textlog, errors="replace") as f:
-        for line in f:
-            # Each packet's header line says whether it was received or sent; its frames follow.
-            if re.search(r"\bReceiving\b", line):
-                receiving = True
-            elif re.search(r"\bSending\b|\bPrepared\b", line):
-                receiving = False
-            m = re.search(r"path_abandon, path_id: (\d+), reason: (\d+)", line)
-            if m and receiving:
+def abandons_received(events):
+    """The PATH_ABANDON frames in the packets picoquic received."""
+    found = []
+    for name, text in events:
+        if name == "packet_received":
+            for m in re.finditer(r'"frame_type": "path_abandon", "path_id": (\d+), "reason": (\d+)', text):
                 found.append({"path_id": int(m.group(1)), "reason": int(m.group(2))})
     return found
 
@@ -643,8 +664,7 @@ def main():
     p.add_argument("--drop-path", type=int, help="drop every datagram arriving on this path ...")
     p.add_argument("--drop-after-bytes", type=int, default=0, help="... once the connection carried this many bytes")
     p.add_argument("--backup-path", type=int, help="mark this path as backup once it is validated")
-    p.add_argument("--textlog", help="picoquic's text log (read back for received PATH_ABANDONs)")
-    p.add_argument("--qlog", help="a directory for picoquic's qlog")
+    p.add_argument("--qlog", help="a directory for picoquic's qlog (read back for the report; default: a temporary one)")
     p.add_argument("--timeout", type=float, default=60.0, help="give up after this many seconds")
     args = p.parse_args()
     if args.role == "server":
@@ -652,8 +672,8 @@ def main():
             p.error("a server needs --listen, --cert, --key and --dir")
     elif not (args.server and args.local and (args.put or (args.get and args.out))):
         p.error("a client needs --server, --local and --put FILE or --get NAME --out FILE")
-    if args.textlog is None:
-        args.textlog = os.path.join(tempfile.mkdtemp(prefix="picoquic-peer-"), "textlog.txt")
+    if args.qlog is None:
+        args.qlog = tempfile.mkdtemp(prefix="picoquic-peer-")
 
     peer = Peer(args)
     if args.role == "server":
