@@ -56,6 +56,8 @@ PATH_STATUS = {"available": 0, "backup": 1}
 
 # How long the first datagrams from an address no live path uses wait (see Peer.receive).
 NEW_PATH_HOLD_S = 0.02
+# Path IDs beyond the highest known that refresh_paths looks up.
+PATHS_AHEAD = 3
 
 CALLBACK = ctypes.CFUNCTYPE(
     ctypes.c_int,
@@ -460,16 +462,22 @@ class Peer:
     # --- the socket loop ---
 
     def refresh_paths(self):
-        """Copies picoquic's counters of every live path (a deleted path keeps its last ones)."""
+        """Copies picoquic's counters and addresses of every live path (a deleted path keeps
+        its last ones). The next few path IDs are looked up too: a path picoquic created is
+        known here from its first datagram on, before it is validated."""
         quality = PathQuality()
         addr = ctypes.create_string_buffer(SOCKADDR_LEN)
-        for path in list(self.paths.values()) + [self.path(0)]:
+        upcoming = range(max(self.paths, default=0) + PATHS_AHEAD)
+        for path_id in sorted(set(self.paths) | set(upcoming)):
+            path = self.paths.get(path_id) or Path(path_id)
             if path.deleted:
                 continue
-            if self.lib.picoquic_get_path_quality(self.cnx, path.id, ctypes.byref(quality)) == 0:
-                path.bytes_sent, path.bytes_received = quality.bytes_sent, quality.bytes_received
+            if self.lib.picoquic_get_path_quality(self.cnx, path_id, ctypes.byref(quality)) != 0:
+                continue  # no such path (yet)
+            self.paths[path_id] = path
+            path.bytes_sent, path.bytes_received = quality.bytes_sent, quality.bytes_received
             for which, attr in ((1, "local"), (2, "remote")):
-                if self.lib.picoquic_get_path_addr(self.cnx, path.id, which, addr) == 0:
+                if self.lib.picoquic_get_path_addr(self.cnx, path_id, which, addr) == 0:
                     found = from_sockaddr(addr)
                     if found is not None and found[1] != 0:
                         setattr(path, attr, f"{found[0]}:{found[1]}")
