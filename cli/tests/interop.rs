@@ -241,14 +241,15 @@ impl Drop for Peer {
 }
 
 /// The picoquic end: handshake done, multipath offered by mpquic (its initial_max_path_id
-/// transport parameter), paths 0 and 1 validated, its transfer done.
+/// transport parameter), two paths validated, its transfer done.
 fn assert_peer_multipath(report: &Value) {
     assert_eq!(report["handshake"], true, "{report}");
     assert!(report["peer_initial_max_path_id"].as_u64().is_some(), "no multipath offer: {report}");
+    // Two paths validated: path 0 and another (a picoquic client's probe that picoquic gave
+    // up on leaves its path ID unused, so the second path is not always path 1).
     let validated = report["multipath_paths"].as_array().unwrap();
-    for id in [0, 1] {
-        assert!(validated.contains(&Value::from(id)), "path {id} not validated: {report}");
-    }
+    let zero = validated.contains(&Value::from(0));
+    assert!(zero && validated.len() >= 2, "fewer than two paths validated: {report}");
     assert_eq!(report["transfer"]["done"], true, "{report}");
 }
 

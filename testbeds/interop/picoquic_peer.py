@@ -56,6 +56,8 @@ PATH_STATUS = {"available": 0, "backup": 1}
 
 # How long the first datagrams from an address no live path uses wait (see Peer.receive).
 NEW_PATH_HOLD_S = 0.02
+# Linux's setsockopt option that lets root pass net.core.rmem_max.
+SO_RCVBUFFORCE = 33
 # Path IDs beyond the highest known that refresh_paths looks up.
 PATHS_AHEAD = 3
 
@@ -361,7 +363,13 @@ class Peer:
 
     def bind(self, addr):
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        # A deep receive buffer: this loop is slower than mpquic's sender, and a datagram lost
+        # to a full buffer looks like congestion (or a dead path) to it. Past rmem_max only
+        # root may go (SO_RCVBUFFORCE).
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 16 << 20)
+        except PermissionError:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
         sock.bind(addr)
         sock.setblocking(False)
