@@ -159,21 +159,29 @@
     });
   }
 
-  // Long enough for every chart to redraw on a loaded machine (50 ms once left one unchanged).
+  // A moment for uPlot to set its scales and draw (it does so in a microtask or a frame).
   const later = () => new Promise((r) => setTimeout(r, 250));
+
+  // Charts redraw in their own time (250 ms once was not enough on a loaded machine): wait until
+  // `count()` reaches `want`, looking every 50 ms, for at most 5 s; returns the last count.
+  async function settle(count, want) {
+    let n = count();
+    for (let waited = 0; n < want && waited < 5000; waited += 50) {
+      await new Promise((r) => setTimeout(r, 50));
+      n = count();
+    }
+    return n;
+  }
 
   async function selftest() {
     const box = document.querySelector(".path-toggle");
     if (!box) return;
     const before = plots.map(pixels);
-    box.click();
-    await later();
-    const after = plots.map(pixels);
-    const changed = before.filter((h, i) => h !== after[i]).length;
     const withPath = plots.filter((u) => u.mpq.series.some((s) => s.path === +box.dataset.path)).length;
     box.click();
-    await later();
-    const restored = plots.map(pixels).filter((h, i) => h === before[i]).length;
+    const changed = await settle(() => plots.map(pixels).filter((h, i) => h !== before[i]).length, withPath);
+    box.click();
+    const restored = await settle(() => plots.map(pixels).filter((h, i) => h === before[i]).length, plots.length);
     console.log("mpquic toggle path " + box.dataset.path + ": changed " + changed + " of " +
       withPath + " charts with that path; restored " + restored + " of " + plots.length);
     // Zooming one chart (what a drag selection does) zooms them all.
