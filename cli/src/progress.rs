@@ -1,16 +1,19 @@
 //! Live per-path progress (`--interval SECS`): every interval one line per open path (rate,
 //! RTT, CE marks, losses, window, controller state), like iperf3's interval lines, and a line
 //! for each path event (opened, closed, suppressed, released) when an interval sees it. With
-//! `--json` the same as JSON lines on stdout. Above the progress bar on a terminal, plain lines
-//! on stderr otherwise.
+//! `--json` the same as JSON lines on stdout, plus a line for each failover event (a path
+//! failed, with its retry delay; a path recovered) the moment it happens: the text form of those
+//! is the `mpquic: path ... failed` line a client always prints. Above the progress bar on a
+//! terminal, plain lines on stderr otherwise.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
 use mpquic::noq::PathStatus;
-use mpquic::{MultipathConnection, PathReport};
+use mpquic::{FailoverEvent, MultipathConnection, PathReport};
 use serde::Serialize;
+use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
 use crate::output::human_bytes;
@@ -109,8 +112,13 @@ pub fn start(
         // Paths open at the start are not news; paths opened later are.
         let mut before: BTreeMap<u32, PathReport> =
             conn.report().paths.into_iter().map(|p| (p.id, p)).collect();
+        let mut failovers = sink.json.then(|| conn.failover_events());
         loop {
-            ticks.tick().await;
+            if let Some(event) = next_tick_or_failover(&mut ticks, &mut failovers).await {
+                let t_s = started.elapsed().as_secs_f64();
+                sink.emit(&IntervalLine::Failover { t_s, event: &event });
+                continue;
+            }
             let t_s = started.elapsed().as_secs_f64();
             let report = conn.report();
             for path in &report.paths {
@@ -130,6 +138,29 @@ pub fn start(
             before = report.paths.into_iter().map(|p| (p.id, p)).collect();
         }
     })))
+}
+
+/// Waits for the next tick (`None`) or, when `failovers` listens, a failover event, whichever
+/// comes first. Events a slow reader missed are skipped (the final report lists them all); a
+/// listener whose connection is gone stops listening.
+async fn next_tick_or_failover(
+    ticks: &mut tokio::time::Interval,
+    failovers: &mut Option<broadcast::Receiver<FailoverEvent>>,
+) -> Option<FailoverEvent> {
+    loop {
+        let Some(events) = failovers else {
+            ticks.tick().await;
+            return None;
+        };
+        tokio::select! {
+            _ = ticks.tick() => return None,
+            event = events.recv() => match event {
+                Ok(event) => return Some(event),
+                Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => *failovers = None,
+            },
+        }
+    }
 }
 
 /// One path over one interval.
@@ -180,6 +211,12 @@ enum IntervalLine<'a> {
     Path(PathInterval),
     /// A path changed state.
     Event { t_s: f64, path: u32, route: String, change: &'a str },
+    /// A path failed or recovered (JSON only: `event` names which, with its fields).
+    Failover {
+        t_s: f64,
+        #[serde(flatten)]
+        event: &'a FailoverEvent,
+    },
 }
 
 impl IntervalLine<'_> {
@@ -201,6 +238,7 @@ impl IntervalLine<'_> {
             IntervalLine::Event { t_s, path, route, change } => {
                 format!("[{t_s:7.2} s] path {path:>2} {route}: {change}")
             }
+            IntervalLine::Failover { t_s, event } => format!("[{t_s:7.2} s] {event}"),
         }
     }
 }

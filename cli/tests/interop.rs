@@ -130,6 +130,12 @@ impl Lab {
     /// `mpquic send` or `mpquic get` (`command` and its own arguments) to the picoquic server
     /// `peer` over two paths, trusting the lab's certificate; its JSON report.
     fn mpquic_client(&self, peer: &mut Peer, command: &[&str]) -> Run<Value> {
+        let mut lines = self.mpquic_client_lines(peer, command)?;
+        Ok(lines.pop().expect("a result line"))
+    }
+
+    /// Every JSON line `mpquic` printed (`--interval` lines, then its result).
+    fn mpquic_client_lines(&self, peer: &mut Peer, command: &[&str]) -> Run<Vec<Value>> {
         let server = format!("127.0.0.1:{}", peer.port);
         let ca = self.path("pki/cert.pem");
         let mut args = vec![command[0], "--server", &server, "--local", "127.0.0.1"];
@@ -143,7 +149,8 @@ impl Lab {
             }
             panic!("mpquic failed: {}\npeer: {}", stderr(&out), peer.log());
         }
-        Ok(json(&out))
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        Ok(stdout.lines().map(|line| serde_json::from_str(line).expect(line)).collect())
     }
 }
 
@@ -476,10 +483,17 @@ fn mpquic_failover_tells_picoquic_path_unstable_or_poor() {
         // From 1 MB on, everything mpquic sends on path 1 is lost: a black hole to mpquic.
         let mut server =
             lab.picoquic_server(&["--drop-path", "1", "--drop-after-bytes", "1000000"]);
-        let sent = lab.mpquic_client(&mut server, &["send", path_str(&original)])?;
+        let send = ["send", path_str(&original), "--interval", "0.2"];
+        let mut lines = lab.mpquic_client_lines(&mut server, &send)?;
+        let sent = lines.pop().expect("a result line");
         let peer = server.report()?;
         assert_peer_multipath(&peer);
         assert!(peer["dropped_datagrams"].as_u64().unwrap() > 0, "{peer}");
+        // The failure was told as it happened, with its retry delay (`--interval --json`).
+        let told = lines.iter().find(|l| l["kind"] == "failover" && l["event"] == "path_failed");
+        let told = told.unwrap_or_else(|| panic!("no failover line: {lines:?}"));
+        assert_eq!(told["path"], 1, "{told}");
+        assert!(told["retry_in_s"].as_f64().is_some_and(|s| s > 0.0), "{told}");
         let stored = lab.path("picoquic-store").join("drop.bin");
         assert_same_file(&original, &stored, &peer["transfer"]["blake3"]);
         assert_eq!(path(&sent, 1)["close_reason"], "failed", "{sent}");
