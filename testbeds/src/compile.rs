@@ -279,6 +279,13 @@ fn flow(
         FlowKind::KernelMptcp => (f.paths, 1),
     };
     let path_delays_s = path_delays(f, kind, paths_per_pair, start_s, scale)?;
+    if !f.backup_paths.is_empty() {
+        return Err(ScenarioError::Invalid(format!(
+            "netns: flow from {} to {}: backup_paths is not run by the testbed yet (the \
+             simulator runs it; by hand, `mpquic send --backup-path`)",
+            f.from, f.to
+        )));
+    }
     Ok(FlowSpec {
         kind,
         from: f.from.clone(),

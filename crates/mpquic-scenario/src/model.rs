@@ -232,6 +232,11 @@ pub struct FlowSpec {
     /// connection is established.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub path_times: Vec<Dur>,
+    /// Paths (by index, never 0: path 0 is the connection's own) that open as backups (RFC
+    /// 10069 path status, the CLI's `--backup-path`): they carry data only while no available
+    /// path can, and take over when the available paths fail. E.g. `backup_paths = [1]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub backup_paths: Vec<usize>,
     /// Controller with its parameters in one string, as the library reads it
     /// (`mpquic::Congestion`): `newreno`, `cubic` (the stack's own, uncoupled per path), or an
     /// mpquic-cc name with parameters, `"amp:beta=4,tau=8"`, or the name of a controller the
@@ -282,6 +287,7 @@ impl FlowSpec {
             to_addr: 0,
             paths: 1,
             path_times: vec![],
+            backup_paths: vec![],
             controller: None,
             start: Dur(0),
             stop: None,
@@ -301,6 +307,26 @@ impl FlowSpec {
             self.start
         } else {
             Dur(0)
+        }
+    }
+
+    /// Whether path `index` opens as a backup.
+    pub fn is_backup(&self, index: usize) -> bool {
+        self.backup_paths.contains(&index)
+    }
+
+    /// Check `backup_paths` against `paths`; the error says what is wrong.
+    pub fn check_backup_paths(&self) -> Result<(), String> {
+        let flow = self.name.clone().unwrap_or_else(|| format!("{} -> {}", self.from, self.to));
+        match self.backup_paths.iter().find(|&&i| i == 0 || i >= self.paths) {
+            Some(0) => Err(format!(
+                "flow {flow}: backup_paths names path 0, the connection's own path (available)"
+            )),
+            Some(i) => Err(format!(
+                "flow {flow}: backup_paths names path {i}, but the flow has paths 0..{}",
+                self.paths - 1
+            )),
+            None => Ok(()),
         }
     }
 

@@ -73,6 +73,7 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
             return Err(at(here("stop"), "must be after start"));
         }
         f.check_path_times().map_err(|e| at(here("path_times"), e))?;
+        f.check_backup_paths().map_err(|e| at(here("backup_paths"), e))?;
     }
     for (i, w) in s.workloads.iter().enumerate() {
         let here = |field: &str| format!("workloads.{i}.{field}");

@@ -314,3 +314,25 @@ stop = "600ms"
         .unwrap_err();
     assert!(e.to_string().contains("workloads.0.receiver: no host `x`"), "{e}");
 }
+
+#[test]
+fn backup_paths_name_paths_of_the_flow_other_than_path_0() {
+    let text = r#"name = "b"
+duration = "1s"
+[topology]
+kind = "two-path"
+[[flows]]
+from = "src"
+to = "dst"
+paths = 2
+backup_paths = [1]
+"#;
+    let s = mpquic_scenario::parse_scenario(text).unwrap();
+    assert!(s.flows[0].is_backup(1) && !s.flows[0].is_backup(0));
+    let e = |list: &str| {
+        let text = text.replace("[1]", list);
+        mpquic_scenario::parse_scenario(&text).unwrap_err().to_string()
+    };
+    assert!(e("[0]").ends_with("backup_paths names path 0, the connection's own path (available)"));
+    assert!(e("[2]").ends_with("backup_paths names path 2, but the flow has paths 0..1"));
+}

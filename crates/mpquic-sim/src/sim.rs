@@ -509,6 +509,7 @@ impl Sim {
             return Err(invalid("a flow needs at least one path".into()));
         }
         spec.check_path_times().map_err(invalid)?;
+        spec.check_backup_paths().map_err(invalid)?;
         if i >= 20_000 {
             return Err(invalid("at most 20000 flows".into()));
         }
@@ -1364,7 +1365,11 @@ fn client_app(
         && flow.spec.path_times.get(flow.paths_opened).is_none_or(|t| t.0 <= now_ps)
     {
         let (local, remote) = flow.path_addrs[flow.paths_opened];
-        match conn.open_path(FourTuple::new(remote, Some(local)), PathStatus::Available, now) {
+        let status = match flow.spec.is_backup(flow.paths_opened) {
+            true => PathStatus::Backup,
+            false => PathStatus::Available,
+        };
+        match conn.open_path(FourTuple::new(remote, Some(local)), status, now) {
             Ok(_) => flow.paths_opened += 1,
             Err(_) => break, // not allowed yet (CIDs or path ids pending): retried later
         }

@@ -157,12 +157,19 @@ impl Supervision {
         self.open_paths(conn)
             .into_iter()
             .filter_map(|id| {
-                let spec =
-                    conn.network_path(id).ok().map(|t| PathSpec::new(t.local_ip(), t.remote()));
+                let backup = conn.path_status(id) == Ok(PathStatus::Backup);
+                // A backup is re-opened as a backup.
+                let spec = conn.network_path(id).ok().map(|t| {
+                    let spec = PathSpec::new(t.local_ip(), t.remote());
+                    if backup {
+                        spec.as_backup()
+                    } else {
+                        spec
+                    }
+                });
                 let stats = conn.path_stats(id)?;
                 let slot = slots.get(&path_number(id));
                 let samples = slot.and_then(|&slot| cc?.rtt_samples(slot));
-                let backup = conn.path_status(id) == Ok(PathStatus::Backup);
                 Some(PathView::new(id, spec, &stats, samples, backup))
             })
             .collect()

@@ -158,3 +158,51 @@ fn a_closed_connection_is_not_supervised_any_more() {
     assert_eq!(now, Dur::ms(12_000).0, "the run stopped short");
     assert!(error.as_deref().is_some_and(|e| e.contains("timed out")), "{error:?}");
 }
+
+/// A two-path round-robin flow whose path 1 is a backup (`backup_paths = [1]`), run for 600 ms,
+/// path 0's link black-holed at `black_hole_at` if given; the client's bytes sent per path and
+/// the bytes delivered after 300 ms.
+fn backup_run(black_hole_at: Option<Dur>) -> (Vec<u64>, u64) {
+    let mut s = Scenario::new(
+        "backup",
+        Dur::ms(600),
+        Topology::TwoPath {
+            cross_hosts: 1,
+            access: LinkConfig { rate: Some(Rate(40_000_000_000)), ..Default::default() },
+        },
+    );
+    s.host_jitter = Dur::us(1);
+    // Round-robin would give path 1 half the packets, were it not a backup.
+    s.transport.scheduler = "round-robin".into();
+    let mut flow = FlowSpec::bulk("src", "dst");
+    flow.paths = 2;
+    flow.backup_paths = vec![1];
+    flow.controller = Some("amp".into());
+    s.flows.push(flow);
+    let mut sim = Sim::new(s).expect("valid scenario");
+    if let Some(at) = black_hole_at {
+        let dead = sim.links.iter().position(|l| l.params.name == "src->a").expect("link src->a");
+        sim.black_hole(dead, at.0);
+    }
+    sim.run();
+    let mut sent = vec![0; 2];
+    for path in sim.client_path_stats(0) {
+        sent[path.id as usize % 2] += path.bytes_sent;
+    }
+    let bucket = (0.3 / sim.scenario.output.goodput_interval.secs()) as usize;
+    let late: u64 = sim.flows[0].progress.delivered.iter().skip(bucket).sum();
+    (sent, late)
+}
+
+/// A backup path carries next to nothing while the available path lives (its keep-alives), and
+/// carries the flow once the available path is black-holed and declared failed.
+#[test]
+fn a_backup_path_carries_data_only_once_the_available_path_failed() {
+    let (sent, _) = backup_run(None);
+    let total: u64 = sent.iter().sum();
+    assert!(sent[1] * 100 < total, "the backup carried {} of {total} bytes", sent[1]);
+
+    let (sent, late) = backup_run(Some(Dur::ms(50)));
+    assert!(late > 0, "nothing delivered after path 0 was black-holed");
+    assert!(sent[1] > sent[0], "the backup did not take over: bytes sent per path {sent:?}");
+}
