@@ -20,9 +20,10 @@ use alloc::{
 };
 #[cfg(not(feature = "qlog"))]
 use core::marker::PhantomData;
+#[cfg(feature = "qlog")]
+use core::ops::Range;
 use core::{
     net::{IpAddr, SocketAddr},
-    ops::Range,
     time::Duration,
 };
 #[cfg(feature = "qlog")]
