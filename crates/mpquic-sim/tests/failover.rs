@@ -81,13 +81,12 @@ fn live_queued_and_suppressed_paths_are_not_declared_failed() {
     }
 }
 
-/// A path whose link drops everything from 50 ms on is declared failed by the sender within
-/// the rule's deadline (here its 200 ms floor: the PTO estimate is 3 x 3 x ~20 us + 3 x 25 ms)
-/// plus one poll and one RTT; the other path is not, and carries the flow on.
-#[test]
-fn a_black_holed_path_is_declared_failed_within_the_deadline() {
+/// 600 ms of one bulk AMP flow over the two-path topology's two paths (`backup_paths` as
+/// given), round-robin: both paths carry data (the stack order would leave path 1 idle beside a
+/// fast path 0), unless one is a backup.
+fn two_path_amp(name: &str, backup_paths: Vec<usize>) -> Scenario {
     let mut s = Scenario::new(
-        "black-hole",
+        name,
         Dur::ms(600),
         Topology::TwoPath {
             cross_hosts: 1,
@@ -95,13 +94,21 @@ fn a_black_holed_path_is_declared_failed_within_the_deadline() {
         },
     );
     s.host_jitter = Dur::us(1);
-    // Both paths carry data (the stack order would leave path 1 idle beside a fast path 0).
     s.transport.scheduler = "round-robin".into();
     let mut flow = FlowSpec::bulk("src", "dst");
     flow.paths = 2;
+    flow.backup_paths = backup_paths;
     flow.controller = Some("amp".into());
     s.flows.push(flow);
-    let mut sim = Sim::new(s).expect("valid scenario");
+    s
+}
+
+/// A path whose link drops everything from 50 ms on is declared failed by the sender within
+/// the rule's deadline (here its 200 ms floor: the PTO estimate is 3 x 3 x ~20 us + 3 x 25 ms)
+/// plus one poll and one RTT; the other path is not, and carries the flow on.
+#[test]
+fn a_black_holed_path_is_declared_failed_within_the_deadline() {
+    let mut sim = Sim::new(two_path_amp("black-hole", vec![])).expect("valid scenario");
     let dead = sim.links.iter().position(|l| l.params.name == "src->b").expect("link src->b");
     let black_hole_at = Dur::ms(50);
     sim.black_hole(dead, black_hole_at.0);
@@ -159,27 +166,10 @@ fn a_closed_connection_is_not_supervised_any_more() {
     assert!(error.as_deref().is_some_and(|e| e.contains("timed out")), "{error:?}");
 }
 
-/// A two-path round-robin flow whose path 1 is a backup (`backup_paths = [1]`), run for 600 ms,
-/// path 0's link black-holed at `black_hole_at` if given; the client's bytes sent per path and
+/// [`two_path_amp`] with path 1 a backup (`backup_paths = [1]`), path 0's link black-holed at `black_hole_at` if given; the client's bytes sent per path and
 /// the bytes delivered after 300 ms.
 fn backup_run(black_hole_at: Option<Dur>) -> (Vec<u64>, u64) {
-    let mut s = Scenario::new(
-        "backup",
-        Dur::ms(600),
-        Topology::TwoPath {
-            cross_hosts: 1,
-            access: LinkConfig { rate: Some(Rate(40_000_000_000)), ..Default::default() },
-        },
-    );
-    s.host_jitter = Dur::us(1);
-    // Round-robin would give path 1 half the packets, were it not a backup.
-    s.transport.scheduler = "round-robin".into();
-    let mut flow = FlowSpec::bulk("src", "dst");
-    flow.paths = 2;
-    flow.backup_paths = vec![1];
-    flow.controller = Some("amp".into());
-    s.flows.push(flow);
-    let mut sim = Sim::new(s).expect("valid scenario");
+    let mut sim = Sim::new(two_path_amp("backup", vec![1])).expect("valid scenario");
     if let Some(at) = black_hole_at {
         let dead = sim.links.iter().position(|l| l.params.name == "src->a").expect("link src->a");
         sim.black_hole(dead, at.0);
