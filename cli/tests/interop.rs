@@ -261,27 +261,17 @@ fn assert_peer_multipath(report: &Value) {
 
 /// At least two paths each carried at least `MIN_SHARE` of the bytes counted in `field`.
 fn assert_spread(paths: &Value, field: &str, who: &str) {
-    assert_spread_of(paths, field, who, MIN_SHARE);
-}
-
-/// At least two paths each carried at least `share` of the bytes counted in `field`.
-fn assert_spread_of(paths: &Value, field: &str, who: &str, share: f64) {
     let bytes: Vec<u64> =
         paths.as_array().unwrap().iter().map(|p| p[field].as_u64().unwrap()).collect();
     let total: u64 = bytes.iter().sum();
-    let carrying = bytes.iter().filter(|&&b| b as f64 >= share * total as f64).count();
+    // Shown with --nocapture: the margin over the floor, run after run.
+    eprintln!("{who}: {field} per path {bytes:?}");
+    let carrying = bytes.iter().filter(|&&b| b as f64 >= MIN_SHARE * total as f64).count();
     assert!(
         carrying >= 2,
-        "{who}: {field} per path {bytes:?}, fewer than two with {share}: {paths}"
+        "{who}: {field} per path {bytes:?}, fewer than two with {MIN_SHARE}: {paths}"
     );
 }
-
-/// What each path of mpquic's own upload to picoquic carries at least, counted by either end
-/// (the same bytes). Not `MIN_SHARE`: in about
-/// one run in five the second path's window stays at ~23 packets while the first grows to
-/// ~360 KB, and it carries 6-9% (seen 2026-11-25 with uncoupled Reno, round-robin, paced at
-/// 4 MiB/s); not diagnosed yet (app-limited growth and the round-robin rank are suspects).
-const MPQUIC_UPLOAD_MIN_SHARE: f64 = 0.03;
 
 /// `copy` is byte-identical to `original`, whose BLAKE3 `reported` (the peer's) also names.
 fn assert_same_file(original: &Path, copy: &Path, reported: &Value) {
@@ -365,9 +355,9 @@ fn mpquic_send_and_get_against_a_picoquic_server() {
         let sent = lab.mpquic_client(&mut server, &send)?;
         let peer = server.report()?;
         assert_peer_multipath(&peer);
-        assert_spread_of(&sent["paths"], "bytes_sent", "mpquic send", MPQUIC_UPLOAD_MIN_SHARE);
+        assert_spread(&sent["paths"], "bytes_sent", "mpquic send");
         let received = &peer["paths"];
-        assert_spread_of(received, "bytes_received", "picoquic server", MPQUIC_UPLOAD_MIN_SHARE);
+        assert_spread(received, "bytes_received", "picoquic server");
         assert_same_file(&original, &store.join("up.bin"), &peer["transfer"]["blake3"]);
 
         let mut server = lab.picoquic_server(&[]);
