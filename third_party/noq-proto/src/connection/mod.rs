@@ -1480,7 +1480,14 @@ impl Connection {
 
         let path = self.path_data_mut(path_id);
 
-        path.app_limited = last_packet_number.is_none() && !send_blocked;
+        // RFC 9002 section 7.8: the window is underused only while bytes in flight are below
+        // it. With several paths, "nothing to send" on this path often means another path took
+        // the connection's data while this one's window was full (mpquic patch D7); such a
+        // path is not app-limited, or a path whose ACKs arrive between the application's
+        // writes would never grow its window.
+        let window_full =
+            path.in_flight.bytes + u64::from(path.current_mtu()) > path.congestion.window();
+        path.app_limited = last_packet_number.is_none() && !send_blocked && !window_full;
 
         if cwnd_blocked {
             path.congestion.on_cwnd_limited();

@@ -2593,3 +2593,116 @@ fn next_event_past_status(pair: &mut ConnPair, side: crate::Side) -> Event {
         }
     }
 }
+
+/// The `app_limited` flags a [`SmallWindowController`] path saw in `on_ack`, by build index.
+type AckLog = Arc<std::sync::Mutex<Vec<(usize, bool)>>>;
+
+/// A controller with a fixed window, small on the first path the factory builds and ample on
+/// the others, that ranks paths in build order and logs the `app_limited` flag of every ACK.
+#[derive(Debug, Clone)]
+struct SmallWindowController {
+    build_index: usize,
+    log: AckLog,
+}
+
+/// The first path's window: ten full packets, filled by the first GSO batch.
+const SMALL_WINDOW: u64 = 12_000;
+
+impl crate::congestion::Controller for SmallWindowController {
+    fn on_ack(
+        &mut self,
+        _now: crate::Instant,
+        _sent: crate::Instant,
+        _bytes: u64,
+        _pn: u64,
+        app_limited: bool,
+        _rtt: &crate::RttEstimator,
+    ) {
+        self.log.lock().unwrap().push((self.build_index, app_limited));
+    }
+    fn on_congestion_event(
+        &mut self,
+        _: crate::Instant,
+        _: crate::Instant,
+        _: bool,
+        _: bool,
+        _: u64,
+        _: u64,
+    ) {
+    }
+    fn on_mtu_update(&mut self, _new_mtu: u16) {}
+    fn window(&self) -> u64 {
+        match self.build_index {
+            0 => SMALL_WINDOW,
+            _ => 10_000_000,
+        }
+    }
+    fn send_rank(&self) -> Option<u64> {
+        Some(self.build_index as u64)
+    }
+    fn clone_box(&self) -> Box<dyn crate::congestion::Controller> {
+        Box::new(self.clone())
+    }
+    fn initial_window(&self) -> u64 {
+        self.window()
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn core::any::Any> {
+        self
+    }
+}
+
+struct SmallWindowFactory {
+    built: std::sync::atomic::AtomicUsize,
+    log: AckLog,
+}
+
+impl crate::congestion::ControllerFactory for SmallWindowFactory {
+    fn build(
+        self: Arc<Self>,
+        _now: crate::Instant,
+        _current_mtu: u16,
+    ) -> Box<dyn crate::congestion::Controller> {
+        let build_index = self.built.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Box::new(SmallWindowController { build_index, log: self.log.clone() })
+    }
+}
+
+/// mpquic patch D7: a path whose window is full is not app-limited when it has nothing to send
+/// because another path took the connection's data (RFC 9002 section 7.8: the window is
+/// underused only while bytes in flight are below it). Path 0's small window fills, path 1
+/// takes the rest of the stream, and path 0's ACKs arrive after the data ran out. Before, those
+/// ACKs came with `app_limited` set (path 0's last poll found nothing to send), so a path with
+/// a full window whose ACKs came between the application's writes never grew.
+#[test]
+fn a_full_path_whose_data_another_path_took_is_not_app_limited() {
+    let _guard = subscribe();
+    let log = AckLog::default();
+    let (pair, mut client_cfg) = ConnPair::builder().enable_multipath().build_pair();
+    let mut transport = TransportConfig::default();
+    transport.max_concurrent_multipath_paths(MAX_PATHS);
+    transport.congestion_controller_factory(Arc::new(SmallWindowFactory {
+        built: Default::default(),
+        log: log.clone(),
+    }));
+    client_cfg.transport = Arc::new(transport);
+    let mut pair = ConnPair::connect_with(pair, client_cfg);
+    let server_addr = pair.routes.public_server_addr();
+    pair.open_path(Client, FourTuple::from_remote(server_addr), PathStatus::Available)
+        .unwrap();
+    pair.drive();
+    log.lock().unwrap().clear();
+
+    let s = pair.streams(Client).open(Dir::Uni).unwrap();
+    pair.send_stream(Client, s).write(&[7; 100_000]).unwrap();
+    pair.drive();
+
+    let acks = log.lock().unwrap().clone();
+    let on_path_0: Vec<bool> = acks.iter().filter(|(i, _)| *i == 0).map(|&(_, a)| a).collect();
+    info!(?on_path_0, "app_limited of path 0's ACKs");
+    assert!(on_path_0.len() >= 5, "path 0 carried too little: {acks:?}");
+    assert!(
+        on_path_0.iter().any(|app_limited| !app_limited),
+        "every ACK of the full path 0 counted as app-limited: {on_path_0:?}"
+    );
+    assert!(acks.iter().any(|&(i, _)| i == 1), "path 1 took none of the data: {acks:?}");
+}
