@@ -203,13 +203,7 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
             if let Some(link) = &link {
                 queues[i].extend(busy_queue(&result, &series, link));
             }
-            rows[i].push(RunRow {
-                series: point.name(),
-                x: 0.0,
-                seed,
-                metrics: m.clone(),
-                wall_s: result.repetitions.iter().map(|r| r.duration_s).sum(),
-            });
+            rows[i].push(RunRow { series: point.name(), x: 0.0, seed, metrics: m.clone() });
             entries.push(RunEntry {
                 point: point.name(),
                 round: round + 1,

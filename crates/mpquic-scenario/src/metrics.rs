@@ -1,11 +1,15 @@
 //! What a run produced, in one schema both backends fill ([`Outcome`]); the named metrics an
-//! experiment's `[report]` asks for, computed from it; the summary over seeds ([`spread`]); and
+//! experiment's `[report]` asks for ([`CATALOGUE`]), computed from it; the summary over seeds ([`spread`]); and
 //! the markdown tables. Statistics come from `mpquic-stats` only.
 
 use std::collections::BTreeMap;
 
 use mpquic::PathClose;
 use serde::{Deserialize, Serialize};
+
+mod catalogue;
+
+pub use catalogue::{find, Input, Metric, Source, CATALOGUE};
 
 use crate::error::{at, ScenarioError};
 use crate::model::{Scenario, Workload};
@@ -158,100 +162,6 @@ pub struct QueueOutcome {
     pub p95: f64,
 }
 
-/// The metrics a report may name, with what each means (a metric may add `@group` to use
-/// other flows than the report's group; `A / B`, spaces around the slash, is the ratio of two,
-/// and B may be a number; a `path_` metric may add `[link]` to use only the paths that cross
-/// that link direction last, `path_share[b->dst]`).
-pub const CATALOGUE: &[(&str, &str)] = &[
-    ("flows", "flows of the group"),
-    ("unfinished", "flows not complete at the end of the run"),
-    ("fct_mean_ms", "mean flow completion time of the completed flows, ms"),
-    ("fct_std_ms", "population standard deviation of those, ms"),
-    ("fct_p50_ms", "median completion time (nearest rank), ms"),
-    ("fct_p90_ms", "90th percentile completion time, ms"),
-    ("fct_p99_ms", "99th percentile completion time, ms"),
-    ("fct_max_ms", "longest completion time, ms"),
-    ("fct_mean_ms_ack_heard", "mean FCT of the flows whose ACK_FREQUENCY request arrived, ms"),
-    ("fct_max_ms_ack_heard", "longest FCT of those, ms"),
-    ("pto", "probe-timeout expiries of both ends of every flow"),
-    ("pto_per_round", "pto / incast rounds"),
-    ("flows_with_pto_per_round", "flows whose client had a PTO / incast rounds"),
-    ("suppressions", "suppression episodes (AMP SSR)"),
-    ("suppressions_per_round", "suppressions / incast rounds"),
-    ("ack_request_lost_per_round", "flows whose ACK_FREQUENCY request was lost / rounds"),
-    ("flows_over_10ms_per_round", "flows unfinished or over 10 ms / rounds"),
-    ("over_10ms_with_ack_request_lost_per_round", "of those, with the request lost / rounds"),
-    ("goodput_mean_gbps", "mean goodput of the flows over their lifetime, Gbit/s"),
-    ("goodput_last_half_mean_gbps", "mean goodput over the run's second half, Gbit/s"),
-    ("jain", "Jain's index of the flows' second-half goodput"),
-    ("jobs", "jobs (flows of one group with one job number; JCT = last answer - first start)"),
-    ("jobs_unfinished", "jobs with a flow not complete at the end of the run"),
-    ("jct_mean_ms", "mean job completion time of the completed jobs, ms"),
-    ("jct_p50_ms", "median JCT, ms"),
-    ("jct_p90_ms", "90th percentile JCT, ms"),
-    ("jct_p99_ms", "99th percentile JCT, ms"),
-    ("jct_all_p90_ms", "90th percentile JCT, unfinished jobs counted until the end (a bound)"),
-    ("jct_all_p99_ms", "99th percentile of the same, ms"),
-    ("jobs_over_10ms", "jobs, finished or not, over 10 ms"),
-    ("jobs_ack_heard", "completed jobs where no flow lost an ACK_FREQUENCY request"),
-    ("jct_p90_ms_ack_heard", "90th percentile JCT of those, ms"),
-    ("jct_p99_ms_ack_heard", "99th percentile JCT of those, ms"),
-    ("ack_request_lost", "flows where either end's ACK_FREQUENCY request was lost"),
-    ("queue_p90_max", "the largest 90th percentile queue over every monitored link, packets"),
-    ("drops", "drops at the report's link"),
-    ("drops_per_round", "drops / incast rounds"),
-    ("marks", "CE marks at the report's link"),
-    ("marks_per_round", "marks / incast rounds"),
-    ("utilization", "busy fraction of the report's link"),
-    ("queue_p50", "median queue of the report's link, packets"),
-    ("queue_p90", "90th percentile queue, packets"),
-    ("queue_p99", "99th percentile queue, packets"),
-    ("queue_mean", "mean queue, packets"),
-    ("lost", "packets the flows' senders declared lost"),
-    ("drops_all", "drops summed over every monitored link"),
-    ("marks_all", "CE marks summed over every monitored link"),
-    ("rcvbuf_drops", "datagrams the receivers' UDP sockets dropped (Udp.RcvbufErrors)"),
-    ("host_load", "the host's 1-min load average at the run's start"),
-    ("goodput_sum_mbps", "sum of the flows' goodput, Mbit/s"),
-    ("goodput_mean_mbps", "mean goodput of the flows, Mbit/s"),
-    ("queue_p5", "5th percentile queue of the report's link, packets"),
-    ("queue_p95", "95th percentile queue, packets"),
-    ("queue_p50_mean", "the links' median queues averaged over every monitored link, packets"),
-    ("queue_p99_max", "the largest 99th percentile queue over every monitored link, packets"),
-    ("cpu_s_per_gb", "CPU s of the flows' senders and all receivers per GB the flows carried"),
-    ("fct_over_200ms", "completed flows slower than 200 ms (the papers' minimum RTO)"),
-    ("jain_goodput", "Jain's index of the flows' goodput over their lifetime (bytes / FCT)"),
-    ("rtt_p50_ms", "median RTT of the flows' paths that sent > 100 kB: the median (nearest rank, the lower middle of an even count) of those paths' median RTT samples, ms"),
-    ("rtt_min_ms", "smallest RTT sample of those paths, ms"),
-    ("eliminations", "paths the flows' controllers eliminated (MPTCP-D's ESE)"),
-    ("flows_with_elimination", "flows whose controller eliminated a path"),
-    ("ese_extra", "extra paths: per link (paths grouped by server address) all but one"),
-    ("ese_keep", "paths that should stay: one per link"),
-    ("ese_tp", "true positives: eliminated paths of a link, up to its extra paths"),
-    ("ese_fp", "false positives: eliminated paths of a link beyond its extra ones (its last path)"),
-    ("active_paths", "paths carrying data at the end (a repeating flow: its last transfer's)"),
-    ("transfers", "transfers completed (each of a repeating flow; else each completed flow)"),
-    ("transfer_fct_p50_ms", "median completion time of those transfers (nearest rank), ms"),
-    ("transfer_fct_p99_ms", "99th percentile completion time of those transfers, ms"),
-    ("sender_cpu_ms_per_transfer", "CPU ms of the flows' senders per completed transfer"),
-    ("cwnd_pkts_mean", "the flows' paths' congestion windows at the end, mean, packets of the mtu"),
-    ("path_share", "bytes the flows sent on the selected paths over their bytes on all paths"),
-    ("path_rtt_p50_ms", "median over the selected paths of each path's median RTT sample, ms"),
-    ("path_rtt_p99_ms", "median over the selected paths of each path's p99 RTT sample, ms"),
-    ("delay_pkt_per_s", "testbed delay line: median packet rate of its busy seconds (> 100 pkt/s)"),
-    ("delay_late_p99_us", "median over those seconds of their p99 release lateness, us"),
-    ("delay_late_p99_worst_us", "the worst second's p99 release lateness, us"),
-    ("delay_late_max_us", "median over the busy seconds of their latest release, us"),
-    ("delay_late_max_worst_us", "the latest release of any busy second, us"),
-    ("ideal_ms", "the flows' bytes at the report link's rate x payload ceiling, ms"),
-    ("goodput_of_ceiling", "second-half goodput sum over the monitored links' rates x ceiling"),
-    ("marked_fraction", "marks over packets sent, summed over every monitored link"),
-];
-
-/// Delay-line seconds with fewer packets than this are idle (keep-alives between transfers):
-/// their lateness says little about the line under load.
-const DELAY_BUSY_PKT_PER_S: f64 = 100.0;
-
 /// Whether the report names known metrics, the plot and tables only report metrics, and the
 /// plot's x is an axis.
 pub fn check_report(s: &Scenario) -> Result<(), ScenarioError> {
@@ -271,8 +181,8 @@ pub fn check_report(s: &Scenario) -> Result<(), ScenarioError> {
                 continue; // checked by `analyses::check`
             }
             let (name, selector) = path_selector(name);
-            if !CATALOGUE.iter().any(|(k, _)| *k == name) {
-                let known: Vec<&str> = CATALOGUE.iter().map(|(k, _)| *k).collect();
+            if find(name).is_none() {
+                let known: Vec<&str> = CATALOGUE.iter().map(|m| m.name).collect();
                 return Err(at(
                     format!("report.metrics.{i}"),
                     format!("unknown metric `{name}` (known: {})", known.join(", ")),
@@ -333,12 +243,12 @@ fn path_selector(name: &str) -> (&str, Option<&str>) {
     }
 }
 
-/// The report's metrics of one run of `s` (NaN where there is nothing to compute over).
+/// The report's metrics of one run of `s` (NaN where there is nothing to compute over, and for
+/// names outside the catalogue: an analysis's metrics, which its backend fills in).
 pub fn compute(s: &Scenario, o: &Outcome) -> BTreeMap<String, f64> {
     let Some(report) = &s.report else { return BTreeMap::new() };
     let rounds = rounds(s);
     let link = report.link.as_deref().and_then(|n| o.links.iter().find(|l| l.name == n));
-    let monitored = || o.links.iter().filter(|l| l.queue.is_some());
     let one = |m: &str| {
         if let Ok(constant) = m.parse::<f64>() {
             return constant;
@@ -351,32 +261,11 @@ pub fn compute(s: &Scenario, o: &Outcome) -> BTreeMap<String, f64> {
             Some((n, g)) => (n, Some(g), link),
             None => (m, report.group.as_deref(), link),
         };
-        let flows: Vec<&FlowOutcome> =
-            o.flows.iter().filter(|f| in_group(f.group.as_deref(), group)).collect();
-        match name {
-            _ if name.starts_with("jct") || name.starts_with("jobs") => {
-                job_metric(name, &flows, o.duration_s)
-            }
-            "cpu_s_per_gb" => cpu_s_per_gb(&flows, o),
-            _ if name.starts_with("ese_") => ese_metric(name, &flows),
-            "cwnd_pkts_mean" => cwnd_pkts_mean(&flows, s.transport.mtu),
-            _ if name.starts_with("path_") => {
-                let (name, selector) = path_selector(name);
-                path_metric(name, selector, &flows)
-            }
-            _ if name.starts_with("delay_") => delay_metric(name, &o.delay_line),
-            "ideal_ms" => {
-                let bits = flows.iter().map(|f| f.bytes).sum::<u64>() as f64 * 8.0;
-                let rate = link.map_or(f64::NAN, |l| l.rate_bps);
-                bits / (rate * o.payload_ceiling.unwrap_or(f64::NAN)) * 1e3
-            }
-            "goodput_of_ceiling" => {
-                let goodput: f64 = flows.iter().map(|f| f.goodput_last_half_bps).sum();
-                let rates: f64 = monitored().map(|l| l.rate_bps).sum();
-                goodput / (rates * o.payload_ceiling.unwrap_or(f64::NAN))
-            }
-            _ => run_metric(name, o).unwrap_or_else(|| metric(name, &flows, link, rounds)),
-        }
+        let (name, selector) = path_selector(name);
+        let Some(metric) = find(name) else { return f64::NAN };
+        let flows = o.flows.iter().filter(|f| in_group(f.group.as_deref(), group)).collect();
+        let input = Input { run: o, flows, link, rounds, mtu: s.transport.mtu, selector };
+        (metric.compute)(&input)
     };
     report
         .metrics
@@ -397,287 +286,13 @@ pub fn in_group(flow: Option<&str>, group: Option<&str>) -> bool {
     group.is_none_or(|g| flow.is_some_and(|f| f.starts_with(g)))
 }
 
-/// The metrics of the whole run (every monitored link: those with a sampled queue; the host,
-/// the receivers); None for the others.
-fn run_metric(name: &str, o: &Outcome) -> Option<f64> {
-    let monitored = || o.links.iter().filter(|l| l.queue.is_some());
-    let queues = |x: &dyn Fn(&QueueOutcome) -> f64| {
-        o.links.iter().filter_map(|l| l.queue.as_ref()).map(x).collect::<Vec<f64>>()
-    };
-    Some(match name {
-        "queue_p90_max" => quantile(&queues(&|q| q.p90), 1.0),
-        "queue_p99_max" => quantile(&queues(&|q| q.p99), 1.0),
-        "queue_p50_mean" => mean(&queues(&|q| q.p50)),
-        "drops_all" => monitored().map(|l| l.dropped).sum::<u64>() as f64,
-        "marks_all" => monitored().map(|l| l.marked).sum::<u64>() as f64,
-        "rcvbuf_drops" => o.receiver_rcvbuf_errors as f64,
-        "host_load" => o.host_load_1min.unwrap_or(f64::NAN),
-        "marked_fraction" => {
-            let marks: u64 = monitored().map(|l| l.marked).sum();
-            marks as f64 / monitored().map(|l| l.sent_packets).sum::<u64>() as f64
-        }
-        _ => return None,
-    })
-}
-
-/// A metric over the paths of `flows` that cross the link `selector` last (every path without
-/// one).
-fn path_metric(name: &str, selector: Option<&str>, flows: &[&FlowOutcome]) -> f64 {
-    let all: Vec<&PathOutcome> = flows.iter().flat_map(|f| &f.paths).collect();
-    let chosen: Vec<&PathOutcome> = all
-        .iter()
-        .copied()
-        .filter(|p| selector.is_none_or(|l| p.link.as_deref() == Some(l)))
-        .collect();
-    let bytes = |ps: &[&PathOutcome]| ps.iter().map(|p| p.bytes_sent).sum::<u64>() as f64;
-    let median_of = |x: &dyn Fn(&PathOutcome) -> Option<f64>| {
-        quantile(&chosen.iter().filter_map(|p| x(p)).collect::<Vec<_>>(), 0.5)
-    };
-    match name {
-        "path_share" => bytes(&chosen) / bytes(&all),
-        "path_rtt_p50_ms" => median_of(&|p| p.rtt_p50_ms),
-        "path_rtt_p99_ms" => median_of(&|p| p.rtt_p99_ms),
-        _ => f64::NAN,
-    }
-}
-
-/// A metric of the delay line's busy seconds (NaN without any).
-fn delay_metric(name: &str, seconds: &[DelayLineSecond]) -> f64 {
-    let busy: Vec<&DelayLineSecond> =
-        seconds.iter().filter(|s| s.pkt_per_s > DELAY_BUSY_PKT_PER_S).collect();
-    let of = |x: &dyn Fn(&DelayLineSecond) -> f64| busy.iter().map(|s| x(s)).collect::<Vec<_>>();
-    match name {
-        "delay_pkt_per_s" => quantile(&of(&|s| s.pkt_per_s), 0.5),
-        "delay_late_p99_us" => quantile(&of(&|s| s.late_p99_us), 0.5),
-        "delay_late_p99_worst_us" => quantile(&of(&|s| s.late_p99_us), 1.0),
-        "delay_late_max_us" => quantile(&of(&|s| s.late_max_us), 0.5),
-        "delay_late_max_worst_us" => quantile(&of(&|s| s.late_max_us), 1.0),
-        _ => f64::NAN,
-    }
-}
-
-/// CPU seconds of the flows' senders and of all receivers per GB the flows carried (NaN when a
-/// CPU time is missing).
-/// Mean over the flows' paths whose window the backend reported, in packets of `mtu` bytes.
-fn cwnd_pkts_mean(flows: &[&FlowOutcome], mtu: u16) -> f64 {
-    let windows: Vec<f64> = flows
-        .iter()
-        .flat_map(|f| &f.paths)
-        .filter_map(|p| p.cwnd_bytes)
-        .map(|w| w as f64 / f64::from(mtu))
-        .collect();
-    mean(&windows)
-}
-
-fn cpu_s_per_gb(flows: &[&FlowOutcome], o: &Outcome) -> f64 {
-    let senders: Option<f64> = flows.iter().map(|f| f.cpu_s).sum();
-    let bytes: u64 = flows.iter().map(|f| f.bytes).sum();
-    match (senders, o.receiver_cpu_s) {
-        (Some(s), Some(r)) if bytes > 0 => (s + r) / (bytes as f64 / 1e9),
-        _ => f64::NAN,
-    }
-}
-
-/// Paths that carried enough data for their RTT to describe the flow (E5: > 100 kB sent).
-const RTT_PATH_MIN_BYTES: u64 = 100_000;
-
-/// Each transfer's completion time, ms: every transfer of a repeating flow, else the flow's
-/// own when it completed.
-fn transfer_fcts_ms(flows: &[&FlowOutcome]) -> Vec<f64> {
-    let per_flow = |f: &&FlowOutcome| match &f.transfer_fcts_us[..] {
-        [] => f.fct_us.into_iter().collect::<Vec<_>>(),
-        each => each.to_vec(),
-    };
-    flows.iter().flat_map(per_flow).map(|us| us / 1e3).collect()
-}
-
-/// Extra-subflow elimination judged per link, summed over the flows: `ese_extra` and `ese_keep`
-/// count the paths that should and should not be closed, `ese_tp` and `ese_fp` the eliminated
-/// ones that were right and wrong. A path closed for another reason is no elimination; a
-/// failed one is not even a path of its link, as failover re-opens it over the same addresses
-/// as a new path, which counts in its place. A flow's paths are grouped by the server
-/// address they reach (one per link, port stripped); of a link's n paths n - 1 are extra and
-/// one should stay, so closures up to n - 1 are true positives and any beyond (the link's
-/// last path) false positives. Flows without paths (kernel ones) count nothing.
-fn ese_metric(name: &str, flows: &[&FlowOutcome]) -> f64 {
-    let (mut extra, mut keep, mut tp, mut fp) = (0, 0, 0, 0);
-    for f in flows {
-        let mut links: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
-        for p in f.paths.iter().filter(|p| p.close_reason != Some(PathClose::Failed)) {
-            let address = p.remote.rsplit_once(':').map_or(p.remote.as_str(), |(a, _)| a);
-            let (n, eliminated) = links.entry(address).or_default();
-            *n += 1;
-            *eliminated += u64::from(p.close_reason == Some(PathClose::Eliminated));
-        }
-        for (n, eliminated) in links.into_values() {
-            extra += n - 1;
-            keep += 1;
-            tp += eliminated.min(n - 1);
-            fp += eliminated.saturating_sub(n - 1);
-        }
-    }
-    match name {
-        "ese_extra" => extra as f64,
-        "ese_keep" => keep as f64,
-        "ese_tp" => tp as f64,
-        "ese_fp" => fp as f64,
-        _ => f64::NAN,
-    }
-}
-
-/// A job: first start and last completion (ms), whether all its flows completed and whether
-/// none lost an ACK_FREQUENCY request.
-struct Job {
-    start: f64,
-    end: f64,
-    complete: bool,
-    heard: bool,
-}
-
-fn job_metric(name: &str, flows: &[&FlowOutcome], duration_s: f64) -> f64 {
-    // Keyed as the job names sort (`job10` before `job2`), the order sums are taken in.
-    let mut jobs: BTreeMap<(String, String), Job> = BTreeMap::new();
-    for f in flows {
-        let Some(job) = f.job else { continue };
-        let key = (f.group.clone().unwrap_or_default(), format!("job{job}"));
-        let e = jobs.entry(key).or_insert(Job {
-            start: f64::MAX,
-            end: 0.0,
-            complete: true,
-            heard: true,
-        });
-        let start = f.start_s * 1e3;
-        e.start = e.start.min(start);
-        match f.fct_us {
-            Some(fct) => e.end = e.end.max(start + fct / 1e3),
-            None => e.complete = false,
-        }
-        e.heard &= !(f.ack_request_lost || f.server_ack_request_lost);
-    }
-    let jct: Vec<f64> = jobs.values().filter(|j| j.complete).map(|j| j.end - j.start).collect();
-    let heard: Vec<f64> =
-        jobs.values().filter(|j| j.complete && j.heard).map(|j| j.end - j.start).collect();
-    let end_ms = duration_s * 1e3;
-    let all: Vec<f64> = jobs
-        .values()
-        .map(|j| if j.complete { j.end - j.start } else { end_ms - j.start })
-        .collect();
-    match name {
-        "jobs" => jobs.len() as f64,
-        "jobs_unfinished" => jobs.values().filter(|j| !j.complete).count() as f64,
-        "jct_mean_ms" => mean(&jct),
-        "jct_p50_ms" => quantile(&jct, 0.5),
-        "jct_p90_ms" => quantile(&jct, 0.9),
-        "jct_p99_ms" => quantile(&jct, 0.99),
-        "jct_all_p90_ms" => quantile(&all, 0.9),
-        "jct_all_p99_ms" => quantile(&all, 0.99),
-        "jobs_over_10ms" => all.iter().filter(|&&x| x > 10.0).count() as f64,
-        "jobs_ack_heard" => heard.len() as f64,
-        "jct_p90_ms_ack_heard" => quantile(&heard, 0.9),
-        "jct_p99_ms_ack_heard" => quantile(&heard, 0.99),
-        _ => f64::NAN,
-    }
-}
-
-fn ms(flows: &[&FlowOutcome]) -> Vec<f64> {
-    flows.iter().filter_map(|f| f.fct_us).map(|x| x / 1000.0).collect()
-}
-
-fn mean(xs: &[f64]) -> f64 {
-    mpquic_stats::mean_std(xs).map_or(f64::NAN, |m| m.0)
-}
-
-fn quantile(xs: &[f64], q: f64) -> f64 {
-    mpquic_stats::quantile(xs, q).unwrap_or(f64::NAN)
-}
-
-fn metric(name: &str, flows: &[&FlowOutcome], link: Option<&LinkOutcome>, rounds: f64) -> f64 {
-    let fcts = ms(flows);
-    let count =
-        |pred: &dyn Fn(&FlowOutcome) -> bool| flows.iter().filter(|f| pred(f)).count() as f64;
-    let sum = |x: &dyn Fn(&FlowOutcome) -> u64| flows.iter().map(|f| x(f)).sum::<u64>() as f64;
-    let slow = |f: &FlowOutcome| f.fct_us.is_none_or(|x| x > 10_000.0);
-    let heard: Vec<&FlowOutcome> = flows.iter().copied().filter(|f| !f.ack_request_lost).collect();
-    let gbps =
-        |x: &dyn Fn(&FlowOutcome) -> f64| flows.iter().map(|f| x(f) / 1e9).collect::<Vec<_>>();
-    let on_link = |x: &dyn Fn(&LinkOutcome) -> f64| link.map_or(f64::NAN, x);
-    let queue =
-        |x: &dyn Fn(&QueueOutcome) -> f64| link.and_then(|l| l.queue.as_ref()).map_or(f64::NAN, x);
-    let rtts = |x: &dyn Fn(&PathOutcome) -> Option<f64>| -> Vec<f64> {
-        let paths = flows.iter().flat_map(|f| &f.paths);
-        paths.filter(|p| p.bytes_sent > RTT_PATH_MIN_BYTES).filter_map(x).collect()
-    };
-    let transfers = transfer_fcts_ms(flows);
-    match name {
-        "flows" => flows.len() as f64,
-        "unfinished" => (flows.len() - fcts.len()) as f64,
-        "fct_mean_ms" => mean(&fcts),
-        "fct_std_ms" => mpquic_stats::mean_std(&fcts).map_or(f64::NAN, |m| m.1),
-        "fct_p50_ms" => quantile(&fcts, 0.5),
-        "fct_p90_ms" => quantile(&fcts, 0.9),
-        "fct_p99_ms" => quantile(&fcts, 0.99),
-        "fct_max_ms" => quantile(&fcts, 1.0),
-        "fct_mean_ms_ack_heard" => mean(&ms(&heard)),
-        "fct_max_ms_ack_heard" => quantile(&ms(&heard), 1.0),
-        "pto" => sum(&|f| f.pto_client + f.pto_server),
-        "pto_per_round" => sum(&|f| f.pto_client + f.pto_server) / rounds,
-        "flows_with_pto_per_round" => count(&|f| f.pto_client > 0) / rounds,
-        "suppressions" => sum(&|f| f.suppressions),
-        "suppressions_per_round" => sum(&|f| f.suppressions) / rounds,
-        "ack_request_lost_per_round" => count(&|f| f.ack_request_lost) / rounds,
-        "ack_request_lost" => count(&|f| f.ack_request_lost || f.server_ack_request_lost),
-        "flows_over_10ms_per_round" => count(&slow) / rounds,
-        "over_10ms_with_ack_request_lost_per_round" => {
-            count(&|f| slow(f) && f.ack_request_lost) / rounds
-        }
-        "fct_over_200ms" => fcts.iter().filter(|&&x| x > 200.0).count() as f64,
-        "rtt_p50_ms" => quantile(&rtts(&|p| p.rtt_p50_ms), 0.5),
-        "rtt_min_ms" => quantile(&rtts(&|p| p.rtt_min_ms), 0.0),
-        "eliminations" => sum(&|f| f.eliminations),
-        "flows_with_elimination" => count(&|f| f.eliminations > 0),
-        "active_paths" => {
-            flows.iter().map(|f| f.paths.iter().filter(|p| p.active).count()).sum::<usize>() as f64
-        }
-        "transfers" => transfers.len() as f64,
-        "transfer_fct_p50_ms" => quantile(&transfers, 0.5),
-        "transfer_fct_p99_ms" => quantile(&transfers, 0.99),
-        "sender_cpu_ms_per_transfer" => {
-            let cpu: Option<f64> = flows.iter().map(|f| f.cpu_s).sum();
-            cpu.map_or(f64::NAN, |c| c * 1e3 / transfers.len() as f64)
-        }
-        "lost" => sum(&|f| f.lost_packets),
-        "goodput_sum_mbps" => flows.iter().map(|f| f.goodput_bps / 1e6).sum(),
-        "goodput_mean_mbps" => mean(&flows.iter().map(|f| f.goodput_bps / 1e6).collect::<Vec<_>>()),
-        "goodput_mean_gbps" => mean(&gbps(&|f| f.goodput_bps)),
-        "goodput_last_half_mean_gbps" => mean(&gbps(&|f| f.goodput_last_half_bps)),
-        "jain_goodput" => {
-            let xs: Vec<f64> = flows.iter().map(|f| f.goodput_bps).collect();
-            mpquic_stats::jain(&xs).unwrap_or(f64::NAN)
-        }
-        "jain" => {
-            let xs: Vec<f64> = flows.iter().map(|f| f.goodput_last_half_bps).collect();
-            mpquic_stats::jain(&xs).unwrap_or(f64::NAN)
-        }
-        "drops" => on_link(&|l| l.dropped as f64),
-        "drops_per_round" => on_link(&|l| l.dropped as f64) / rounds,
-        "marks" => on_link(&|l| l.marked as f64),
-        "marks_per_round" => on_link(&|l| l.marked as f64) / rounds,
-        "utilization" => on_link(&|l| l.utilization),
-        "queue_p5" => queue(&|q| q.p5),
-        "queue_p95" => queue(&|q| q.p95),
-        "queue_p50" => queue(&|q| q.p50),
-        "queue_p90" => queue(&|q| q.p90),
-        "queue_p99" => queue(&|q| q.p99),
-        "queue_mean" => queue(&|q| q.mean),
-        _ => f64::NAN,
-    }
-}
-
 /// Metrics of one run.
 pub type Metrics = BTreeMap<String, f64>;
 
-/// One run's row in the output.
-#[derive(Debug, Clone, Serialize)]
+/// One run's row in the output. Deterministic: the same run gives the same row (wall-clock
+/// time is no part of it, so a sweep's output does not depend on how its runs were spread
+/// over threads or machines).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunRow {
     /// Series (the values of the axes other than the plot's x).
     pub series: String,
@@ -687,8 +302,6 @@ pub struct RunRow {
     pub seed: u64,
     /// Metrics.
     pub metrics: Metrics,
-    /// Wall-clock seconds (not deterministic).
-    pub wall_s: f64,
 }
 
 /// Median, min, max of a metric over seeds.

@@ -84,7 +84,6 @@ metrics = ["flows", "unfinished", "fct_mean_ms", "fct_max_ms", "pto_per_round", 
         x: 10.0,
         seed,
         metrics: [("fct_mean_ms".to_string(), v)].into(),
-        wall_s: 0.0,
     };
     let mut summary = summarize("amp", 10.0, &[row(1, 1.0), row(2, 3.0), row(3, 2.0)]);
     summary.labels = vec![("controller".into(), "amp".into()), ("k".into(), "10".into())];
@@ -411,7 +410,6 @@ compare = [{ metric = "cpu_s_per_gb", axis = "ese", value = "on", over = "off" }
         x: 0.0,
         seed,
         metrics: [("cpu_s_per_gb".to_string(), cpu), ("ese_tp".to_string(), tp)].into(),
-        wall_s: 0.0,
     };
     let runs = [
         [row(1, 60.0, 1.0), row(2, 50.0, 2.0)],
@@ -479,7 +477,6 @@ fn table_numbers_are_short() {
         x: 10.0,
         seed,
         metrics: [("fct_mean_ms".to_string(), v), ("pto".to_string(), 4.0 + v * 1e-6)].into(),
-        wall_s: 0.0,
     };
     let mut summary = summarize("amp", 10.0, &[row(1, 14.719), row(2, 13.941), row(3, 16.608)]);
     summary.labels = vec![("controller".into(), "amp".into())];
@@ -650,7 +647,6 @@ fn two_summaries_side_by_side() {
                 x: 0.0,
                 seed: 1,
                 metrics: [("lost".to_string(), x)].into(),
-                wall_s: 0.0,
             })
             .collect();
         let mut r = summarize("", 0.0, &runs);

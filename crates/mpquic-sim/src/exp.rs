@@ -1,12 +1,20 @@
-//! Experiment sweeps: a list of variants (series x point), several seeds each; per run the
+//! Experiment sweeps: every point of an experiment file's sweep with every seed; per run the
 //! report's metrics, from the [`Report`] (the catalogue) and the finished simulation (the
-//! report's [`analysis`] metrics); per variant the median, min and max over seeds; one JSON
-//! file, the markdown tables and the SVGs. [`run_experiment`] runs an experiment file (its
-//! points, seeds and `[report]`).
+//! report's [`analysis`] metrics); per point the median, min and max over seeds; one JSON
+//! file, the markdown tables and the SVGs.
+//!
+//! A sweep's runs are independent and each is deterministic for its seed, so they run on
+//! several threads ([`run_experiment`]'s `jobs`) or on several machines ([`crate::shard`]), and
+//! the output is written from the runs in the sweep's order: it is the same, byte for byte,
+//! however the runs were spread.
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
 
 use mpquic_plot::sweep::write_sweep_plot;
 
@@ -16,64 +24,131 @@ use mpquic_scenario::metrics::{compute, summarize, CATALOGUE};
 use mpquic_scenario::tables::markdown;
 use mpquic_scenario::Experiment;
 
-use crate::analysis;
+use crate::analysis::{self, Panel};
 use crate::report::Report;
-use crate::scenario::Scenario;
+use crate::scenario::Dur;
 use crate::Sim;
-
-/// One point of a sweep: a series (usually the controller) at an x value.
-struct Variant {
-    /// Series, e.g. the controller.
-    pub series: String,
-    /// X value, e.g. k or the path count.
-    pub x: f64,
-    /// The scenario to run (its seed is replaced per repetition).
-    pub scenario: Scenario,
-}
 
 pub use mpquic_scenario::metrics::{Metrics, RunRow, Spread, SummaryRow};
 
-/// What [`sweep`] returns: the runs, the per-variant summary, and the extractor's own output
-/// per run (in run order).
-type SweepOutput<T> = (Vec<RunRow>, Vec<SummaryRow>, Vec<T>);
+/// What a sweep's command line changes in the file's runs: the options a partial result
+/// records, so that its merge rebuilds the same runs and writes the same `command`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SweepOptions {
+    /// Run only this seed instead of the file's `seeds`.
+    pub seed: Option<u64>,
+    /// The duration of every run instead of the file's, e.g. `50ms`.
+    pub duration: Option<String>,
+}
 
-/// Run every variant with every seed; `extract` takes a run's metrics from its report and the
-/// finished simulation, and what it returns beside them (e.g. a plot's panels) is handed back
-/// per run, in run order.
-fn sweep<T>(
-    variants: &[Variant],
-    seeds: &[u64],
-    extract: &dyn Fn(&Report, &Sim) -> (Metrics, T),
-) -> Result<SweepOutput<T>, String> {
-    let mut rows = vec![];
-    let mut summary = vec![];
-    let mut extras = vec![];
-    for v in variants {
-        let mut mine = vec![];
-        for &seed in seeds {
-            let mut s = v.scenario.clone();
-            s.seed = seed;
-            let mut sim = Sim::new(s).map_err(|e| e.to_string())?;
-            let wall = Instant::now();
-            sim.run();
-            let wall_s = wall.elapsed().as_secs_f64();
-            let report = Report::new(&mut sim);
-            let (m, extra) = extract(&report, &sim);
-            extras.push(extra);
-            let short: Vec<String> = m.iter().take(6).map(|(k, v)| format!("{k}={v:.3}")).collect();
-            eprintln!(
-                "  {:<10} x={:<5} seed {seed}: {} ({:.1} s wall)",
-                v.series,
-                v.x,
-                short.join(" "),
-                wall_s
-            );
-            mine.push(RunRow { series: v.series.clone(), x: v.x, seed, metrics: m, wall_s });
+impl SweepOptions {
+    /// Apply the options to a loaded file.
+    pub fn apply(&self, e: &mut Experiment) -> Result<(), String> {
+        if let Some(seed) = self.seed {
+            e.base.seeds = vec![seed];
         }
-        summary.push(summarize(&v.series, v.x, &mine));
-        rows.extend(mine);
+        if let Some(d) = &self.duration {
+            let d: Dur = d.parse()?;
+            e.points.iter_mut().for_each(|p| p.scenario.duration = d);
+        }
+        Ok(())
     }
-    Ok((rows, summary, extras))
+
+    /// The command that reproduces the sweep of `file`, as `experiment.json` records it: the
+    /// options that change results, none that only say where or how fast it ran (`--out`,
+    /// `--jobs`, `--shard`), so that those leave the output unchanged.
+    pub fn command(&self, file: &str) -> String {
+        let mut command = format!("run {file}");
+        if let Some(seed) = self.seed {
+            command += &format!(" --seed {seed}");
+        }
+        if let Some(d) = &self.duration {
+            command += &format!(" --duration {d}");
+        }
+        command
+    }
+}
+
+/// One run of a sweep: a point of the file (its index) with a seed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunId {
+    /// Index into the experiment's points.
+    pub point: usize,
+    /// The seed.
+    pub seed: u64,
+}
+
+/// Every run of the experiment, in the sweep's order: point after point, each with every seed.
+pub fn runs(e: &Experiment) -> Vec<RunId> {
+    let seeds = &e.base.seeds;
+    (0..e.points.len())
+        .flat_map(|point| seeds.iter().map(move |&seed| RunId { point, seed }))
+        .collect()
+}
+
+/// A finished run: its row, and the analyses' panels when it is its point's first seed (the
+/// run the plots show).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunResult {
+    /// Its metrics.
+    pub row: RunRow,
+    /// Per analysis that draws: its panel (empty for the other seeds).
+    pub panels: Vec<(String, Panel)>,
+}
+
+/// Run one (point, seed) of `e` and compute its metrics (and panels, for a first seed).
+pub fn run_one(e: &Experiment, id: RunId) -> Result<RunResult, String> {
+    let file = &e.base;
+    let report = file.report.as_ref().ok_or("the file has no [report]: nothing to compute")?;
+    let point = &e.points[id.point];
+    let mut scenario = point.scenario.clone();
+    scenario.seed = id.seed;
+    let mut sim = Sim::new(scenario).map_err(|e| e.to_string())?;
+    let wall = Instant::now();
+    sim.run();
+    let wall_s = wall.elapsed().as_secs_f64();
+    let r = Report::new(&mut sim);
+    let run = analysis::Run { sim: &sim, report: &r, file };
+    let mut metrics = compute(&r.scenario, &r.outcome());
+    metrics.extend(analysis::compute(report, &run));
+    let first = file.seeds.first() == Some(&id.seed);
+    let panels = if first { analysis::panels(report, &run) } else { vec![] };
+    let (series, x) = point.place(file);
+    let short: Vec<String> = metrics.iter().take(6).map(|(k, v)| format!("{k}={v:.3}")).collect();
+    // Wall time goes to the log only: the output is the same however fast a run went.
+    eprintln!("  {series:<10} x={x:<5} seed {}: {} ({wall_s:.1} s wall)", id.seed, short.join(" "));
+    Ok(RunResult { row: RunRow { series, x, seed: id.seed, metrics }, panels })
+}
+
+/// `f` of every item on `jobs` threads (at least one), the results in the items' order.
+fn parallel_map<I: Sync, R: Send>(items: &[I], jobs: usize, f: impl Fn(&I) -> R + Sync) -> Vec<R> {
+    let next = AtomicUsize::new(0);
+    let slots: Vec<Mutex<Option<R>>> = items.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.clamp(1, items.len().max(1)) {
+            // The main thread's stack size: a simulated run should not overflow on a worker
+            // where it would not on the main thread.
+            let builder = std::thread::Builder::new().stack_size(8 << 20);
+            // Each thread takes the next run not yet taken, so a slow run holds up only itself.
+            builder
+                .spawn_scoped(scope, || loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(item) = items.get(i) else { break };
+                    let r = f(item);
+                    *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+                })
+                .expect("spawn a sweep thread");
+        }
+    });
+    slots
+        .into_iter()
+        .map(|s| s.into_inner().unwrap_or_else(|p| p.into_inner()).expect("every run ran"))
+        .collect()
+}
+
+/// Run `ids` of `e` on `jobs` threads; the results in the order of `ids`.
+pub fn run_all(e: &Experiment, ids: &[RunId], jobs: usize) -> Result<Vec<RunResult>, String> {
+    parallel_map(ids, jobs, |&id| run_one(e, id)).into_iter().collect()
 }
 
 /// Write `<name>.json` with the definition, the runs and the summary.
@@ -84,47 +159,84 @@ fn write_json(
     summary: &[SummaryRow],
 ) -> Result<(), String> {
     let mut doc = doc;
-    // Wall times are not deterministic: keep them apart from the per-run metrics.
     doc["runs"] = serde_json::to_value(rows).map_err(|e| e.to_string())?;
     doc["summary"] = serde_json::to_value(summary).map_err(|e| e.to_string())?;
     std::fs::write(path, serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?)
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Run an experiment file: every point of its sweep with every seed. Writes into `out`:
+/// The per-point summaries of the runs (in the sweep's order, every seed of a point together).
+fn summaries(e: &Experiment, rows: &[RunRow]) -> Vec<SummaryRow> {
+    let seeds = e.base.seeds.len().max(1);
+    e.points
+        .iter()
+        .zip(rows.chunks(seeds))
+        .map(|(point, mine)| {
+            let (series, x) = point.place(&e.base);
+            SummaryRow { labels: point.labels.clone(), ..summarize(&series, x, mine) }
+        })
+        .collect()
+}
+
+/// The report's tables (one of every metric when the file names none).
+fn tables(e: &Experiment) -> Vec<TableSpec> {
+    let s = &e.base;
+    let Some(report) = &s.report else { return vec![] };
+    if !report.table.is_empty() {
+        return report.table.clone();
+    }
+    vec![TableSpec {
+        title: s.name.clone(),
+        metrics: report.metrics.clone(),
+        only: Default::default(),
+        sum: vec![],
+        compare: vec![],
+    }]
+}
+
+/// Run an experiment file on `jobs` threads and write its output into `out` (see [`write`]).
+pub fn run_experiment(
+    e: &Experiment,
+    file: &str,
+    out: &Path,
+    options: &SweepOptions,
+    jobs: usize,
+) -> Result<(), String> {
+    let ids = runs(e);
+    eprintln!(
+        "{}: {} points x {} seeds on {jobs} threads",
+        e.base.name,
+        e.points.len(),
+        e.base.seeds.len()
+    );
+    let results = run_all(e, &ids, jobs)?;
+    write(e, file, out, options, results)
+}
+
+/// Write the output of a whole sweep from its runs' results, in the sweep's order: into `out`,
 /// `experiment.json` (the file's scenario, sweep, metric definitions, every run and the median,
 /// min and max over seeds per point), `tables.md` (the report's tables), `<analysis>.svg` for
 /// each of the report's analyses that draws (a panel per point, its first seed) and `sweep.svg`
 /// (the plot, if the file has one).
-pub fn run_experiment(e: &Experiment, file: &str, out: &Path, command: &str) -> Result<(), String> {
+pub fn write(
+    e: &Experiment,
+    file: &str,
+    out: &Path,
+    options: &SweepOptions,
+    results: Vec<RunResult>,
+) -> Result<(), String> {
     let s = &e.base;
     let report = s.report.as_ref().ok_or("the file has no [report]: nothing to compute")?;
-    let variants: Vec<Variant> = e
-        .points
-        .iter()
-        .map(|p| {
-            let (series, x) = p.place(&e.base);
-            Variant { series, x, scenario: p.scenario.clone() }
-        })
-        .collect();
-    eprintln!("{}: {} points x {} seeds", s.name, variants.len(), s.seeds.len());
     let notes = analysis::notes(report);
     notes.iter().for_each(|n| eprintln!("  note: {n}"));
-    let extract = |r: &Report, sim: &Sim| {
-        let run = analysis::Run { sim, report: r, file: s };
-        let mut m = compute(&r.scenario, &r.outcome());
-        m.extend(analysis::compute(report, &run));
-        (m, analysis::panels(report, &run))
-    };
-    let (rows, mut summary, panels) = sweep(&variants, &s.seeds, &extract)?;
-    for (row, point) in summary.iter_mut().zip(&e.points) {
-        row.labels = point.labels.clone();
-    }
+    let (rows, panels): (Vec<RunRow>, Vec<_>) =
+        results.into_iter().map(|r| (r.row, r.panels)).unzip();
+    let summary = summaries(e, &rows);
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let mut definitions: BTreeMap<String, String> = CATALOGUE
         .iter()
-        .filter(|(k, _)| report.metrics.iter().any(|m| m.split('@').next() == Some(k)))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .filter(|c| report.metrics.iter().any(|m| m.split('@').next() == Some(c.name)))
+        .map(|c| (c.name.to_string(), c.meaning.to_string()))
         .collect();
     definitions.extend(analyses::definitions(report));
     write_json(
@@ -133,7 +245,7 @@ pub fn run_experiment(e: &Experiment, file: &str, out: &Path, command: &str) -> 
             "experiment": s.name,
             "backend": "sim",
             "file": file,
-            "command": command,
+            "command": options.command(file),
             "scenario": s,
             "sweep": s.sweep,
             "seeds": s.seeds,
@@ -144,19 +256,7 @@ pub fn run_experiment(e: &Experiment, file: &str, out: &Path, command: &str) -> 
         &rows,
         &summary,
     )?;
-    let tables: Vec<TableSpec> = if report.table.is_empty() {
-        let metrics = report.metrics.clone();
-        vec![TableSpec {
-            title: s.name.clone(),
-            metrics,
-            only: Default::default(),
-            sum: vec![],
-            compare: vec![],
-        }]
-    } else {
-        report.table.clone()
-    };
-    let md: Vec<String> = tables.iter().map(|t| markdown(t, &summary)).collect();
+    let md: Vec<String> = tables(e).iter().map(|t| markdown(t, &summary)).collect();
     std::fs::write(out.join("tables.md"), md.join("\n")).map_err(|e| e.to_string())?;
     // Each point's first seed draws the analyses' panels.
     let firsts = panels.into_iter().step_by(s.seeds.len().max(1));

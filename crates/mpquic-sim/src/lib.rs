@@ -16,6 +16,7 @@ pub mod plot;
 pub mod pto;
 pub mod report;
 pub mod scenario;
+pub mod shard;
 /// The seeded generator of every random choice (shared with the workload generators).
 pub use mpquic_scenario::rng;
 pub mod sim;

@@ -2,6 +2,8 @@
 
 use std::path::Path;
 
+use serde::{Deserialize, Serialize};
+
 use mpquic_plot::chart::{self, Axes, Line, LinePlot};
 use mpquic_plot::palette::path_color;
 use plotters::prelude::*;
@@ -51,6 +53,7 @@ pub fn write_plots(traces: &Traces, dir: &Path, max_flows: usize) -> Result<Vec<
 }
 
 /// One panel of the E3 plot: a controller's run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ShiftPanel {
     /// Title (controller and shifting times).
     pub title: String,
@@ -101,6 +104,7 @@ pub fn write_shift_plot(path: &Path, panels: &[ShiftPanel]) -> Result<(), String
 pub type FlowRates = Vec<(String, Vec<(f64, f64)>)>;
 
 /// One panel of a timeline plot: a run's per-flow rates over time, with marked instants.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TimelinePanel {
     /// Title (e.g. the controller).
     pub title: String,

@@ -21,6 +21,7 @@ use std::path::Path;
 use mpquic_scenario::analyses::{self, Backend};
 use mpquic_scenario::experiment::ReportSpec;
 use mpquic_scenario::metrics::{in_group, Metrics};
+use serde::{Deserialize, Serialize};
 
 use crate::net::{Interface, Node};
 use crate::plot::{write_shift_plot, write_timeline_plot, ShiftPanel, TimelinePanel};
@@ -38,7 +39,9 @@ pub struct Run<'a> {
     pub file: &'a Scenario,
 }
 
-/// A panel of an analysis's plot: one run.
+/// A panel of an analysis's plot: one run (kept in a shard's partial result until the merge
+/// draws it).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Panel {
     /// A 2-path flow's rate per path, cross traffic shaded (`shift_time`).
     Shift(ShiftPanel),
@@ -85,19 +88,19 @@ pub fn compute(report: &ReportSpec, run: &Run) -> Metrics {
 }
 
 /// The report's analyses' panels of one run, by analysis.
-pub fn panels(report: &ReportSpec, run: &Run) -> Vec<(&'static str, Panel)> {
+pub fn panels(report: &ReportSpec, run: &Run) -> Vec<(String, Panel)> {
     report
         .analyses
         .iter()
         .filter_map(|name| find(name))
-        .filter_map(|a| Some((a.name, (a.panel?)(run))))
+        .filter_map(|a| Some((a.name.to_owned(), (a.panel?)(run))))
         .collect()
 }
 
 /// Write `<out>/<analysis>.svg` for each analysis that drew panels: per run (its title, its
 /// panels), in run order; each panel's title is led by its run's.
-pub fn write_plots(out: &Path, runs: Vec<(String, Vec<(&str, Panel)>)>) -> Result<(), String> {
-    let mut by_analysis: BTreeMap<&str, (Vec<ShiftPanel>, Vec<TimelinePanel>)> = BTreeMap::new();
+pub fn write_plots(out: &Path, runs: Vec<(String, Vec<(String, Panel)>)>) -> Result<(), String> {
+    let mut by_analysis: BTreeMap<String, (Vec<ShiftPanel>, Vec<TimelinePanel>)> = BTreeMap::new();
     for (run, panels) in runs {
         for (name, panel) in panels {
             let (shifts, timelines) = by_analysis.entry(name).or_default();

@@ -1,7 +1,9 @@
 //! `mpquic-sim run experiments/E1-incast.toml --out DIR`: run an experiment file (every sweep
 //! point with every seed; `experiment.json`, `tables.md`, `sweep.svg`), or, for a file without a
 //! `[report]` or with `--detail`, each run in detail (`results.json`, `traces.json`, `perf.json`,
-//! SVG plots; a sweep's runs in `<point>/seed-<n>/`).
+//! SVG plots; a sweep's runs in `<point>/seed-<n>/`). `--jobs N` runs N of a sweep's runs at
+//! once (default: every core); `--shard I/N` runs one share of them into a partial result.
+//! `mpquic-sim merge DIR... --out DIR`: join the partial results of every shard.
 //! `mpquic-sim validate FILE...`: check files without running them.
 
 use std::path::{Path, PathBuf};
@@ -10,9 +12,10 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 use mpquic_scenario::error::locate;
+use mpquic_sim::exp::SweepOptions;
 use mpquic_sim::report::{thread_cpu_time, Perf, Report, Traces};
-use mpquic_sim::scenario::Dur;
 use mpquic_sim::scenario::{Experiment, ScenarioError};
+use mpquic_sim::shard::Shard;
 use mpquic_sim::{Scenario, Sim};
 
 #[derive(Parser)]
@@ -47,6 +50,25 @@ enum Command {
         /// per-run `results.json`, e.g. the cross-check's summary), instead of its tables.
         #[arg(long)]
         detail: bool,
+        /// Runs of an experiment's sweep at once (default: every core). The output does not
+        /// depend on it.
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Run only shard I of N of the sweep (the runs k with k mod N = I, numbered in the
+        /// sweep's order from 0) and write `partial-I-of-N.cbor` for `merge`.
+        #[arg(long, value_name = "I/N")]
+        shard: Option<Shard>,
+    },
+    /// Join the partial results of `run --shard I/N` (all N of them) into the sweep's output,
+    /// the same as one `run` would have written. Run it where the experiment file is at the
+    /// path the shards were given.
+    Merge {
+        /// Partial results: `partial-*.cbor` files, or directories holding them.
+        #[arg(required = true)]
+        partials: Vec<PathBuf>,
+        /// Output directory (created if missing).
+        #[arg(long, default_value = "sim-out")]
+        out: PathBuf,
     },
     /// Check experiment files: the language (file:line:column errors), then every sweep point
     /// built as the simulator builds it.
@@ -124,6 +146,34 @@ fn run_one(s: Scenario, out: &Path, no_plots: bool) -> Result<(), String> {
     Ok(())
 }
 
+/// The cores this process may use (1 if the platform cannot say).
+fn every_core() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Run an experiment's sweep (or its shard) on `jobs` threads into `out`.
+fn sweep(
+    e: &Experiment,
+    scenario: &Path,
+    out: &Path,
+    options: &SweepOptions,
+    jobs: usize,
+    shard: Option<Shard>,
+) -> Result<(), String> {
+    let wall = Instant::now();
+    let file = scenario.display().to_string();
+    let wrote = match shard {
+        Some(shard) => mpquic_sim::shard::run_shard(e, &file, out, options, shard, jobs)?,
+        None => {
+            mpquic_sim::exp::run_experiment(e, &file, out, options, jobs)?;
+            out.to_path_buf()
+        }
+    };
+    let took = wall.elapsed().as_secs_f64();
+    eprintln!("{}: {took:.0} s wall; wrote {}", e.base.name, wrote.display());
+    Ok(())
+}
+
 fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         Command::Check { scenario } => {
@@ -148,27 +198,24 @@ fn run(cli: Cli) -> Result<(), String> {
                 n => Err(format!("{n} of {} files invalid", files.len())),
             }
         }
-        Command::Run { scenario, out, seed, duration, no_plots, detail } => {
+        Command::Merge { partials, out } => {
+            mpquic_sim::shard::merge(&partials, &out)?;
+            eprintln!("merged {} into {}", partials.len(), out.display());
+            Ok(())
+        }
+        Command::Run { scenario, out, seed, duration, no_plots, detail, jobs, shard } => {
             let mut e = Experiment::load(&scenario).map_err(|e| e.to_string())?;
-            if let Some(seed) = seed {
-                e.base.seeds = vec![seed];
-            }
-            if let Some(d) = duration {
-                let d: Dur = d.parse()?;
-                e.points.iter_mut().for_each(|p| p.scenario.duration = d);
-            }
+            let options = SweepOptions { seed, duration };
+            options.apply(&mut e)?;
             if e.base.report.is_some() && !detail {
-                let command = std::env::args().skip(1).collect::<Vec<_>>().join(" ");
-                let wall = Instant::now();
-                let file = scenario.display().to_string();
-                mpquic_sim::exp::run_experiment(&e, &file, &out, &command)?;
-                eprintln!(
-                    "{}: {:.0} s wall; wrote {}",
-                    e.base.name,
-                    wall.elapsed().as_secs_f64(),
-                    out.display()
+                let jobs = jobs.unwrap_or_else(every_core);
+                return sweep(&e, &scenario, &out, &options, jobs, shard);
+            }
+            if shard.is_some() {
+                return Err(
+                    "--shard splits an experiment's sweep: this run has no [report] or is --detail"
+                        .into(),
                 );
-                return Ok(());
             }
             let runs: Vec<(String, Scenario)> = e
                 .runs()
