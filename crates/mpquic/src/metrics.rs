@@ -1,11 +1,13 @@
 //! Live measures of every connection, for a service to scrape.
 //!
-//! With [`Options::metrics`](crate::Options::metrics) set to an interval, each connection
-//! samples its [`ConnectionReport`] that often and reports it through the [`metrics`](::metrics)
+//! With [`Options::metrics`](crate::Options) set to an interval, each connection
+//! samples its [`ConnectionReport`] that often and reports it through the `metrics` crate's
 //! facade; the program installs the recorder it wants (the `mpquic` tool's `serve --metrics`
 //! installs `metrics-exporter-prometheus`, which serves Prometheus text over HTTP). Without the
-//! option, the default, no sampler runs: the library then does nothing per packet or per
-//! connection for metrics, and without an installed recorder the facade drops what it is given.
+//! option, the default, no sampler runs: the library's only work for metrics is then to keep the
+//! bytes-in-flight figure that noq hands the controller at the end of each ACK batch (one store
+//! under a lock already held), and without an installed recorder the facade drops what it is
+//! given.
 //!
 //! Why the `metrics` facade rather than OpenTelemetry: it is a facade in the manner of `log`, so
 //! the library decides nothing about exporting (Prometheus, StatsD or an OpenTelemetry bridge are
@@ -25,7 +27,7 @@
 //! | `mpquic_connections` | gauge | | connections open |
 //! | `mpquic_connections_opened_total` | counter | | connections opened |
 //! | `mpquic_paths` | gauge | `state` | open paths: `active` (carry data), `inactive` (the controller keeps them from data: AMP suppression, MPTCP-D elimination), `backup` |
-//! | `mpquic_paths_closed_total` | counter | `reason` | paths closed, by [`PathClose`](crate::PathClose) (`failed`, `idle_timeout`, ...) |
+//! | `mpquic_paths_closed_total` | counter | `reason` | paths closed, by [`crate::PathClose`] (`failed`, `idle_timeout`, ...) |
 //! | `mpquic_failovers_total` | counter | `event` | `path_failed`, `path_recovered` |
 //! | `mpquic_suppressions_total` | counter | | AMP suppression episodes |
 //! | `mpquic_releases_total` | counter | | AMP releases |
