@@ -13,9 +13,17 @@ only (`user-lia`: LIA re-expressed in crates/mpquic/examples/custom_controller.r
 name), against the built-in `lia`, both through that example's verified two-path transfer:
 
     cargo build --release -p mpquic --example custom_controller && benches/loopback.py --custom
+
+With --baseline BINARY it compares two builds of the tool instead (e.g. a change against the
+main branch's binary): each configuration runs on both, interleaved, and the ratio is this
+build's over the baseline's, with the host's load average before and after (other work on the
+host adds noise that interleaving spreads over both):
+
+    benches/loopback.py --baseline /tmp/mpquic-main [--size 200M] [--reps 5]
 """
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -89,15 +97,37 @@ def custom(args):
         print(f"{label:32} {goodput:>15.0f} {cpu:>9.2f} {cpu / base:>9.3f}   CPU/GB runs {runs}")
 
 
+def against_baseline(args):
+    builds = [("baseline", args.baseline), ("this", args.binary)]
+    samples = {(label, build): [] for label, *_ in CONFIGS for build, _ in builds}
+    print(f"load average before: {os.getloadavg()}")
+    for rep in range(args.reps):
+        for label, paths, extra, _ in CONFIGS:
+            for build, binary in builds:
+                samples[(label, build)].append(run(binary, args.size, paths, extra))
+        print(f"repetition {rep + 1}/{args.reps} done", file=sys.stderr)
+    print(f"load average after: {os.getloadavg()}")
+    median = lambda key, i: statistics.median(s[i] for s in samples[key])
+    print(f"{'configuration':32} {'CPU s/GB base':>13} {'CPU s/GB this':>13} {'x CPU/GB':>9} {'x goodput':>10}")
+    for label, *_ in CONFIGS:
+        base, this = (label, "baseline"), (label, "this")
+        ratio_cpu = median(this, 1) / median(base, 1)
+        ratio_goodput = median(this, 0) / median(base, 0)
+        print(f"{label:32} {median(base, 1):>13.2f} {median(this, 1):>13.2f} {ratio_cpu:>9.3f} {ratio_goodput:>10.3f}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--binary", default="target/release/mpquic")
     parser.add_argument("--size", default="200M")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--custom", action="store_true", help="user-lia against the built-in lia")
+    parser.add_argument("--baseline", metavar="BINARY", help="another build of the tool to compare with")
     args = parser.parse_args()
     if args.custom:
         return custom(args)
+    if args.baseline:
+        return against_baseline(args)
 
     samples = {label: [] for label, *_ in CONFIGS}
     for rep in range(args.reps):

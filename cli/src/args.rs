@@ -422,6 +422,16 @@ pub struct ServeArgs {
     /// shared by its processes: a testbed lines the receiver's rate up with its own samples).
     #[arg(long, value_name = "MS", requires = "json", value_parser = clap::value_parser!(u64).range(1..))]
     pub received_series: Option<u64>,
+    /// Serve Prometheus metrics over HTTP on this address (e.g. 127.0.0.1:9464; GET
+    /// http://ADDR/metrics), sampled every second and summed over connections; per path
+    /// (label `path`): mpquic_path_{sent,received}_bytes_total,
+    /// mpquic_path_{sent,lost,ce_marked}_packets_total, mpquic_path_send_rate_bytes_per_second,
+    /// mpquic_path_cwnd_bytes, mpquic_path_in_flight_bytes, mpquic_path_rtt_seconds,
+    /// mpquic_path_inactive_milliseconds_total; per server: mpquic_connections,
+    /// mpquic_connections_opened_total, mpquic_paths{state}, mpquic_paths_closed_total{reason},
+    /// mpquic_failovers_total{event}, mpquic_{suppressions,releases,eliminations}_total.
+    #[arg(long, value_name = "IP:PORT")]
+    pub metrics: Option<SocketAddr>,
     #[command(flatten)]
     pub transport: TransportArgs,
 }

@@ -9,6 +9,7 @@ mod demo;
 mod errors;
 mod exit;
 mod files;
+mod metrics;
 mod output;
 mod progress;
 mod ratelimit;

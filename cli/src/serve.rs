@@ -107,7 +107,11 @@ fn open_store(args: &ServeArgs) -> Result<Store> {
 /// Serve until Ctrl-C / SIGTERM, or until `--max-transfers` transfers are done.
 pub async fn serve(args: ServeArgs) -> Result<()> {
     let store = open_store(&args)?;
-    let options = args.transport.options()?;
+    let mut options = args.transport.options()?;
+    if let Some(addr) = args.metrics {
+        crate::metrics::serve(addr)?;
+        options.metrics = Some(crate::metrics::INTERVAL);
+    }
     let policy = Arc::new(Policy::from_args(&args, store)?);
     let clients = args.client_auth()?;
     let server = Server::bind_for(&args.listen, &args.identity()?, &clients, options)?;

@@ -81,6 +81,8 @@ pub struct SlotReport {
     pub inactive: Duration,
     /// Whether the controller has eliminated the slot (MPTCP-D's ESE) and not released it.
     pub eliminated: bool,
+    /// Bytes in flight on the path as the stack last told the controller (at its latest ACK).
+    pub in_flight: u64,
 }
 
 /// One connection's coupled controller and the per-path bookkeeping around it.
@@ -117,6 +119,8 @@ struct SlotState {
     inactive_before: Duration,
     /// Eliminated by the controller, and not released since.
     eliminated: bool,
+    /// Bytes in flight at the end of the latest ACK batch (noq tells it there for free).
+    in_flight: u64,
     removed: bool,
 }
 
@@ -163,7 +167,13 @@ impl SharedController {
             rtt_us: p.rtt_us.clone(),
             inactive: p.inactive_before + open,
             eliminated: p.eliminated,
+            in_flight: p.in_flight,
         })
+    }
+
+    /// Bytes in flight on the slot's path at its latest ACK.
+    pub fn in_flight(&self, slot: PathId) -> Option<u64> {
+        Some(self.lock().paths.get(slot.0 as usize)?.in_flight)
     }
 
     /// How many RTT samples the slot's path has given: each is an ACK frame that acknowledged
@@ -205,6 +215,7 @@ impl State {
             inactive_since: None,
             inactive_before: Duration::ZERO,
             eliminated: false,
+            in_flight: 0,
             removed: false,
         });
         self.feed(slot, Event::PathAdded { mss });
@@ -377,13 +388,14 @@ impl noq_cc::Controller for PathHandle {
     fn on_end_acks(
         &mut self,
         now: Instant,
-        _in_flight: u64,
+        in_flight: u64,
         _app_limited: bool,
         _largest_packet_num_acked: Option<u64>,
     ) {
         let mut state = self.shared.lock();
         state.tick(now);
         state.flush();
+        state.paths[self.slot.0 as usize].in_flight = in_flight;
         state.pending_batch_end = Some(self.slot);
     }
 

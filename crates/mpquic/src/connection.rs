@@ -217,6 +217,7 @@ impl MultipathConnection {
         controller_name: &'static str,
     ) -> Self {
         let failover = Arc::new(Failover::new(&transport, conn.side().is_client()));
+        let metrics = transport.metrics;
         let this = MultipathConnection {
             conn,
             controller: transport.controller,
@@ -241,8 +242,43 @@ impl MultipathConnection {
             }
             .instrument(span.clone()),
         );
+        if let Some(interval) = metrics {
+            this.spawn_metrics(interval, span.clone());
+        }
         this.spawn_supervisor(span);
         this
+    }
+
+    /// Report the connection's measures every `interval` until it closes (or is dropped); the
+    /// reporter then takes its share of the summed gauges back out.
+    fn spawn_metrics(&self, interval: Duration, span: tracing::Span) {
+        let follower = self.clone_weak();
+        tokio::spawn(
+            async move {
+                let mut reporter = crate::metrics::Reporter::new();
+                let mut tick = tokio::time::interval(interval);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    tick.tick().await;
+                    let Some(this) = follower.upgrade() else { break };
+                    reporter.record(&this.report(), &this.in_flight());
+                    if this.conn.close_reason().is_some() {
+                        break;
+                    }
+                }
+            }
+            .instrument(span),
+        );
+    }
+
+    /// Bytes in flight on each open path, by path number, as the coupled controller last heard
+    /// (empty under the stack's own controllers).
+    fn in_flight(&self) -> BTreeMap<u32, u64> {
+        let Some(controller) = &self.controller else { return BTreeMap::new() };
+        let ledger = self.ledger();
+        let open = ledger.iter().filter(|(_, r)| r.close.is_none());
+        open.filter_map(|(&id, r)| Some((path_number(id), controller.in_flight(r.slot?)?)))
+            .collect()
     }
 
     /// Poll the path supervisor whenever it asks to be and carry out what it decides.

@@ -43,6 +43,7 @@ pub mod congestion;
 mod connection;
 mod endpoint;
 mod failover;
+pub mod metrics;
 mod options;
 mod path_close;
 #[cfg(feature = "qlog")]

@@ -197,6 +197,9 @@ pub struct Options {
     /// When a path counts as failed (and is abandoned for the live ones); `None`: no failure
     /// detection.
     pub path_failure: Option<PathFailure>,
+    /// Report each connection's measures through the `metrics` facade this often (see
+    /// [`crate::metrics`]); `None` (the default): no reporting and no cost.
+    pub metrics: Option<Duration>,
 }
 
 impl Default for Options {
@@ -211,6 +214,7 @@ impl Default for Options {
             idle_timeout: Duration::from_secs(10),
             qlog_dir: None,
             path_failure: Some(PathFailure::default()),
+            metrics: None,
         }
     }
 }
@@ -234,6 +238,8 @@ pub struct Transport {
     pub path_idle_timeout: Duration,
     /// When a path counts as failed (`None`: not watched).
     pub path_failure: Option<PathFailure>,
+    /// How often the connection's measures go to the `metrics` facade (`None`: never).
+    pub metrics: Option<Duration>,
     /// The qlog trace's sink for the connection's own events, when tracing.
     #[cfg(feature = "qlog")]
     pub qlog_events: Option<crate::qlog::QlogEvents>,
@@ -267,6 +273,9 @@ impl Options {
         }
         if self.idle_timeout.is_zero() {
             return Err(InvalidOptions("the idle timeout must be positive".into()));
+        }
+        if self.metrics.is_some_and(|interval| interval.is_zero()) {
+            return Err(InvalidOptions("the metrics interval must be positive".into()));
         }
         Ok(())
     }
@@ -392,6 +401,7 @@ impl Options {
             path_keep_alive: self.path_keep_alive(),
             path_idle_timeout: self.idle_timeout,
             path_failure: self.path_failure,
+            metrics: self.metrics,
             #[cfg(feature = "qlog")]
             qlog_events,
         }
