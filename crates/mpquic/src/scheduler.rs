@@ -257,6 +257,41 @@ pub enum RegisterSchedulerError {
 /// name parses as a [`Scheduler`] in this process (the CLI's `--scheduler`, scenario files, the
 /// simulator). The name must fit the controller names' grammar and be new, and the scheduler
 /// `build` makes must report it.
+///
+/// A service that keeps a backup-like path cool without making it a backup: the path with the
+/// fewest CE marks goes first, the faster of equally marked ones before the other, and a path
+/// whose marks pass a fifth is kept from new data while another path can send.
+///
+/// ```
+/// use mpquic::{register_scheduler, ConnectionLoad, PathLoad, PathScheduler, Scheduler};
+///
+/// #[derive(Debug)]
+/// struct Coolest;
+///
+/// impl PathScheduler for Coolest {
+///     fn name(&self) -> &'static str {
+///         "coolest"
+///     }
+///     fn rank(&mut self, path: &PathLoad, connection: &ConnectionLoad<'_>) -> Option<u64> {
+///         let others_can_send = connection.paths.iter().any(|p| p.id != path.id && p.may_send);
+///         if path.ce_fraction > 0.2 && others_can_send {
+///             return None;
+///         }
+///         // Marks in steps of 1%, then the smoothed RTT in microseconds.
+///         let marks = (path.ce_fraction * 100.0) as u64;
+///         let rtt = path.smoothed_rtt.map_or(0, |rtt| rtt.as_micros() as u64);
+///         Some(marks << 40 | rtt.min((1 << 40) - 1))
+///     }
+/// }
+///
+/// register_scheduler("coolest", || Box::new(Coolest))?;
+/// // From now on the name works wherever a built-in's does:
+/// let options = mpquic::Options { scheduler: "coolest".parse()?, ..Default::default() };
+/// assert_eq!(options.scheduler.name(), "coolest");
+/// // A connection of the program's own can also take it unregistered:
+/// let _ = Scheduler::custom("coolest", || Box::new(Coolest));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn register_scheduler(
     name: &'static str,
     build: impl Fn() -> Box<dyn PathScheduler> + Send + Sync + 'static,
