@@ -101,7 +101,8 @@ pub struct TransportArgs {
     /// Controller parameter as key=value (repeatable), e.g. --cc-param beta=4.
     #[arg(long = "cc-param", value_name = "KEY=VALUE")]
     pub cc_params: Vec<String>,
-    /// Packet scheduler: stack (lowest path id with room first), lowest-rtt, round-robin
+    /// Packet scheduler: stack (lowest path id with room first), lowest-rtt, round-robin, ecf
+    /// (earliest completion first, for paths of different RTTs) or a registered name
     /// [default: stack; for `demo`, round-robin, since loopback never fills path 0].
     #[arg(long)]
     pub scheduler: Option<Scheduler>,
@@ -146,7 +147,7 @@ impl TransportArgs {
         };
         let options = Options {
             congestion,
-            scheduler: self.scheduler.unwrap_or_default(),
+            scheduler: self.scheduler.clone().unwrap_or_default(),
             ecn: self.ecn,
             qlog_dir: self.qlog.clone(),
             idle_timeout: Duration::from_secs_f64(self.idle_timeout),

@@ -50,7 +50,7 @@
 //!                             # `Net::flow_pairs`)
 //! cc_params = []              # mpquic: ["key=value", ...]
 //! ecn = "auto"                # mpquic: --ecn auto (default) | per-packet (GSO off, ACK every packet)
-//! scheduler = "stack"         # mpquic: --scheduler stack | lowest-rtt | round-robin
+//! scheduler = "stack"         # mpquic: --scheduler stack | lowest-rtt | round-robin | ecf
 //! paths_per_pair = 1          # mpquic: --paths-per-pair N (N paths over each address pair)
 //! repeat = 1                  # mpquic: --repeat N (N transfers of `bytes`, a new connection each)
 //! path_delays_s = [0.0, 5.0]  # mpquic: --path-delay (path i opens this long after the connection)

@@ -101,7 +101,10 @@ struct Entry {
 
 static REGISTRY: RwLock<BTreeMap<&'static str, Arc<Entry>>> = RwLock::new(BTreeMap::new());
 
-fn grammatical(name: &str) -> bool {
+/// Whether `name` fits the grammar of names in controller strings (`name:key=value,...`):
+/// lowercase ASCII letters, digits, `-` and `_`, starting with a letter. Other registries
+/// whose names share command lines (the transport's schedulers) use it too.
+pub fn is_valid_name(name: &str) -> bool {
     name.starts_with(|c: char| c.is_ascii_lowercase())
         && name
             .chars()
@@ -144,7 +147,7 @@ fn grammatical(name: &str) -> bool {
 /// ```
 pub fn register(registration: Registration) -> Result<(), RegisterError> {
     let Registration { name, parameters, build } = registration;
-    if !grammatical(name) {
+    if !is_valid_name(name) {
         return Err(RegisterError::BadName(name.to_owned()));
     }
     let builtin = name.parse::<ControllerKind>().is_ok() || TRANSPORT_NAMES.contains(&name);
@@ -152,7 +155,7 @@ pub fn register(registration: Registration) -> Result<(), RegisterError> {
         return Err(RegisterError::Taken(name.to_owned()));
     }
     for (k, param) in parameters.iter().enumerate() {
-        if !grammatical(param) || parameters[..k].contains(param) {
+        if !is_valid_name(param) || parameters[..k].contains(param) {
             let (controller, param) = (name.to_owned(), (*param).to_owned());
             return Err(RegisterError::BadParameter { controller, param });
         }

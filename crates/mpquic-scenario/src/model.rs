@@ -487,7 +487,8 @@ pub struct TransportSettings {
     /// `exact` is its old name, `batched` the old name of `auto`).
     pub ecn: String,
     /// The mpquic packet scheduler over the coupled controller: `stack`, `lowest-rtt`,
-    /// `round-robin` (mpquic-cc controllers only).
+    /// `round-robin`, `ecf`, or a name the program registered (`mpquic::register_scheduler`)
+    /// (mpquic-cc controllers only).
     pub scheduler: String,
     /// The data-center ACK profile: the `max_ack_delay` each end asks its peer to use (QUIC's
     /// ACK frequency extension, which noq implements: an ACK_FREQUENCY frame after the

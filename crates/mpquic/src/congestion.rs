@@ -24,7 +24,10 @@
 //! The connection's [`Scheduler`] and the controller's suppression decide which path takes the
 //! next packet through `send_rank` (patch 2): noq offers paths data in ascending rank, and a
 //! path the controller keeps from data ranks `None`, so it still sends probes, PINGs and path
-//! validation while its window stays the controller's.
+//! validation while its window stays the controller's. What the scheduler reads of each path
+//! ([`PathLoad`]) is kept current here as the callbacks arrive, so that a rank costs one lock
+//! and no gathering; noq's own part (the backlog, a path's bytes in flight and status) comes
+//! with each `send_rank`.
 
 use std::any::Any;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,9 +37,9 @@ use std::time::{Duration, Instant};
 use mpquic_cc::{
     ConnectionSnapshot, Controller, ControllerConfig, Event, Notice, PathId, RttSample,
 };
-use noq::congestion::{self as noq_cc, ControllerFactory, ControllerMetrics};
+use noq::congestion::{self as noq_cc, ControllerFactory, ControllerMetrics, SendContext};
 
-use crate::scheduler::{PathLoad, Scheduler};
+use crate::scheduler::{ConnectionLoad, PathLoad, PathScheduler, Scheduler};
 
 /// Called with every notice the controller produces, with the time it was drained.
 pub type NoticeSink = Box<dyn FnMut(Instant, &Notice) + Send>;
@@ -48,14 +51,14 @@ pub struct CoupledFactory {
 
 impl CoupledFactory {
     /// A factory for one connection running `config`, placing packets by `scheduler`.
-    pub fn new(config: &ControllerConfig, scheduler: Scheduler) -> Self {
+    pub fn new(config: &ControllerConfig, scheduler: &Scheduler) -> Self {
         Self::with_controller(config.build(), scheduler)
     }
 
     /// A factory for one connection running `controller` (built for this connection alone),
     /// placing packets by `scheduler`.
-    pub fn with_controller(controller: Box<dyn Controller>, scheduler: Scheduler) -> Self {
-        let shared = SharedController::with_controller(controller, scheduler);
+    pub fn with_controller(controller: Box<dyn Controller>, scheduler: &Scheduler) -> Self {
+        let shared = SharedController::with_controller(controller, scheduler.build());
         CoupledFactory { shared: Arc::new(shared) }
     }
 
@@ -92,8 +95,11 @@ pub struct SharedController {
 
 struct State {
     controller: Box<dyn Controller>,
-    scheduler: Scheduler,
+    scheduler: Box<dyn PathScheduler>,
     paths: Vec<SlotState>,
+    /// What the scheduler sees of each slot, by slot (kept apart from `paths` so that the
+    /// scheduler reads them all as one slice).
+    loads: Vec<PathLoad>,
     /// A path whose ACK batch ended but whose `AckBatchEnded` is held back (see module docs).
     pending_batch_end: Option<PathId>,
     notices: Vec<Notice>,
@@ -105,12 +111,13 @@ struct State {
 
 /// What the adapter itself tracks per path, beyond the controller's state.
 struct SlotState {
-    mss: u64,
     /// The controller's window for the slot, refreshed after every event: noq asks for it (as
     /// `metrics()`, for the pacer) several times per packet, and this answers without the lock.
     window: Arc<AtomicU64>,
-    smoothed_rtt: Option<Duration>,
-    packets_sent: u64,
+    /// Packets acknowledged and CE marks counted in the ACK frame being processed, for the
+    /// slot's CE fraction at the frame's end.
+    frame_acked: u64,
+    frame_marked: u64,
     /// Latest RTT samples in microseconds.
     rtt_us: hdrhistogram::Histogram<u64>,
     /// Since when the controller keeps the path from new data, if it does.
@@ -125,12 +132,13 @@ struct SlotState {
 }
 
 impl SharedController {
-    fn with_controller(controller: Box<dyn Controller>, scheduler: Scheduler) -> Self {
+    fn with_controller(controller: Box<dyn Controller>, scheduler: Box<dyn PathScheduler>) -> Self {
         SharedController {
             state: Mutex::new(State {
                 controller,
                 scheduler,
                 paths: Vec::new(),
+                loads: Vec::new(),
                 pending_batch_end: None,
                 notices: Vec::new(),
                 sink: None,
@@ -190,6 +198,7 @@ impl SharedController {
         if let Some(path) = state.paths.get_mut(slot.0 as usize) {
             if !path.removed {
                 path.removed = true;
+                state.loads[slot.0 as usize].may_send = false;
                 state.feed(slot, Event::PathRemoved);
             }
         }
@@ -205,10 +214,9 @@ impl State {
     fn add_path(&mut self, mss: u64) -> PathId {
         let slot = PathId(self.paths.len() as u32);
         self.paths.push(SlotState {
-            mss,
             window: Arc::default(),
-            smoothed_rtt: None,
-            packets_sent: 0,
+            frame_acked: 0,
+            frame_marked: 0,
             // 1 us .. 100 s at 3 significant digits; the bounds are constants, so this cannot fail.
             rtt_us: hdrhistogram::Histogram::new_with_bounds(1, 100_000_000, 3)
                 .expect("valid histogram bounds"),
@@ -218,6 +226,7 @@ impl State {
             in_flight: 0,
             removed: false,
         });
+        self.loads.push(PathLoad::new(slot, mss));
         self.feed(slot, Event::PathAdded { mss });
         slot
     }
@@ -233,15 +242,30 @@ impl State {
     /// Deliver a held-back batch end before anything else happens on the connection.
     fn flush(&mut self) {
         if let Some(slot) = self.pending_batch_end.take() {
+            self.end_frame(slot);
             self.feed(slot, Event::AckBatchEnded);
+        }
+    }
+
+    /// Fold an ACK frame's marks into the slot's CE fraction (DCTCP's alpha, gain 1/16).
+    fn end_frame(&mut self, slot: PathId) {
+        const GAIN: f64 = 1.0 / 16.0;
+        let path = &mut self.paths[slot.0 as usize];
+        let (acked, marked) = (path.frame_acked, path.frame_marked);
+        (path.frame_acked, path.frame_marked) = (0, 0);
+        if acked > 0 {
+            let load = &mut self.loads[slot.0 as usize];
+            let fraction = (marked as f64 / acked as f64).min(1.0);
+            load.ce_fraction += GAIN * (fraction - load.ce_fraction);
         }
     }
 
     fn feed(&mut self, slot: PathId, event: Event) {
         self.controller.on_event(slot, event);
         // Coupled controllers may move any path's window on one path's event.
-        for (i, path) in self.paths.iter().enumerate() {
-            path.window.store(self.controller.window(PathId(i as u32)), Ordering::Relaxed);
+        for (i, (path, load)) in self.paths.iter().zip(&mut self.loads).enumerate() {
+            load.window = self.controller.window(PathId(i as u32));
+            path.window.store(load.window, Ordering::Relaxed);
         }
         self.controller.drain_notices(&mut self.notices);
         if !self.notices.is_empty() {
@@ -288,17 +312,29 @@ impl State {
     /// Where the slot stands in noq's packet scheduling: `None` while the controller keeps it
     /// from new data (AMP's suppression, MPTCP-D's elimination), otherwise its rank under the
     /// connection's scheduler (lowest first).
-    fn send_rank(&self, slot: PathId) -> Option<u64> {
-        let path = self.paths.get(slot.0 as usize).filter(|p| !p.removed)?;
-        if !self.controller.may_send(slot) {
+    fn send_rank(&mut self, slot: PathId, context: &SendContext) -> Option<u64> {
+        let i = slot.0 as usize;
+        let removed = self.paths.get(i)?.removed;
+        let may_send = !removed && self.controller.may_send(slot);
+        let load = &mut self.loads[i];
+        load.may_send = may_send;
+        load.in_flight = context.in_flight;
+        load.backup = context.backup;
+        if !may_send {
             return None;
         }
-        Some(
-            self.scheduler.rank(&PathLoad {
-                smoothed_rtt: path.smoothed_rtt,
-                packets_sent: path.packets_sent,
-            }),
-        )
+        let connection = ConnectionLoad { backlog: context.backlog, paths: &self.loads };
+        self.scheduler.rank(&self.loads[i], &connection)
+    }
+
+    /// A new RTT sample of the slot, with noq's smoothed RTT: the variance is RFC 6298's.
+    fn record_rtt(&mut self, slot: PathId, smoothed: Duration, sample: Duration) {
+        let load = &mut self.loads[slot.0 as usize];
+        load.rtt_var = Some(match load.rtt_var {
+            None => sample / 2,
+            Some(var) => (var * 3 + smoothed.abs_diff(sample)) / 4,
+        });
+        load.smoothed_rtt = Some(smoothed);
     }
 }
 
@@ -354,8 +390,9 @@ impl PathHandle {
         let measured = now.checked_duration_since(sent).filter(|d| !d.is_zero());
         let latest = measured.unwrap_or(min);
         let sample = RttSample { latest, smoothed, min: min.min(latest) };
+        state.record_rtt(self.slot, smoothed, latest);
         let path = &mut state.paths[self.slot.0 as usize];
-        path.smoothed_rtt = Some(sample.smoothed);
+        path.frame_acked += 1;
         if let Some(measured) = measured {
             // Out-of-range samples (over 100 s) are clamped rather than lost.
             path.rtt_us.saturating_record(measured.as_micros().max(1) as u64);
@@ -369,7 +406,7 @@ impl noq_cc::Controller for PathHandle {
         let mut state = self.shared.lock();
         state.tick(now);
         state.flush();
-        state.paths[self.slot.0 as usize].packets_sent += 1;
+        state.loads[self.slot.0 as usize].packets_sent += 1;
         state.feed(self.slot, Event::PacketSent { bytes: bytes.into(), pn });
     }
 
@@ -406,6 +443,7 @@ impl noq_cc::Controller for PathHandle {
         let mut state = self.shared.lock();
         state.tick(now);
         state.flush_other_than(self.slot);
+        state.paths[self.slot.0 as usize].frame_marked += ce;
         state.feed(self.slot, Event::CongestionExperienced { count: ce, exact: true });
     }
 
@@ -438,7 +476,7 @@ impl noq_cc::Controller for PathHandle {
     fn on_mtu_update(&mut self, new_mtu: u16) {
         let mut state = self.shared.lock();
         state.flush();
-        state.paths[self.slot.0 as usize].mss = new_mtu.into();
+        state.loads[self.slot.0 as usize].mss = new_mtu.into();
         state.feed(self.slot, Event::MssChanged { mss: new_mtu.into() });
     }
 
@@ -448,10 +486,10 @@ impl noq_cc::Controller for PathHandle {
         state.controller.window(self.slot)
     }
 
-    fn send_rank(&self) -> Option<u64> {
+    fn send_rank(&self, context: &SendContext) -> Option<u64> {
         let mut state = self.shared.lock();
         state.flush();
-        state.send_rank(self.slot)
+        state.send_rank(self.slot, context)
     }
 
     fn metrics(&self) -> ControllerMetrics {
@@ -481,7 +519,7 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use mpquic_cc::{ConnectionSnapshot, Controller, ControllerConfig, Event, Notice, PathId};
-    use noq::congestion::{Controller as _, ControllerFactory};
+    use noq::congestion::{Controller as _, ControllerFactory, SendContext};
 
     use super::{slot_of, CoupledFactory, PathHandle, SharedController};
     use crate::scheduler::Scheduler;
@@ -518,8 +556,10 @@ mod tests {
     fn handles(suppressed: Vec<PathId>, n: u32) -> (Vec<PathHandle>, Log) {
         let events = Arc::default();
         let recorder = Recorder { events: Arc::clone(&events), suppressed };
-        let shared =
-            Arc::new(SharedController::with_controller(Box::new(recorder), Scheduler::Stack));
+        let shared = Arc::new(SharedController::with_controller(
+            Box::new(recorder),
+            Scheduler::Stack.build(),
+        ));
         let handles = (0..n).map(|_| PathHandle::add_to(&shared, 1200)).collect();
         (handles, events)
     }
@@ -608,8 +648,12 @@ mod tests {
         let (mut paths, _) = handles(vec![PathId(1)], 2);
         let t0 = Instant::now();
         paths[1].on_packet_sent(t0, 1200, 0);
-        assert_eq!(paths[0].send_rank(), Some(0));
-        assert_eq!(paths[1].send_rank(), None, "no new data on a suppressed path");
+        assert_eq!(paths[0].send_rank(&SendContext::default()), Some(0));
+        assert_eq!(
+            paths[1].send_rank(&SendContext::default()),
+            None,
+            "no new data on a suppressed path"
+        );
         // Its window stays the controller's: probes, PINGs and validation still go out.
         assert_eq!(paths[1].window(), 20_000);
         assert_eq!(paths[1].metrics().congestion_window, 20_000);
@@ -618,15 +662,23 @@ mod tests {
     #[test]
     fn round_robin_ranks_follow_the_packets_each_path_sent() {
         let recorder = Recorder::default();
-        let shared =
-            Arc::new(SharedController::with_controller(Box::new(recorder), Scheduler::RoundRobin));
+        let shared = Arc::new(SharedController::with_controller(
+            Box::new(recorder),
+            Scheduler::RoundRobin.build(),
+        ));
         let mut paths: Vec<_> = (0..2).map(|_| PathHandle::add_to(&shared, 1200)).collect();
         let t0 = Instant::now();
         for pn in 0..3 {
             paths[0].on_packet_sent(t0, 1200, pn);
         }
         paths[1].on_packet_sent(t0, 1200, 0);
-        assert_eq!((paths[0].send_rank(), paths[1].send_rank()), (Some(3), Some(1)));
+        assert_eq!(
+            (
+                paths[0].send_rank(&SendContext::default()),
+                paths[1].send_rank(&SendContext::default())
+            ),
+            (Some(3), Some(1))
+        );
     }
 
     /// A library controller by name, with its defaults.
@@ -636,8 +688,10 @@ mod tests {
 
     /// The controller `name` over two paths (stack scheduler), and their handles.
     fn two_paths(name: &str) -> (Arc<SharedController>, Vec<PathHandle>) {
-        let shared =
-            Arc::new(SharedController::with_controller(config(name).build(), Scheduler::Stack));
+        let shared = Arc::new(SharedController::with_controller(
+            config(name).build(),
+            Scheduler::Stack.build(),
+        ));
         let paths = (0..2).map(|_| PathHandle::add_to(&shared, 1200)).collect();
         (shared, paths)
     }
@@ -704,7 +758,7 @@ mod tests {
 
     #[test]
     fn clones_share_the_slot_and_the_factory_numbers_paths_in_build_order() {
-        let factory = Arc::new(CoupledFactory::new(&config("amp"), Scheduler::Stack));
+        let factory = Arc::new(CoupledFactory::new(&config("amp"), &Scheduler::Stack));
         let now = Instant::now();
         let first = factory.clone().build(now, 1200);
         let second = factory.clone().build(now, 1200);

@@ -63,5 +63,8 @@ pub use mpquic_cc;
 pub use noq;
 pub use options::{Congestion, EcnPrecision, InvalidOptions, Options, Transport};
 pub use path_close::PathClose;
-pub use scheduler::{PathLoad, Scheduler, UnknownScheduler};
+pub use scheduler::{
+    register_scheduler, registered_schedulers, ConnectionLoad, CustomScheduler, Ecf, PathLoad,
+    PathScheduler, RegisterSchedulerError, Scheduler, UnknownScheduler,
+};
 pub use tls::{CertRole, ClientAuth, Identity, PemPair, TlsError, Trust};

@@ -336,7 +336,7 @@ impl Options {
         config: &mut TransportConfig,
         controller: Box<dyn mpquic_cc::Controller>,
     ) -> Arc<SharedController> {
-        let factory = CoupledFactory::with_controller(controller, self.scheduler);
+        let factory = CoupledFactory::with_controller(controller, &self.scheduler);
         let shared = factory.shared();
         config.congestion_controller_factory(Arc::new(factory));
         shared

@@ -13,6 +13,20 @@ pub use bbr3::{Bbr3, Bbr3Config};
 pub use cubic::{Cubic, CubicConfig};
 pub use new_reno::{NewReno, NewRenoConfig};
 
+/// What the connection tells a path's controller when it asks for the path's send rank
+/// ([`Controller::send_rank`], mpquic patch): what a multipath scheduler reads beyond the
+/// controller's own state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SendContext {
+    /// Stream bytes the application wrote that are neither acknowledged nor in flight on any
+    /// path: what waits to be sent (data declared lost and not yet re-sent included).
+    pub backlog: u64,
+    /// Bytes in flight on this path.
+    pub in_flight: u64,
+    /// Whether this end set the path's status to backup (RFC 10069).
+    pub backup: bool,
+}
+
 /// Common interface for different congestion controllers
 pub trait Controller: Send + Sync + core::fmt::Debug {
     /// One or more packets were just sent
@@ -122,7 +136,10 @@ pub trait Controller: Send + Sync + core::fmt::Debug {
     /// offers the next packet to paths in ascending rank (ties by path id), so a multipath
     /// scheduler can pick the path that fills the next GSO batch. `None` keeps the path from
     /// new data while it still sends loss probes, PINGs and path frames (a standby path).
-    fn send_rank(&self) -> Option<u64> {
+    /// `context` is what the connection knows that the controller does not (the backlog, the
+    /// path's bytes in flight and status), asked once per path per packet batch.
+    #[allow(unused_variables)]
+    fn send_rank(&self, context: &SendContext) -> Option<u64> {
         Some(0)
     }
 

@@ -30,7 +30,7 @@ use crate::{
     TransportError, TransportErrorCode, VarInt,
     cid_queue::CidQueue,
     config::{ServerConfig, TransportConfig},
-    congestion::Controller,
+    congestion::{Controller, SendContext},
     connection::{
         paths::PathRetransmits,
         qlog::{QlogRecvPacket, QlogSink},
@@ -1179,10 +1179,21 @@ impl Connection {
     ///
     /// [`Controller::send_rank`]: crate::congestion::Controller::send_rank
     fn path_send_order(&self) -> TinyVec<[(Option<u64>, PathId); 8]> {
+        let in_flight: u64 = self.paths.values().map(|p| p.data.in_flight.bytes).sum();
+        // In-flight bytes include frames other than stream data; the difference is small
+        // beside a backlog worth scheduling for, and saturates at an empty one.
+        let backlog = self.streams.unacked_bytes().saturating_sub(in_flight);
         let mut order: TinyVec<[(Option<u64>, PathId); 8]> = self
             .paths
             .iter()
-            .map(|(&id, path)| (path.data.congestion.send_rank(), id))
+            .map(|(&id, path)| {
+                let context = SendContext {
+                    backlog,
+                    in_flight: path.data.in_flight.bytes,
+                    backup: path.data.local_status() == PathStatus::Backup,
+                };
+                (path.data.congestion.send_rank(&context), id)
+            })
             .collect();
         if order.iter().all(|(rank, _)| rank.is_none()) {
             order.iter_mut().for_each(|(rank, _)| *rank = Some(0));

@@ -2326,7 +2326,7 @@ impl crate::congestion::Controller for RankedController {
     fn window(&self) -> u64 {
         10_000_000
     }
-    fn send_rank(&self) -> Option<u64> {
+    fn send_rank(&self, _context: &crate::congestion::SendContext) -> Option<u64> {
         (self.rank)(self.build_index, self.sent)
     }
     fn clone_box(&self) -> Box<dyn crate::congestion::Controller> {

@@ -139,6 +139,12 @@ pub struct StreamsState {
 }
 
 impl StreamsState {
+    /// Stream bytes written and not yet acknowledged, over all streams (mpquic patch: the
+    /// connection's backlog for `Controller::send_rank`).
+    pub(crate) fn unacked_bytes(&self) -> u64 {
+        self.unacked_data
+    }
+
     #[allow(unreachable_pub)] // fuzzing only
     pub fn new(
         side: Side,
