@@ -3,8 +3,8 @@
 
 use crate::backend::{Backend, Capabilities};
 use crate::delay::DelaySecond;
+use crate::plan::{FlowKind, Plan};
 use crate::sampler::MarkerCounts;
-use crate::spec::{FlowKind, Scenario};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -195,7 +195,7 @@ pub struct RepResult {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RunResult {
-    pub scenario: Scenario,
+    pub scenario: Plan,
     pub backend: Backend,
     pub backend_detail: String,
     pub capabilities: Capabilities,

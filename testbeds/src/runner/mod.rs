@@ -12,14 +12,15 @@ use crate::cleanup;
 use crate::flows;
 use crate::marker;
 use crate::netns::{self, run};
+use crate::plan::{FlowKind, MpquicController, Plan};
 use crate::plots;
 use crate::results::*;
 use crate::sampler::{self, Series};
-use crate::spec::{FlowKind, Scenario};
 use crate::topology::{self, Net};
 use anyhow::{bail, Context, Result};
 use collect::*;
 use launch::Clock;
+use mpquic::EcnPrecision;
 use receivers::Receivers;
 use shaping::{shape_bottlenecks, MarkerDirs};
 use std::net::SocketAddr;
@@ -47,7 +48,7 @@ pub fn require_root() -> Result<()> {
 }
 
 /// Runs every repetition; writes `<out>/result.json` and SVG plots. Returns the result.
-pub fn run_scenario(sc: &Scenario, out: &Path) -> Result<RunResult> {
+pub fn run_scenario(sc: &Plan, out: &Path) -> Result<RunResult> {
     require_root()?;
     for tool in ["ip", "tc", "sysctl"] {
         if marker::which(tool).is_none() {
@@ -123,7 +124,7 @@ pub fn run_scenario(sc: &Scenario, out: &Path) -> Result<RunResult> {
 /// One repetition: builds the namespaces, shapes the bottlenecks, starts the receivers, the
 /// sampler and the senders, waits for them, tears down and collects the result and plots.
 fn run_rep(
-    sc: &Scenario,
+    sc: &Plan,
     rep: u32,
     run_id: u32,
     (be, delay): (Backend, DelayMethod),
@@ -259,13 +260,8 @@ fn host(net: &Net, name: &str) -> Result<usize> {
 }
 
 /// The CLI's controller, its parameters and the CE-count precision, as arguments.
-fn transport_args(cc: &str, cc_params: &[String], ecn: &str) -> Vec<String> {
-    let mut args = vec!["--cc".to_string(), cc.to_string()];
-    for p in cc_params {
-        args.extend(["--cc-param".into(), p.clone()]);
-    }
-    args.extend(["--ecn".into(), ecn.to_string()]);
-    args
+fn transport_args(controller: &MpquicController, ecn: EcnPrecision) -> Vec<String> {
+    ["--cc", controller.text(), "--ecn", ecn.name()].map(String::from).to_vec()
 }
 
 /// The host's 1-minute load average (the machine may be shared: a measurement on a loaded
