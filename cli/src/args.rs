@@ -645,6 +645,26 @@ mod tests {
         command().debug_assert();
     }
 
+    /// `--cc` takes a controller with its parameters in one string (as the testbed passes a
+    /// scenario's), or a name and `--cc-param`s: the same controller either way.
+    #[test]
+    fn a_controller_is_one_string_or_a_name_and_its_params() {
+        #[derive(clap::Parser)]
+        struct T {
+            #[command(flatten)]
+            transport: TransportArgs,
+        }
+        let congestion = |args: &[&str]| {
+            let t = <T as clap::Parser>::try_parse_from(["t"].iter().chain(args)).unwrap();
+            t.transport.options().map(|o| o.congestion).map_err(|e| e.to_string())
+        };
+        let whole = congestion(&["--cc", "amp:beta=4,tau=8"]).unwrap();
+        let split = congestion(&["--cc", "amp", "--cc-param", "beta=4", "--cc-param", "tau=8"]);
+        assert_eq!(Ok(whole), split);
+        assert_eq!(congestion(&[]), Ok(Congestion::default()), "AMP");
+        assert!(congestion(&["--cc", "amp:alpha=1"]).unwrap_err().contains("alpha"));
+    }
+
     #[test]
     fn rates_are_bytes_per_second_and_never_zero() {
         assert_eq!(parse_rate("50M"), Ok(50 << 20));
