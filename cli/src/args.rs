@@ -95,7 +95,7 @@ fn parse_rate(s: &str) -> Result<u64, String> {
 /// How the connection behaves: controller, scheduler, ECN precision, qlog.
 #[derive(Args, Debug, Clone)]
 pub struct TransportArgs {
-    /// Congestion controller: amp, xmp, dcm, mptcp-d, mmptcp, lia, olia, balia, dctcp, reno, cubic (noq's own, uncoupled), or a name the embedding program registered.
+    /// Congestion controller: amp, xmp, dcm, mptcp-d, mmptcp, lia, olia, balia, dctcp, reno, cubic (noq's own, uncoupled), or a name the embedding program registered; with its parameters in the same string (`amp:beta=4,tau=8`) or as --cc-param.
     #[arg(long, default_value = "amp")]
     pub cc: String,
     /// Controller parameter as key=value (repeatable), e.g. --cc-param beta=4.
@@ -135,7 +135,12 @@ pub struct TransportArgs {
 
 impl TransportArgs {
     pub fn options(&self) -> Result<Options> {
-        let congestion = Congestion::parse(&self.cc, self.cc_params.iter().map(String::as_str))?;
+        // One string (`amp:beta=4`) or a name and --cc-params: the library's two parsers.
+        let congestion = if self.cc_params.is_empty() {
+            self.cc.parse::<Congestion>()?
+        } else {
+            Congestion::parse(&self.cc, self.cc_params.iter().map(String::as_str))?
+        };
         if !(self.idle_timeout.is_finite() && self.idle_timeout > 0.0) {
             bail!("--idle-timeout must be a positive number of seconds");
         }
@@ -649,6 +654,26 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         command().debug_assert();
+    }
+
+    /// `--cc` takes a controller with its parameters in one string (as the testbed passes a
+    /// scenario's), or a name and `--cc-param`s: the same controller either way.
+    #[test]
+    fn a_controller_is_one_string_or_a_name_and_its_params() {
+        #[derive(clap::Parser)]
+        struct T {
+            #[command(flatten)]
+            transport: TransportArgs,
+        }
+        let congestion = |args: &[&str]| {
+            let t = <T as clap::Parser>::try_parse_from(["t"].iter().chain(args)).unwrap();
+            t.transport.options().map(|o| o.congestion).map_err(|e| e.to_string())
+        };
+        let whole = congestion(&["--cc", "amp:beta=4,tau=8"]).unwrap();
+        let split = congestion(&["--cc", "amp", "--cc-param", "beta=4", "--cc-param", "tau=8"]);
+        assert_eq!(Ok(whole), split);
+        assert_eq!(congestion(&[]), Ok(Congestion::default()), "AMP");
+        assert!(congestion(&["--cc", "amp:alpha=1"]).unwrap_err().contains("alpha"));
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //! Which one ran is recorded in every result. Nothing degrades silently.
 
 use crate::netns::run;
-use crate::spec::LinkSpec;
+use crate::plan::LinkParams;
 use anyhow::{bail, Result};
 use serde::Serialize;
 
@@ -85,7 +85,7 @@ impl Capabilities {
 }
 
 /// Chooses the backend for a link spec, or says why none can run it.
-pub fn choose(caps: &Capabilities, link: &LinkSpec) -> Result<Backend> {
+pub fn choose(caps: &Capabilities, link: &LinkParams) -> Result<Backend> {
     if !caps.htb {
         bail!("the kernel has no htb qdisc: no rate limiting available");
     }
@@ -107,13 +107,13 @@ fn tc(ns: &str, args: &str) -> Result<()> {
 pub const FRAME: u64 = 1514;
 
 /// Whether netem sits in front of the rate (it delays, or drops for the red backend).
-fn has_netem(link: &LinkSpec, backend: Backend, delay: DelayMethod) -> bool {
+fn has_netem(link: &LinkParams, backend: Backend, delay: DelayMethod) -> bool {
     (delay == DelayMethod::Netem && link.delay_ms > 0.0)
         || (backend == Backend::Red && link.loss > 0.0)
 }
 
 /// The htb's handle: 2: at the root, 3: under netem.
-fn htb_handle(link: &LinkSpec, backend: Backend, delay: DelayMethod) -> u32 {
+fn htb_handle(link: &LinkParams, backend: Backend, delay: DelayMethod) -> u32 {
     if has_netem(link, backend, delay) {
         3
     } else {
@@ -123,12 +123,12 @@ fn htb_handle(link: &LinkSpec, backend: Backend, delay: DelayMethod) -> u32 {
 
 /// Where the bottleneck queue of `dev` sits: `dev D parent H:1 handle 10:`, under the htb class.
 /// A fault swaps the qdisc there (see `fault`).
-pub fn leaf_position(dev: &str, link: &LinkSpec, backend: Backend, delay: DelayMethod) -> String {
+pub fn leaf_position(dev: &str, link: &LinkParams, backend: Backend, delay: DelayMethod) -> String {
     format!("dev {dev} parent {}:1 handle 10:", htb_handle(link, backend, delay))
 }
 
 /// The bottleneck queue itself: a byte FIFO, or red marking at K on the red backend with ECN.
-pub fn leaf_qdisc(link: &LinkSpec, backend: Backend) -> String {
+pub fn leaf_qdisc(link: &LinkParams, backend: Backend) -> String {
     match backend {
         Backend::Red if link.ecn => {
             let rate = format!("{}kbit", (link.rate_mbit * 1000.0).round() as u64);
@@ -151,7 +151,7 @@ pub fn leaf_qdisc(link: &LinkSpec, backend: Backend) -> String {
 pub fn shape(
     ns: &str,
     dev: &str,
-    link: &LinkSpec,
+    link: &LinkParams,
     backend: Backend,
     delay: DelayMethod,
 ) -> Result<u32> {

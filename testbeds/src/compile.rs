@@ -1,5 +1,5 @@
 //! From the shared scenario language (`mpquic-scenario`, one file per experiment, the same the
-//! simulator runs) to the runner's plan (`spec::Scenario`): the topology's hosts, switches
+//! simulator runs) to the runner's plan (`plan::Plan`): the topology's hosts, switches
 //! and links become namespaces and veth pairs (switches route), the `[netns]` section scales
 //! rates, times and sizes, flows and workloads become the processes the runner starts.
 //!
@@ -9,10 +9,11 @@
 //! (`path_times`) become the CLI's `--path-delay`. A Poisson workload's arrivals become flows
 //! with their start times: a process each, as the runner starts any flow.
 
-use crate::spec::{
-    CustomHost, CustomLink, FlowKind, FlowSpec, JobSpec, LinkOverride, LinkSpec, Scenario,
-    TopologySpec,
+use crate::plan::{
+    Controller, CustomHost, CustomLink, Flow, FlowKind, Jobs, LinkOverride, LinkParams,
+    MpquicController, Plan, Topology,
 };
+use mpquic::{EcnPrecision, Scheduler};
 use mpquic_scenario::error::{at, ScenarioError};
 use mpquic_scenario::expand::{expand_workloads, host_range, Expanded};
 use mpquic_scenario::{self as lang, Amount, LinkConfig, NetnsSettings, Workload};
@@ -36,66 +37,73 @@ const MANY_DIRECTIONS: usize = 32;
 const MIN_DELAY_MS: f64 = 0.1;
 
 /// The runner's plan for one point of an experiment (with its seed), named `name`.
-pub fn compile(s: &lang::Scenario, name: &str) -> Result<Scenario, ScenarioError> {
+pub fn compile(s: &lang::Scenario, name: &str) -> Result<Plan, ScenarioError> {
     let scale = s.netns.clone().unwrap_or_default();
     let expanded = s.topology.expand()?;
     refuse_unsupported(s)?;
     let (topology, directions) = topology(&expanded);
     let net = crate::topology::build(&topology);
+    let link_overrides = shaped_links(s, &directions, &scale)?;
+    let mut link = link_params(&s.link, &scale).map_err(|e| at("link", e))?;
+    link.ecn = link_overrides.iter().any(|(_, ecn)| *ecn);
+    let point = Point::new(s, &scale, &net)?;
+    let mut flow_workloads = s.clone();
+    flow_workloads.workloads.retain(|w| !matches!(w, Workload::PartitionAggregate { .. }));
+    let flows = expand_workloads(&flow_workloads, &expanded.hosts)?
+        .iter()
+        .map(|f| point.flow(f))
+        .collect::<Result<Vec<_>, _>>()?;
+    let jobs = s.workloads.iter().enumerate().filter_map(|(i, w)| point.jobs(i, w));
+    let plan = Plan {
+        name: name.to_string(),
+        duration_s: s.duration.secs() * scale.time_scale,
+        sample_interval_ms: sample_interval_ms(directions.len()),
+        repetitions: 1,
+        topology,
+        link,
+        link_overrides: link_overrides.into_iter().map(|(o, _)| o).collect(),
+        flows,
+        jobs: jobs.collect::<Result<Vec<_>, _>>()?,
+    };
+    crate::limits::check(&plan).map_err(|e| ScenarioError::Invalid(format!("netns: {e}")))?;
+    check_addresses(s, &plan)?;
+    Ok(plan)
+}
+
+/// Every shaped direction's own parameters at the testbed's scale, as an override of the
+/// plan's `link`, with whether it marks ECN.
+fn shaped_links(
+    s: &lang::Scenario,
+    directions: &[(String, String, LinkConfig)],
+    scale: &NetnsSettings,
+) -> Result<Vec<(LinkOverride, bool)>, ScenarioError> {
     let mut links = Vec::new();
     for (i, (from, to, own)) in directions.iter().enumerate() {
         let config = s.link_for(from, to, own);
-        let link = link_spec(&config, &scale).map_err(|e| at(format!("link ({from}->{to})"), e))?;
+        let l = link_params(&config, scale).map_err(|e| at(format!("link ({from}->{to})"), e))?;
         if config.loss != s.link.loss {
             return Err(at(
                 override_path(s, from, to).unwrap_or(format!("topology.links.{i}")),
                 "netns: loss is one value for every direction ([link] loss)",
             ));
         }
-        links.push((from.clone(), to.clone(), link));
-    }
-    let ecn = links.iter().any(|(_, _, l)| l.ecn);
-    let mut base = link_spec(&s.link, &scale).map_err(|e| at("link", e))?;
-    base.ecn = ecn;
-    base.sender_offload = scale.sender_offload;
-    let link_overrides = links
-        .into_iter()
-        .map(|(from, to, l)| LinkOverride {
-            from,
-            to: Some(to),
+        let o = LinkOverride {
+            from: from.clone(),
+            to: Some(to.clone()),
             rate_mbit: Some(l.rate_mbit),
             k_packets: Some(l.k_packets),
             buffer_bytes: Some(l.buffer_bytes),
             delay_ms: Some(l.delay_ms),
             jitter_ms: Some(l.jitter_ms),
-        })
-        .collect();
-    let mut flow_workloads = s.clone();
-    flow_workloads.workloads.retain(|w| !matches!(w, Workload::PartitionAggregate { .. }));
-    let flows = expand_workloads(&flow_workloads, &expanded.hosts)?
-        .iter()
-        .map(|f| flow(s, f, &scale, &net))
-        .collect::<Result<Vec<_>, _>>()?;
-    let jobs = s.workloads.iter().filter_map(|w| jobs(s, w, &scale)).collect();
-    let plan = Scenario {
-        name: name.to_string(),
-        duration_s: s.duration.secs() * scale.time_scale,
-        sample_interval_ms: sample_interval_ms(directions.len()),
-        repetitions: 1,
-        topology,
-        link: base,
-        link_overrides,
-        flows,
-        jobs,
-    };
-    plan.validate().map_err(|e| ScenarioError::Invalid(format!("netns: {e:#}")))?;
-    check_addresses(s, &plan)?;
-    Ok(plan)
+        };
+        links.push((o, l.ecn));
+    }
+    Ok(links)
 }
 
 /// Whether a routed path joins each flow's addresses (`from_addr`, `to_addr`), as the runner
 /// will pick them; an error is placed at the written flow's address field.
-fn check_addresses(s: &lang::Scenario, plan: &Scenario) -> Result<(), ScenarioError> {
+fn check_addresses(s: &lang::Scenario, plan: &Plan) -> Result<(), ScenarioError> {
     let net = crate::topology::build(&plan.topology);
     for f in &plan.flows {
         let node = |name: &str| net.node(name).expect("the plan's hosts are the topology's");
@@ -152,7 +160,7 @@ fn override_path(s: &lang::Scenario, from: &str, to: &str) -> Option<String> {
 /// shaped (rate, FIFO, marker) when a switch sends it and it is monitored or leads to another
 /// switch; hosts' own egress never is (TCP Small Queues would hide the queue). Returns the
 /// shaped directions with their links' own parameters.
-fn topology(e: &Expanded) -> (TopologySpec, Vec<(String, String, LinkConfig)>) {
+fn topology(e: &Expanded) -> (Topology, Vec<(String, String, LinkConfig)>) {
     let is_switch = |n: &str| e.switches.iter().any(|s| s == n);
     let link_count = |h: &str| e.links.iter().filter(|l| l.a == h || l.b == h).count();
     let mut seen = std::collections::BTreeMap::<String, usize>::new();
@@ -186,12 +194,12 @@ fn topology(e: &Expanded) -> (TopologySpec, Vec<(String, String, LinkConfig)>) {
         });
     }
     let hosts = e.hosts.iter().map(|h| CustomHost { name: h.name.clone() }).collect();
-    (TopologySpec::Custom { hosts, switches: e.switches.clone(), links }, directions)
+    (Topology::Custom { hosts, switches: e.switches.clone(), links }, directions)
 }
 
 /// One direction's parameters at the testbed's scale (`config` has every field set: the
 /// scenario's `[link]` fills what the link and the overrides leave out).
-fn link_spec(config: &LinkConfig, scale: &NetnsSettings) -> Result<LinkSpec, String> {
+fn link_params(config: &LinkConfig, scale: &NetnsSettings) -> Result<LinkParams, String> {
     let missing = |f: &str| format!("no {f} (set it in [link])");
     let frame = scale.frame_bytes;
     let k = config.k.ok_or_else(|| missing("k"))?;
@@ -203,7 +211,7 @@ fn link_spec(config: &LinkConfig, scale: &NetnsSettings) -> Result<LinkSpec, Str
     };
     let buffer_bytes = buffer.bytes(frame);
     let k_packets = k.packets(frame);
-    Ok(LinkSpec {
+    Ok(LinkParams {
         rate_mbit: config.rate.ok_or_else(|| missing("rate"))?.0 as f64 * scale.rate_scale / 1e6,
         // A drop-tail direction (k = 0) is modelled with a threshold the FIFO cannot reach.
         k_packets: if k_packets == 0 {
@@ -219,19 +227,6 @@ fn link_spec(config: &LinkConfig, scale: &NetnsSettings) -> Result<LinkSpec, Str
         sender_offload: scale.sender_offload,
     })
 }
-
-/// The controller string (`"amp:beta=4,tau=8"`) as the CLI's name and `key=value` parameters.
-fn controller(c: &str) -> (String, Vec<String>) {
-    match c.split_once(':') {
-        Some((name, params)) => {
-            (name.to_string(), params.split(',').map(|p| p.trim().to_string()).collect())
-        }
-        None => (c.to_string(), Vec::new()),
-    }
-}
-
-/// The kernel's own default controller, for kernel flows that name none.
-const KERNEL_CC: &str = "cubic";
 
 /// An mpquic flow's paths as the runner opens them: (address pairs, paths over each pair).
 /// The simulator spreads path `i` over address `i % addrs`, so more paths than the hosts have
@@ -251,63 +246,131 @@ fn spread_paths(f: &lang::FlowSpec, pairs: usize) -> Result<(usize, usize), Scen
     Ok((pairs, f.paths / pairs * f.paths_per_pair))
 }
 
-/// One expanded flow as the runner starts it.
-fn flow(
-    s: &lang::Scenario,
-    f: &lang::FlowSpec,
-    scale: &NetnsSettings,
-    net: &crate::topology::Net,
-) -> Result<FlowSpec, ScenarioError> {
-    // Kernel flows name the kernel's controller; the document's default is the library's.
-    let default = if f.kind == lang::FlowKind::Mpquic { &s.controller[..] } else { KERNEL_CC };
-    let (cc, cc_params) = controller(f.controller.as_deref().unwrap_or(default));
-    let kind = match f.kind {
-        lang::FlowKind::Mpquic => FlowKind::Mpquic,
-        lang::FlowKind::KernelTcp => FlowKind::KernelTcp,
-        lang::FlowKind::KernelMptcp => FlowKind::KernelMptcp,
-    };
-    let start_s = f.start.secs() * scale.time_scale;
-    let bytes = f.bytes.map_or(0, |b| (b as f64 * scale.size_scale).round() as u64);
-    let stop_s = f.stop.unwrap_or(s.duration).secs() * scale.time_scale;
-    let pairs = match (net.node(&f.from), net.node(&f.to)) {
-        (Some(a), Some(b)) => net.path_pairs(a, b).len(),
-        _ => 0,
-    };
-    let (paths, paths_per_pair) = match kind {
-        FlowKind::Mpquic => spread_paths(f, pairs)?,
-        FlowKind::KernelTcp => (1, 1),
-        FlowKind::KernelMptcp => (f.paths, 1),
-    };
-    let path_delays_s = path_delays(f, kind, paths_per_pair, start_s, scale)?;
-    if !f.backup_paths.is_empty() {
-        return Err(ScenarioError::Invalid(format!(
-            "netns: flow from {} to {}: backup_paths is not run by the testbed yet (the \
-             simulator runs it; by hand, `mpquic send --backup-path`)",
-            f.from, f.to
-        )));
+/// The controller of a kernel flow: the one it names, else [`KERNEL_DEFAULT`].
+fn kernel_controller(f: &lang::FlowSpec) -> Controller {
+    Controller::Kernel(f.controller.clone().unwrap_or_else(|| KERNEL_DEFAULT.to_string()))
+}
+
+/// The controller of kernel flows that name none: Linux's default. The library's default
+/// (AMP) is no kernel module, and a new namespace's own default need not be the host's (bbr
+/// here), so the testbed names it.
+const KERNEL_DEFAULT: &str = "cubic";
+
+/// What every flow and job of one point shares: the scenario, its scale, the testbed's
+/// network, and the transport settings, parsed once.
+struct Point<'a> {
+    s: &'a lang::Scenario,
+    scale: &'a NetnsSettings,
+    net: &'a crate::topology::Net,
+    ecn: EcnPrecision,
+    scheduler: Scheduler,
+}
+
+impl<'a> Point<'a> {
+    fn new(
+        s: &'a lang::Scenario,
+        scale: &'a NetnsSettings,
+        net: &'a crate::topology::Net,
+    ) -> Result<Self, ScenarioError> {
+        let ecn = s.transport.ecn.parse().map_err(|e: String| at("transport.ecn", e))?;
+        let scheduler = s
+            .transport
+            .scheduler
+            .parse()
+            .map_err(|e: mpquic::UnknownScheduler| at("transport.scheduler", e.to_string()))?;
+        Ok(Point { s, scale, net, ecn, scheduler })
     }
-    Ok(FlowSpec {
-        kind,
-        from: f.from.clone(),
-        to: f.to.clone(),
-        cc,
-        bytes,
-        for_s: if bytes == 0 { (stop_s - start_s).max(0.0) } else { 0.0 },
-        start_s,
-        count: 1,
-        stagger_ms: 0.0,
-        // From the pair of its addresses: mpquic, `paths` pairs (spread over the pairs when
-        // there are fewer); kernel TCP, that pair.
-        paths,
-        from_addr: f.from_addr,
-        to_addr: f.to_addr,
-        cc_params,
-        ecn: s.transport.ecn.clone(),
-        scheduler: s.transport.scheduler.clone(),
-        paths_per_pair: paths_per_pair as u32,
-        repeat: f.repeat as u32,
-        path_delays_s,
-    })
+
+    /// The mpquic controller `written` (none: the document's), parsed by the library.
+    fn mpquic_controller(&self, written: Option<&str>) -> Result<MpquicController, ScenarioError> {
+        let text = written.unwrap_or(&self.s.controller);
+        text.parse().map_err(|e| ScenarioError::Invalid(format!("netns: controller `{text}`: {e}")))
+    }
+
+    /// One expanded flow as the runner starts it.
+    fn flow(&self, f: &lang::FlowSpec) -> Result<Flow, ScenarioError> {
+        let (kind, controller) = match f.kind {
+            lang::FlowKind::Mpquic => (
+                FlowKind::Mpquic,
+                Controller::Mpquic(self.mpquic_controller(f.controller.as_deref())?),
+            ),
+            lang::FlowKind::KernelTcp => (FlowKind::KernelTcp, kernel_controller(f)),
+            lang::FlowKind::KernelMptcp => (FlowKind::KernelMptcp, kernel_controller(f)),
+        };
+        let start_s = f.start.secs() * self.scale.time_scale;
+        let bytes = f.bytes.map_or(0, |b| (b as f64 * self.scale.size_scale).round() as u64);
+        let stop_s = f.stop.unwrap_or(self.s.duration).secs() * self.scale.time_scale;
+        let (paths, paths_per_pair) = self.paths(f, kind)?;
+        Ok(Flow {
+            kind,
+            from: f.from.clone(),
+            to: f.to.clone(),
+            controller,
+            bytes,
+            for_s: if bytes == 0 { (stop_s - start_s).max(0.0) } else { 0.0 },
+            start_s,
+            count: 1,
+            stagger_ms: 0.0,
+            paths,
+            from_addr: f.from_addr,
+            to_addr: f.to_addr,
+            ecn: self.ecn,
+            scheduler: self.scheduler.clone(),
+            paths_per_pair: paths_per_pair as u32,
+            repeat: f.repeat as u32,
+            path_delays_s: path_delays(f, kind, paths_per_pair, start_s, self.scale)?,
+            backup_paths: backup_paths(f, kind, paths_per_pair)?,
+        })
+    }
+
+    /// A flow's paths as the runner opens them, (paths, paths over each pair), from the pair of
+    /// its addresses: mpquic, `paths` pairs (spread over the pairs when there are fewer);
+    /// kernel TCP, that pair; kernel MPTCP, its subflows.
+    fn paths(&self, f: &lang::FlowSpec, kind: FlowKind) -> Result<(usize, usize), ScenarioError> {
+        let pairs = match (self.net.node(&f.from), self.net.node(&f.to)) {
+            (Some(a), Some(b)) => self.net.path_pairs(a, b).len(),
+            _ => 0,
+        };
+        Ok(match kind {
+            FlowKind::Mpquic => spread_paths(f, pairs)?,
+            FlowKind::KernelTcp => (1, 1),
+            FlowKind::KernelMptcp => (f.paths, 1),
+        })
+    }
+
+    /// Workload `i` as the runner's jobs if it is a partition-aggregate one: `parallel`
+    /// closed-loop job streams of `jobs` jobs each, one warm connection per worker (the
+    /// testbed's `mpquic aggregate`).
+    fn jobs(&self, i: usize, w: &Workload) -> Option<Result<Jobs, ScenarioError>> {
+        let Workload::PartitionAggregate {
+            aggregator,
+            workers,
+            response_bytes,
+            jobs,
+            parallel,
+            start,
+            controller,
+            ..
+        } = w
+        else {
+            return None;
+        };
+        let controller = match self.mpquic_controller(controller.as_deref()) {
+            Ok(c) => c,
+            Err(e) => return Some(Err(at(format!("workloads.{i}.controller"), e.to_string()))),
+        };
+        Some(Ok(Jobs {
+            aggregator: aggregator.clone(),
+            workers: workers.clone(),
+            response_bytes: (*response_bytes as f64 * self.scale.size_scale).round() as u64,
+            jobs: *jobs as u32,
+            parallel: *parallel as u32,
+            gap_ms: 0.0,
+            start_s: start.secs() * self.scale.time_scale,
+            controller,
+            ecn: self.ecn,
+        }))
+    }
 }
 
 /// A flow's `path_times` (since the start of the run) as the CLI's `--path-delay` (since its
@@ -335,35 +398,33 @@ fn path_delays(
     Ok(f.path_times.iter().map(|t| (t.secs() * scale.time_scale - start_s).max(0.0)).collect())
 }
 
-/// A partition-aggregate workload as the runner's jobs: `parallel` closed-loop job streams of
-/// `jobs` jobs each, one warm connection per worker (the testbed's `mpquic aggregate`).
-fn jobs(s: &lang::Scenario, w: &Workload, scale: &NetnsSettings) -> Option<JobSpec> {
-    let Workload::PartitionAggregate {
-        aggregator,
-        workers,
-        response_bytes,
-        jobs,
-        parallel,
-        start,
-        controller: c,
-        ..
-    } = w
-    else {
-        return None;
+/// A flow's `backup_paths` as the runner passes them (`--backup-path` for those pairs). The CLI
+/// opens its backups after its other paths, so only the last paths may be backups (the
+/// language's order is then the CLI's), one path per address pair.
+fn backup_paths(
+    f: &lang::FlowSpec,
+    kind: FlowKind,
+    paths_per_pair: usize,
+) -> Result<Vec<usize>, ScenarioError> {
+    if f.backup_paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    let refuse = |why: &str| {
+        Err(ScenarioError::Invalid(format!(
+            "netns: flow from {} to {}: backup_paths {why}",
+            f.from, f.to
+        )))
     };
-    let (cc, cc_params) = controller(c.as_deref().unwrap_or(&s.controller));
-    Some(JobSpec {
-        aggregator: aggregator.clone(),
-        workers: workers.clone(),
-        response_bytes: (*response_bytes as f64 * scale.size_scale).round() as u64,
-        jobs: *jobs as u32,
-        parallel: *parallel as u32,
-        gap_ms: 0.0,
-        start_s: start.secs() * scale.time_scale,
-        cc,
-        cc_params,
-        ecn: s.transport.ecn.clone(),
-    })
+    if kind != FlowKind::Mpquic || paths_per_pair > 1 {
+        return refuse("needs an mpquic flow with one path per address pair");
+    }
+    let mut backups = f.backup_paths.clone();
+    backups.sort_unstable();
+    backups.dedup();
+    if backups.iter().rev().zip((0..f.paths).rev()).any(|(b, last)| *b != last) {
+        return refuse("must be the flow's last paths (the CLI opens backups after the others)");
+    }
+    Ok(backups)
 }
 
 #[cfg(test)]
@@ -397,7 +458,7 @@ paths = 2
 bytes = "1MB"
 "#;
 
-    fn plan(text: &str) -> Result<Scenario, ScenarioError> {
+    fn plan(text: &str) -> Result<Plan, ScenarioError> {
         let e = mpquic_scenario::Experiment::parse(text, "t.toml")?;
         compile(&e.points[0].scenario, "t")
     }
@@ -413,7 +474,8 @@ bytes = "1MB"
         assert_eq!(a.delay_ms, 0.0, "2 us is below the delay line's resolution");
         assert_eq!((b.rate_mbit, b.delay_ms), (20.0, 40.0), "the override, scaled");
         let f = &p.flows[0];
-        assert_eq!((f.cc.as_str(), f.cc_params.clone()), ("amp", vec!["beta=4".to_string()]));
+        let Controller::Mpquic(c) = &f.controller else { panic!("{:?}", f.controller) };
+        assert_eq!((c.name(), c.text()), ("amp", "amp:beta=4"), "parsed, and its text for the CLI");
         assert_eq!((f.bytes, f.paths), (1 << 20, 2));
         let net = topology::build(&p.topology);
         let pairs = net.path_pairs(net.node("src").unwrap(), net.node("dst").unwrap());
@@ -429,6 +491,26 @@ bytes = "1MB"
             .replace("from = \"src\"\nto = \"dst\"", "from = \"h0\"\nto = \"h15\"");
         let p = plan(&text).unwrap();
         assert_eq!(p.links().len(), 16 + 64);
+        let net = topology::build(&p.topology);
+        assert_eq!(net.nodes.iter().filter(|n| !n.router).count(), 16);
+        assert_eq!(net.nodes.iter().filter(|n| n.router).count(), 20);
+        assert_eq!(net.links.len(), 48);
+        let node = |n: &str| net.node(n).unwrap();
+        let host_link =
+            |h: usize| net.links.iter().find(|l| l.a.node == h || l.b.node == h).unwrap();
+        // h0's edge reaches h15 (another pod) over both aggregation switches, an aggregation
+        // switch over both its cores; a core has one way down.
+        let dst = host_link(node("h15")).subnet;
+        let route = |n: &str, dst| net.routes.iter().find(|r| r.node == node(n) && r.dst == dst);
+        assert_eq!(route("e0_0", dst).unwrap().more.len(), 1, "edge: 2 next hops");
+        assert_eq!(route("a0_0", dst).unwrap().more.len(), 1, "agg: 2 next hops");
+        assert_eq!(route("c0", dst).unwrap().more.len(), 0, "core: 1 next hop");
+        // Within a pod, an edge reaches the other edge's hosts over both aggregation switches.
+        let dst2 = host_link(node("h2")).subnet;
+        assert_eq!(route("e0_0", dst2).unwrap().more.len(), 1);
+        assert_eq!(net.path_pairs(node("h0"), node("h15")).len(), 1);
+        let two_path = topology::build(&plan(TWO_PATH).unwrap().topology);
+        assert!(two_path.routes.iter().all(|r| r.more.is_empty()), "single-path routed");
     }
 
     #[test]
@@ -440,6 +522,19 @@ bytes = "1MB"
         let text = TWO_PATH.replace("to = \"dst\"\nrate", "to = \"dst\"\nloss = 0.1\nrate");
         let e = crate::experiment::load_text(&text, "t.toml").err().unwrap().to_string();
         assert!(e.contains("t.toml:18:") && e.contains("loss is one value"), "{e}");
+    }
+
+    /// Backup paths become `--backup-path`s: the last paths only, as the CLI opens them last.
+    #[test]
+    fn backup_paths_are_the_flows_last_paths() {
+        let text = TWO_PATH.replace("paths = 2\n", "paths = 2\nbackup_paths = [1]\n");
+        assert_eq!(plan(&text).unwrap().flows[0].backup_paths, [1]);
+        assert!(plan(TWO_PATH).unwrap().flows[0].backup_paths.is_empty());
+        let mut three = lang::FlowSpec::bulk("src", "dst");
+        three.paths = 3;
+        three.backup_paths = vec![1];
+        let e = backup_paths(&three, FlowKind::Mpquic, 1).err().unwrap().to_string();
+        assert!(e.contains("backup_paths must be the flow's last paths"), "{e}");
     }
 
     /// XMP Fig. 6's flow adding paths while it runs: the run's times become delays after the
@@ -543,11 +638,15 @@ controller = "mmptcp"
         let p = &e.points[0].plan;
         assert_eq!(p.flows.len(), arrivals.len());
         assert!(p.flows.len() > 20, "~40 arrivals in 40 ms at 1000/s: {}", p.flows.len());
-        assert_eq!((p.flows[0].bytes, p.flows[0].cc.as_str()), (8 << 20, "lia"), "[netns.set]");
+        assert_eq!(
+            (p.flows[0].bytes, p.flows[0].controller.name()),
+            (8 << 20, "lia"),
+            "[netns.set]"
+        );
         for (f, a) in p.flows.iter().zip(&arrivals).skip(1) {
             // One address pair per host here: the 4 paths share it (`paths_per_pair`).
             assert_eq!(
-                (f.to.as_str(), f.bytes, f.paths, f.paths_per_pair, f.cc.as_str()),
+                (f.to.as_str(), f.bytes, f.paths, f.paths_per_pair, f.controller.name()),
                 ("r", 70 * 1024, 1, 4, "mmptcp")
             );
             assert!((f.start_s - a.start.secs() * 10.0).abs() < 1e-9, "time_scale 10");
@@ -564,7 +663,7 @@ controller = "mmptcp"
         let p = plan(&text).unwrap();
         let net = topology::build(&p.topology);
         let node = |n: &str| net.node(n).unwrap();
-        let pairs = |f: &FlowSpec| {
+        let pairs = |f: &Flow| {
             net.flow_pairs(node(&f.from), node(&f.to), (f.from_addr, f.to_addr)).unwrap()
         };
         let dst = net.host_addrs(node("dst"));
@@ -635,7 +734,7 @@ controller = "dctcp"
         assert_eq!(p.jobs.len(), 1);
         let j = &p.jobs[0];
         assert_eq!((j.jobs, j.parallel, j.response_bytes), (5, 2, 2 * 64 * 1024));
-        assert_eq!((j.cc.as_str(), j.workers.len()), ("dctcp", 3));
+        assert_eq!((j.controller.name(), j.workers.len()), ("dctcp", 3));
         let links = p.links();
         assert_eq!(links.len(), 1, "only sw->r is shaped");
         assert_eq!((&links[0].0[..], &links[0].1[..], links[0].2.rate_mbit), ("sw", "r", 100.0));

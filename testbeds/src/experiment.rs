@@ -7,11 +7,11 @@
 
 use crate::analysis;
 use crate::compile::compile;
+use crate::plan::{self, FlowKind};
 use crate::plots;
 use crate::results::{JobsResult, RunResult};
 use crate::runner;
 use crate::sampler::Series;
-use crate::spec::{self, FlowKind};
 use crate::topology;
 use anyhow::{bail, Context, Result};
 use mpquic_scenario::error::{locate, span_of};
@@ -35,7 +35,7 @@ pub struct Compiled {
 pub struct CompiledPoint {
     /// Its directory under the output (and the plan's name).
     pub dir: String,
-    pub plan: spec::Scenario,
+    pub plan: plan::Plan,
     /// The point's flows as the language expands them, in the plan's order.
     pub flows: Vec<mpquic_scenario::FlowSpec>,
     /// The group of each of the plan's `jobs` entries (its partition-aggregate workload's).
@@ -331,7 +331,7 @@ pub fn compare(a: &Path, b: &Path) -> Result<String> {
 fn outcome(
     r: &RunResult,
     specs: &[mpquic_scenario::FlowSpec],
-    job_specs: &[spec::JobSpec],
+    job_specs: &[plan::Jobs],
     job_groups: &[String],
 ) -> Outcome {
     let rep = &r.repetitions[0];
@@ -477,7 +477,7 @@ fn mpquic_paths(
 /// The jobs of one aggregator as flows of `group`: job `i` (in start order) starts at its
 /// start on the aggregator's clock and completes after its JCT (none when an answer failed;
 /// every job when the aggregator reported nothing, so that they count as unfinished).
-fn job_outcomes(jobs: &JobsResult, spec: &spec::JobSpec, group: &str) -> Vec<FlowOutcome> {
+fn job_outcomes(jobs: &JobsResult, spec: &plan::Jobs, group: &str) -> Vec<FlowOutcome> {
     let reported = jobs.report.as_ref().and_then(|r| r["jobs"].as_array());
     let flow = |i: usize, start_s: f64, jct_s: Option<f64>| FlowOutcome {
         name: format!("{group}-job{i}"),

@@ -14,8 +14,8 @@ use crate::fault::{Egress, LinkFault};
 use crate::flows::{self, Proc};
 use crate::marker::{self, Marker, MarkerConfig};
 use crate::netns::{self, run, Namespaces};
+use crate::plan::{LinkParams, Topology};
 use crate::sampler::{self, Probe};
-use crate::spec::{LinkSpec, TopologySpec};
 use crate::stall::{Progress, ReceiveWatch, Stall};
 use crate::topology::{self, Net};
 use anyhow::{anyhow, bail, Context, Result};
@@ -261,7 +261,7 @@ struct TwoPaths {
     /// The sending and receiving hosts.
     s: usize,
     d: usize,
-    link: LinkSpec,
+    link: LinkParams,
     backend: Backend,
     delay: DelayMethod,
     sampling: Sampling,
@@ -270,7 +270,7 @@ struct TwoPaths {
 impl TwoPaths {
     /// Builds it in namespaces `mqtb-<run_id>-failover-<node>`, scratch files in `dir`.
     fn setup(args: &FailoverArgs, run_id: u32, dir: &Path) -> Result<TwoPaths> {
-        let link = LinkSpec {
+        let link = LinkParams {
             rate_mbit: args.rate_mbit,
             k_packets: args.k_packets,
             buffer_bytes: 150_000,
@@ -286,7 +286,7 @@ impl TwoPaths {
         if be == Backend::Ebpf {
             marker::check_tools()?;
         }
-        let mut net = topology::build(&TopologySpec::MultiPath {
+        let mut net = topology::build(&Topology::MultiPath {
             paths: 2,
             addrs_per_link: 1,
             cross_hosts: false,

@@ -12,7 +12,7 @@
 
 use crate::backend::{self, Backend, DelayMethod};
 use crate::netns::run;
-use crate::spec::LinkSpec;
+use crate::plan::LinkParams;
 use anyhow::{bail, Context, Result};
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -21,7 +21,7 @@ use std::process::{Command, Stdio};
 #[derive(Debug, Clone)]
 pub enum Egress {
     /// Shaped by `backend::shape` with these parameters.
-    Shaped { ns: String, dev: String, link: LinkSpec, backend: Backend, delay: DelayMethod },
+    Shaped { ns: String, dev: String, link: LinkParams, backend: Backend, delay: DelayMethod },
     /// The device's default qdisc.
     Plain { ns: String, dev: String },
 }

@@ -9,14 +9,15 @@ mod experiment;
 mod failover;
 mod fault;
 mod flows;
+mod limits;
 mod marker;
 mod netns;
+mod plan;
 mod plots;
 mod programs;
 mod results;
 mod runner;
 mod sampler;
-mod spec;
 mod stall;
 mod startup;
 mod topology;
@@ -51,6 +52,9 @@ enum Cmd {
     /// Check scenario files without building anything: parameters, host and link names,
     /// controllers, ECN modes and schedulers (by the library that will parse them).
     Validate { scenarios: Vec<PathBuf> },
+    /// Print what `run` would run, building nothing: each point's directory and plan (the
+    /// runner's topology, links, flows and jobs) as one JSON line.
+    Plan { scenario: PathBuf },
     /// Remove namespaces and scratch files left by runs whose process is gone (--all: every run's).
     Cleanup {
         #[arg(long)]
@@ -93,7 +97,8 @@ enum Cmd {
         server: String,
         #[arg(long)]
         proto: String,
-        #[arg(long, default_value = "cubic")]
+        /// The kernel's congestion control module (set per socket).
+        #[arg(long)]
         cc: String,
         #[arg(long, default_value_t = 0)]
         bytes: u64,
@@ -126,6 +131,11 @@ fn main() -> Result<()> {
             }
             if failed > 0 {
                 anyhow::bail!("{failed} of {} files failed", scenarios.len());
+            }
+        }
+        Cmd::Plan { scenario } => {
+            for p in experiment::load(&scenario)?.points {
+                println!("{}", serde_json::json!({ "dir": p.dir, "plan": p.plan }));
             }
         }
         Cmd::Failover(args) => {

@@ -89,9 +89,9 @@ fn cdf(s: Vec<f64>) -> Vec<(f64, f64)> {
 impl FlowResult {
     pub fn kind_name(&self) -> &'static str {
         match self.kind {
-            crate::spec::FlowKind::Mpquic => "mpquic",
-            crate::spec::FlowKind::KernelTcp => "tcp",
-            crate::spec::FlowKind::KernelMptcp => "mptcp",
+            crate::plan::FlowKind::Mpquic => "mpquic",
+            crate::plan::FlowKind::KernelTcp => "tcp",
+            crate::plan::FlowKind::KernelMptcp => "mptcp",
         }
     }
 }
@@ -100,7 +100,7 @@ impl FlowResult {
 mod tests {
     use super::*;
     use crate::backend::FRAME;
-    use crate::spec::FlowKind;
+    use crate::plan::FlowKind;
 
     /// With sender offload one skb in the qdisc can be a GSO batch of several packets: the plot
     /// shows the frames queued, not the skbs.

@@ -3,8 +3,8 @@
 
 use crate::backend::{Backend, Capabilities};
 use crate::delay::DelaySecond;
+use crate::plan::{FlowKind, Plan};
 use crate::sampler::MarkerCounts;
-use crate::spec::{FlowKind, Scenario};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -195,7 +195,7 @@ pub struct RepResult {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RunResult {
-    pub scenario: Scenario,
+    pub scenario: Plan,
     pub backend: Backend,
     pub backend_detail: String,
     pub capabilities: Capabilities,
@@ -246,11 +246,9 @@ pub fn table_row(v: &serde_json::Value) -> String {
         .collect();
     let flow = &v["scenario"]["flows"][0];
     let kind = flow["kind"].as_str().unwrap_or("?");
-    let name = if kind == "mpquic" {
-        format!("mpquic {}", flow["cc"].as_str().unwrap_or("?"))
-    } else {
-        format!("{kind} {}", flow["cc"].as_str().unwrap_or("?"))
-    };
+    // The plan's `controller` (results before it: `cc`).
+    let cc = flow["controller"].as_str().or(flow["cc"].as_str()).unwrap_or("?");
+    let name = format!("{kind} {cc}");
     let list = |v: &[f64], prec: usize| {
         v.iter().map(|x| format!("{x:.prec$}")).collect::<Vec<_>>().join(", ")
     };
@@ -305,4 +303,22 @@ pub fn merge_by_scenario(results: Vec<serde_json::Value>) -> Vec<serde_json::Val
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A row names the first flow's kind and controller: the plan's `controller` text, or the
+    /// `cc` of results written before it.
+    #[test]
+    fn a_row_names_the_flows_controller_of_either_plan() {
+        let row = |flow: serde_json::Value| {
+            table_row(&serde_json::json!({"scenario": {"name": "t", "flows": [flow]}}))
+        };
+        let now = row(serde_json::json!({"kind": "mpquic", "controller": "amp:beta=4"}));
+        assert!(now.starts_with("| t | mpquic amp:beta=4 |"), "{now}");
+        let before = row(serde_json::json!({"kind": "kernel-tcp", "cc": "cubic"}));
+        assert!(before.starts_with("| t | kernel-tcp cubic | - |"), "{before}");
+    }
 }

@@ -1,7 +1,7 @@
 //! Expands a topology kind into nodes, point-to-point links with addresses, routes, and the
 //! bottleneck directions. Pure data: nothing here touches the system.
 
-use crate::spec::TopologySpec;
+use crate::plan::Topology;
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
 use std::net::Ipv4Addr;
@@ -347,10 +347,10 @@ fn hops(net: &Net, from: usize, target: usize) -> Option<usize> {
     None
 }
 
-pub fn build(spec: &TopologySpec) -> Net {
+pub fn build(spec: &Topology) -> Net {
     let mut b = Builder { nodes: Vec::new(), links: Vec::new() };
     match *spec {
-        TopologySpec::MultiPath { paths, addrs_per_link, cross_hosts } => {
+        Topology::MultiPath { paths, addrs_per_link, cross_hosts } => {
             let s = b.node("s", false);
             let d = b.node("d", false);
             for i in 1..=paths {
@@ -363,35 +363,7 @@ pub fn build(spec: &TopologySpec) -> Net {
                 }
             }
         }
-        TopologySpec::FatTree { k, addrs_per_host } => {
-            // k pods of k/2 edge and k/2 aggregation switches, (k/2)^2 cores, k^3/4 hosts.
-            // Aggregation switch j of every pod connects to cores j*k/2 .. (j+1)*k/2 - 1.
-            let h = k / 2;
-            let cores: Vec<usize> =
-                (0..h * h).map(|i| b.node(&format!("c{}", i + 1), true)).collect();
-            let mut host = 0;
-            for p in 0..k {
-                let aggs: Vec<usize> =
-                    (0..h).map(|j| b.node(&format!("a{}", p * h + j + 1), true)).collect();
-                for (j, &a) in aggs.iter().enumerate() {
-                    for c in 0..h {
-                        b.link2(cores[j * h + c], a, 1, 1, true, true);
-                    }
-                }
-                for e in 0..h {
-                    let edge = b.node(&format!("e{}", p * h + e + 1), true);
-                    for &a in &aggs {
-                        b.link2(a, edge, 1, 1, true, true);
-                    }
-                    for _ in 0..h {
-                        host += 1;
-                        let hn = b.node(&format!("h{host}"), false);
-                        b.link(edge, hn, 1, addrs_per_host, true);
-                    }
-                }
-            }
-        }
-        TopologySpec::Custom { ref hosts, ref switches, ref links } => {
+        Topology::Custom { ref hosts, ref switches, ref links } => {
             let mut id = std::collections::HashMap::new();
             for h in hosts {
                 id.insert(h.name.as_str(), b.node(&h.name, false));
@@ -404,15 +376,6 @@ pub fn build(spec: &TopologySpec) -> Net {
                 b.link2(a, z, l.a_addrs, l.b_addrs, l.shape_a_to_b, l.shape_b_to_a);
             }
         }
-        TopologySpec::ManyToOne { senders, addrs_per_host } => {
-            let d = b.node("d", false);
-            let r = b.node("r", true);
-            b.link(r, d, 1, addrs_per_host, true);
-            for i in 1..=senders {
-                let s = b.node(&format!("s{i}"), false);
-                b.link(s, r, addrs_per_host, 1, false);
-            }
-        }
     }
     b.finish()
 }
@@ -423,8 +386,7 @@ mod tests {
 
     #[test]
     fn two_path_has_two_disjoint_pairs_and_two_bottlenecks() {
-        let net =
-            build(&TopologySpec::MultiPath { paths: 2, addrs_per_link: 1, cross_hosts: true });
+        let net = build(&Topology::MultiPath { paths: 2, addrs_per_link: 1, cross_hosts: true });
         let s = net.node("s").unwrap();
         let d = net.node("d").unwrap();
         let pairs = net.path_pairs(s, d);
@@ -440,55 +402,8 @@ mod tests {
 
     #[test]
     fn link_sharing_gives_several_pairs_per_link() {
-        let net =
-            build(&TopologySpec::MultiPath { paths: 2, addrs_per_link: 3, cross_hosts: false });
+        let net = build(&Topology::MultiPath { paths: 2, addrs_per_link: 3, cross_hosts: false });
         let pairs = net.path_pairs(net.node("s").unwrap(), net.node("d").unwrap());
         assert_eq!(pairs.len(), 6);
-    }
-
-    #[test]
-    fn fat_tree_k4_has_ecmp_routes_and_every_switch_direction_shaped() {
-        let net = build(&TopologySpec::FatTree { k: 4, addrs_per_host: 1 });
-        assert_eq!(net.nodes.iter().filter(|n| !n.router).count(), 16);
-        assert_eq!(net.nodes.iter().filter(|n| n.router).count(), 20);
-        assert_eq!(net.links.len(), 48);
-        // 16 edge->host directions, 32 switch links in both directions.
-        assert_eq!(net.bottlenecks().len(), 16 + 64);
-        let (h1, h16) = (net.node("h1").unwrap(), net.node("h16").unwrap());
-        let host_link = |h: usize| net.links.iter().find(|l| l.b.node == h).unwrap();
-        let dst = host_link(h16).subnet;
-        // h1's edge reaches h16 (another pod) over both aggregation switches, an aggregation
-        // switch over both its cores; a core has one way down.
-        let e1 = net.node("e1").unwrap();
-        let route = |n: usize| net.routes.iter().find(|r| r.node == n && r.dst == dst).unwrap();
-        assert_eq!(route(e1).more.len(), 1, "edge: 2 next hops");
-        assert_eq!(route(net.node("a1").unwrap()).more.len(), 1, "agg: 2 next hops");
-        assert_eq!(route(net.node("c1").unwrap()).more.len(), 0, "core: 1 next hop");
-        // Within a pod, an edge reaches the other edge's hosts over both aggregation switches.
-        let dst2 = host_link(net.node("h3").unwrap()).subnet;
-        assert_eq!(
-            net.routes.iter().find(|r| r.node == e1 && r.dst == dst2).unwrap().more.len(),
-            1
-        );
-        assert_eq!(net.path_pairs(h1, h16).len(), 1);
-        // The other topologies stay single-path routed.
-        for spec in [
-            TopologySpec::MultiPath { paths: 2, addrs_per_link: 2, cross_hosts: true },
-            TopologySpec::ManyToOne { senders: 4, addrs_per_host: 2 },
-        ] {
-            assert!(build(&spec).routes.iter().all(|r| r.more.is_empty()));
-        }
-    }
-
-    #[test]
-    fn many_to_one_routes_every_sender_through_one_bottleneck() {
-        let net = build(&TopologySpec::ManyToOne { senders: 4, addrs_per_host: 2 });
-        let d = net.node("d").unwrap();
-        for i in 1..=4 {
-            let s = net.node(&format!("s{i}")).unwrap();
-            assert_eq!(net.path_pairs(s, d).len(), 2);
-            assert!(net.routes.iter().any(|r| r.node == s && r.dst == net.links[0].subnet));
-        }
-        assert_eq!(net.links.iter().filter(|l| l.bottleneck_a_to_b).count(), 1);
     }
 }

@@ -708,8 +708,10 @@ fn over_paper_default<'de, D: serde::Deserializer<'de>>(d: D) -> Result<LinkConf
     LinkConfig::deserialize(d).map(|l| l.or(&LinkConfig::paper_default()))
 }
 
+/// The library's default controller (`mpquic::Congestion::default()`, AMP), as the CLI's: one
+/// default everywhere.
 fn default_controller() -> String {
-    "newreno".into()
+    mpquic::Congestion::default().name().into()
 }
 fn default_host_buffer() -> usize {
     10_000

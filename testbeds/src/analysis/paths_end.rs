@@ -33,7 +33,7 @@ fn compute(run: &Run, metric: &str, _: Option<&str>, flows: &[usize]) -> f64 {
 mod tests {
     use super::*;
     use crate::analysis::testing::{flow, rep_of, with_run};
-    use crate::spec::FlowKind;
+    use crate::plan::FlowKind;
     use serde_json::json;
 
     #[test]

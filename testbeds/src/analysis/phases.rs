@@ -13,8 +13,8 @@
 //! not recorded (NaN).
 
 use super::{Analysis, Run};
+use crate::plan::FlowKind;
 use crate::results::FlowResult;
-use crate::spec::FlowKind;
 use mpquic_scenario::phases::{self, Phase, Present};
 
 pub const PHASES: Analysis = Analysis { name: "phases", compute, table: None };

@@ -3,8 +3,8 @@
 
 use super::Run;
 use crate::experiment::load_text;
+use crate::plan::FlowKind;
 use crate::results::{FlowResult, RepResult};
-use crate::spec::FlowKind;
 use std::collections::BTreeMap;
 
 /// On the file's clock: f1 (mpquic, group f1) opens its second path at 2 s, f2 (kernel TCP,

@@ -6,9 +6,9 @@ use super::receivers::Received;
 use super::shaping::Bottleneck;
 use crate::backend::FRAME;
 use crate::flows::SendRecord;
+use crate::plan::{Flow, FlowKind, Jobs};
 use crate::results::*;
 use crate::sampler::Series;
-use crate::spec::{FlowKind, FlowSpec, JobSpec};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
@@ -27,7 +27,7 @@ const RECEIVER_COUNTERS: [&str; 7] = [
 /// A flow instance after its thread returned.
 pub struct FlowOutcome {
     pub id: String,
-    pub spec: FlowSpec,
+    pub spec: Flow,
     pub paths: Vec<(String, String)>,
     pub run: Launched,
 }
@@ -40,7 +40,7 @@ pub fn flow_result(o: FlowOutcome, received: &Received, start_ns: u64) -> FlowRe
         kind: o.spec.kind,
         from: o.spec.from.clone(),
         to: o.spec.to.clone(),
-        cc: o.spec.cc.clone(),
+        cc: o.spec.controller.name().to_string(),
         paths: o.paths,
         start_s: o.run.started,
         end_s: o.run.ended,
@@ -144,17 +144,12 @@ fn rate_series(samples: &[(u64, u64)], start_ns: u64, bin_s: f64) -> Vec<(f64, f
 
 /// A `[[jobs]]` entry's result from its aggregator's outcome (the JSON report on stdout) and
 /// its workers' error lines.
-pub fn jobs_result(
-    id: String,
-    spec: JobSpec,
-    l: Launched,
-    worker_errors: Vec<String>,
-) -> JobsResult {
+pub fn jobs_result(id: String, spec: Jobs, l: Launched, worker_errors: Vec<String>) -> JobsResult {
     let mut jr = JobsResult {
         id,
         aggregator: spec.aggregator,
         workers: spec.workers,
-        cc: spec.cc,
+        cc: spec.controller.name().to_string(),
         start_s: l.started,
         end_s: l.ended,
         completed: false,
@@ -342,13 +337,12 @@ pub fn total_goodput_mbps(flows: &[FlowResult]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::FlowSpec;
+    use crate::plan::Flow;
 
-    /// An mpquic flow `f0.0` whose sender exited (`ok`: before the deadline) printing `report`.
-    fn mpquic_flow(spec: &str, ok: bool, report: serde_json::Value) -> FlowOutcome {
-        let spec: FlowSpec =
-            toml::from_str(&format!("kind = \"mpquic\"\nfrom = \"s\"\nto = \"d\"\n{spec}"))
-                .unwrap();
+    /// An mpquic flow `f0.0` of `bytes` (0: for `for_s` seconds) whose sender exited (`ok`:
+    /// before the deadline) printing `report`.
+    fn mpquic_flow(bytes: u64, for_s: f64, ok: bool, report: serde_json::Value) -> FlowOutcome {
+        let spec = Flow::mpquic_for_tests(bytes, for_s);
         let lines = vec![report.to_string()];
         let res = Ok((lines, "mpquic: shutting down".to_string(), ok, None));
         let run = Launched { started: 1.0, ended: 5.0, res };
@@ -373,7 +367,7 @@ mod tests {
         let report = serde_json::json!({"bytes": 125_000_000u64, "fct_s": 1.0,
             "goodput_mbps": 1000.0, "ended_by": "SIGTERM", "paths": []});
         let f = flow_result(
-            mpquic_flow("for_s = 3.0", false, report.clone()),
+            mpquic_flow(0, 3.0, false, report.clone()),
             &received(series),
             10_000_000_000,
         );
@@ -382,7 +376,7 @@ mod tests {
         assert_eq!(f.throughput.len(), 100);
         assert!(f.throughput.iter().all(|&(t, rate)| t > 1.0 && (rate - 1000.0).abs() < 1e-6));
         // A sized flow cut at the deadline did not finish: that stays an error.
-        let f = flow_result(mpquic_flow("bytes = 1000", false, report), &received(vec![]), 0);
+        let f = flow_result(mpquic_flow(1000, 0.0, false, report), &received(vec![]), 0);
         assert!(!f.completed && f.error.is_some());
     }
 }

@@ -5,7 +5,7 @@ use super::{first_addr, host, transport_args, JOB_ANSWER, JOB_PORT};
 use super::{MPTCP_PORT, QUIC_PORT, TCP_PORT};
 use crate::flows::{self, Proc};
 use crate::netns::{run, Namespaces};
-use crate::spec::{FlowKind, FlowSpec, JobSpec, Scenario};
+use crate::plan::{Controller, Flow, FlowKind, Jobs, Plan};
 use crate::topology::Net;
 use anyhow::{bail, Context, Result};
 use std::net::Ipv4Addr;
@@ -27,7 +27,7 @@ pub struct Launched {
 /// remote) address pairs it uses, and its thread.
 pub struct StartedFlow {
     pub id: String,
-    pub spec: FlowSpec,
+    pub spec: Flow,
     pub paths: Vec<(String, String)>,
     pub handle: JoinHandle<Launched>,
 }
@@ -35,7 +35,7 @@ pub struct StartedFlow {
 /// A `[[jobs]]` entry's started aggregator.
 pub struct StartedJobs {
     pub id: String,
-    pub spec: JobSpec,
+    pub spec: Jobs,
     pub handle: JoinHandle<Launched>,
 }
 
@@ -49,7 +49,7 @@ pub struct Clock {
 
 /// Starts every instance of every flow (`count` of each, `stagger_ms` apart).
 pub fn start_flows(
-    sc: &Scenario,
+    sc: &Plan,
     net: &Net,
     nss: &Namespaces,
     clock: Clock,
@@ -77,7 +77,7 @@ pub fn start_flows(
 
 /// Starts every `[[jobs]]` entry's aggregator: `mpquic aggregate` asking each worker.
 pub fn start_jobs(
-    sc: &Scenario,
+    sc: &Plan,
     net: &Net,
     nss: &Namespaces,
     clock: Clock,
@@ -93,7 +93,7 @@ pub fn start_jobs(
             let w = first_addr(net, host(net, w)?);
             args.extend(["--server".into(), format!("{w}:{}", JOB_PORT + ji as u16)]);
         }
-        args.extend(transport_args(&j.cc, &j.cc_params, &j.ecn));
+        args.extend(transport_args(&j.controller, j.ecn));
         args.extend(["--insecure".into(), "--json".into()]);
         let ns = nss.ns(a).to_string();
         let handle = spawn_at(ns, flows::mpquic_bin()?, args, j.start_s, clock);
@@ -111,36 +111,22 @@ struct Command {
 
 /// A kernel TCP flow over path `paths` (1-based; 0: the first), or a kernel MPTCP flow that
 /// starts on the first pair and gets subflows to every announced address.
-fn kernel_flow(f: &FlowSpec, pairs: &[(Ipv4Addr, Ipv4Addr)], id: &str) -> Result<Command> {
+fn kernel_flow(f: &Flow, pairs: &[(Ipv4Addr, Ipv4Addr)], id: &str) -> Result<Command> {
     let idx = if f.kind == FlowKind::KernelTcp && f.paths > 0 { f.paths - 1 } else { 0 };
     let (l, r) = *pairs.get(idx).with_context(|| format!("{id}: no path {}", f.paths))?;
     let mptcp = f.kind == FlowKind::KernelMptcp;
     let (port, proto) = if mptcp { (MPTCP_PORT, "mptcp") } else { (TCP_PORT, "tcp") };
-    let args = vec![
-        "__send".into(),
-        "--server".into(),
-        format!("{r}:{port}"),
-        "--proto".into(),
-        proto.into(),
-        "--cc".into(),
-        f.cc.clone(),
-        "--bytes".into(),
-        f.bytes.to_string(),
-        "--for-s".into(),
-        f.for_s.to_string(),
-    ];
+    let mut args = vec!["__send".into(), "--server".into(), format!("{r}:{port}")];
+    args.extend(["--proto".into(), proto.into()]);
+    args.extend(["--cc".into(), f.controller.name().into()]);
+    args.extend(["--bytes".into(), f.bytes.to_string(), "--for-s".into(), f.for_s.to_string()]);
     let used: &[(Ipv4Addr, Ipv4Addr)] = if mptcp { pairs } else { &[(l, r)] };
     Ok(Command { program: crate::programs::testbed(), args, paths: address_pairs(used) })
 }
 
 /// An mpquic flow over its first `paths` pairs (0: every pair): `mpquic send`, of `bytes` or
 /// (none) for `for_s` seconds, named by the flow's id (the server's report says which it was).
-fn mpquic_flow(
-    f: &FlowSpec,
-    pairs: &[(Ipv4Addr, Ipv4Addr)],
-    ns: &str,
-    id: &str,
-) -> Result<Command> {
+fn mpquic_flow(f: &Flow, pairs: &[(Ipv4Addr, Ipv4Addr)], ns: &str, id: &str) -> Result<Command> {
     let n = if f.paths == 0 { pairs.len() } else { f.paths.min(pairs.len()) };
     // noq cannot bind path 0's source: the routing table picks it. The first pair must be the
     // one routing gives, or path 0 would run elsewhere.
@@ -158,8 +144,9 @@ fn mpquic_flow(
     };
     args.extend(["--name".into(), id.into()]);
     args.extend(["--server".into(), format!("{r0}:{QUIC_PORT}")]);
-    for (l, r) in &pairs[..n] {
-        args.extend(["--path".into(), format!("{l}={r}:{QUIC_PORT}")]);
+    for (i, (l, r)) in pairs[..n].iter().enumerate() {
+        let flag = if f.backup_paths.contains(&i) { "--backup-path" } else { "--path" };
+        args.extend([flag.into(), format!("{l}={r}:{QUIC_PORT}")]);
     }
     if f.paths_per_pair > 1 {
         args.extend(["--paths-per-pair".into(), f.paths_per_pair.to_string()]);
@@ -171,8 +158,12 @@ fn mpquic_flow(
         let delays: Vec<String> = f.path_delays_s.iter().map(f64::to_string).collect();
         args.extend(["--path-delay".into(), delays.join(",")]);
     }
-    args.extend(transport_args(&f.cc, &f.cc_params, &f.ecn));
-    args.extend(["--scheduler".into(), f.scheduler.clone(), "--insecure".into(), "--json".into()]);
+    let Controller::Mpquic(controller) = &f.controller else {
+        bail!("{id}: an mpquic flow with the kernel's controller");
+    };
+    args.extend(transport_args(controller, f.ecn));
+    args.extend(["--scheduler".into(), f.scheduler.name().into()]);
+    args.extend(["--insecure".into(), "--json".into()]);
     Ok(Command { program: flows::mpquic_bin()?, args, paths: address_pairs(&pairs[..n]) })
 }
 

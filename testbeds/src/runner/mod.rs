@@ -12,14 +12,15 @@ use crate::cleanup;
 use crate::flows;
 use crate::marker;
 use crate::netns::{self, run};
+use crate::plan::{FlowKind, MpquicController, Plan};
 use crate::plots;
 use crate::results::*;
 use crate::sampler::{self, Series};
-use crate::spec::{FlowKind, Scenario};
 use crate::topology::{self, Net};
 use anyhow::{bail, Context, Result};
 use collect::*;
 use launch::Clock;
+use mpquic::EcnPrecision;
 use receivers::Receivers;
 use shaping::{shape_bottlenecks, MarkerDirs};
 use std::net::SocketAddr;
@@ -47,7 +48,7 @@ pub fn require_root() -> Result<()> {
 }
 
 /// Runs every repetition; writes `<out>/result.json` and SVG plots. Returns the result.
-pub fn run_scenario(sc: &Scenario, out: &Path) -> Result<RunResult> {
+pub fn run_scenario(sc: &Plan, out: &Path) -> Result<RunResult> {
     require_root()?;
     for tool in ["ip", "tc", "sysctl"] {
         if marker::which(tool).is_none() {
@@ -123,7 +124,7 @@ pub fn run_scenario(sc: &Scenario, out: &Path) -> Result<RunResult> {
 /// One repetition: builds the namespaces, shapes the bottlenecks, starts the receivers, the
 /// sampler and the senders, waits for them, tears down and collects the result and plots.
 fn run_rep(
-    sc: &Scenario,
+    sc: &Plan,
     rep: u32,
     run_id: u32,
     (be, delay): (Backend, DelayMethod),
@@ -152,22 +153,7 @@ fn run_rep(
     let sampler_lead_s = clock.t0.duration_since(sampler.started).as_secs_f64();
     let flows = launch::start_flows(sc, &net, &nss, clock)?;
     let jobs = launch::start_jobs(sc, &net, &nss, clock)?;
-    let outcomes: Vec<FlowOutcome> = flows
-        .into_iter()
-        .map(|f| FlowOutcome {
-            id: f.id,
-            spec: f.spec,
-            paths: f.paths,
-            run: f.handle.join().expect("flow thread"),
-        })
-        .collect();
-    let jobs: Vec<_> = jobs.into_iter().map(|j| (j.id, j.spec, j.handle.join())).collect();
-    let worker_errors = receivers.stop_workers(sc.jobs.len());
-    let jobs_res: Vec<JobsResult> = jobs
-        .into_iter()
-        .zip(worker_errors)
-        .map(|((id, spec, l), errs)| jobs_result(id, spec, l.expect("job thread"), errs))
-        .collect();
+    let (outcomes, jobs_res) = wait_for(flows, jobs, &mut receivers);
     let (series, late) = sampler.stop()?;
     let after = netstat_all()?;
     let received = receivers.stop_sinks(&net);
@@ -191,12 +177,7 @@ fn run_rep(
     // The capacity into the flows' receivers: the bottleneck directions that end at one.
     let link_sum: f64 =
         bns.iter().filter(|b| hosts.contains(&b.to_node)).map(|b| b.rate_mbit).sum();
-    if !received.sink_errors.is_empty() {
-        for f in flows_res.iter_mut().filter(|f| !f.completed) {
-            let e = f.error.take().unwrap_or_default();
-            f.error = Some(format!("{e}; receiver: {}", received.sink_errors.join(" | ")));
-        }
-    }
+    blame_receivers(&mut flows_res, &received.sink_errors);
     let rr = RepResult {
         rep,
         duration_s: clock.t0.elapsed().as_secs_f64(),
@@ -217,6 +198,43 @@ fn run_rep(
     };
     write_plots(out, &rr, &series)?;
     Ok(rr)
+}
+
+/// Waits for every started flow and aggregator to end, then stops the jobs' workers: the
+/// flows' outcomes and the jobs' results.
+fn wait_for(
+    flows: Vec<launch::StartedFlow>,
+    jobs: Vec<launch::StartedJobs>,
+    receivers: &mut Receivers,
+) -> (Vec<FlowOutcome>, Vec<JobsResult>) {
+    let outcomes: Vec<FlowOutcome> = flows
+        .into_iter()
+        .map(|f| FlowOutcome {
+            id: f.id,
+            spec: f.spec,
+            paths: f.paths,
+            run: f.handle.join().expect("flow thread"),
+        })
+        .collect();
+    let jobs: Vec<_> = jobs.into_iter().map(|j| (j.id, j.spec, j.handle.join())).collect();
+    let worker_errors = receivers.stop_workers(jobs.len());
+    let jobs_res = jobs
+        .into_iter()
+        .zip(worker_errors)
+        .map(|((id, spec, l), errs)| jobs_result(id, spec, l.expect("job thread"), errs))
+        .collect();
+    (outcomes, jobs_res)
+}
+
+/// The receivers' errors added to every flow that did not complete (its receiver may be why).
+fn blame_receivers(flows: &mut [FlowResult], sink_errors: &[String]) {
+    if sink_errors.is_empty() {
+        return;
+    }
+    for f in flows.iter_mut().filter(|f| !f.completed) {
+        let e = f.error.take().unwrap_or_default();
+        f.error = Some(format!("{e}; receiver: {}", sink_errors.join(" | ")));
+    }
 }
 
 /// How long the sampler runs before the flows start (at least: the run records the measured
@@ -259,13 +277,8 @@ fn host(net: &Net, name: &str) -> Result<usize> {
 }
 
 /// The CLI's controller, its parameters and the CE-count precision, as arguments.
-fn transport_args(cc: &str, cc_params: &[String], ecn: &str) -> Vec<String> {
-    let mut args = vec!["--cc".to_string(), cc.to_string()];
-    for p in cc_params {
-        args.extend(["--cc-param".into(), p.clone()]);
-    }
-    args.extend(["--ecn".into(), ecn.to_string()]);
-    args
+fn transport_args(controller: &MpquicController, ecn: EcnPrecision) -> Vec<String> {
+    ["--cc", controller.text(), "--ecn", ecn.name()].map(String::from).to_vec()
 }
 
 /// The host's 1-minute load average (the machine may be shared: a measurement on a loaded

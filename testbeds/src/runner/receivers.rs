@@ -5,7 +5,7 @@ use super::{first_addr, host, transport_args, JOB_ANSWER, JOB_PORT, LAB_CAPS};
 use super::{MPTCP_PORT, QUIC_PORT, TCP_PORT};
 use crate::flows::{self, Proc, SinkRecord};
 use crate::netns::{run, Namespaces};
-use crate::spec::{FlowKind, Scenario};
+use crate::plan::{FlowKind, Plan};
 use crate::topology::Net;
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
@@ -41,7 +41,7 @@ pub struct Received {
 impl Receivers {
     /// Sets up MPTCP limits and endpoints, starts every sink and server and every job worker
     /// (their answer files under `scratch`), and waits until each listens.
-    pub fn start(sc: &Scenario, net: &Net, nss: &Namespaces, scratch: &Path) -> Result<Receivers> {
+    pub fn start(sc: &Plan, net: &Net, nss: &Namespaces, scratch: &Path) -> Result<Receivers> {
         if sc.flows.iter().any(|f| f.kind == FlowKind::KernelMptcp) {
             mptcp_limits(net, nss)?;
         }
@@ -196,7 +196,7 @@ fn start_flow_server(net: &Net, ns: &str, to: usize) -> Result<Proc> {
 /// Job workers: `mpquic serve --dir` with the answer file, one server per (entry, worker),
 /// sending with the entry's controller. No --json: a line per answer would be thousands.
 fn start_job_workers(
-    sc: &Scenario,
+    sc: &Plan,
     net: &Net,
     nss: &Namespaces,
     scratch: &Path,
@@ -217,7 +217,7 @@ fn start_job_workers(
             args.extend(["--dir".into(), files.display().to_string()]);
             args.extend(["--insecure", "--allow-anonymous", "--read-only"].map(Into::into));
             args.extend(LAB_CAPS.map(Into::into));
-            args.extend(transport_args(&j.cc, &j.cc_params, &j.ecn));
+            args.extend(transport_args(&j.controller, j.ecn));
             workers.push((ji, start_mpquic_server(nss.ns(w), args)?));
         }
     }

@@ -5,8 +5,8 @@ use crate::backend::{self, Backend, DelayMethod, FRAME};
 use crate::delay::{DelayLine, QueueSpec};
 use crate::marker::{Marker, MarkerConfig};
 use crate::netns::{self, Namespaces};
+use crate::plan::{LinkParams, Plan};
 use crate::sampler::Probe;
-use crate::spec::{LinkSpec, Scenario};
 use crate::topology::Net;
 use anyhow::Result;
 use std::collections::BTreeMap;
@@ -42,7 +42,7 @@ pub struct Shaped {
 /// Shapes every bottleneck direction of `net`, attaches the markers (with `markers`), and
 /// starts one delay line per router namespace with delayed directions (their logs in `out`).
 pub fn shape_bottlenecks(
-    sc: &Scenario,
+    sc: &Plan,
     net: &Net,
     nss: &Namespaces,
     (be, delay): (Backend, DelayMethod),
@@ -92,14 +92,14 @@ pub fn shape_bottlenecks(
 }
 
 /// Delay-line queue `num`'s delay and jitter for one direction.
-fn queue_spec(num: u16, link: &LinkSpec) -> QueueSpec {
+fn queue_spec(num: u16, link: &LinkParams) -> QueueSpec {
     let us = |ms: f64| Duration::from_micros((ms * 1000.0).round() as u64);
     QueueSpec { num, delay: us(link.delay_ms), jitter: us(link.jitter_ms) }
 }
 
 /// The marker's model of one direction: its drain rate, its threshold (never reached without
 /// ECN: the marker then only drops) and its loss.
-fn marker_config(link: &LinkSpec) -> MarkerConfig {
+fn marker_config(link: &LinkParams) -> MarkerConfig {
     let k = if link.ecn { link.k_packets as u64 * FRAME } else { u64::MAX };
     let rate = (link.rate_mbit * 1e6 / 8.0) as u64;
     MarkerConfig { rate_bytes_per_s: rate, k_bytes: k, loss: link.loss }
