@@ -2637,7 +2637,7 @@ impl crate::congestion::Controller for SmallWindowController {
             _ => 10_000_000,
         }
     }
-    fn send_rank(&self) -> Option<u64> {
+    fn send_rank(&self, _context: &crate::congestion::SendContext) -> Option<u64> {
         Some(self.build_index as u64)
     }
     fn clone_box(&self) -> Box<dyn crate::congestion::Controller> {
