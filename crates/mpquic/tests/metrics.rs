@@ -39,6 +39,9 @@ async fn upload(options: &Options) -> MultipathConnection {
     assert!(failures.is_empty(), "{failures:?}");
     let mut send = conn.connection().open_uni().await.unwrap();
     send.write_all(&vec![7u8; PAYLOAD]).await.unwrap();
+    // Both paths stay open for several sampling intervals whatever the host's speed: on a fast
+    // host the upload ended before the first sample saw path 1, which then had no gauges.
+    tokio::time::sleep(Duration::from_millis(300)).await;
     send.finish().unwrap();
     conn.connection().closed().await;
     serving.await.unwrap();
