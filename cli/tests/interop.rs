@@ -273,13 +273,20 @@ fn assert_peer_multipath(report: &Value) {
 /// receiving side D7 does not touch; not diagnosed. Where mpquic sends, `MIN_SHARE` holds.
 const PICOQUIC_SENDER_MIN_SHARE: f64 = 0.05;
 
-/// At least two paths each carried at least `MIN_SHARE` of the bytes counted in `field`.
-fn assert_spread(paths: &Value, field: &str, who: &str) {
-    assert_spread_of(paths, field, who, MIN_SHARE);
+/// Which end sent the bytes a spread check counts.
+#[derive(Clone, Copy)]
+enum Sender {
+    Mpquic,
+    Picoquic,
 }
 
-/// At least two paths each carried at least `min_share` of the bytes counted in `field`.
-fn assert_spread_of(paths: &Value, field: &str, who: &str, min_share: f64) {
+/// At least two paths each carried at least the sender's floor (`MIN_SHARE` for mpquic,
+/// `PICOQUIC_SENDER_MIN_SHARE` for picoquic) of the bytes counted in `field`.
+fn assert_spread(paths: &Value, field: &str, who: &str, sender: Sender) {
+    let min_share = match sender {
+        Sender::Mpquic => MIN_SHARE,
+        Sender::Picoquic => PICOQUIC_SENDER_MIN_SHARE,
+    };
     let bytes: Vec<u64> =
         paths.as_array().unwrap().iter().map(|p| p[field].as_u64().unwrap()).collect();
     let total: u64 = bytes.iter().sum();
@@ -341,32 +348,37 @@ fn picoquic_client_uploads_to_and_downloads_from_mpquic_serve() {
 
         let put = lab.picoquic_client(&addr, &["--put", path_str(&original)])?;
         assert_peer_multipath(&put);
-        assert_spread_of(
-            &put["paths"],
-            "bytes_sent",
-            "picoquic client (upload)",
-            PICOQUIC_SENDER_MIN_SHARE,
-        );
+        assert_spread(&put["paths"], "bytes_sent", "picoquic client (upload)", Sender::Picoquic);
         assert_same_file(&original, &store.join("up.bin"), &put["transfer"]["blake3"]);
 
         let copy = lab.path("down.bin");
         let get = lab.picoquic_client(&addr, &["--get", "up.bin", "--out", path_str(&copy)])?;
         assert_peer_multipath(&get);
-        assert_spread(&get["paths"], "bytes_received", "picoquic client (download)");
+        assert_spread(
+            &get["paths"],
+            "bytes_received",
+            "picoquic client (download)",
+            Sender::Mpquic,
+        );
         assert_same_file(&original, &copy, &get["transfer"]["blake3"]);
 
         let out = server.wait();
         let results: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(results.len(), 2, "{out}");
         assert_eq!(results[0]["direction"], "receive");
-        assert_spread_of(
+        assert_spread(
             &results[0]["paths"],
             "bytes_received",
             "mpquic serve (upload)",
-            PICOQUIC_SENDER_MIN_SHARE,
+            Sender::Picoquic,
         );
         assert_eq!(results[1]["direction"], "upload");
-        assert_spread(&results[1]["paths"], "bytes_sent", "mpquic serve (download)");
+        assert_spread(
+            &results[1]["paths"],
+            "bytes_sent",
+            "mpquic serve (download)",
+            Sender::Mpquic,
+        );
         Ok(())
     });
 }
@@ -384,9 +396,9 @@ fn mpquic_send_and_get_against_a_picoquic_server() {
         let sent = lab.mpquic_client(&mut server, &send)?;
         let peer = server.report()?;
         assert_peer_multipath(&peer);
-        assert_spread(&sent["paths"], "bytes_sent", "mpquic send");
+        assert_spread(&sent["paths"], "bytes_sent", "mpquic send", Sender::Mpquic);
         let received = &peer["paths"];
-        assert_spread(received, "bytes_received", "picoquic server");
+        assert_spread(received, "bytes_received", "picoquic server", Sender::Mpquic);
         assert_same_file(&original, &store.join("up.bin"), &peer["transfer"]["blake3"]);
 
         let mut server = lab.picoquic_server(&[]);
@@ -395,13 +407,8 @@ fn mpquic_send_and_get_against_a_picoquic_server() {
             lab.mpquic_client(&mut server, &["get", "up.bin", "-o", path_str(&copy), "--force"])?;
         let peer = server.report()?;
         assert_peer_multipath(&peer);
-        assert_spread_of(&got["paths"], "bytes_received", "mpquic get", PICOQUIC_SENDER_MIN_SHARE);
-        assert_spread_of(
-            &peer["paths"],
-            "bytes_sent",
-            "picoquic server (download)",
-            PICOQUIC_SENDER_MIN_SHARE,
-        );
+        assert_spread(&got["paths"], "bytes_received", "mpquic get", Sender::Picoquic);
+        assert_spread(&peer["paths"], "bytes_sent", "picoquic server (download)", Sender::Picoquic);
         assert_same_file(&original, &copy, &peer["transfer"]["blake3"]);
         Ok(())
     });
