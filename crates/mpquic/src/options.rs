@@ -299,7 +299,13 @@ impl Options {
             // With failover, a path is abandoned because it stopped delivering (by this end's
             // supervisor or the peer's): what is in flight on it goes to the live paths at the
             // abandon, not a loss-detection time threshold later (noq-proto patch 4).
-            .lose_in_flight_on_abandon(self.path_failure.is_some());
+            .lose_in_flight_on_abandon(self.path_failure.is_some())
+            // A path whose probe timeout fires while another path delivers sends what is in
+            // flight on it again on the others and waits for an answer before new data
+            // (noq-proto patch 5): otherwise the stream data stuck on a lossy path holds the
+            // receive window of every path for its probes' back-off (a gray path at 30% loss
+            // stalled the good path 17 s out of 60).
+            .reinject_on_pto(true);
         if let Some(window) = self.receive_window {
             // Larger windows let multipath reordering hold more out-of-order data; noq-proto's
             // receive buffer is bounded by the window (patch series), not a chunk count.

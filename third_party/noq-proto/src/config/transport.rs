@@ -41,6 +41,7 @@ pub struct TransportConfig {
     pub(crate) packet_threshold: u32,
     pub(crate) time_threshold: f32,
     pub(crate) lose_in_flight_on_abandon: bool,
+    pub(crate) reinject_on_pto: bool,
     pub(crate) initial_rtt: Duration,
     pub(crate) initial_mtu: u16,
     pub(crate) min_mtu: u16,
@@ -197,6 +198,21 @@ impl TransportConfig {
     /// send some frames twice.
     pub fn lose_in_flight_on_abandon(&mut self, value: bool) -> &mut Self {
         self.lose_in_flight_on_abandon = value;
+        self
+    }
+
+    /// Whether a path's probe timeout sends what is in flight on it again on the other paths,
+    /// when one of them is delivering (validated, available, no probe timeout of its own), and
+    /// keeps the path from new data until it is heard from again (default: `false`: the path
+    /// sends probes and its data waits for them to be answered, RFC 9002 alone).
+    ///
+    /// Worth it where a connection's paths differ in loss: a path that lost its tail (or its
+    /// ACKs) backs off its probes exponentially, and the stream data stuck on it holds up the
+    /// receiver's window for every path until a probe gets through, hundreds of milliseconds
+    /// on a lossy path. RFC 10069 leaves such retransmission on another path to the
+    /// implementation; picoquic does it too. What was in flight may arrive twice.
+    pub fn reinject_on_pto(&mut self, value: bool) -> &mut Self {
+        self.reinject_on_pto = value;
         self
     }
 
@@ -605,6 +621,7 @@ impl Default for TransportConfig {
             packet_threshold: 3,
             time_threshold: 9.0 / 8.0,
             lose_in_flight_on_abandon: false,
+            reinject_on_pto: false,
             initial_rtt: Duration::from_millis(333), /* per spec, intentionally distinct from
                                                       * EXPECTED_RTT */
             initial_mtu: INITIAL_MTU,
@@ -659,6 +676,7 @@ impl fmt::Debug for TransportConfig {
             packet_threshold,
             time_threshold,
             lose_in_flight_on_abandon,
+            reinject_on_pto,
             initial_rtt,
             initial_mtu,
             min_mtu,
@@ -699,6 +717,7 @@ impl fmt::Debug for TransportConfig {
             .field("packet_threshold", packet_threshold)
             .field("time_threshold", time_threshold)
             .field("lose_in_flight_on_abandon", lose_in_flight_on_abandon)
+            .field("reinject_on_pto", reinject_on_pto)
             .field("initial_rtt", initial_rtt)
             .field("initial_mtu", initial_mtu)
             .field("min_mtu", min_mtu)

@@ -1121,7 +1121,7 @@ impl Connection {
             let mut info = self.scheduling_info(path_id);
             // A path without a rank is kept from new data, not from acknowledging: its own
             // PATH_ACKs still ride it (`may_send_acks`), or the peer hears nothing on it.
-            info.may_send_data &= rank.is_some();
+            info.may_send_data &= rank.is_some() && !self.pto_keeps_from_data(path_id);
             if let Some(transmit) = self.poll_transmit_on_path(
                 now,
                 buf,
@@ -1652,6 +1652,7 @@ impl Connection {
                     self.spaces[space_id].queue_tail_loss_probe(
                         path_id,
                         request_immediate_ack,
+                        scheduling_info.may_send_data,
                         &self.streams,
                     );
 
@@ -3356,7 +3357,51 @@ impl Connection {
         pns.loss_probes = pns.loss_probes.saturating_add(count);
         let path_data = self.path_data_mut(path_id);
         path_data.pto_count = path_data.pto_count.saturating_add(1);
+        if space == SpaceId::Data && self.pto_keeps_from_data(path_id) {
+            self.reinject_in_flight(path_id);
+        }
         self.set_loss_detection_timer(now, path_id);
+    }
+
+    /// Whether `path_id` waits for an answer to its probes before it carries new data
+    /// (`TransportConfig::reinject_on_pto`, mpquic patch 5): its probe timeout fired and
+    /// another path is delivering.
+    fn pto_keeps_from_data(&self, path_id: PathId) -> bool {
+        self.config.reinject_on_pto
+            && self.is_multipath_negotiated()
+            && self.path(path_id).is_some_and(|path| path.pto_count > 0)
+            && self.paths.iter().any(|(&other, path)| {
+                other != path_id
+                    && self.remote_cids.contains_key(&other)
+                    && !self.abandoned_paths.contains(&other)
+                    && path.data.validated
+                    && path.data.local_status() == PathStatus::Available
+                    && path.data.pto_count == 0
+            })
+    }
+
+    /// Queues the frames in flight on `path_id` to be sent again on whichever path takes them
+    /// (mpquic patch 5). The packets stay in flight for congestion control and loss detection,
+    /// without the frames, so that nothing is sent a third time when they are lost after all.
+    fn reinject_in_flight(&mut self, path_id: PathId) {
+        let space = &mut self.spaces[SpaceId::Data];
+        let mut stream_frames = Vec::new();
+        let mut packets = 0;
+        let sent = space.number_spaces.get_mut(&path_id);
+        for packet in sent.into_iter().flat_map(|pns| pns.sent_packets.values_mut()) {
+            if packet.retransmits.is_empty(&self.streams) && packet.stream_frames.is_empty() {
+                continue;
+            }
+            packets += 1;
+            space.pending |= mem::take(&mut packet.retransmits);
+            stream_frames.extend(mem::take(&mut packet.stream_frames));
+        }
+        for frame in stream_frames {
+            self.streams.retransmit(frame);
+        }
+        if packets > 0 {
+            trace!(%path_id, packets, "probe timeout: in-flight frames queued for the other paths");
+        }
     }
 
     /// Detect any lost packets

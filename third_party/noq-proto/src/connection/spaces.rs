@@ -102,12 +102,22 @@ impl PacketSpace {
         &mut self,
         path_id: PathId,
         request_immediate_ack: bool,
+        may_carry_data: bool,
         streams: &StreamsState,
     ) {
         if request_immediate_ack {
             // The probe should be ACKed without delay (should only be used in the Data space and
             // when the peer supports the acknowledgement frequency extension)
             self.for_path(path_id).pending_immediate_ack = true;
+        }
+
+        // A path kept from data (by the scheduler, or waiting for an answer while another
+        // path delivers: mpquic patch 5) probes with a PING: the data is for the other paths.
+        if !may_carry_data {
+            if !self.for_path(path_id).pending_immediate_ack {
+                self.for_path(path_id).pending_ping = true;
+            }
+            return;
         }
 
         // We prefer to send new data to make most efficient use of bandwidth.

@@ -12,7 +12,7 @@ use crate::connection::timer::{PathTimer, Timer};
 use crate::{
     ClientConfig, ConnectionId, ConnectionIdGenerator, Endpoint, EndpointConfig, FourTuple,
     LOCAL_CID_COUNT, NetworkChangeHint, PathId, PathStatus, RandomConnectionIdGenerator,
-    ServerConfig, Side::*, TransportConfig, cid_queue::CidQueue,
+    ServerConfig, Side::*, StreamId, TransportConfig, cid_queue::CidQueue,
 };
 use crate::{
     ClosePathError, Dir, Event, PathAbandonReason, PathEvent, StreamEvent, TransportErrorCode,
@@ -2550,6 +2550,78 @@ fn abandoning_a_dark_path_loses_its_in_flight_packets_at_once() -> TestResult {
         assert_eq!(received, LEN, "the stream arrives whole over path 1");
     }
     Ok(())
+}
+
+/// mpquic patch 5 (`TransportConfig::reinject_on_pto`): what was in flight on a path that went
+/// dark reaches the peer over the other path once the dark path's probe timeout fires, with no
+/// abandon; without the option it waits for the dark path's probes, which nothing answers.
+#[test]
+fn a_dark_paths_data_goes_to_the_other_path_at_its_probe_timeout() -> TestResult {
+    let _guard = subscribe();
+    for reinject in [false, true] {
+        let mut cfg = TransportConfig::default();
+        cfg.max_concurrent_multipath_paths(MAX_PATHS).reinject_on_pto(reinject);
+        let mut pair = ConnPair::builder().with_transport_cfg(cfg).connect();
+        let first_client_addr = pair.routes.as_basic().client_addr;
+        let first_server_addr = pair.routes.as_basic().server_addr;
+        let mut second_client_addr = first_client_addr;
+        let mut second_server_addr = first_server_addr;
+        second_client_addr.set_port(second_client_addr.port() + 1);
+        second_server_addr.set_port(second_server_addr.port() + 1);
+        pair.routes = ManyToManyRouting::simple_symmetric(
+            [first_client_addr, second_client_addr],
+            [first_server_addr, second_server_addr],
+        )
+        .into();
+        let second_path = FourTuple {
+            local_ip: Some(second_client_addr.ip()),
+            remote: second_server_addr,
+        };
+        pair.open_path(Client, second_path, PathStatus::Available)?;
+        pair.drive();
+        while pair.poll(Client).is_some() {}
+        while pair.poll(Server).is_some() {}
+
+        pair.routes =
+            ManyToManyRouting::simple_symmetric([second_client_addr], [second_server_addr]).into();
+        const LEN: usize = 20_000;
+        let s = pair.streams(Client).open(Dir::Uni).unwrap();
+        pair.send_stream(Client, s).write(&[7u8; LEN])?;
+        pair.send_stream(Client, s).finish()?;
+        let deadline = pair.time + Duration::from_secs(3);
+        let (mut accepted, mut received) = (false, 0);
+        while received < LEN && pair.time < deadline && pair.step() {
+            while pair.poll(Server).is_some() {}
+            accepted |= pair.streams(Server).accept(Dir::Uni).is_some();
+            if accepted {
+                received += read_all(&mut pair, s);
+            }
+        }
+        let sent_on_path0 = pair.path_stats(Client, PathId::ZERO).unwrap().udp_tx.datagrams;
+        info!(reinject, received, sent_on_path0, "3 s after path 0 went dark");
+        assert!(sent_on_path0 > 0, "path 0 carried none of the stream: nothing to test");
+        assert!(pair.path_status(Client, PathId::ZERO).is_ok(), "path 0 is still open");
+        if reinject {
+            assert_eq!(received, LEN, "the stream arrives whole over path 1");
+        } else {
+            assert!(received < LEN, "without the option the data on path 0 waits");
+        }
+    }
+    Ok(())
+}
+
+/// Reads what `stream` has for the server now, in order.
+fn read_all(pair: &mut ConnPair, stream: StreamId) -> usize {
+    let mut recv = pair.recv_stream(Server, stream);
+    let Ok(mut chunks) = recv.read(true) else {
+        return 0;
+    };
+    let mut received = 0;
+    while let Ok(Some(chunk)) = chunks.next(usize::MAX) {
+        received += chunk.bytes.len();
+    }
+    let _ = chunks.finalize();
+    received
 }
 
 /// mpquic patch D5: a path opened as backup announces it with PATH_STATUS_BACKUP once the path
