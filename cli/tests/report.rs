@@ -461,7 +461,7 @@ fn the_committed_example_shows_every_series_above_its_floor() {
     let test = "the_committed_example_shows_every_series_above_its_floor";
     let Some(browser) = chromium_or_skip(test) else { return };
     let example =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/report-amp-vs-xmp/index.html");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/report-amp-vs-xmp/index.html");
     let shot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("example-screenshot.png");
     // 4 connections x 2 runs x 5 chart panels (CE marks everywhere: the testbed marks).
     let (charts, _) = check_page(browser, &example, &shot);

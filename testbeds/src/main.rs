@@ -39,7 +39,7 @@ enum Cmd {
     /// one per seed; per run result.json and SVG plots, then experiment.json and tables.md (as mpquic-sim run).
     Run {
         scenario: PathBuf,
-        /// Output directory (default: testbed-results/<name>)
+        /// Output directory (default: results/<file name>/netns, see results/README.md)
         #[arg(long)]
         out: Option<PathBuf>,
         /// Override the rounds (repetitions).
@@ -112,8 +112,7 @@ fn main() -> Result<()> {
     match cli.cmd {
         Cmd::Run { scenario, out, repetitions } => {
             let c = experiment::load(&scenario)?;
-            let name = &c.experiment.base.name;
-            let out = out.unwrap_or_else(|| PathBuf::from("testbed-results").join(name));
+            let out = out.unwrap_or_else(|| mpquic_scenario::default_out(&scenario, "netns"));
             let rounds = repetitions.map(|r| r as usize);
             torn_down(|_| experiment::run(&c, &out, rounds))?;
         }

@@ -39,10 +39,34 @@ pub use model::*;
 pub use units::{Amount, Bytes, Dur, Rate};
 pub use validate::validate;
 
+use std::path::{Path, PathBuf};
+
+/// Where a run of the experiment file `file` on `backend` (`"sim"`, `"netns"`) writes when no
+/// output directory is given: `results/<file name without .toml>/<backend>`, relative to the
+/// current directory. From the repository's root that is the folder the run's committed
+/// outputs live in (results/README.md), so a re-run lands beside what it may replace.
+pub fn default_out(file: &Path, backend: &str) -> PathBuf {
+    let stem = file.file_stem().unwrap_or(file.as_os_str());
+    Path::new("results").join(stem).join(backend)
+}
+
 /// Parse one scenario from TOML text (no sweep applied, the first seed) and check it.
 pub fn parse_scenario(text: &str) -> Result<Scenario, ScenarioError> {
     let e = Experiment::parse(text, "<scenario>")?;
     let mut s = e.base;
     s.seed = s.seeds[0];
     Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_out_is_the_files_folder_under_results() {
+        let out = default_out(Path::new("experiments/E1-incast.toml"), "sim");
+        assert_eq!(out, Path::new("results/E1-incast/sim"));
+        let out = default_out(Path::new("../x/scenarios/two-path.toml"), "netns");
+        assert_eq!(out, Path::new("results/two-path/netns"));
+    }
 }

@@ -1,7 +1,8 @@
 //! docs/RESULTS.md's table is what researchers quote, so each of its rows must lead somewhere
 //! that exists: a write-up that states the commit and date of its numbers, and (unless the row
 //! says "not run") a command whose experiment file validates as both backends read it. The
-//! verdict is one of four words, so a row cannot claim something in between.
+//! verdict is one of four words, so a row cannot claim something in between. Every relative
+//! link in the repository's Markdown must reach a file.
 
 use std::path::{Path, PathBuf};
 
@@ -145,6 +146,69 @@ fn every_run_row_names_a_command_whose_file_validates() {
     }
 }
 
+/// The repository's Markdown files (READMEs, docs/, the write-ups, results/), not those of the
+/// vendored stack or of build output.
+fn markdown_files(dir: &Path, found: &mut Vec<PathBuf>) {
+    let skip = ["target", "third_party", "node_modules"];
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{dir:?}: {e}"));
+    for entry in entries.map(|e| e.expect("directory entry")) {
+        let (path, name) = (entry.path(), entry.file_name());
+        let name = name.to_string_lossy();
+        if path.is_dir() {
+            if !name.starts_with('.') && !skip.contains(&name.as_ref()) {
+                markdown_files(&path, found);
+            }
+        } else if name.ends_with(".md") {
+            found.push(path);
+        }
+    }
+}
+
+/// The relative link targets of a Markdown text outside fenced code blocks, without their
+/// `#anchor`, each with its line number.
+fn relative_links(text: &str) -> Vec<(usize, &str)> {
+    let mut fenced = false;
+    let mut links = vec![];
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        for target in link_targets(line) {
+            let path = target.split('#').next().unwrap_or_default();
+            if !path.is_empty() && !path.contains("://") && !path.starts_with("mailto:") {
+                links.push((i + 1, path));
+            }
+        }
+    }
+    links
+}
+
+/// Results moved once already (to results/<file>/<backend>/, with gzip'd experiment.json and
+/// testbed plots): a link left at an old path or an uncompressed name must fail here, not
+/// silently on a reader's click.
+#[test]
+fn every_relative_markdown_link_resolves() {
+    let mut files = vec![];
+    markdown_files(&root(), &mut files);
+    assert!(files.len() >= 20, "found {} Markdown files", files.len());
+    let mut broken = vec![];
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{file:?}: {e}"));
+        let dir = file.parent().expect("a file's directory");
+        for (line, target) in relative_links(&text) {
+            if !dir.join(target).exists() {
+                let shown = file.strip_prefix(root()).unwrap_or(file);
+                broken.push(format!("{}:{line}: {target}", shown.display()));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "links to nothing:\n{}", broken.join("\n"));
+}
+
 #[test]
 fn the_parsers_read_what_they_are_meant_to() {
     let table = "x\n| claim | verdict | write-up | command |\n|---|---|---|---|\n\
@@ -158,4 +222,7 @@ fn the_parsers_read_what_they_are_meant_to() {
     assert!(names_commit_and_date("**Numbers from** f9ba0bf, 2026-11-23 (session 5)."));
     assert!(!names_commit_and_date("**Numbers from** session 5, 2026-11-23."));
     assert!(!names_commit_and_date("**Numbers from** f9ba0bf."));
+    let doc =
+        "[a](x.md#top) [b](https://e.org) [c](#here)\n```\n[d](in-code.md)\n```\n![e](p.svg.gz)";
+    assert_eq!(relative_links(doc), [(1, "x.md"), (5, "p.svg.gz")]);
 }

@@ -236,16 +236,22 @@ fn join(partials: Vec<(PathBuf, Partial)>) -> Result<(Origin, Vec<RunResult>), S
 }
 
 /// Merge the partial results in `paths` (files or directories) into the output of the whole
-/// sweep in `out`. The experiment file is read again from the path the partials name (relative
-/// to the current directory) and must load to the points they ran.
-pub fn merge(paths: &[PathBuf], out: &Path) -> Result<(), String> {
+/// sweep in `out` (default: the experiment file's `results/<file name>/sim`, as `run` writes);
+/// returns where it wrote. The experiment file is read again from the path the partials name
+/// (relative to the current directory) and must load to the points they ran.
+pub fn merge(paths: &[PathBuf], out: Option<&Path>) -> Result<PathBuf, String> {
     let (origin, results) = join(read_partials(paths)?)?;
     let mut e = Experiment::load(Path::new(&origin.file)).map_err(|e| e.to_string())?;
     origin.options.apply(&mut e)?;
     if fingerprint(&e) != origin.fingerprint {
         return Err(format!("{}: changed since the shards ran (its points differ)", origin.file));
     }
-    exp::write(&e, &origin.file, out, &origin.options, results)
+    let out = out.map_or_else(
+        || mpquic_scenario::default_out(Path::new(&origin.file), "sim"),
+        Path::to_path_buf,
+    );
+    exp::write(&e, &origin.file, &out, &origin.options, results)?;
+    Ok(out)
 }
 
 #[cfg(test)]

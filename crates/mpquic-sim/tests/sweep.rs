@@ -1,6 +1,7 @@
 //! A sweep's output does not depend on how its runs were spread: `--jobs 1`, `--jobs 2` and
 //! four shards merged write the same files, byte for byte; a merge refuses a file edited since
-//! the shards ran and a missing shard.
+//! the shards ran and a missing shard. Without `--out`, `run` and `merge` write to
+//! `results/<file name>/sim`, where the repository keeps a file's committed output.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -63,13 +64,14 @@ fn jobs_and_shards_write_the_same_output() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     std::fs::write(dir.join("e3.toml"), mini_e3()).unwrap();
-    sim(dir, &["run", "e3.toml", "--out", "one", "--jobs", "1"]).unwrap();
+    let default_out = dir.join("results/e3/sim");
+    sim(dir, &["run", "e3.toml", "--jobs", "1"]).unwrap();
     sim(dir, &["run", "e3.toml", "--out", "two", "--jobs", "2"]).unwrap();
-    let written = files(&dir.join("one"));
+    let written = files(&default_out);
     for name in ["experiment.json", "tables.md", "shift_time.svg"] {
         assert!(written.contains_key(name), "no {name}: {:?}", written.keys());
     }
-    assert_same(&dir.join("one"), &dir.join("two"));
+    assert_same(&default_out, &dir.join("two"));
 
     for i in 0..4 {
         let shard = format!("{i}/4");
@@ -80,7 +82,10 @@ fn jobs_and_shards_write_the_same_output() {
         .unwrap();
     }
     sim(dir, &["merge", "shard0", "shard1", "shard2", "shard3", "--out", "merged"]).unwrap();
-    assert_same(&dir.join("one"), &dir.join("merged"));
+    assert_same(&dir.join("two"), &dir.join("merged"));
+    std::fs::remove_dir_all(&default_out).unwrap();
+    sim(dir, &["merge", "shard0", "shard1", "shard2", "shard3"]).unwrap();
+    assert_same(&dir.join("two"), &default_out);
 
     let missing = sim(dir, &["merge", "shard0", "shard1", "shard3", "--out", "no"]).unwrap_err();
     assert!(missing.contains("missing shards of e3.toml: 2"), "{missing}");

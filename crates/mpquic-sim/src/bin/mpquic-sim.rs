@@ -34,9 +34,10 @@ enum Command {
     Run {
         /// The file (TOML).
         scenario: PathBuf,
-        /// Output directory (created if missing).
-        #[arg(long, default_value = "sim-out")]
-        out: PathBuf,
+        /// Output directory (created if missing; default: results/<file name>/sim, see
+        /// results/README.md).
+        #[arg(long)]
+        out: Option<PathBuf>,
         /// Run only this seed instead of the file's `seeds`.
         #[arg(long)]
         seed: Option<u64>,
@@ -66,9 +67,10 @@ enum Command {
         /// Partial results: `partial-*.cbor` files, or directories holding them.
         #[arg(required = true)]
         partials: Vec<PathBuf>,
-        /// Output directory (created if missing).
-        #[arg(long, default_value = "sim-out")]
-        out: PathBuf,
+        /// Output directory (created if missing; default: results/<file name>/sim of the
+        /// experiment file the shards ran).
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// Check experiment files: the language (file:line:column errors), then every sweep point
     /// built as the simulator builds it.
@@ -199,11 +201,12 @@ fn run(cli: Cli) -> Result<(), String> {
             }
         }
         Command::Merge { partials, out } => {
-            mpquic_sim::shard::merge(&partials, &out)?;
+            let out = mpquic_sim::shard::merge(&partials, out.as_deref())?;
             eprintln!("merged {} into {}", partials.len(), out.display());
             Ok(())
         }
         Command::Run { scenario, out, seed, duration, no_plots, detail, jobs, shard } => {
+            let out = out.unwrap_or_else(|| mpquic_scenario::default_out(&scenario, "sim"));
             let mut e = Experiment::load(&scenario).map_err(|e| e.to_string())?;
             let options = SweepOptions { seed, duration };
             options.apply(&mut e)?;
