@@ -73,8 +73,8 @@ mod properties;
 mod testkit;
 
 pub use config::{
-    AlphaConfig, AmpConfig, ConfigError, ControllerConfig, ControllerKind, Dealing, MmptcpConfig,
-    MptcpDConfig, XmpConfig,
+    AlphaConfig, AmpConfig, ConfigError, ControllerConfig, ControllerKind, DcmConfig, Dealing,
+    InitialWindow, MmptcpConfig, MptcpDConfig, XmpConfig,
 };
 pub use event::{Event, Notice, PathId, ReductionCause, RttSample};
 
