@@ -117,6 +117,50 @@ pub enum ConfigError {
     },
 }
 
+/// How a coupled controller chooses the window of a path it opens (parameter `initial_window`).
+///
+/// QUIC gives every path RFC 9002's initial window of 10 packets, so a connection that opens 4
+/// paths at once may send 40 packets before its first acknowledgment. `Shared` keeps the
+/// connection's first burst at one initial window however many paths it opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InitialWindow {
+    /// Every new path starts at RFC 9002's initial window ([`initial_window`](crate::coupled::initial_window)):
+    /// QUIC multipath's rule and the default.
+    #[default]
+    PerPath,
+    /// A new path takes an even share of the windows of the connection's paths still in their
+    /// first slow start (no reaction yet), so opening it adds nothing to the connection's total
+    /// window; every window keeps the `2 * mss` floor, so 4 paths of 1200 bytes share 12,000
+    /// bytes as 3,000 each and 8 paths hold 2,400 each. A path opened once every other path has
+    /// reacted starts at the floor (and slow-starts from there).
+    Shared,
+}
+
+impl InitialWindow {
+    /// The parameter's value names, as [`ConfigError::BadValue`] lists them.
+    const NAMES: &'static str = "expected per-path or shared";
+
+    /// The value's name on command lines and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            InitialWindow::PerPath => "per-path",
+            InitialWindow::Shared => "shared",
+        }
+    }
+}
+
+impl FromStr for InitialWindow {
+    type Err = ();
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [InitialWindow::PerPath, InitialWindow::Shared]
+            .into_iter()
+            .find(|w| w.name() == s)
+            .ok_or(())
+    }
+}
+
 /// AMP parameters (AMP paper, section 5).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct AmpConfig {
@@ -126,11 +170,13 @@ pub struct AmpConfig {
     pub gamma: u32,
     /// CE-free rounds of the initial path before suppressed paths are released.
     pub tau: u32,
+    /// The window of a path the connection opens.
+    pub initial_window: InitialWindow,
 }
 
 impl Default for AmpConfig {
     fn default() -> Self {
-        AmpConfig { beta: 4.0, gamma: 2, tau: 8 }
+        AmpConfig { beta: 4.0, gamma: 2, tau: 8, initial_window: InitialWindow::PerPath }
     }
 }
 
@@ -139,11 +185,13 @@ impl Default for AmpConfig {
 pub struct XmpConfig {
     /// ECN cut, in whole packets: `cwnd -= max(floor(cwnd / beta), 1)`. At least 2.
     pub beta: f64,
+    /// The window of a path the connection opens.
+    pub initial_window: InitialWindow,
 }
 
 impl Default for XmpConfig {
     fn default() -> Self {
-        XmpConfig { beta: 4.0 }
+        XmpConfig { beta: 4.0, initial_window: InitialWindow::PerPath }
     }
 }
 
@@ -157,6 +205,21 @@ pub struct AlphaConfig {
 impl Default for AlphaConfig {
     fn default() -> Self {
         AlphaConfig { g: 1.0 / 16.0 }
+    }
+}
+
+/// DCM parameters: DCTCP's alpha estimator and the coupled controllers' initial window.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DcmConfig {
+    /// EWMA gain of alpha, in (0, 1].
+    pub g: f64,
+    /// The window of a path the connection opens.
+    pub initial_window: InitialWindow,
+}
+
+impl Default for DcmConfig {
+    fn default() -> Self {
+        DcmConfig { g: AlphaConfig::default().g, initial_window: InitialWindow::PerPath }
     }
 }
 
@@ -240,7 +303,7 @@ pub enum ControllerConfig {
     /// See [`ControllerKind::Xmp`].
     Xmp(XmpConfig),
     /// See [`ControllerKind::Dcm`].
-    Dcm(AlphaConfig),
+    Dcm(DcmConfig),
     /// See [`ControllerKind::MptcpD`].
     MptcpD(MptcpDConfig),
     /// See [`ControllerKind::Mmptcp`].
@@ -263,7 +326,7 @@ impl ControllerConfig {
         match kind {
             ControllerKind::Amp => ControllerConfig::Amp(AmpConfig::default()),
             ControllerKind::Xmp => ControllerConfig::Xmp(XmpConfig::default()),
-            ControllerKind::Dcm => ControllerConfig::Dcm(AlphaConfig::default()),
+            ControllerKind::Dcm => ControllerConfig::Dcm(DcmConfig::default()),
             ControllerKind::MptcpD => ControllerConfig::MptcpD(MptcpDConfig::default()),
             ControllerKind::Mmptcp => ControllerConfig::Mmptcp(MmptcpConfig::default()),
             ControllerKind::Lia => ControllerConfig::Lia,
@@ -316,10 +379,18 @@ impl ControllerConfig {
             (ControllerConfig::Amp(c), "beta") => c.beta = beta(controller, value)?,
             (ControllerConfig::Amp(c), "gamma") => c.gamma = positive(controller, "gamma", value)?,
             (ControllerConfig::Amp(c), "tau") => c.tau = positive(controller, "tau", value)?,
-            (ControllerConfig::Xmp(c), "beta") => c.beta = beta(controller, value)?,
-            (ControllerConfig::Dcm(c) | ControllerConfig::Dctcp(c), "g") => {
-                c.g = gain(controller, value)?
+            (ControllerConfig::Amp(c), "initial_window") => {
+                c.initial_window = initial_window(controller, value)?
             }
+            (ControllerConfig::Xmp(c), "beta") => c.beta = beta(controller, value)?,
+            (ControllerConfig::Xmp(c), "initial_window") => {
+                c.initial_window = initial_window(controller, value)?
+            }
+            (ControllerConfig::Dcm(c), "g") => c.g = gain(controller, value)?,
+            (ControllerConfig::Dcm(c), "initial_window") => {
+                c.initial_window = initial_window(controller, value)?
+            }
+            (ControllerConfig::Dctcp(c), "g") => c.g = gain(controller, value)?,
             (ControllerConfig::MptcpD(c), "ese") => {
                 c.ese = value.parse().map_err(|_| ConfigError::BadValue {
                     controller,
@@ -382,8 +453,9 @@ impl ControllerConfig {
             ControllerConfig::Xmp(c) => {
                 check(beta_ok(c.beta), "beta", c.beta.to_string(), "must be at least 2")
             }
-            ControllerConfig::Dcm(c) | ControllerConfig::Dctcp(c) => {
-                check(c.g > 0.0 && c.g <= 1.0, "g", c.g.to_string(), "must be in (0, 1]")
+            ControllerConfig::Dcm(DcmConfig { g, .. })
+            | ControllerConfig::Dctcp(AlphaConfig { g }) => {
+                check(g > 0.0 && g <= 1.0, "g", g.to_string(), "must be in (0, 1]")
             }
             ControllerConfig::MptcpD(c) => {
                 let alpha_ok = c.alpha.is_finite() && c.alpha > 1.0;
@@ -414,9 +486,15 @@ impl ControllerConfig {
     pub fn try_build(&self) -> Result<Box<dyn Controller>, ConfigError> {
         self.validate()?;
         Ok(match *self {
-            ControllerConfig::Amp(c) => Box::new(Coupled::new(Amp::new(c))),
-            ControllerConfig::Xmp(cfg) => Box::new(Coupled::new(Xmp { cfg })),
-            ControllerConfig::Dcm(c) => Box::new(Coupled::new(Dcm { g: c.g })),
+            ControllerConfig::Amp(c) => {
+                Box::new(Coupled::new(Amp::new(c)).with_initial_window(c.initial_window))
+            }
+            ControllerConfig::Xmp(cfg) => {
+                Box::new(Coupled::new(Xmp { cfg }).with_initial_window(cfg.initial_window))
+            }
+            ControllerConfig::Dcm(c) => {
+                Box::new(Coupled::new(Dcm { g: c.g }).with_initial_window(c.initial_window))
+            }
             ControllerConfig::MptcpD(c) => Box::new(Coupled::new(MptcpD::new(c))),
             ControllerConfig::Mmptcp(c) => Box::new(Coupled::new(Mmptcp::new(c))),
             ControllerConfig::Lia => Box::new(Coupled::new(Lia)),
@@ -444,9 +522,10 @@ impl ControllerConfig {
     /// The parameter names [`ControllerConfig::set`] accepts, comma-separated.
     pub fn parameter_names(&self) -> &'static str {
         match self {
-            ControllerConfig::Amp(_) => "beta, gamma, tau",
-            ControllerConfig::Xmp(_) => "beta",
-            ControllerConfig::Dcm(_) | ControllerConfig::Dctcp(_) => "g",
+            ControllerConfig::Amp(_) => "beta, gamma, tau, initial_window",
+            ControllerConfig::Xmp(_) => "beta, initial_window",
+            ControllerConfig::Dcm(_) => "g, initial_window",
+            ControllerConfig::Dctcp(_) => "g",
             ControllerConfig::MptcpD(_) => "ese, alpha, beta, candidates",
             ControllerConfig::Mmptcp(_) => "switch_bytes, switch_on_congestion, deal",
             ControllerConfig::Lia
@@ -491,6 +570,15 @@ fn beta(controller: &'static str, value: &str) -> Result<f64, ConfigError> {
     float(controller, "beta", value, |x| x >= 2.0, "must be at least 2")
 }
 
+fn initial_window(controller: &'static str, value: &str) -> Result<InitialWindow, ConfigError> {
+    value.parse().map_err(|()| ConfigError::BadValue {
+        controller,
+        param: "initial_window",
+        value: value.to_owned(),
+        reason: InitialWindow::NAMES,
+    })
+}
+
 fn gain(controller: &'static str, value: &str) -> Result<f64, ConfigError> {
     float(controller, "g", value, |x| x > 0.0 && x <= 1.0, "must be in (0, 1]")
 }
@@ -524,7 +612,12 @@ mod tests {
         assert_eq!("MPTCP-D".parse::<ControllerKind>(), Ok(ControllerKind::MptcpD));
         assert_eq!(
             ControllerConfig::with_defaults(ControllerKind::Amp),
-            ControllerConfig::Amp(AmpConfig { beta: 4.0, gamma: 2, tau: 8 })
+            ControllerConfig::Amp(AmpConfig {
+                beta: 4.0,
+                gamma: 2,
+                tau: 8,
+                initial_window: InitialWindow::PerPath
+            })
         );
         assert_eq!(
             ControllerConfig::with_defaults(ControllerKind::MptcpD),
@@ -537,7 +630,7 @@ mod tests {
         );
         assert_eq!(
             ControllerConfig::with_defaults(ControllerKind::Dcm),
-            ControllerConfig::Dcm(AlphaConfig { g: 0.0625 })
+            ControllerConfig::Dcm(DcmConfig { g: 0.0625, initial_window: InitialWindow::PerPath })
         );
     }
 
@@ -578,6 +671,8 @@ mod tests {
             ("mmptcp", "switch_on_congestion=1"),
             ("mmptcp", "deal=random"),
             ("mmptcp", "deal=Single"),
+            ("amp", "initial_window=10"),
+            ("xmp", "initial_window=Shared"),
         ];
         for (name, param) in bad {
             let err = ControllerConfig::parse(name, [param]).unwrap_err();
@@ -594,6 +689,8 @@ mod tests {
             ("mptcp-d", "ese=false"),
             ("mmptcp", "switch_on_congestion=true"),
             ("mmptcp", "deal=pairs"),
+            ("amp", "initial_window=per-path"),
+            ("dcm", "initial_window=shared"),
         ];
         for (name, param) in good {
             assert!(ControllerConfig::parse(name, [param]).is_ok(), "{name} {param}");
@@ -601,8 +698,15 @@ mod tests {
         let single = ControllerConfig::parse("mmptcp", ["deal=single"]).unwrap();
         let expect = MmptcpConfig { deal: Dealing::Single, ..Default::default() };
         assert_eq!(single, ControllerConfig::Mmptcp(expect));
+        let shared = ControllerConfig::parse("xmp", ["initial_window=shared"]).unwrap();
+        let expect = XmpConfig { initial_window: InitialWindow::Shared, ..Default::default() };
+        assert_eq!(shared, ControllerConfig::Xmp(expect));
+        // The uncoupled controllers have no such parameter: one path, one initial window.
+        let err = ControllerConfig::parse("dctcp", ["initial_window=shared"]).unwrap_err();
+        assert!(matches!(err, ConfigError::UnknownParameter { .. }), "{err}");
         let c = ControllerConfig::parse("amp", [" gamma = 3 ", "tau=6"]).unwrap();
-        assert_eq!(c, ControllerConfig::Amp(AmpConfig { beta: 4.0, gamma: 3, tau: 6 }));
+        let expect = AmpConfig { gamma: 3, tau: 6, ..Default::default() };
+        assert_eq!(c, ControllerConfig::Amp(expect));
     }
 
     #[test]
@@ -611,8 +715,8 @@ mod tests {
             (ControllerConfig::Amp(AmpConfig { beta: 1.5, ..Default::default() }), "beta"),
             (ControllerConfig::Amp(AmpConfig { gamma: 0, ..Default::default() }), "gamma"),
             (ControllerConfig::Amp(AmpConfig { tau: 0, ..Default::default() }), "tau"),
-            (ControllerConfig::Xmp(XmpConfig { beta: f64::NAN }), "beta"),
-            (ControllerConfig::Dcm(AlphaConfig { g: 0.0 }), "g"),
+            (ControllerConfig::Xmp(XmpConfig { beta: f64::NAN, ..Default::default() }), "beta"),
+            (ControllerConfig::Dcm(DcmConfig { g: 0.0, ..Default::default() }), "g"),
             (ControllerConfig::Dctcp(AlphaConfig { g: 2.0 }), "g"),
             (ControllerConfig::MptcpD(MptcpDConfig { alpha: 0.9, ..Default::default() }), "alpha"),
             (ControllerConfig::MptcpD(MptcpDConfig { beta: -1.0, ..Default::default() }), "beta"),

@@ -8,7 +8,10 @@
 use std::fmt;
 
 use crate::core::{Core, Coupling, RoundStats, Slot};
-use crate::{ConnectionSnapshot, Controller, Event, Notice, PathId, PathSnapshot, ReductionCause};
+use crate::{
+    ConnectionSnapshot, Controller, Event, InitialWindow, Notice, PathId, PathSnapshot,
+    ReductionCause,
+};
 
 /// What distinguishes one coupled controller from another: hooks over the shared [`Core`], in
 /// the style of Linux's `tcp_congestion_ops` ("override only what differs"). The defaults are
@@ -176,6 +179,13 @@ impl<A: Algorithm> Coupled<A> {
     /// A controller running `alg`, with no path yet.
     pub fn new(alg: A) -> Self {
         Coupled { core: Core::new(alg.coupling()), alg }
+    }
+
+    /// The same controller, choosing the windows of the paths it opens by `mode` (the default is
+    /// [`InitialWindow::PerPath`]).
+    pub fn with_initial_window(mut self, mode: InitialWindow) -> Self {
+        self.core.set_initial_window(mode);
+        self
     }
 
     /// The shared state, to inspect (tests, diagnostics).

@@ -54,6 +54,11 @@
 //!   threshold at half the old window.
 //! - Windows are `f64` bytes internally (no sub-byte increase is lost) and capped at 2^48 bytes;
 //!   `window()` rounds down. MSS is clamped to `1..=65536`; smoothed RTTs are floored at 1 ns.
+//! - A new path starts at RFC 9002's initial window (10 packets) by default. AMP, XMP and DCM
+//!   take `initial_window=shared` ([`InitialWindow::Shared`]): the connection keeps one initial
+//!   window however many paths it opens (4 paths of 1200 bytes: 3000 bytes each; never below the
+//!   2-packet floor), for incasts where 4 paths x 10 packets per flow overrun the buffer
+//!   (`experiments/incast-iw.toml`, `docs/results/incast-iw.md`). Per path stays the default.
 //! - Undrained notices stop accumulating at 65536; the excess is counted in
 //!   [`ConnectionSnapshot::notices_dropped`].
 
@@ -73,8 +78,8 @@ mod properties;
 mod testkit;
 
 pub use config::{
-    AlphaConfig, AmpConfig, ConfigError, ControllerConfig, ControllerKind, Dealing, MmptcpConfig,
-    MptcpDConfig, XmpConfig,
+    AlphaConfig, AmpConfig, ConfigError, ControllerConfig, ControllerKind, DcmConfig, Dealing,
+    InitialWindow, MmptcpConfig, MptcpDConfig, XmpConfig,
 };
 pub use event::{Event, Notice, PathId, ReductionCause, RttSample};
 

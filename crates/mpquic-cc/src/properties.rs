@@ -9,8 +9,8 @@ use proptest::prelude::*;
 
 use crate::testkit::Driver;
 use crate::{
-    AmpConfig, Controller, ControllerConfig, ControllerKind, Event, MmptcpConfig, MptcpDConfig,
-    PathId, RttSample,
+    AmpConfig, Controller, ControllerConfig, ControllerKind, Event, InitialWindow, MmptcpConfig,
+    MptcpDConfig, PathId, RttSample,
 };
 
 /// One step of a script. Structured steps go through the driver (realistic packet numbers);
@@ -73,11 +73,20 @@ pub(crate) fn op(paths: u32) -> impl Strategy<Value = Op> {
 }
 
 /// Configurations that reach every mode quickly: SSR after one round, ESE with a short window,
-/// MMPTCP's switch after a few packets or at the first congestion.
+/// MMPTCP's switch after a few packets or at the first congestion; the shared initial window.
 fn configs() -> Vec<ControllerConfig> {
     let mut all: Vec<ControllerConfig> =
         ControllerKind::ALL.into_iter().map(ControllerConfig::with_defaults).collect();
-    all.push(ControllerConfig::Amp(AmpConfig { beta: 2.0, gamma: 1, tau: 1 }));
+    // SSR after one round, with the shared initial window: paths added mid-run take their share.
+    all.push(ControllerConfig::Amp(AmpConfig {
+        beta: 2.0,
+        gamma: 1,
+        tau: 1,
+        initial_window: InitialWindow::Shared,
+    }));
+    for name in ["xmp", "dcm"] {
+        all.push(ControllerConfig::parse(name, ["initial_window=shared"]).expect("a valid value"));
+    }
     all.push(ControllerConfig::MptcpD(MptcpDConfig {
         alpha: 1.01,
         beta: 10.0,

@@ -26,7 +26,7 @@ pub(crate) mod path;
 pub use coupling::{Coupling, Sums};
 pub use path::{PathState, RoundStats};
 
-use crate::{Notice, PathId, ReductionCause, RttSample};
+use crate::{InitialWindow, Notice, PathId, ReductionCause, RttSample};
 
 /// Where a live path sits in the [`Core`] while a hook runs: a handle the hooks receive and pass
 /// back, valid until the set of paths changes (a path is added or removed). To remember a path
@@ -65,6 +65,8 @@ pub struct Core<X> {
     pub(crate) notices_dropped: u64,
     /// Round ends since the sums were last recomputed from scratch.
     round_ends: usize,
+    /// How a new path's window is chosen.
+    initial_window: InitialWindow,
 }
 
 impl<X: Default> Core<X> {
@@ -76,6 +78,7 @@ impl<X: Default> Core<X> {
             notices: Vec::new(),
             notices_dropped: 0,
             round_ends: 0,
+            initial_window: InitialWindow::PerPath,
         }
     }
 
@@ -84,8 +87,40 @@ impl<X: Default> Core<X> {
         let i = self.ids.partition_point(|&other| other < id);
         self.ids.insert(i, id);
         self.paths.insert(i, PathState::new(id, mss));
+        if self.initial_window == InitialWindow::Shared && self.paths.len() > 1 {
+            self.share_initial_window(i);
+        }
         self.recompute_sums();
         Slot(i)
+    }
+
+    /// [`InitialWindow::Shared`]: the new path at index `new` and the active paths still in their
+    /// first slow start (infinite threshold) split those paths' windows evenly, so the connection's
+    /// first burst stays one initial window however many paths it opens. Each share keeps the
+    /// `cwnd_min` floor. With no such path to share with, the new path starts at the floor. The
+    /// caller recomputes the sums.
+    fn share_initial_window(&mut self, new: usize) {
+        let sharing =
+            |i: usize, p: &PathState<X>| i == new || (p.active && p.ssthresh.is_infinite());
+        let (count, total) = self
+            .paths
+            .iter()
+            .enumerate()
+            .filter(|&(i, p)| i != new && sharing(i, p))
+            .fold((1usize, 0.0), |(n, sum), (_, p)| (n + 1, sum + p.w));
+        let share = total / count as f64;
+        for (i, p) in self.paths.iter_mut().enumerate() {
+            if sharing(i, p) {
+                p.w = share.clamp(p.cwnd_min, path::MAX_WINDOW);
+            }
+        }
+    }
+}
+
+impl<X> Core<X> {
+    /// Choose how new paths' windows are set (existing paths keep theirs).
+    pub(crate) fn set_initial_window(&mut self, mode: InitialWindow) {
+        self.initial_window = mode;
     }
 }
 
@@ -320,6 +355,75 @@ mod tests {
             let mut d = Driver::new(ControllerConfig::Reno);
             d.add_path_mss(0, mss);
             assert_eq!(d.window(0), iw, "mss {mss}");
+        }
+    }
+
+    /// The coupled controllers that take `initial_window`, with it set to `mode`.
+    fn with_initial_window(mode: &str) -> Vec<Driver> {
+        let param = format!("initial_window={mode}");
+        ["amp", "xmp", "dcm"]
+            .into_iter()
+            .map(|name| Driver::new(ControllerConfig::parse(name, [param.as_str()]).unwrap()))
+            .collect()
+    }
+
+    fn windows(d: &Driver, paths: u32) -> Vec<u64> {
+        (0..paths).map(|p| d.window(p)).collect()
+    }
+
+    #[test]
+    fn per_path_initial_window_gives_every_new_path_a_whole_one() {
+        for mut d in with_initial_window("per-path") {
+            (0..4).for_each(|p| d.add_path(p));
+            assert_eq!(windows(&d, 4), [12_000; 4], "{}", d.cc.name());
+        }
+    }
+
+    #[test]
+    fn shared_initial_window_splits_one_initial_window_over_the_paths() {
+        for mut d in with_initial_window("shared") {
+            let name = d.cc.name();
+            d.add_path(0);
+            assert_eq!(windows(&d, 1), [12_000], "{name}: the first path has it all");
+            d.add_path(1);
+            assert_eq!(windows(&d, 2), [6_000; 2], "{name}");
+            d.add_path(2);
+            d.add_path(3);
+            // 10 packets of 1200 bytes over 4 paths: 2.5 packets each, the sum one window.
+            assert_eq!(windows(&d, 4), [3_000; 4], "{name}");
+            // Beyond 5 paths the 2-packet floor wins: 8 paths hold 2 packets each.
+            (4..8).for_each(|p| d.add_path(p));
+            assert_eq!(windows(&d, 8), [2_400; 8], "{name}");
+        }
+    }
+
+    #[test]
+    fn shared_initial_window_shares_what_slow_start_has_grown() {
+        for mut d in with_initial_window("shared") {
+            d.add_path(0);
+            d.send(0, 2);
+            d.ack(0, 2, 0); // slow start (AMP, DCM: + 2,400; XMP: + 1,200 per ACK frame)
+            let grown = d.window(0);
+            assert!(grown > 12_000, "{}", d.cc.name());
+            d.add_path(1);
+            assert_eq!(windows(&d, 2), [grown / 2; 2], "{}", d.cc.name());
+        }
+    }
+
+    #[test]
+    fn shared_initial_window_leaves_reacted_paths_alone() {
+        for mut d in with_initial_window("shared") {
+            let name = d.cc.name();
+            d.add_path(0);
+            d.send(0, 10);
+            d.ack(0, 2, 1); // a CE reaction ends path 0's slow start
+            let after = d.window(0);
+            assert!(d.path(0).ssthresh.is_some(), "{name}");
+            d.add_path(1);
+            assert_eq!(d.window(0), after, "{name}: a reacted path keeps its window");
+            assert_eq!(d.window(1), 2_400, "{name}: nothing to share: the floor");
+            d.add_path(2);
+            assert_eq!(windows(&d, 3)[1..], [2_400; 2], "{name}: the floor is shared, not cut");
         }
     }
 
