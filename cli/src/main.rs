@@ -15,6 +15,7 @@ mod progress;
 mod ratelimit;
 mod received;
 mod report;
+mod resume;
 mod serve;
 mod transfer;
 
@@ -169,6 +170,11 @@ fn fail(error: anyhow::Error) -> ExitCode {
     } else if text.contains("unknown request type 0x53") {
         // 'S', a timed send's stream, is newer than the server.
         " (this server predates timed sends: update it, or send --generate SIZE)"
+    } else if text.contains("unknown request type 0x55")
+        || text.contains("unknown request type 0x44")
+    {
+        // 'U' and 'D', resumable transfers, are newer than the server.
+        " (this server predates resuming: update it, or pass --no-resume)"
     } else {
         ""
     };
