@@ -124,6 +124,15 @@ impl Drop for LaterPaths {
     }
 }
 
+impl Drop for Session {
+    /// A session dropped before `close` (a failure, Ctrl-C) still tells the server at once that
+    /// it is gone, so the server lets go of what it was receiving (a partial file to resume
+    /// from) now rather than at its idle timeout.
+    fn drop(&mut self) {
+        self.conn.connection().close(0u32.into(), b"gone");
+    }
+}
+
 impl Session {
     /// Close cleanly, giving the peer a moment to acknowledge.
     pub async fn close(self) {
@@ -380,7 +389,7 @@ pub async fn start_download(
     offer.write(&mut send).await?;
     send.finish().context("finishing the request")?;
     let start = offer.read_start(&mut recv).await?;
-    let seen = partial.resume_at(start).await?;
+    let seen = partial.resume_at(start, size).await?;
     Ok(Download { recv, size, start, offered: offer.bytes(), seen })
 }
 

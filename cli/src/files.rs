@@ -383,11 +383,16 @@ impl PartialFile {
         Offer::of_copy(file, held, size).await
     }
 
-    /// Keep the first `start` bytes (the sender resumes there) and return their hash state;
-    /// what follows is written after them.
-    pub async fn resume_at(&mut self, start: u64) -> Result<blake3::Hasher> {
+    /// Keep the first `start` bytes (the sender resumes there) of a file of `size` bytes and
+    /// return their hash state; what follows is written after them.
+    pub async fn resume_at(&mut self, start: u64, size: u64) -> Result<blake3::Hasher> {
         let file = self.file();
-        file.set_len(start).await.context("cutting the partial file")?;
+        if file.metadata().await.context("reading the partial file")?.len() > start {
+            file.set_len(start).await.context("cutting the partial file")?;
+            // Cutting a file also frees the space reserved beyond its end: reserve it again.
+            self.reserve(size)?;
+        }
+        let file = self.file();
         file.seek(io::SeekFrom::Start(0)).await.context("reading the partial file")?;
         let seen = hash_prefix(file, start).await?;
         file.seek(io::SeekFrom::Start(start)).await.context("writing the partial file")?;

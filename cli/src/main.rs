@@ -102,10 +102,16 @@ pub async fn unless_stopped<T>(
     work: impl std::future::Future<Output = anyhow::Result<T>>,
     stop: impl std::future::Future<Output = &'static str>,
 ) -> anyhow::Result<T> {
-    tokio::select! {
-        result = work => result,
-        signal = stop => Err(Interrupted(signal).into()),
-    }
+    let mut work = Box::pin(work);
+    let signal = tokio::select! {
+        result = &mut work => return result,
+        signal = stop => signal,
+    };
+    // Dropping the work closes its connection (`client::Session`); the endpoint needs a moment
+    // to send the close before the runtime stops.
+    drop(work);
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    Err(Interrupted(signal).into())
 }
 
 /// Resolves on Ctrl-C or SIGTERM, naming which.

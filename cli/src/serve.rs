@@ -433,7 +433,7 @@ async fn receive_resumable(
     write_reply(send, &Ok(())).await?;
     offer.write(send).await?;
     let start = timeout(policy, offer.read_start(recv)).await?;
-    let seen = partial.resume_at(start).await?;
+    let seen = partial.resume_at(start, size).await?;
     receive_into(recv, &mut partial, size - start, seen, None, progress).await?;
     partial.commit(file_name, policy.overwrite).await?;
     Ok(start)
