@@ -261,9 +261,9 @@ pub(crate) struct TwoPaths {
     /// The sending and receiving hosts.
     pub(crate) s: usize,
     pub(crate) d: usize,
-    link: LinkParams,
+    pub(crate) link: LinkParams,
     pub(crate) backend: Backend,
-    delay: DelayMethod,
+    pub(crate) delay: DelayMethod,
     pub(crate) sampling: Sampling,
 }
 

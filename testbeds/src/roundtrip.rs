@@ -7,9 +7,9 @@
 //! the sizes span 1 KB to 100 MB while the total stays near 290 MB (a CI-sized run: 1,000
 //! files log-uniform over the whole range would average 8.7 MB, 8.7 GB in all). The files sit
 //! in a tree three levels deep. Topology and shaping are the failover experiment's
-//! (`failover::TwoPaths`).
+//! (`failover::TwoPaths`), with the download direction (d -> r) rate-shaped the same way.
 
-use crate::backend::Backend;
+use crate::backend::{self, Backend};
 use crate::cleanup;
 use crate::failover::{same_contents, write_random, TwoPaths};
 use crate::flows::{self, Proc};
@@ -95,6 +95,7 @@ fn run_inner(args: &RoundtripArgs, run_id: u32, mpquic: &str) -> Result<Roundtri
     let local = dir.join("local");
     write_tree(&local.join(TREE), &sizes)?;
     let tb = TwoPaths::setup(args.rate_mbit, args.k_packets, NODE_TAG, run_id, &dir)?;
+    shape_downloads(&tb)?;
     let stored = dir.join("stored");
     std::fs::create_dir_all(&stored)?;
     let mut server = Proc::spawn(tb.nss.ns(tb.d), mpquic, &tb.server_args(&stored))?;
@@ -138,6 +139,17 @@ fn run_inner(args: &RoundtripArgs, run_id: u32, mpquic: &str) -> Result<Roundtri
         identical: differences.is_empty(),
         differences,
     })
+}
+
+/// Shape d's egress on both paths as the r -> d directions are (rate and FIFO; the eBPF
+/// backend's marks come from its marker, attached to r -> d only): the testbed shapes the
+/// uploads' direction alone, and an unshaped download path never fills, so a scheduler that
+/// fills the first path first would leave the second idle.
+fn shape_downloads(tb: &TwoPaths) -> Result<()> {
+    for (_, end) in tb.net.ends_of(tb.d) {
+        backend::shape(tb.nss.ns(tb.d), &end.dev, &tb.link, tb.backend, tb.delay)?;
+    }
+    Ok(())
 }
 
 /// One command's leg from its exit and its last stdout line (the `--json` batch result).
