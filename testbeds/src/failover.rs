@@ -142,6 +142,17 @@ pub struct FailoverResult {
 
 /// Runs the experiment, tears it down, writes `<out>/result.json`.
 pub fn run_failover(args: &FailoverArgs, run_id: u32) -> Result<FailoverResult> {
+    run_saved(&args.out, run_id, |mpquic| run_inner(args, run_id, mpquic))
+}
+
+/// Runs an experiment of the `mpquic` CLI (`run`, given the binary) as run `run_id`: claims
+/// the run, removes crashed runs' leftovers, tears it down after, and writes its result to
+/// `<out>/result.json`.
+pub(crate) fn run_saved<T: Serialize>(
+    out: &Path,
+    run_id: u32,
+    run: impl FnOnce(&str) -> Result<T>,
+) -> Result<T> {
     crate::runner::require_root()?;
     cleanup::claim_run(run_id)?;
     let removed = cleanup::cleanup_stale(false);
@@ -149,11 +160,11 @@ pub fn run_failover(args: &FailoverArgs, run_id: u32) -> Result<FailoverResult> 
         eprintln!("removed leftovers of crashed runs: {removed:?}");
     }
     let mpquic = flows::mpquic_bin()?;
-    std::fs::create_dir_all(&args.out)?;
-    let res = run_inner(args, run_id, &mpquic);
+    std::fs::create_dir_all(out)?;
+    let res = run(&mpquic);
     cleanup::cleanup_run(run_id);
     let res = res?;
-    std::fs::write(args.out.join("result.json"), serde_json::to_string_pretty(&res)?)?;
+    std::fs::write(out.join("result.json"), serde_json::to_string_pretty(&res)?)?;
     Ok(res)
 }
 

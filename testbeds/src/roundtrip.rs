@@ -11,8 +11,8 @@
 
 use crate::backend::{self, Backend};
 use crate::cleanup;
-use crate::failover::{same_contents, write_random, TwoPaths};
-use crate::flows::{self, Proc};
+use crate::failover::{run_saved, same_contents, write_random, TwoPaths};
+use crate::flows::Proc;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -77,15 +77,7 @@ pub struct RoundtripResult {
 
 /// Runs it, tears it down, writes `<out>/result.json`.
 pub fn run_roundtrip(args: &RoundtripArgs, run_id: u32) -> Result<RoundtripResult> {
-    crate::runner::require_root()?;
-    cleanup::claim_run(run_id)?;
-    let mpquic = flows::mpquic_bin()?;
-    std::fs::create_dir_all(&args.out)?;
-    let res = run_inner(args, run_id, &mpquic);
-    cleanup::cleanup_run(run_id);
-    let res = res?;
-    std::fs::write(args.out.join("result.json"), serde_json::to_string_pretty(&res)?)?;
-    Ok(res)
+    run_saved(&args.out, run_id, |mpquic| run_inner(args, run_id, mpquic))
 }
 
 fn run_inner(args: &RoundtripArgs, run_id: u32, mpquic: &str) -> Result<RoundtripResult> {
