@@ -73,6 +73,13 @@ pub struct BatchArgs {
     /// packets, so headers and retransmissions come on top. Not with a timed send (--time).
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
     pub bwlimit: Option<u64>,
+    /// Start every file from its first byte: do not resume from the partial copy an
+    /// interrupted transfer left, and keep none if this one is cut off (the first protocol,
+    /// which servers from before resuming also speak). By default a file cut off is kept by
+    /// its receiver, and the next send or get of the same name resumes it: the receiver offers
+    /// the chunks it holds, the sender checks their hashes against its data and sends the rest.
+    #[arg(long)]
+    pub no_resume: bool,
 }
 
 impl BatchArgs {

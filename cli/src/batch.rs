@@ -13,13 +13,13 @@ use indicatif::ProgressBar;
 use mpquic::MultipathConnection;
 
 use crate::args::{BatchArgs, ConnectArgs, GetArgs, LsArgs, SendArgs};
-use crate::client::{connect, open_download, put};
+use crate::client::{connect, put, start_download};
 use crate::errors::one_line;
 use crate::files::{Dir, PartialFile};
-use crate::output::{human_bytes, progress_bar, BatchResult, FileResult};
+use crate::output::{human_bytes, progress_bar, say, BatchResult, FileResult};
 use crate::progress::{self, Sink};
 use crate::ratelimit::ByteRate;
-use crate::transfer::{check_path, read_listing, read_reply, receive_body, Request};
+use crate::transfer::{check_path, read_listing, read_reply, Request};
 
 /// Whether `send` moves several files (several paths, or a directory) rather than one.
 pub fn is_batch_send(args: &SendArgs) -> bool {
@@ -122,22 +122,18 @@ impl Show {
 
     /// Print a finished file's line (above the bar on a terminal); JSON reports it at the end.
     fn finished(&self, direction: &str, file: &FileResult) {
-        if self.json {
-            return;
-        }
-        if self.bar.is_hidden() {
-            eprintln!("{}", file.line(direction));
-        } else {
-            self.bar.println(file.line(direction));
+        if !self.json {
+            say(&self.bar, &file.line(direction));
         }
     }
 }
 
-/// The result of one file, from its outcome.
-fn file_result(item: &Item, started: Instant, outcome: &Result<()>) -> FileResult {
+/// The result of one file, from its outcome (where its data started, when it arrived).
+fn file_result(item: &Item, started: Instant, outcome: &Result<u64>) -> FileResult {
     FileResult {
         name: item.remote.clone(),
         bytes: item.size,
+        resumed_from: *outcome.as_ref().unwrap_or(&0),
         fct_s: started.elapsed().as_secs_f64(),
         verified: outcome.is_ok(),
         error: outcome.as_ref().err().map(one_line),
@@ -154,7 +150,7 @@ async fn run_all<F>(
     one: impl Fn(Item) -> F,
 ) -> (Vec<FileResult>, Option<anyhow::Error>)
 where
-    F: std::future::Future<Output = Result<()>>,
+    F: std::future::Future<Output = Result<u64>>,
 {
     let runs = futures_util::stream::iter(items).map(|item| {
         let run = one(item.clone());
@@ -215,7 +211,7 @@ async fn send_items(
 ) -> Result<Result<()>> {
     let batch = Batch::start(conn, &items, &args.batch, &args.connect);
     let (files, first) = run_all(items, args.batch.parallel, "sent", &batch.show, |item| {
-        put_file(conn, item, batch.rate.as_ref(), &batch.show.bar)
+        put_file(conn, item, !args.batch.no_resume, batch.rate.as_ref(), &batch.show.bar)
     })
     .await;
     Ok(batch.finish("send", files, first, conn))
@@ -255,17 +251,20 @@ impl Batch {
     }
 }
 
-/// Upload one file, opened only at its turn (so only `--parallel` files are open at once).
+/// Upload one file, opened only at its turn (so only `--parallel` files are open at once);
+/// returns where its data started.
 async fn put_file(
     conn: &MultipathConnection,
     item: Item,
+    resume: bool,
     rate: Option<&ByteRate>,
     bar: &ProgressBar,
-) -> Result<()> {
+) -> Result<u64> {
     let mut file = tokio::fs::File::open(&item.local)
         .await
         .with_context(|| format!("cannot open {}", item.local.display()))?;
-    put(conn, &item.remote, &mut file, item.size, rate, |n| bar.inc(n)).await.map(drop)
+    let (_, start) = put(conn, &item.remote, &mut file, item.size, resume, rate, bar).await?;
+    Ok(start)
 }
 
 /// Ask the server for the files at or beneath `path` (all it holds when empty).
@@ -321,33 +320,35 @@ async fn get_items(
 ) -> Result<Result<()>> {
     let batch = Batch::start(conn, &items, &args.batch, &args.connect);
     let (files, first) = run_all(items, args.batch.parallel, "got", &batch.show, |item| {
-        get_file(conn, item, &top, args.force, batch.rate.as_ref(), &batch.show.bar)
+        get_file(conn, item, &top, args, batch.rate.as_ref(), &batch.show.bar)
     })
     .await;
     Ok(batch.finish("get", files, first, conn))
 }
 
 /// Download one file beneath `top` (its directories made, never through a link); it appears
-/// under its name only once complete and verified.
+/// under its name only once complete and verified. Returns where its data started.
 async fn get_file(
     conn: &MultipathConnection,
     item: Item,
     top: &Arc<Dir>,
-    force: bool,
+    args: &GetArgs,
     rate: Option<&ByteRate>,
     bar: &ProgressBar,
-) -> Result<()> {
+) -> Result<u64> {
     let local = item.local.to_str().expect("made from a checked name");
     let components = check_path(local)?;
     let (name, parents) = components.split_last().expect("one at least");
     let dir = top.beneath(parents, true)?;
-    if !force && dir.contains(name) {
+    if !args.force && dir.contains(name) {
         bail!("{local} exists (--force replaces it)");
     }
-    let mut partial = PartialFile::create(dir)?;
-    let (mut recv, size) = open_download(conn, &item.remote).await?;
-    receive_body(&mut recv, size, partial.file(), rate, |n| bar.inc(n)).await?;
-    partial.commit(name, force).await
+    let resume = !args.batch.no_resume;
+    let mut partial = PartialFile::for_name(dir, name, resume)?;
+    let download = start_download(conn, &item.remote, &mut partial, resume).await?;
+    let start = download.receive(&item.remote, &mut partial, rate, bar).await?;
+    partial.commit(name, args.force).await?;
+    Ok(start)
 }
 
 /// List what the server holds: one line per file (size, path), or a JSON array.

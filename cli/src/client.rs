@@ -8,19 +8,22 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use futures_util::FutureExt;
+use indicatif::ProgressBar;
 use mpquic::noq::{RecvStream, SendStream};
 use mpquic::{Client, MultipathConnection, PathOpenError, PathSpec};
 use rand::{rngs::SmallRng, RngCore, SeedableRng};
-use tokio::io::{AsyncRead, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, ReadBuf};
 
 use crate::args::{ConnectArgs, GetArgs, SendArgs};
 use crate::errors::one_line;
+use crate::exit::{IntegrityFailed, Refused};
 use crate::files::{Dir, PartialFile};
-use crate::output::{progress_bar, stream_bar, TransferResult};
+use crate::output::{progress_bar, say, stream_bar, TransferResult};
 use crate::progress::{self, Sink};
 use crate::ratelimit::ByteRate;
+use crate::resume::{self, Offer};
 use crate::transfer::{
-    check_name, check_path, read_reply, receive_body, send_body, send_until, Request,
+    check_name, check_path, read_reply, receive_into, send_body, send_rest, send_until, Request,
 };
 
 /// Pseudo-random bytes, for measurements without a file (incompressible, so nothing is flattered).
@@ -121,6 +124,15 @@ impl Drop for LaterPaths {
     }
 }
 
+impl Drop for Session {
+    /// A session dropped before `close` (a failure, Ctrl-C) still tells the server at once that
+    /// it is gone, so the server lets go of what it was receiving (a partial file to resume
+    /// from) now rather than at its idle timeout.
+    fn drop(&mut self) {
+        self.conn.connection().close(0u32.into(), b"gone");
+    }
+}
+
 impl Session {
     /// Close cleanly, giving the peer a moment to acknowledge.
     pub async fn close(self) {
@@ -192,7 +204,9 @@ pub async fn send(
             Some(source) => source,
             None => open_source(&args).await?,
         };
-        let result = upload(&session.conn, source, &args.connect, rate.as_ref(), &mut stop).await?;
+        let resume = !args.batch.no_resume;
+        let result =
+            upload(&session.conn, source, &args.connect, resume, rate.as_ref(), &mut stop).await?;
         report(&result);
         if result.ended_by.is_some_and(|why| why != "time") {
             break;
@@ -207,6 +221,7 @@ async fn upload(
     conn: &MultipathConnection,
     (body, name): Source,
     args: &ConnectArgs,
+    resume: bool,
     rate: Option<&ByteRate>,
     stop: &mut (impl Future<Output = &'static str> + Unpin),
 ) -> Result<TransferResult> {
@@ -215,39 +230,78 @@ async fn upload(
         Body::Timed(_) => stream_bar(args.json),
     };
     let _live = progress::start(conn, args.interval, Sink::new(args.json, &bar));
-    let (size, ended_by, fct) = match body {
+    let (size, ended_by, fct, start) = match body {
         Body::Sized(mut source, size) => {
-            let fct = put(conn, &name, &mut source, size, rate, |n| bar.inc(n)).await?;
-            (size, None, fct)
+            let (fct, start) = put(conn, &name, &mut source, size, resume, rate, &bar).await?;
+            (size, None, fct, start)
         }
         Body::Timed(time) => {
             let (size, ended_by, fct) = stream(conn, &name, time, stop, |n| bar.inc(n)).await?;
-            (size, Some(ended_by), fct)
+            (size, Some(ended_by), fct, 0)
         }
     };
     bar.finish_and_clear();
     let mut result = TransferResult::new("send", name, size, fct, conn.report());
+    result.resumed(start);
     result.ended_by = ended_by;
     Ok(result)
 }
 
-/// Store `size` bytes of `source` as `name` on the server, on a stream of its own; returns the
-/// time from the request to the server's verified reply.
+/// Store `size` bytes of `source` as `name` on the server, on a stream of its own, showing
+/// progress on `bar`; with `resume`, from where the server's partial copy of an interrupted
+/// upload stops matching. Returns the time from the request to the server's verified reply and
+/// where the data started.
 pub async fn put(
     conn: &MultipathConnection,
     name: &str,
     source: &mut (impl AsyncRead + Unpin),
     size: u64,
+    resume: bool,
     rate: Option<&ByteRate>,
-    progress: impl FnMut(u64),
-) -> Result<Duration> {
+    bar: &ProgressBar,
+) -> Result<(Duration, u64)> {
     let started = Instant::now();
     let (mut send, mut recv) = conn.connection().open_bi().await.context("opening a stream")?;
-    Request::Put { name: name.to_owned(), size }.write(&mut send).await?;
-    if let Err(e) = send_body(source, size, &mut send, rate, progress).await {
-        return Err(why_stopped(&mut recv, e).await);
+    Request::Put { name: name.to_owned(), size, resume }.write(&mut send).await?;
+    let sent = if resume {
+        put_rest(&mut send, &mut recv, name, source, size, rate, bar).await
+    } else {
+        send_body(source, size, &mut send, rate, |n| bar.inc(n)).await.map(|()| 0)
+    };
+    match sent {
+        Ok(start) => Ok((finish(send, recv, started).await?, start)),
+        Err(e) => Err(why_stopped(&mut recv, e).await),
     }
-    finish(send, recv, started).await
+}
+
+/// A resumable upload after its request: take the server's offer, send from where its partial
+/// copy stops matching `source` (read from its start); returns where.
+async fn put_rest(
+    send: &mut SendStream,
+    recv: &mut RecvStream,
+    name: &str,
+    source: &mut (impl AsyncRead + Unpin),
+    size: u64,
+    rate: Option<&ByteRate>,
+    bar: &ProgressBar,
+) -> Result<u64> {
+    read_reply(recv).await?;
+    let offer = Offer::read(recv, size).await?;
+    let resume = offer.answer(source).await?;
+    resume.write_start(send).await?;
+    announce(bar, name, resume.start, resume.offered, size);
+    let mut rest = (&resume.unsent[..]).chain(source);
+    send_rest(&mut rest, size - resume.start, resume.seen, send, rate, |n| bar.inc(n)).await?;
+    Ok(resume.start)
+}
+
+/// Say where a resumed file's data starts (and why, when the partial copy differed), and count
+/// what was kept on the bar.
+fn announce(bar: &ProgressBar, name: &str, start: u64, offered: u64, size: u64) {
+    if let Some(line) = resume::note(name, start, offered, size) {
+        say(bar, &line);
+    }
+    bar.inc(start);
 }
 
 /// Send generated data as a timed stream named `name` until `time` passes or `stop` resolves;
@@ -279,6 +333,9 @@ async fn stream(
 /// Why sending failed: a receiver that gives up (disk full, bad name) says why before it stops
 /// the stream; without its word, the sending error.
 async fn why_stopped(recv: &mut RecvStream, e: anyhow::Error) -> anyhow::Error {
+    if e.chain().any(|c| c.is::<Refused>() || c.is::<IntegrityFailed>()) {
+        return e; // the receiver's word already
+    }
     match tokio::time::timeout(Duration::from_secs(2), read_reply(recv)).await {
         Ok(Err(reason)) => reason,
         _ => e,
@@ -297,11 +354,67 @@ async fn finish(mut send: SendStream, mut recv: RecvStream, started: Instant) ->
     Ok(fct)
 }
 
-/// Ask for `name` on a stream of its own; returns the stream, positioned at the data, and the
-/// data's size.
+/// A download under way: its stream at the data, the file's size, where the data starts, and
+/// what the receiver kept before it.
+pub struct Download {
+    recv: RecvStream,
+    /// The file's size.
+    pub size: u64,
+    start: u64,
+    offered: u64,
+    seen: blake3::Hasher,
+}
+
+/// Ask for `name` on a stream of its own; with `resume`, offer the server what `partial` holds,
+/// for the data to start where it stops matching the server's file.
+pub async fn start_download(
+    conn: &MultipathConnection,
+    name: &str,
+    partial: &mut PartialFile,
+    resume: bool,
+) -> Result<Download> {
+    let (mut send, mut recv) = conn.connection().open_bi().await.context("opening a stream")?;
+    Request::Get { name: name.to_owned(), resume }.write(&mut send).await?;
+    if !resume {
+        send.finish().context("finishing the request")?;
+    }
+    read_reply(&mut recv).await?;
+    let mut size = [0u8; 8];
+    recv.read_exact(&mut size).await.context("reading the file size")?;
+    let size = u64::from_be_bytes(size);
+    if !resume {
+        return Ok(Download { recv, size, start: 0, offered: 0, seen: blake3::Hasher::new() });
+    }
+    let offer = partial.offer(size).await?;
+    offer.write(&mut send).await?;
+    send.finish().context("finishing the request")?;
+    let start = offer.read_start(&mut recv).await?;
+    let seen = partial.resume_at(start, size).await?;
+    Ok(Download { recv, size, start, offered: offer.bytes(), seen })
+}
+
+impl Download {
+    /// Receive the rest into `partial` and check the whole file, showing progress on `bar`;
+    /// returns where the data started.
+    pub async fn receive(
+        mut self,
+        name: &str,
+        partial: &mut PartialFile,
+        rate: Option<&ByteRate>,
+        bar: &ProgressBar,
+    ) -> Result<u64> {
+        announce(bar, name, self.start, self.offered, self.size);
+        let left = self.size - self.start;
+        receive_into(&mut self.recv, partial, left, self.seen, rate, |n| bar.inc(n)).await?;
+        Ok(self.start)
+    }
+}
+
+/// Ask for `name` the first protocol's way ('G', as `aggregate` does); returns the stream,
+/// positioned at the data, and the data's size.
 pub async fn open_download(conn: &MultipathConnection, name: &str) -> Result<(RecvStream, u64)> {
     let (mut send, mut recv) = conn.connection().open_bi().await.context("opening a stream")?;
-    Request::Get { name: name.to_owned() }.write(&mut send).await?;
+    Request::Get { name: name.to_owned(), resume: false }.write(&mut send).await?;
     send.finish().context("finishing the request")?;
     read_reply(&mut recv).await?;
     let mut size = [0u8; 8];
@@ -325,20 +438,23 @@ fn local_target(args: &GetArgs, name: &str) -> Result<(std::sync::Arc<Dir>, Stri
     Ok((Dir::open(parent)?, name.to_owned()))
 }
 
-/// Download a file; it appears under its name only once complete and verified.
+/// Download a file; it appears under its name only once complete and verified. Cut off, it
+/// leaves its partial copy for the next `get` of it to resume (unless `--no-resume`).
 pub async fn get(args: GetArgs) -> Result<TransferResult> {
     let name = args.names[0].clone();
     check_path(&name)?;
     let (dir, local_name) = local_target(&args, &name)?;
-    let mut partial = PartialFile::create(dir)?;
+    let resume = !args.batch.no_resume;
+    let mut partial = PartialFile::for_name(dir, &local_name, resume)?;
     let session = connect(&args.connect).await?;
     let started = Instant::now();
-    let (mut recv, size) = open_download(&session.conn, &name).await?;
-    let bar = progress_bar(size, args.connect.json);
+    let download = start_download(&session.conn, &name, &mut partial, resume).await?;
+    let bar = progress_bar(download.size, args.connect.json);
     let live =
         progress::start(&session.conn, args.connect.interval, Sink::new(args.connect.json, &bar));
     let rate = args.batch.limiter();
-    receive_body(&mut recv, size, partial.file(), rate.as_ref(), |n| bar.inc(n)).await?;
+    let size = download.size;
+    let start = download.receive(&name, &mut partial, rate.as_ref(), &bar).await?;
     partial
         .commit(&local_name, args.force)
         .await
@@ -346,7 +462,8 @@ pub async fn get(args: GetArgs) -> Result<TransferResult> {
     let fct = started.elapsed();
     drop(live);
     bar.finish_and_clear();
-    let result = TransferResult::new("get", name, size, fct, session.conn.report());
+    let mut result = TransferResult::new("get", name, size, fct, session.conn.report());
+    result.resumed(start);
     session.close().await;
     Ok(result)
 }

@@ -63,7 +63,9 @@ pub async fn demo(args: DemoArgs) -> Result<TransferResult> {
     let started = Instant::now();
     let cpu_before = process_cpu_seconds();
     let (mut send, mut recv) = conn.connection().open_bi().await?;
-    Request::Put { name: "demo.bin".into(), size: args.size }.write(&mut send).await?;
+    Request::Put { name: "demo.bin".into(), size: args.size, resume: false }
+        .write(&mut send)
+        .await?;
     let bar = progress_bar(args.size, args.json);
     send_body(&mut GeneratedData::new(1), args.size, &mut send, None, |n| bar.inc(n)).await?;
     send.finish()?;

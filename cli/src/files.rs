@@ -16,9 +16,18 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context, Result};
+use tokio::io::AsyncSeekExt;
+
+use crate::resume::{hash_prefix, Offer};
 
 /// Temporaries start with this; a server removes unlocked ones left by a killed process.
 const TEMP_PREFIX: &str = ".mpquic-part-";
+/// A resumable transfer's temporary: this, then a hash of the file's name, so the next transfer
+/// of the name finds it (`PartialFile::resumable`).
+const RESUME_PREFIX: &str = ".mpquic-part-resume-";
+/// A server starting up keeps resumable temporaries written to this recently, for their
+/// transfers to resume, and removes older ones with the other stale temporaries.
+const RESUMABLE_FOR: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
 
 /// An open directory.
 #[derive(Debug)]
@@ -217,6 +226,9 @@ impl Dir {
         let mut removed = 0;
         for name in names {
             if name.starts_with(TEMP_PREFIX) {
+                if name.starts_with(RESUME_PREFIX) && self.recently_written(&name) {
+                    continue; // kept for its transfer to resume
+                }
                 removed += usize::from(self.remove_if_stale(&name));
             } else if !name.starts_with('.') {
                 if let Ok(dir) = self.subdir(&name, false) {
@@ -225,6 +237,22 @@ impl Dir {
             }
         }
         removed
+    }
+
+    /// Whether `name` was written to within `RESUMABLE_FOR`.
+    fn recently_written(&self, name: &str) -> bool {
+        let Ok(stat) = self.stat(name) else { return false };
+        let written = std::time::UNIX_EPOCH + std::time::Duration::from_secs(stat.st_mtime as u64);
+        written.elapsed().map_or(true, |age| age < RESUMABLE_FOR)
+    }
+
+    /// Whether `name` in this directory is the file open as `file` (same device and inode).
+    fn names_file(&self, name: &str, file: &File) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        match (self.stat(name), file.metadata()) {
+            (Ok(stat), Ok(meta)) => stat.st_dev == meta.dev() && stat.st_ino == meta.ino(),
+            _ => false,
+        }
     }
 
     /// Remove the temporary `name` if no live process holds it; whether it was removed.
@@ -266,6 +294,14 @@ fn lock(file: &File) -> io::Result<()> {
     check(unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) }).map(drop)
 }
 
+/// The length of an open file, without waiting (a drop cannot).
+fn length(file: &impl AsRawFd) -> io::Result<u64> {
+    // SAFETY: a valid descriptor and a zeroed stat to fill.
+    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+    check(unsafe { libc::fstat(file.as_raw_fd(), &mut stat) })?;
+    Ok(stat.st_size as u64)
+}
+
 /// 128 random bits as hex, from the kernel.
 fn random_suffix() -> io::Result<String> {
     let mut bytes = [0u8; 16];
@@ -282,6 +318,8 @@ pub struct PartialFile {
     dir: Arc<Dir>,
     temp: String,
     file: Option<tokio::fs::File>,
+    /// Kept when dropped uncommitted (if not empty), for the next transfer to resume.
+    keep: bool,
 }
 
 impl PartialFile {
@@ -300,7 +338,71 @@ impl PartialFile {
             let _ = dir.remove(&temp);
             bail!("cannot lock a temporary file: {e}");
         }
-        Ok(PartialFile { dir, temp, file: Some(file.into()) })
+        Ok(PartialFile { dir, temp, file: Some(file.into()), keep: false })
+    }
+
+    /// The temporary of the file `name` in `dir`: `resumable`'s, or else a new one of
+    /// `create`'s.
+    pub fn for_name(dir: Arc<Dir>, name: &str, resumable: bool) -> Result<Self> {
+        if resumable {
+            Self::resumable(dir, name)
+        } else {
+            Self::create(dir)
+        }
+    }
+
+    /// The resumable temporary of the file `name` in `dir`: what an earlier, interrupted
+    /// transfer of `name` left (or a new, empty one), locked. Another transfer holding it is
+    /// refused. Dropped uncommitted, it stays (unless empty) for the next transfer to resume.
+    pub fn resumable(dir: Arc<Dir>, name: &str) -> Result<Self> {
+        let temp = format!("{RESUME_PREFIX}{}", &blake3::hash(name.as_bytes()).to_hex()[..32]);
+        // A holder may commit (rename) or remove it between our open and our lock: then the
+        // name no longer leads to what we locked, and we open again.
+        for _ in 0..3 {
+            let file = dir
+                .open_at(&temp, libc::O_RDWR | libc::O_CREAT)
+                .map_err(|e| anyhow!("cannot open the partial file of {name:?}: {e}"))?;
+            if lock(&file).is_err() {
+                bail!(
+                    "{name:?} is being received by another transfer (one cut off lately holds it \
+                     until its connection times out: try again then)"
+                );
+            }
+            if dir.names_file(&temp, &file) {
+                return Ok(PartialFile { dir, temp, file: Some(file.into()), keep: true });
+            }
+        }
+        bail!("cannot lock the partial file of {name:?}: it keeps changing")
+    }
+
+    /// What a receiver holding this copy of a file of `size` bytes offers the sender.
+    pub async fn offer(&mut self, size: u64) -> Result<Offer> {
+        let file = self.file();
+        let held = file.metadata().await.context("reading the partial file")?.len();
+        file.seek(io::SeekFrom::Start(0)).await.context("reading the partial file")?;
+        Offer::of_copy(file, held, size).await
+    }
+
+    /// Keep the first `start` bytes (the sender resumes there) of a file of `size` bytes and
+    /// return their hash state; what follows is written after them.
+    pub async fn resume_at(&mut self, start: u64, size: u64) -> Result<blake3::Hasher> {
+        let file = self.file();
+        if file.metadata().await.context("reading the partial file")?.len() > start {
+            file.set_len(start).await.context("cutting the partial file")?;
+            // Cutting a file also frees the space reserved beyond its end: reserve it again.
+            self.reserve(size)?;
+        }
+        let file = self.file();
+        file.seek(io::SeekFrom::Start(0)).await.context("reading the partial file")?;
+        let seen = hash_prefix(file, start).await?;
+        file.seek(io::SeekFrom::Start(start)).await.context("writing the partial file")?;
+        Ok(seen)
+    }
+
+    /// Remove the temporary when dropped uncommitted, even a resumable one: its data is
+    /// known to be wrong.
+    pub fn discard(&mut self) {
+        self.keep = false;
     }
 
     /// Reserve `size` bytes on the disk for the file, so that concurrent uploads that do not
@@ -342,6 +444,7 @@ impl PartialFile {
                 Ok(())
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                self.discard(); // complete and verified, but the name is taken
                 bail!("a file named {name:?} already exists")
             }
             Err(e) => bail!("cannot store {name:?}: {e}"),
@@ -351,9 +454,14 @@ impl PartialFile {
 
 impl Drop for PartialFile {
     fn drop(&mut self) {
-        // Not committed: remove the partial data so nothing half-written remains.
-        if self.file.take().is_some() {
-            let _ = self.dir.remove(&self.temp);
+        // Not committed: remove the partial data so nothing half-written remains, unless a
+        // later transfer may resume from it. Removed while still locked, so no other transfer
+        // has it open.
+        if let Some(file) = self.file.take() {
+            let empty = length(&file).map_or(true, |len| len == 0);
+            if !self.keep || empty {
+                let _ = self.dir.remove(&self.temp);
+            }
         }
     }
 }

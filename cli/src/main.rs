@@ -15,6 +15,7 @@ mod progress;
 mod ratelimit;
 mod received;
 mod report;
+mod resume;
 mod serve;
 mod transfer;
 
@@ -101,10 +102,16 @@ pub async fn unless_stopped<T>(
     work: impl std::future::Future<Output = anyhow::Result<T>>,
     stop: impl std::future::Future<Output = &'static str>,
 ) -> anyhow::Result<T> {
-    tokio::select! {
-        result = work => result,
-        signal = stop => Err(Interrupted(signal).into()),
-    }
+    let mut work = Box::pin(work);
+    let signal = tokio::select! {
+        result = &mut work => return result,
+        signal = stop => signal,
+    };
+    // Dropping the work closes its connection (`client::Session`); the endpoint needs a moment
+    // to send the close before the runtime stops.
+    drop(work);
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    Err(Interrupted(signal).into())
 }
 
 /// Resolves on Ctrl-C or SIGTERM, naming which.
@@ -169,6 +176,11 @@ fn fail(error: anyhow::Error) -> ExitCode {
     } else if text.contains("unknown request type 0x53") {
         // 'S', a timed send's stream, is newer than the server.
         " (this server predates timed sends: update it, or send --generate SIZE)"
+    } else if text.contains("unknown request type 0x55")
+        || text.contains("unknown request type 0x44")
+    {
+        // 'U' and 'D', resumable transfers, are newer than the server.
+        " (this server predates resuming: update it, or pass --no-resume)"
     } else {
         ""
     };

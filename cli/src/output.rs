@@ -14,11 +14,15 @@ pub struct TransferResult {
     pub direction: &'static str,
     /// File name.
     pub name: String,
-    /// Payload bytes.
+    /// Payload bytes: the file's size.
     pub bytes: u64,
+    /// Where this transfer's data started: the bytes of a resumed file that the receiver
+    /// already held (checked against the sender's), 0 for a fresh start. `bytes -
+    /// resumed_from` were sent this time.
+    pub resumed_from: u64,
     /// Flow completion time: from the request to the verified end, seconds.
     pub fct_s: f64,
-    /// Payload bits per second over the FCT, in Mbit/s.
+    /// Payload bits per second over the FCT, in Mbit/s (the bytes sent this time).
     pub goodput_mbps: f64,
     /// Whether the receiver verified the hash.
     pub verified: bool,
@@ -53,6 +57,7 @@ impl TransferResult {
             direction,
             name,
             bytes,
+            resumed_from: 0,
             fct_s,
             goodput_mbps: goodput_mbps(bytes, fct_s),
             verified: true,
@@ -61,6 +66,12 @@ impl TransferResult {
             cpu_s: None,
             connection,
         }
+    }
+
+    /// The transfer resumed at byte `from`: its goodput counts only the bytes sent after it.
+    pub fn resumed(&mut self, from: u64) {
+        self.resumed_from = from;
+        self.goodput_mbps = goodput_mbps(self.bytes - from, self.fct_s);
     }
 
     /// The human-readable summary: totals, then one row per path.
@@ -75,10 +86,11 @@ impl TransferResult {
         };
         let _ = writeln!(
             out,
-            "{} {} ({}){ended} in {:.3} s: {:.1} Mbit/s goodput, BLAKE3 verified; controller {}, CE counting: {}",
+            "{} {} ({}){}{ended} in {:.3} s: {:.1} Mbit/s goodput, BLAKE3 verified; controller {}, CE counting: {}",
             self.direction,
             self.name,
             human_bytes(self.bytes),
+            resumed_text(self.resumed_from),
             self.fct_s,
             self.goodput_mbps,
             c.controller,
@@ -98,6 +110,23 @@ impl TransferResult {
         }
         paths_table(c, &mut out);
         out
+    }
+}
+
+/// Print a line above the progress bar (or on stderr when there is none on show).
+pub fn say(bar: &ProgressBar, line: &str) {
+    if bar.is_hidden() {
+        eprintln!("{line}");
+    } else {
+        bar.println(line);
+    }
+}
+
+/// ", resumed at N" for a resumed transfer, nothing for a fresh one.
+fn resumed_text(from: u64) -> String {
+    match from {
+        0 => String::new(),
+        from => format!(", resumed at {}", human_bytes(from)),
     }
 }
 
@@ -185,6 +214,8 @@ pub struct FileResult {
     pub name: String,
     /// Payload bytes moved (its size, once verified).
     pub bytes: u64,
+    /// Where its data started: the bytes of it the receiver already held (0: from the start).
+    pub resumed_from: u64,
     /// From its request to its verified end, seconds.
     pub fct_s: f64,
     /// Whether it arrived whole and its BLAKE3 hash matched.
@@ -199,9 +230,10 @@ impl FileResult {
     pub fn line(&self, direction: &str) -> String {
         match &self.error {
             None => format!(
-                "{direction} {} ({}) in {:.3} s, BLAKE3 verified",
+                "{direction} {} ({}){} in {:.3} s, BLAKE3 verified",
                 self.name,
                 human_bytes(self.bytes),
+                resumed_text(self.resumed_from),
                 self.fct_s
             ),
             Some(error) => format!("{direction} {} failed: {error}", self.name),

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use mpquic::noq::{RecvStream, SendStream};
 use mpquic::{Accepting, MultipathConnection, Server};
+use tokio::io::AsyncReadExt;
 use tokio::sync::{Notify, Semaphore};
 
 use crate::args::ServeArgs;
@@ -21,9 +22,10 @@ use crate::output::TransferResult;
 use crate::progress::{self, Sink};
 use crate::ratelimit::LogLimiter;
 use crate::received::ReceivedSeries;
+use crate::resume::Offer;
 use crate::transfer::{
-    check_path, receive_body, receive_stream, send_body, write_listing, write_reply, Request,
-    MAX_LISTING,
+    check_path, receive_body, receive_into, receive_stream, send_body, send_rest, write_listing,
+    write_reply, Request, MAX_LISTING,
 };
 
 /// How the server reports each finished transfer.
@@ -270,7 +272,7 @@ async fn refuse(
     recv: &mut RecvStream,
     reason: anyhow::Error,
 ) -> anyhow::Error {
-    let _ = write_reply(send, &Err(anyhow!("{reason:#}"))).await;
+    let _ = write_reply(send, &Err::<(), _>(anyhow!("{reason:#}"))).await;
     let _ = send.finish();
     let _ = recv.stop(1u32.into());
     reason
@@ -310,8 +312,14 @@ async fn serve_stream(
             list(&mut send, &dir, &policy.store).await.with_context(|| format!("list {dir:?}"))?;
             return Ok(None);
         }
-        Request::Put { name, size } => {
+        Request::Put { name, size, resume: false } => {
             let outcome = receive(&mut recv, &name, size, policy, &mut count).await;
+            answer(&mut send, &mut recv, &outcome).await?;
+            ("receive", name, size, outcome.map(|()| 0), None)
+        }
+        Request::Put { name, size, resume: true } => {
+            let outcome =
+                receive_resumable(&mut send, &mut recv, &name, size, policy, &mut count).await;
             answer(&mut send, &mut recv, &outcome).await?;
             ("receive", name, size, outcome, None)
         }
@@ -320,25 +328,31 @@ async fn serve_stream(
             let size = received.as_ref().map_or(0, |&size| size);
             let outcome = received.map(drop);
             answer(&mut send, &mut recv, &outcome).await?;
-            ("receive", name, size, outcome, Some("sender"))
+            ("receive", name, size, outcome.map(|()| 0), Some("sender"))
         }
-        Request::Get { name } => {
-            let outcome = upload(&mut send, &name, &policy.store).await;
-            let size = outcome.as_ref().map_or(0, |&size| size);
-            ("upload", name, size, outcome.map(drop), None)
+        Request::Get { name, resume } => {
+            let offer_from = resume.then_some((&mut recv, policy.header_timeout));
+            let outcome = upload(&mut send, offer_from, &name, &policy.store).await;
+            let size = outcome.as_ref().map_or(0, |&(size, _)| size);
+            ("upload", name, size, outcome.map(|(_, start)| start), None)
         }
     };
-    outcome.with_context(|| format!("{direction} {name:?}"))?;
+    let resumed_from = outcome.with_context(|| format!("{direction} {name:?}"))?;
     // The peer acknowledging the stream's end is the end of the transfer.
     let _ = send.stopped().await;
     let mut result = TransferResult::new(direction, name, size, started.elapsed(), conn.report());
+    result.resumed(resumed_from);
     result.ended_by = ended_by;
     result.received_series = series.map_or_else(Vec::new, ReceivedSeries::finish);
     Ok(Some(result))
 }
 
 /// Reply to an upload; a failed one is also told to stop sending (nothing more will be read).
-async fn answer(send: &mut SendStream, recv: &mut RecvStream, outcome: &Result<()>) -> Result<()> {
+async fn answer<T>(
+    send: &mut SendStream,
+    recv: &mut RecvStream,
+    outcome: &Result<T>,
+) -> Result<()> {
     write_reply(send, outcome).await?;
     let _ = send.finish();
     if outcome.is_err() {
@@ -356,27 +370,84 @@ async fn receive(
     policy: &Policy,
     progress: impl FnMut(u64),
 ) -> Result<()> {
-    let top = match &policy.store {
-        Store::Sink => {
-            return receive_body(recv, size, &mut tokio::io::sink(), None, progress).await
-        }
-        Store::Dir(dir) => dir,
+    let Some((dir, name)) = upload_target(&policy.store, name, policy)? else {
+        return receive_body(recv, size, &mut tokio::io::sink(), None, progress).await;
     };
-    if policy.read_only {
-        bail!("this server is read-only: uploads are refused");
-    }
-    let (dir, name) = beneath(top, name, true)?;
-    if !policy.overwrite && dir.contains(name) {
-        bail!("a file named {name:?} already exists (the server does not replace files)");
-    }
-    let free = dir.free_space().context("cannot check the free space")?;
-    if size > free {
-        bail!("not enough space on the server: {size} bytes offered, {free} free");
-    }
+    check_room(&dir, size)?;
     let mut partial = PartialFile::create(dir)?;
     partial.reserve(size)?;
     receive_body(recv, size, partial.file(), None, progress).await?;
     partial.commit(name, policy.overwrite).await
+}
+
+/// Where an upload of `path` goes: its directory (made) and name, or `None` for a sink; an
+/// upload the policy does not allow is refused.
+fn upload_target<'a>(
+    store: &Store,
+    path: &'a str,
+    policy: &Policy,
+) -> Result<Option<(Arc<Dir>, &'a str)>> {
+    let Store::Dir(top) = store else { return Ok(None) };
+    if policy.read_only {
+        bail!("this server is read-only: uploads are refused");
+    }
+    let (dir, name) = beneath(top, path, true)?;
+    if !policy.overwrite && dir.contains(name) {
+        bail!("a file named {name:?} already exists (the server does not replace files)");
+    }
+    Ok(Some((dir, name)))
+}
+
+/// Refuse `size` more bytes when the disk does not have them free.
+fn check_room(dir: &Dir, size: u64) -> Result<()> {
+    let free = dir.free_space().context("cannot check the free space")?;
+    if size > free {
+        bail!("not enough space on the server: {size} bytes offered, {free} free");
+    }
+    Ok(())
+}
+
+/// Receive a resumable upload: offer what an interrupted upload of the name left, then take
+/// the rest; returns where the sender resumed. An upload cut off keeps its partial file for
+/// the next one.
+async fn receive_resumable(
+    send: &mut SendStream,
+    recv: &mut RecvStream,
+    name: &str,
+    size: u64,
+    policy: &Policy,
+    progress: impl FnMut(u64),
+) -> Result<u64> {
+    let Some((dir, file_name)) = upload_target(&policy.store, name, policy)? else {
+        write_reply(send, &Ok(())).await?;
+        Offer::empty(size).write(send).await?;
+        let start = timeout(policy, Offer::empty(size).read_start(recv)).await?;
+        return receive_body(recv, size - start, &mut tokio::io::sink(), None, progress)
+            .await
+            .map(|()| 0);
+    };
+    let mut partial = PartialFile::resumable(dir.clone(), file_name)?;
+    let offer = partial.offer(size).await?;
+    check_room(&dir, size - offer.bytes())?;
+    partial.reserve(size)?;
+    write_reply(send, &Ok(())).await?;
+    offer.write(send).await?;
+    let start = timeout(policy, offer.read_start(recv)).await?;
+    let seen = partial.resume_at(start, size).await?;
+    receive_into(recv, &mut partial, size - start, seen, None, progress).await?;
+    partial.commit(file_name, policy.overwrite).await?;
+    Ok(start)
+}
+
+/// `work`, unless the peer keeps it waiting longer than a request header may.
+async fn timeout<T>(
+    policy: &Policy,
+    work: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    match tokio::time::timeout(policy.header_timeout, work).await {
+        Ok(result) => result,
+        Err(_) => bail!("the peer did not answer within {:?}", policy.header_timeout),
+    }
 }
 
 /// Receive a stream (a timed send): a sink verifies and discards it and returns its length; a
@@ -412,7 +483,7 @@ fn served(store: &Store) -> Result<&Arc<Dir>> {
 
 /// Tell the peer why nothing follows, end the stream, and return the reason.
 async fn decline(send: &mut SendStream, e: anyhow::Error) -> Result<anyhow::Error> {
-    write_reply(send, &Err(anyhow!(one_line(&e)))).await?;
+    write_reply(send, &Err::<(), _>(anyhow!(one_line(&e)))).await?;
     send.finish()?;
     Ok(e)
 }
@@ -443,8 +514,15 @@ async fn list(send: &mut SendStream, path: &str, store: &Store) -> Result<()> {
     Ok(())
 }
 
-/// Reply, then send the file; returns its size.
-async fn upload(send: &mut SendStream, name: &str, store: &Store) -> Result<u64> {
+/// Reply, then send the file; returns its size and where its data started. With `offer_from`
+/// (a resumable download: the stream to read the receiver's offer from, and how long to wait
+/// for it), the data starts where the receiver's partial copy stops matching the file.
+async fn upload(
+    send: &mut SendStream,
+    offer_from: Option<(&mut RecvStream, Duration)>,
+    name: &str,
+    store: &Store,
+) -> Result<(u64, u64)> {
     let opened = served(store)
         .and_then(|top| beneath(top, name, false))
         .and_then(|(dir, name)| dir.open_regular(name));
@@ -456,7 +534,22 @@ async fn upload(send: &mut SendStream, name: &str, store: &Store) -> Result<u64>
     let mut file = tokio::fs::File::from_std(file);
     write_reply(send, &Ok(())).await?;
     send.write_all(&size.to_be_bytes()).await?;
-    send_body(&mut file, size, send, None, |_| {}).await?;
+    let start = match offer_from {
+        None => {
+            send_body(&mut file, size, send, None, |_| {}).await?;
+            0
+        }
+        Some((recv, wait)) => {
+            let offer = tokio::time::timeout(wait, Offer::read(recv, size))
+                .await
+                .map_err(|_| anyhow!("no resume offer within {wait:?}"))??;
+            let resume = offer.answer(&mut file).await?;
+            resume.write_start(send).await?;
+            let mut rest = (&resume.unsent[..]).chain(&mut file);
+            send_rest(&mut rest, size - resume.start, resume.seen, send, None, |_| {}).await?;
+            resume.start
+        }
+    };
     send.finish()?;
-    Ok(size)
+    Ok((size, start))
 }

@@ -4,9 +4,14 @@
 //! request  = "MPQ1" op:u8 name_len:u16 name
 //!   op 'P' (put):  size:u64 data[size] blake3[32]      -> reply
 //!   op 'G' (get):                                      -> reply, and on OK: size:u64 data[size] blake3[32]
+//!   op 'U' (resumable put): size:u64 -> reply, and on OK: offer;
+//!                  then start:u64 data[start..size] blake3[32] -> reply
+//!   op 'D' (resumable get): -> reply, and on OK: size:u64; then offer ->
+//!                  start:u64 data[start..size] blake3[32]
 //!   op 'S' (stream): data blake3[32] FIN               -> reply
 //!   op 'L' (list):                                     -> reply, and on OK: entry* FIN
 //! entry    = size:u64 name_len:u16 name
+//! offer    = chunk:u64 count:u32 blake3[32]*count   (the receiver's, see `resume`)
 //! reply    = status:u8 (0 ok, 1 refused, 2 integrity check failed) msg_len:u16 msg
 //! ```
 //!
@@ -16,6 +21,13 @@
 //! as paths relative to it. Each file is its own stream, so many run at once over one
 //! connection. New request types are new ops: an older server refuses them by name ("unknown
 //! request type").
+//!
+//! 'U' and 'D' resume: the receiver keeps an interrupted transfer's partial file and offers the
+//! hashes of the whole chunks it holds; the sender checks them against its own data and sends
+//! from the first chunk that differs (`resume`). The trailing hash is still the whole file's, so
+//! the receiver verifies everything it stores, the prefix it kept included. 'P' and 'G' stay as
+//! they were (`--no-resume`, and what older peers speak); an older server refuses 'U' and 'D' as
+//! unknown request types, which the client reports with a hint.
 //!
 //! The hash travels after the data, so both sides hash while streaming. A receiver writes to a
 //! temporary file beside the target (`files::PartialFile`) and renames it only once the hash
@@ -36,6 +48,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::errors::one_line;
 use crate::exit::{IntegrityFailed, Refused};
+use crate::files::PartialFile;
 use crate::ratelimit::{self, ByteRate};
 
 const MAGIC: &[u8; 4] = b"MPQ1";
@@ -54,13 +67,17 @@ pub enum Request {
     Put {
         /// Target file name.
         name: String,
-        /// Bytes that follow.
+        /// The file's size.
         size: u64,
+        /// Resumable ('U'): the receiver offers what it holds before the data follows.
+        resume: bool,
     },
     /// Send `name` back.
     Get {
         /// File name.
         name: String,
+        /// Resumable ('D'): the sender waits for the receiver's offer before the data.
+        resume: bool,
     },
     /// Data of no announced size, for a sink: it ends with its hash and the stream's end.
     Stream {
@@ -114,8 +131,10 @@ impl Request {
     /// The request header's bytes.
     pub fn encode(&self) -> Vec<u8> {
         let (op, name) = match self {
-            Request::Put { name, .. } => (b'P', name),
-            Request::Get { name } => (b'G', name),
+            Request::Put { name, resume: false, .. } => (b'P', name),
+            Request::Put { name, resume: true, .. } => (b'U', name),
+            Request::Get { name, resume: false } => (b'G', name),
+            Request::Get { name, resume: true } => (b'D', name),
             Request::Stream { name } => (b'S', name),
             Request::List { dir } => (b'L', dir),
         };
@@ -148,12 +167,12 @@ impl Request {
             check_path(&name)?;
         }
         match fixed[4] {
-            b'P' => {
+            op @ (b'P' | b'U') => {
                 let mut size = [0u8; 8];
                 recv.read_exact(&mut size).await.context("reading file size")?;
-                Ok(Request::Put { name, size: u64::from_be_bytes(size) })
+                Ok(Request::Put { name, size: u64::from_be_bytes(size), resume: op == b'U' })
             }
-            b'G' => Ok(Request::Get { name }),
+            op @ (b'G' | b'D') => Ok(Request::Get { name, resume: op == b'D' }),
             b'S' => Ok(Request::Stream { name }),
             b'L' => Ok(Request::List { dir: name }),
             op => bail!("unknown request type {op:#x}"),
@@ -163,9 +182,9 @@ impl Request {
 
 /// Send the reply: `Ok(())` or an error message, its status saying whether the data failed
 /// its check (peers from before status 2 read any non-zero status as an error).
-pub async fn write_reply(send: &mut SendStream, result: &Result<()>) -> Result<()> {
+pub async fn write_reply<T>(send: &mut SendStream, result: &Result<T>) -> Result<()> {
     let (status, msg) = match result {
-        Ok(()) => (0u8, String::new()),
+        Ok(_) => (0u8, String::new()),
         Err(e) if e.chain().any(|c| c.is::<IntegrityFailed>()) => (2u8, one_line(e)),
         Err(e) => (1u8, one_line(e)),
     };
@@ -231,11 +250,23 @@ pub async fn send_body(
     size: u64,
     send: &mut SendStream,
     rate: Option<&ByteRate>,
+    progress: impl FnMut(u64),
+) -> Result<()> {
+    send_rest(source, size, blake3::Hasher::new(), send, rate, progress).await
+}
+
+/// Stream the `left` bytes of `source` that follow what `hasher` has seen, then the hash of it
+/// all (the whole file's, when resuming); as `send_body` otherwise.
+pub async fn send_rest(
+    source: &mut (impl AsyncRead + Unpin),
+    left: u64,
+    mut hasher: blake3::Hasher,
+    send: &mut SendStream,
+    rate: Option<&ByteRate>,
     mut progress: impl FnMut(u64),
 ) -> Result<()> {
-    let mut hasher = blake3::Hasher::new();
     let mut buf = vec![0u8; CHUNK];
-    let mut left = size;
+    let mut left = left;
     while left > 0 {
         let n = source
             .read(&mut buf[..CHUNK.min(left as usize)])
@@ -345,11 +376,24 @@ pub async fn receive_body(
     size: u64,
     sink: &mut (impl AsyncWrite + Unpin),
     rate: Option<&ByteRate>,
+    progress: impl FnMut(u64),
+) -> Result<()> {
+    receive_rest(recv, size, blake3::Hasher::new(), sink, rate, progress).await
+}
+
+/// Receive the `left` bytes that follow what `hasher` has seen (a resumed file's verified
+/// prefix, hashed from the receiver's own copy) and the trailing hash, which must be the hash
+/// of it all; as `receive_body` otherwise.
+pub async fn receive_rest(
+    recv: &mut RecvStream,
+    left: u64,
+    mut hasher: blake3::Hasher,
+    sink: &mut (impl AsyncWrite + Unpin),
+    rate: Option<&ByteRate>,
     mut progress: impl FnMut(u64),
 ) -> Result<()> {
-    let mut hasher = blake3::Hasher::new();
     let mut buf = vec![0u8; CHUNK];
-    let mut left = size;
+    let mut left = left;
     while left > 0 {
         let want = CHUNK.min(left as usize);
         let n = recv
@@ -370,6 +414,24 @@ pub async fn receive_body(
     }
     sink.flush().await.context("writing data")?;
     Ok(())
+}
+
+/// Receive the rest of a file into `partial` (`left` bytes after what `seen` has hashed) and
+/// check it. Data that fails its check discards the partial file (something in it is wrong);
+/// any other failure keeps a resumable one for the next transfer.
+pub async fn receive_into(
+    recv: &mut RecvStream,
+    partial: &mut PartialFile,
+    left: u64,
+    seen: blake3::Hasher,
+    rate: Option<&ByteRate>,
+    progress: impl FnMut(u64),
+) -> Result<()> {
+    let received = receive_rest(recv, left, seen, partial.file(), rate, progress).await;
+    if received.as_ref().is_err_and(|e| e.chain().any(|c| c.is::<IntegrityFailed>())) {
+        partial.discard();
+    }
+    received
 }
 
 #[cfg(test)]
@@ -407,7 +469,7 @@ mod tests {
             bytes.extend_from_slice(&rest);
             if let Ok(request) = parse(&bytes) {
                 let name = match &request {
-                    Request::Put { name, .. } | Request::Get { name } | Request::Stream { name } => name,
+                    Request::Put { name, .. } | Request::Get { name, .. } | Request::Stream { name } => name,
                     Request::List { dir } => dir,
                 };
                 // Only a list may name the empty path: the server's directory.
@@ -421,11 +483,13 @@ mod tests {
         fn requests_round_trip_and_truncation_fails(
             name in valid_name(),
             size in any::<u64>(),
-            op in 0..4u8,
+            op in 0..6u8,
         ) {
             let request = match op {
-                0 => Request::Put { name, size },
-                1 => Request::Get { name },
+                0 => Request::Put { name, size, resume: false },
+                1 => Request::Get { name, resume: false },
+                4 => Request::Put { name, size, resume: true },
+                5 => Request::Get { name, resume: true },
                 2 => Request::Stream { name },
                 _ => Request::List { dir: name },
             };

@@ -142,6 +142,8 @@ impl Lab {
         let mut args = vec![command[0], "--server", &server, "--local", "127.0.0.1"];
         args.extend(["--local", "127.0.0.2", "--ca", path_str(&ca), "--json"]);
         args.extend(["--scheduler", SCHEDULER, "--bwlimit", BWLIMIT]);
+        // The peer speaks the first protocol ('P' and 'G'), not the resumable one.
+        args.push("--no-resume");
         args.extend(command[1..].iter().copied());
         let out = mpquic(&args);
         if !out.status.success() {

@@ -142,6 +142,17 @@ pub struct FailoverResult {
 
 /// Runs the experiment, tears it down, writes `<out>/result.json`.
 pub fn run_failover(args: &FailoverArgs, run_id: u32) -> Result<FailoverResult> {
+    run_saved(&args.out, run_id, |mpquic| run_inner(args, run_id, mpquic))
+}
+
+/// Runs an experiment of the `mpquic` CLI (`run`, given the binary) as run `run_id`: claims
+/// the run, removes crashed runs' leftovers, tears it down after, and writes its result to
+/// `<out>/result.json`.
+pub(crate) fn run_saved<T: Serialize>(
+    out: &Path,
+    run_id: u32,
+    run: impl FnOnce(&str) -> Result<T>,
+) -> Result<T> {
     crate::runner::require_root()?;
     cleanup::claim_run(run_id)?;
     let removed = cleanup::cleanup_stale(false);
@@ -149,18 +160,18 @@ pub fn run_failover(args: &FailoverArgs, run_id: u32) -> Result<FailoverResult> 
         eprintln!("removed leftovers of crashed runs: {removed:?}");
     }
     let mpquic = flows::mpquic_bin()?;
-    std::fs::create_dir_all(&args.out)?;
-    let res = run_inner(args, run_id, &mpquic);
+    std::fs::create_dir_all(out)?;
+    let res = run(&mpquic);
     cleanup::cleanup_run(run_id);
     let res = res?;
-    std::fs::write(args.out.join("result.json"), serde_json::to_string_pretty(&res)?)?;
+    std::fs::write(out.join("result.json"), serde_json::to_string_pretty(&res)?)?;
     Ok(res)
 }
 
 fn run_inner(args: &FailoverArgs, run_id: u32, mpquic: &str) -> Result<FailoverResult> {
     let dir = cleanup::run_dir(run_id);
     std::fs::create_dir_all(&dir)?;
-    let tb = TwoPaths::setup(args, run_id, &dir)?;
+    let tb = TwoPaths::setup(args.rate_mbit, args.k_packets, NODE_TAG, run_id, &dir)?;
     let pairs = tb.net.path_pairs(tb.s, tb.d);
     let dead_server = pairs.get(args.path as usize).context("no such path")?.1;
     let fault = tb.fault_on(dead_server)?;
@@ -255,24 +266,31 @@ fn run_inner(args: &FailoverArgs, run_id: u32, mpquic: &str) -> Result<FailoverR
 }
 
 /// The two-path testbed, shaped and marked, its markers' loop closed by the sampler.
-struct TwoPaths {
-    net: Net,
-    nss: Namespaces,
+pub(crate) struct TwoPaths {
+    pub(crate) net: Net,
+    pub(crate) nss: Namespaces,
     /// The sending and receiving hosts.
-    s: usize,
-    d: usize,
-    link: LinkParams,
-    backend: Backend,
-    delay: DelayMethod,
-    sampling: Sampling,
+    pub(crate) s: usize,
+    pub(crate) d: usize,
+    pub(crate) link: LinkParams,
+    pub(crate) backend: Backend,
+    pub(crate) delay: DelayMethod,
+    pub(crate) sampling: Sampling,
 }
 
 impl TwoPaths {
-    /// Builds it in namespaces `mqtb-<run_id>-failover-<node>`, scratch files in `dir`.
-    fn setup(args: &FailoverArgs, run_id: u32, dir: &Path) -> Result<TwoPaths> {
+    /// Builds it in namespaces `mqtb-<run_id>-<tag><node>`, each bottleneck `rate_mbit` and
+    /// marked at `k_packets`, scratch files in `dir`.
+    pub(crate) fn setup(
+        rate_mbit: f64,
+        k_packets: u32,
+        tag: &str,
+        run_id: u32,
+        dir: &Path,
+    ) -> Result<TwoPaths> {
         let link = LinkParams {
-            rate_mbit: args.rate_mbit,
-            k_packets: args.k_packets,
+            rate_mbit,
+            k_packets,
             buffer_bytes: 150_000,
             delay_ms: 0.0,
             jitter_ms: 0.0,
@@ -293,7 +311,7 @@ impl TwoPaths {
         });
         let (s, d) = (net.node("s").context("no s")?, net.node("d").context("no d")?);
         for n in &mut net.nodes {
-            n.name = format!("{NODE_TAG}{}", n.name);
+            n.name = format!("{tag}{}", n.name);
         }
         let nss = netns::setup(&net, run_id, false)?;
 
@@ -343,7 +361,7 @@ impl TwoPaths {
     }
 
     /// `mpquic serve` on every address of d, storing into `received`.
-    fn server_args(&self, received: &Path) -> Vec<String> {
+    pub(crate) fn server_args(&self, received: &Path) -> Vec<String> {
         let mut serve = vec!["serve".to_string()];
         for (_, e) in self.net.ends_of(self.d) {
             serve.extend(["--listen".into(), format!("{}:{QUIC_PORT}", e.addrs[0])]);
@@ -362,24 +380,35 @@ impl TwoPaths {
         if args.alone {
             pairs = vec![pairs[1 - usize::from(args.path)]];
         }
+        let mut send = vec!["send".to_string(), source.display().to_string()];
+        send.extend(self.client_paths(&pairs, args.backup)?);
+        send.extend(["--insecure", "--json", "--interval", "0.05"].map(String::from));
+        Ok(send)
+    }
+
+    /// A client's `--server` and `--path` options for `pairs` of (local, server) addresses,
+    /// the second a `--backup-path` with `backup`; the first must be the one routing gives.
+    pub(crate) fn client_paths(
+        &self,
+        pairs: &[(Ipv4Addr, Ipv4Addr)],
+        backup: bool,
+    ) -> Result<Vec<String>> {
         let (l0, r0) = pairs[0];
         let route = run("ip", &["-n", self.nss.ns(self.s), "route", "get", &r0.to_string()])?;
         if !route.contains(&format!("src {l0} ")) {
             bail!("path 0 would not leave from {l0}: {route}");
         }
-        let mut send = vec!["send".to_string(), source.display().to_string()];
-        send.extend(["--server".into(), format!("{r0}:{QUIC_PORT}")]);
+        let mut args = vec!["--server".into(), format!("{r0}:{QUIC_PORT}")];
         for (i, (l, r)) in pairs.iter().enumerate() {
-            let option = if args.backup && i == 1 { "--backup-path" } else { "--path" };
-            send.extend([option.into(), format!("{l}={r}:{QUIC_PORT}")]);
+            let option = if backup && i == 1 { "--backup-path" } else { "--path" };
+            args.extend([option.into(), format!("{l}={r}:{QUIC_PORT}")]);
         }
-        send.extend(["--insecure", "--json", "--interval", "0.05"].map(String::from));
-        Ok(send)
+        Ok(args)
     }
 }
 
 /// The sampler's thread, stopped on `finish` or drop.
-struct Sampling {
+pub(crate) struct Sampling {
     stop: Arc<AtomicBool>,
     /// The series are not kept: the sampler is here for the markers' loop.
     thread: Option<JoinHandle<Result<()>>>,
@@ -396,7 +425,7 @@ impl Sampling {
     }
 
     /// Stops it; an error if it had stopped early.
-    fn finish(mut self) -> Result<()> {
+    pub(crate) fn finish(mut self) -> Result<()> {
         self.stop.store(true, Ordering::Relaxed);
         let thread = self.thread.take().context("sampler already finished")?;
         thread.join().map_err(|_| anyhow!("the sampler panicked"))?
@@ -505,7 +534,7 @@ fn parse_percent(s: &str) -> Result<f64, String> {
     }
 }
 
-fn write_random(path: &Path, bytes: u64) -> Result<()> {
+pub(crate) fn write_random(path: &Path, bytes: u64) -> Result<()> {
     let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
     let mut rng = fastrand::Rng::new();
     let mut block = vec![0u8; 1 << 20];
@@ -520,7 +549,7 @@ fn write_random(path: &Path, bytes: u64) -> Result<()> {
     Ok(())
 }
 
-fn same_contents(a: &Path, b: &Path) -> Result<bool> {
+pub(crate) fn same_contents(a: &Path, b: &Path) -> Result<bool> {
     use std::io::Read;
     let (mut fa, mut fb) = (std::fs::File::open(a)?, std::fs::File::open(b)?);
     if fa.metadata()?.len() != fb.metadata()?.len() {

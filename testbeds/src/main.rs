@@ -16,6 +16,7 @@ mod plan;
 mod plots;
 mod programs;
 mod results;
+mod roundtrip;
 mod runner;
 mod sampler;
 mod stall;
@@ -63,6 +64,10 @@ enum Cmd {
     /// Black-hole one of two shaped paths under an `mpquic send` and restore it: the receiver's
     /// longest stall, the failure and recovery reports (issue #12). Prints one JSON line.
     Failover(failover::FailoverArgs),
+    /// A nested directory of 1,000 files (1 KB to 100 MB, ~290 MB) up with `mpquic send` and
+    /// back with `mpquic get -r` over two shaped paths: compares the trees, reports each
+    /// command's time and per-path bytes (issue 25). Prints one JSON line.
+    Roundtrip(roundtrip::RoundtripArgs),
     /// E7's start-up check: jobs of `mpquic get` processes (one per answer) against warm
     /// connections (`mpquic aggregate`) on an unshaped veth pair; writes startup.json and
     /// startup.md, prints the table.
@@ -139,6 +144,11 @@ fn main() -> Result<()> {
         }
         Cmd::Failover(args) => {
             let res = torn_down(|run_id| failover::run_failover(&args, run_id))?;
+            println!("{}", serde_json::to_string(&res)?);
+            eprintln!("wrote {}", args.out.join("result.json").display());
+        }
+        Cmd::Roundtrip(args) => {
+            let res = torn_down(|run_id| roundtrip::run_roundtrip(&args, run_id))?;
             println!("{}", serde_json::to_string(&res)?);
             eprintln!("wrote {}", args.out.join("result.json").display());
         }
