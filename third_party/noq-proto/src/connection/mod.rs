@@ -6731,9 +6731,14 @@ impl Connection {
             self.find_ack_carriers();
         }
         let carriers = self.ack_carriers.as_ref().filter(|_| per_path);
-        self.spaces[space_id]
-            .number_spaces
-            .iter()
+        // A carrier that takes no other path's ACKs looks at its own space only: scanning every
+        // path's space for every path tried was most of the remaining cost with many paths.
+        let spaces = &self.spaces[space_id].number_spaces;
+        let candidates = match carriers {
+            Some(carriers) if !carriers.takes_others(carrier) => spaces.range(carrier..=carrier),
+            _ => spaces.range(..),
+        };
+        candidates
             .filter(|(_, pns)| pns.pending_acks.can_send())
             .map(|(&acked, _)| acked)
             .filter(move |&acked| {
@@ -7514,9 +7519,14 @@ struct AckCarriers {
 }
 
 impl AckCarriers {
+    /// Whether a packet on `carrier` takes the pending ACKs of the paths that cannot carry data.
+    fn takes_others(&self, carrier: PathId) -> bool {
+        self.fastest.is_none_or(|fastest| fastest == carrier)
+    }
+
     /// Whether a packet on `carrier` takes the pending ACKs of `acked`, another path.
     fn carries_others(&self, carrier: PathId, acked: PathId) -> bool {
-        self.fastest.is_none_or(|fastest| fastest == carrier) && !self.data_paths.contains(&acked)
+        self.takes_others(carrier) && !self.data_paths.contains(&acked)
     }
 }
 
