@@ -20,6 +20,17 @@ build's over the baseline's, with the host's load average before and after (othe
 host adds noise that interleaving spreads over both):
 
     benches/loopback.py --baseline /tmp/mpquic-main [--size 200M] [--reps 5]
+
+With --paths-cost it measures what paths cost instead: CPU per GB at 1, 4 and 16 paths for noq's
+Cubic and for AMP, DCM and (uncoupled, through the same adapter) Reno, every run naming the
+round-robin scheduler so that all paths carry data under our controllers. noq's Cubic has no
+scheduler of ours: it sends in the stack's order, which on loopback puts almost everything on
+path 0 whatever the path count, so its row is the stack's own cost of having paths, not of using
+them; Reno is the uncoupled controller that does use them. The table gives each path count's
+median CPU per GB and the 16-path over 1-path ratio (issue 21 asks <= 1.2x for AMP and DCM). With
+--baseline too, every run is made with both builds, interleaved, and both tables are printed:
+
+    benches/loopback.py --paths-cost [--baseline /tmp/mpquic-main] [--size 200M] [--reps 3]
 """
 import argparse
 import json
@@ -70,6 +81,38 @@ def run_custom(binary, size, controller):
     ).stdout
     result = json.loads(out)
     return result["goodput_mbps"], result["cpu_s"] / (result["bytes"] / 1e9)
+
+
+PATH_COUNTS = [1, 4, 16]
+PATH_COST_CONTROLLERS = ["cubic", "reno", "amp", "dcm"]
+
+
+def paths_cost(args):
+    """CPU per GB against the number of paths, per controller (and per build), interleaved."""
+    builds = [("this", args.binary)] + ([("baseline", args.baseline)] if args.baseline else [])
+    keys = [(cc, n, build) for cc in PATH_COST_CONTROLLERS for n in PATH_COUNTS for build, _ in builds]
+    samples = {key: [] for key in keys}
+    binaries = dict(builds)
+    print(f"load average before: {os.getloadavg()}")
+    for rep in range(args.reps):
+        for cc, n, build in keys:
+            extra = ["--cc", cc, "--scheduler", "round-robin"]
+            samples[(cc, n, build)].append(run(binaries[build], args.size, n, extra))
+        print(f"repetition {rep + 1}/{args.reps} done", file=sys.stderr)
+    print(f"load average after: {os.getloadavg()}")
+    median = lambda key, i: statistics.median(s[i] for s in samples[key])
+    counts = " ".join(f"{f'{n} path(s)':>11}" for n in PATH_COUNTS)
+    for build, binary in builds:
+        print(f"\n{binary} ({build}): median CPU s/GB (goodput Mbit/s), round-robin named for all")
+        print(f"{'controller':10} {counts} {'16/1 CPU':>9} {'16/1 goodput':>13}")
+        for cc in PATH_COST_CONTROLLERS:
+            cells = " ".join(
+                f"{median((cc, n, build), 1):>5.2f} ({median((cc, n, build), 0):>3.0f})" for n in PATH_COUNTS
+            )
+            first, last = (cc, PATH_COUNTS[0], build), (cc, PATH_COUNTS[-1], build)
+            cpu = median(last, 1) / median(first, 1)
+            goodput = median(last, 0) / median(first, 0)
+            print(f"{cc:10} {cells} {cpu:>9.2f} {goodput:>13.2f}")
 
 
 def load():
@@ -123,9 +166,12 @@ def main():
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--custom", action="store_true", help="user-lia against the built-in lia")
     parser.add_argument("--baseline", metavar="BINARY", help="another build of the tool to compare with")
+    parser.add_argument("--paths-cost", action="store_true", help="CPU per GB at 1, 4 and 16 paths")
     args = parser.parse_args()
     if args.custom:
         return custom(args)
+    if args.paths_cost:
+        return paths_cost(args)
     if args.baseline:
         return against_baseline(args)
 

@@ -266,6 +266,17 @@ impl<A: Algorithm> Controller for Coupled<A> {
         self.core.slot(path).is_some_and(|s| self.core.path(s).is_active())
     }
 
+    fn windows(&self, out: &mut [u64]) {
+        // One pass over the live paths, no lookup by id: the adapter calls this after every
+        // event, and a search per path made it O(paths^2).
+        out.fill(0);
+        for s in self.core.slots() {
+            if let Some(window) = out.get_mut(self.core.id(s).0 as usize) {
+                *window = self.alg.window(&self.core, s);
+            }
+        }
+    }
+
     fn snapshot(&self) -> ConnectionSnapshot {
         let core = &self.core;
         let paths = core

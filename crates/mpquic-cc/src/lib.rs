@@ -119,6 +119,17 @@ pub trait Controller: Send + std::fmt::Debug {
     /// Whether `path` may carry new data now.
     fn may_send(&self, path: PathId) -> bool;
 
+    /// The windows of paths `PathId(0)` to `PathId(out.len() - 1)` into `out`, each what
+    /// [`Controller::window`] says of it (0 for an unknown or removed path). A coupled
+    /// controller may move any path's window on one path's event, so a transport that mirrors
+    /// the windows reads them all after every event: the default asks path by path; override it
+    /// to read them in one pass.
+    fn windows(&self, out: &mut [u64]) {
+        for (i, window) in out.iter_mut().enumerate() {
+            *window = self.window(PathId(i as u32));
+        }
+    }
+
     /// The controller's state, for logs, qlog, statistics and tests.
     fn snapshot(&self) -> ConnectionSnapshot;
 
@@ -141,6 +152,10 @@ impl<C: Controller + ?Sized> Controller for Box<C> {
 
     fn may_send(&self, path: PathId) -> bool {
         (**self).may_send(path)
+    }
+
+    fn windows(&self, out: &mut [u64]) {
+        (**self).windows(out)
     }
 
     fn snapshot(&self) -> ConnectionSnapshot {

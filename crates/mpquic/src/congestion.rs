@@ -84,7 +84,8 @@ pub struct SlotReport {
     pub inactive: Duration,
     /// Whether the controller has eliminated the slot (MPTCP-D's ESE) and not released it.
     pub eliminated: bool,
-    /// Bytes in flight on the path as the stack last told the controller (at its latest ACK).
+    /// Bytes in flight on the path as the stack last told the adapter (at its latest send rank:
+    /// noq ranks every path each time it looks for a packet to send).
     pub in_flight: u64,
 }
 
@@ -98,8 +99,12 @@ struct State {
     scheduler: Box<dyn PathScheduler>,
     paths: Vec<SlotState>,
     /// What the scheduler sees of each slot, by slot (kept apart from `paths` so that the
-    /// scheduler reads them all as one slice).
+    /// scheduler reads them all as one slice). Its `in_flight` is the one copy of each path's
+    /// bytes in flight: the scheduler, the metrics and the slot reports read it.
     loads: Vec<PathLoad>,
+    /// Every slot's window as the controller last gave it, by slot: the buffer `feed` reads
+    /// them all into in one call.
+    windows: Vec<u64>,
     /// A path whose ACK batch ended but whose `AckBatchEnded` is held back (see module docs).
     pending_batch_end: Option<PathId>,
     notices: Vec<Notice>,
@@ -126,8 +131,6 @@ struct SlotState {
     inactive_before: Duration,
     /// Eliminated by the controller, and not released since.
     eliminated: bool,
-    /// Bytes in flight at the end of the latest ACK batch (noq tells it there for free).
-    in_flight: u64,
     removed: bool,
 }
 
@@ -139,6 +142,7 @@ impl SharedController {
                 scheduler,
                 paths: Vec::new(),
                 loads: Vec::new(),
+                windows: Vec::new(),
                 pending_batch_end: None,
                 notices: Vec::new(),
                 sink: None,
@@ -175,13 +179,13 @@ impl SharedController {
             rtt_us: p.rtt_us.clone(),
             inactive: p.inactive_before + open,
             eliminated: p.eliminated,
-            in_flight: p.in_flight,
+            in_flight: state.loads[slot.0 as usize].in_flight,
         })
     }
 
-    /// Bytes in flight on the slot's path at its latest ACK.
+    /// Bytes in flight on the slot's path at its latest send rank.
     pub fn in_flight(&self, slot: PathId) -> Option<u64> {
-        Some(self.lock().paths.get(slot.0 as usize)?.in_flight)
+        Some(self.lock().loads.get(slot.0 as usize)?.in_flight)
     }
 
     /// How many RTT samples the slot's path has given: each is an ACK frame that acknowledged
@@ -223,10 +227,10 @@ impl State {
             inactive_since: None,
             inactive_before: Duration::ZERO,
             eliminated: false,
-            in_flight: 0,
             removed: false,
         });
         self.loads.push(PathLoad::new(slot, mss));
+        self.windows.push(0);
         self.feed(slot, Event::PathAdded { mss });
         slot
     }
@@ -262,10 +266,12 @@ impl State {
 
     fn feed(&mut self, slot: PathId, event: Event) {
         self.controller.on_event(slot, event);
-        // Coupled controllers may move any path's window on one path's event.
-        for (i, (path, load)) in self.paths.iter().zip(&mut self.loads).enumerate() {
-            load.window = self.controller.window(PathId(i as u32));
-            path.window.store(load.window, Ordering::Relaxed);
+        // Coupled controllers may move any path's window on one path's event: read them all,
+        // in one call (one lookup per path made this O(paths^2) per event).
+        self.controller.windows(&mut self.windows);
+        for ((path, load), &window) in self.paths.iter().zip(&mut self.loads).zip(&self.windows) {
+            load.window = window;
+            path.window.store(window, Ordering::Relaxed);
         }
         self.controller.drain_notices(&mut self.notices);
         if !self.notices.is_empty() {
@@ -425,14 +431,14 @@ impl noq_cc::Controller for PathHandle {
     fn on_end_acks(
         &mut self,
         now: Instant,
-        in_flight: u64,
+        // The same count of noq's as `SendContext::in_flight`, which the next rank brings.
+        _in_flight: u64,
         _app_limited: bool,
         _largest_packet_num_acked: Option<u64>,
     ) {
         let mut state = self.shared.lock();
         state.tick(now);
         state.flush();
-        state.paths[self.slot.0 as usize].in_flight = in_flight;
         state.pending_batch_end = Some(self.slot);
     }
 

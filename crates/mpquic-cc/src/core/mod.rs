@@ -58,7 +58,8 @@ pub struct Core<X> {
     /// Live paths, sorted by id, so index 0 is the initial path (or, once it is gone, the oldest
     /// remaining one).
     paths: Vec<PathState<X>>,
-    /// The ids of `paths`, in the same order: a lookup scans 4 bytes per path, not a whole state.
+    /// The ids of `paths`, in the same order: a lookup searches 4 bytes per path, not a whole
+    /// state.
     ids: Vec<PathId>,
     sums: Sums,
     notices: Vec<Notice>,
@@ -129,7 +130,8 @@ impl<X> Core<X> {
     /// The slot of path `id`, if it is live.
     #[inline]
     pub fn slot(&self, id: PathId) -> Option<Slot> {
-        self.ids.iter().position(|&p| p == id).map(Slot)
+        // `ids` is sorted (`add_path` inserts in order): every event looks its path up here.
+        self.ids.binary_search(&id).ok().map(Slot)
     }
 
     /// Every live path's slot, in id order.

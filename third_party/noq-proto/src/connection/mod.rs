@@ -308,6 +308,9 @@ pub struct Connection {
     /// [`Connection::local_cid_state`] since some of this has to be kept around for some
     /// time after a path is abandoned.
     abandoned_paths: AbandonedPaths,
+    /// Which paths carry the PATH_ACKs of others (patch 3's placement), worked out at most once
+    /// per [`Connection::poll_transmit`] call, during which it cannot change (mpquic patch 6).
+    ack_carriers: Option<AckCarriers>,
 
     /// State for n0's (<https://n0.computer>) nat traversal protocol.
     n0_nat_traversal: n0_nat_traversal::State,
@@ -438,6 +441,7 @@ impl Connection {
             remote_max_path_id: PathId::ZERO,
             max_path_id_with_cids: PathId::ZERO,
             abandoned_paths: Default::default(),
+            ack_carriers: None,
 
             n0_nat_traversal: Default::default(),
             qlog,
@@ -1055,6 +1059,20 @@ impl Connection {
         max_datagrams: NonZeroUsize,
         buf: &mut Vec<u8>,
     ) -> Option<Transmit> {
+        // The ACK placement holds for one call only (mpquic patch 6).
+        self.ack_carriers = None;
+        let transmit = self.poll_transmit_uncached(now, max_datagrams, buf);
+        self.ack_carriers = None;
+        transmit
+    }
+
+    /// [`Self::poll_transmit`], with the ACK placement computed on first use in the call.
+    fn poll_transmit_uncached(
+        &mut self,
+        now: Instant,
+        max_datagrams: NonZeroUsize,
+        buf: &mut Vec<u8>,
+    ) -> Option<Transmit> {
         let max_datagrams = match self.config.enable_segmentation_offload {
             false => NonZeroUsize::MIN,
             true => max_datagrams,
@@ -1104,6 +1122,8 @@ impl Connection {
                 && self.peer_supports_ack_frequency();
         }
 
+        // The same for every path during this call (see `scheduling_info`).
+        let connection_scheduling = self.connection_scheduling_info();
         for (rank, path_id) in self.path_send_order() {
             if !self.paths.contains_key(&path_id) {
                 continue;
@@ -1118,7 +1138,7 @@ impl Connection {
                 return Some(transmit);
             }
 
-            let mut info = self.scheduling_info(path_id);
+            let mut info = self.scheduling_info(path_id, &connection_scheduling);
             // A path without a rank is kept from new data, not from acknowledging: its own
             // PATH_ACKs still ride it (`may_send_acks`), or the peer hears nothing on it.
             info.may_send_data &= rank.is_some() && !self.pto_keeps_from_data(path_id);
@@ -1220,23 +1240,20 @@ impl Connection {
     /// so many other functions we have. But this is the only one to document this in its
     /// doc comment. Maybe that should change. Eventually we'll refactor things for this
     /// panic to go away.
-    fn scheduling_info(&self, path_id: PathId) -> PathSchedulingInfo {
-        // Such a space is preferred for SpaceKind::Data frames.
-        let have_validated_status_available_space = self.paths.iter().any(|(path_id, path)| {
-            self.remote_cids.contains_key(path_id)
-                && !self.abandoned_paths.contains(path_id)
-                && path.data.validated
-                && path.data.local_status() == PathStatus::Available
-        });
-
-        // Such a space is able to send SpaceKind::Data frames.
-        let have_validated_space = self.paths.iter().any(|(path_id, path)| {
-            self.remote_cids.contains_key(path_id)
-                && !self.abandoned_paths.contains(path_id)
-                && path.data.validated
-        });
-
-        let is_handshaking = self.is_handshaking();
+    ///
+    /// `connection` is the part of the information that is the same for every path
+    /// ([`Self::connection_scheduling_info`], mpquic patch 6): a caller that asks about several
+    /// paths computes it once.
+    fn scheduling_info(
+        &self,
+        path_id: PathId,
+        connection: &ConnectionSchedulingInfo,
+    ) -> PathSchedulingInfo {
+        let ConnectionSchedulingInfo {
+            have_validated_status_available_space,
+            have_validated_space,
+            is_handshaking,
+        } = *connection;
         let has_cids = self.remote_cids.contains_key(&path_id);
         let is_abandoned = self.abandoned_paths.contains(&path_id);
         let path_data = self.path_data(path_id);
@@ -1298,6 +1315,31 @@ impl Connection {
             may_send_acks: may_send_data,
             may_send_close,
             may_self_abandon,
+        }
+    }
+
+    /// The part of [`Self::scheduling_info`] that is the same for every path: a scan of all
+    /// paths, done once where several paths are asked about (mpquic patch 6).
+    fn connection_scheduling_info(&self) -> ConnectionSchedulingInfo {
+        // Such a space is preferred for SpaceKind::Data frames.
+        let have_validated_status_available_space = self.paths.iter().any(|(path_id, path)| {
+            self.remote_cids.contains_key(path_id)
+                && !self.abandoned_paths.contains(path_id)
+                && path.data.validated
+                && path.data.local_status() == PathStatus::Available
+        });
+
+        // Such a space is able to send SpaceKind::Data frames.
+        let have_validated_space = self.paths.iter().any(|(path_id, path)| {
+            self.remote_cids.contains_key(path_id)
+                && !self.abandoned_paths.contains(path_id)
+                && path.data.validated
+        });
+
+        ConnectionSchedulingInfo {
+            have_validated_status_available_space,
+            have_validated_space,
+            is_handshaking: self.is_handshaking(),
         }
     }
 
@@ -2285,7 +2327,7 @@ impl Connection {
         }
 
         let mut can_send = self.spaces[space_id].can_send(path_id, &self.streams);
-        can_send.acks = !self.acks_carried_by(space_id, path_id).is_empty();
+        can_send.acks = self.acks_carried_by(space_id, path_id).next().is_some();
 
         // Check for 1RTT space.
         if space_id == SpaceId::Data {
@@ -3881,9 +3923,11 @@ impl Connection {
     ///
     /// See [`Connection::pto`]
     fn max_pto_for_space(&self, space: SpaceKind) -> Duration {
+        // Every received packet asks (through the idle timeout): read each path's state as the
+        // iteration meets it, without looking each up again by id (mpquic patch 6).
         self.paths
-            .keys()
-            .map(|path_id| self.pto(space, *path_id))
+            .values()
+            .map(|path| self.pto_of(space, &path.data))
             .max()
             .unwrap_or_else(|| {
                 // No paths remain (e.g. last path was abandoned and the NoAvailablePath grace timer
@@ -3903,11 +3947,16 @@ impl Connection {
     /// The PTO is logically the time in which you'd expect to receive an acknowledgement
     /// for a packet. So approximately RTT + max_ack_delay.
     fn pto(&self, space: SpaceKind, path_id: PathId) -> Duration {
+        self.pto_of(space, self.path_data(path_id))
+    }
+
+    /// [`Self::pto`] of a path whose data is at hand.
+    fn pto_of(&self, space: SpaceKind, path: &PathData) -> Duration {
         let max_ack_delay = match space {
             SpaceKind::Initial | SpaceKind::Handshake => Duration::ZERO,
             SpaceKind::Data => self.ack_frequency.max_ack_delay_for_pto(),
         };
-        self.path_data(path_id).rtt.pto_base() + max_ack_delay
+        path.rtt.pto_base() + max_ack_delay
     }
 
     fn on_packet_authenticated(
@@ -6232,7 +6281,7 @@ impl Connection {
             .for_path(path_id)
             .pending_acks
             .maybe_ack_non_eliciting();
-        let ack_paths = self.acks_carried_by(space_id, path_id);
+        let ack_paths: TinyVec<[PathId; 16]> = self.acks_carried_by(space_id, path_id).collect();
         let stats = &mut self.path_stats.get_mut(path_id).frame_tx;
         let space = &mut self.spaces[space_id];
         let path = &mut self.paths.get_mut(&path_id).expect("known path").data;
@@ -6713,32 +6762,54 @@ impl Connection {
     /// (noq #799). A path that cannot carry its own ACKs (not validated, abandoned, no CIDs,
     /// or a backup while an available path exists) has them sent on the lowest-RTT path that
     /// can; if there is none, any path takes them, as before.
-    fn acks_carried_by(&self, space_id: SpaceId, carrier: PathId) -> Vec<PathId> {
-        let pending = self.spaces[space_id]
-            .number_spaces
-            .iter()
-            .filter(|(_, pns)| pns.pending_acks.can_send())
-            .map(|(&acked, _)| acked);
-        if space_id != SpaceId::Data || !self.is_multipath_negotiated() {
-            return pending.collect();
+    ///
+    /// Which paths can carry data, and which of them is the fastest, is worked out once per
+    /// `poll_transmit` (`find_ack_carriers`): asking per pending path on every packet cost
+    /// O(paths^2) per packet (mpquic patch 6).
+    fn acks_carried_by(
+        &mut self,
+        space_id: SpaceId,
+        carrier: PathId,
+    ) -> impl Iterator<Item = PathId> + '_ {
+        let per_path = space_id == SpaceId::Data && self.is_multipath_negotiated();
+        if per_path {
+            self.find_ack_carriers();
         }
-        let can_carry_data = |id: PathId| {
-            self.paths.contains_key(&id) && self.scheduling_info(id).may_send_data
+        let carriers = self.ack_carriers.as_ref().filter(|_| per_path);
+        // A carrier that takes no other path's ACKs looks at its own space only: scanning every
+        // path's space for every path tried was most of the remaining cost with many paths.
+        let spaces = &self.spaces[space_id].number_spaces;
+        let candidates = match carriers {
+            Some(carriers) if !carriers.takes_others(carrier) => spaces.range(carrier..=carrier),
+            _ => spaces.range(..),
         };
-        let fastest_carrier = || {
-            self.paths
-                .iter()
-                .filter(|(id, _)| can_carry_data(**id))
-                .min_by_key(|(_, path)| path.data.rtt.get())
-                .map(|(id, _)| *id)
-        };
-        pending
-            .filter(|&acked| {
-                acked == carrier
-                    || (!can_carry_data(acked)
-                        && fastest_carrier().is_none_or(|fastest| fastest == carrier))
+        candidates
+            .filter(|(_, pns)| pns.pending_acks.can_send())
+            .map(|(&acked, _)| acked)
+            .filter(move |&acked| {
+                acked == carrier || carriers.is_none_or(|c| c.carries_others(carrier, acked))
             })
-            .collect()
+    }
+
+    /// Work out [`Self::ack_carriers`], the paths that can carry data and the fastest of them,
+    /// if this `poll_transmit` call has not yet.
+    fn find_ack_carriers(&mut self) {
+        if self.ack_carriers.is_none() {
+            let connection = self.connection_scheduling_info();
+            let mut carriers = AckCarriers::default();
+            let mut fastest_rtt = None;
+            for (&id, path) in &self.paths {
+                if self.scheduling_info(id, &connection).may_send_data {
+                    carriers.data_paths.push(id);
+                    let rtt = path.data.rtt.get();
+                    // The first of equal RTTs in id order, as patch 3 chose.
+                    if fastest_rtt.is_none_or(|best| rtt < best) {
+                        (fastest_rtt, carriers.fastest) = (Some(rtt), Some(id));
+                    }
+                }
+            }
+            self.ack_carriers = Some(carriers);
+        }
     }
 
     /// Write pending ACKs into a buffer
@@ -7480,6 +7551,40 @@ enum PollPathSpaceStatus {
         /// The highest packet number written into the transmit.
         last_packet_number: u64,
     },
+}
+
+/// Where PATH_ACKs of paths that cannot carry data go (patch 3), for one `poll_transmit` call.
+#[derive(Debug, Default)]
+struct AckCarriers {
+    /// The paths that can carry data, and so carry their own ACKs.
+    data_paths: TinyVec<[PathId; 16]>,
+    /// The lowest-RTT of them, which carries the ACKs of the others; `None` if there is none,
+    /// and then any path carries them.
+    fastest: Option<PathId>,
+}
+
+impl AckCarriers {
+    /// Whether a packet on `carrier` takes the pending ACKs of the paths that cannot carry data.
+    fn takes_others(&self, carrier: PathId) -> bool {
+        self.fastest.is_none_or(|fastest| fastest == carrier)
+    }
+
+    /// Whether a packet on `carrier` takes the pending ACKs of `acked`, another path.
+    fn carries_others(&self, carrier: PathId, acked: PathId) -> bool {
+        self.takes_others(carrier) && !self.data_paths.contains(&acked)
+    }
+}
+
+/// What [`Connection::scheduling_info`] reads of the whole connection (mpquic patch 6): computed
+/// once per `poll_transmit` or ACK placement instead of once per path asked about.
+#[derive(Debug, Clone, Copy)]
+struct ConnectionSchedulingInfo {
+    /// A path with CIDs, not abandoned, validated and of status available exists.
+    have_validated_status_available_space: bool,
+    /// A path with CIDs, not abandoned and validated exists.
+    have_validated_space: bool,
+    /// The connection is still handshaking.
+    is_handshaking: bool,
 }
 
 /// Information used to decide what frames to schedule into which packets.

@@ -2437,6 +2437,39 @@ fn a_path_kept_from_data_still_acknowledges_on_itself() -> TestResult {
     Ok(())
 }
 
+/// mpquic patch 6 (the ACK placement of patch 3 decided once per packet): where it now does its
+/// own work, a path with pending ACKs that cannot carry data. The server makes the client's
+/// path 1 a backup on its side while the client spreads its data over both paths: the PATH_ACKs
+/// of path 1 then ride path 0, the fastest path that can carry data, none ride path 1, and
+/// everything the client sent on path 1 is acknowledged.
+#[test]
+fn a_backup_paths_acks_ride_the_fastest_data_path() -> TestResult {
+    let _guard = subscribe();
+    let (mut pair, path_1) = ranked_pair(|_, sent| Some(sent));
+    pair.conn_mut(Server).set_path_status(path_1, PathStatus::Backup)?;
+    pair.drive();
+    let acks_sent = |pair: &mut ConnPair, path| {
+        let stats = pair.conn_mut(Server).path_stats(path).unwrap();
+        stats.frame_tx.path_acks
+    };
+    let before = (acks_sent(&mut pair, PathId::ZERO), acks_sent(&mut pair, path_1));
+    let sent_on_1_before = pair.path_stats(Client, path_1).unwrap().udp_tx.bytes;
+    let s = pair.streams(Client).open(Dir::Uni).unwrap();
+    pair.send_stream(Client, s).write(&[7; 200_000])?;
+    pair.drive();
+    let sent_on_1 = pair.path_stats(Client, path_1).unwrap().udp_tx.bytes - sent_on_1_before;
+    let on_0 = acks_sent(&mut pair, PathId::ZERO) - before.0;
+    let on_1 = acks_sent(&mut pair, path_1) - before.1;
+    info!(sent_on_1, on_0, on_1, "PATH_ACKs sent by the server per path");
+    assert!(sent_on_1 > 50_000, "the client spread its data: {sent_on_1} bytes on path 1");
+    assert_eq!(on_1, 0, "PATH_ACKs on the server's backup path");
+    assert!(on_0 > 0, "no PATH_ACK on path 0");
+    let client_path_1 = pair.path_stats(Client, path_1).unwrap();
+    assert_eq!(client_path_1.lost_packets, 0, "packets on path 1 went unacknowledged");
+    assert!(!pair.is_closed(Client) && !pair.is_closed(Server));
+    Ok(())
+}
+
 /// PATH_ACKs ride the path they acknowledge (noq #799): when path 0 goes silent, the
 /// receiver's ACKs for path 1 keep flowing on path 1 instead of vanishing into path 0.
 #[test]
