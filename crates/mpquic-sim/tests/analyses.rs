@@ -158,3 +158,37 @@ fn the_simulator_computes_the_analyses_declared_for_it() {
     declared.sort_unstable();
     assert_eq!(ours, declared);
 }
+
+/// A run's record, as the simulator converts it: the 2-path flow's second path opens in
+/// virtual time, each flow's goodput series adds up to the bytes it delivered, and the
+/// outcome is the report's.
+#[test]
+fn the_run_record_has_series_and_path_openings() {
+    let text = file("E3-traffic-shifting.toml")
+        .replace("\"flows.1.start\" = \"100ms\"", "\"flows.1.start\" = \"8ms\"")
+        .replace("\"flows.1.stop\" = \"200ms\"", "\"flows.1.stop\" = \"16ms\"")
+        .replace("\"flows.2.start\" = \"200ms\"", "\"flows.2.start\" = \"16ms\"")
+        .replace("\"flows.2.stop\" = \"300ms\"", "\"flows.2.stop\" = \"20ms\"")
+        .replace("duration = \"400ms\"", "duration = \"20ms\"");
+    let e = Experiment::parse(&text, "E3-traffic-shifting.toml").unwrap();
+    let mut s: Scenario = e.points[0].scenario.clone();
+    s.seed = 1;
+    let bucket_s = s.output.goodput_interval.secs();
+    let mut sim = Sim::new(s).unwrap();
+    sim.run();
+    let r = Report::new(&mut sim);
+    let record = r.record(&sim);
+    assert_eq!(record.outcome.flows.len(), r.flows.len());
+    for f in &r.flows {
+        let series = record.flow_series(&f.name).expect("a series per flow");
+        let bytes: f64 = series.goodput.iter().map(|(_, bps)| bps * bucket_s / 8.0).sum();
+        assert!((bytes - f.delivered_bytes as f64).abs() < 1.0, "{}: {bytes}", f.name);
+    }
+    let mp = r.flows.iter().find(|f| f.paths == 2).expect("the 2-path flow");
+    let opened: Vec<_> = record
+        .path_events(&mp.name)
+        .filter(|e| e.kind == mpquic_scenario::record::PathEventKind::Opened)
+        .collect();
+    assert!(!opened.is_empty(), "{:?}", record.path_events);
+    assert!(opened.iter().all(|e| e.t_s.is_some_and(|t| t > 0.0 && t < 0.02)), "{opened:?}");
+}
