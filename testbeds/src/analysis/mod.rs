@@ -62,8 +62,11 @@ pub struct Analysis {
     pub compute: fn(&Run, &str, Option<&str>, &[usize]) -> f64,
     /// The rows of its table for a run (every row has the same columns), if it gives one
     /// (titled as [`mpquic_scenario::analyses`] declares).
-    pub table: Option<fn(&Run) -> anyhow::Result<Vec<Row>>>,
+    pub table: Option<RunRows>,
 }
+
+/// An analysis's rows of one run (every row has the same columns).
+pub type RunRows = fn(&Run) -> anyhow::Result<Vec<Row>>;
 
 /// One row: (column, value) in column order.
 pub type Row = Vec<(&'static str, serde_json::Value)>;
