@@ -11,6 +11,17 @@ fn file(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
+/// The E3 file with its first phase in miniature: cross traffic on path 1 during (8, 16) ms
+/// instead of (1, 2) s, the run 20 ms.
+fn scaled_e3() -> String {
+    file("E3-traffic-shifting.toml")
+        .replace("\"flows.1.start\" = \"100ms\"", "\"flows.1.start\" = \"8ms\"")
+        .replace("\"flows.1.stop\" = \"200ms\"", "\"flows.1.stop\" = \"16ms\"")
+        .replace("\"flows.2.start\" = \"200ms\"", "\"flows.2.start\" = \"16ms\"")
+        .replace("\"flows.2.stop\" = \"300ms\"", "\"flows.2.stop\" = \"20ms\"")
+        .replace("duration = \"400ms\"", "duration = \"20ms\"")
+}
+
 /// The report's analysis metrics of `point` run with seed 1 (`file`: the experiment's
 /// scenario as written).
 fn analysed(e: &Experiment, point: &str, metrics: &[&str]) -> Vec<f64> {
@@ -31,12 +42,7 @@ fn analysed(e: &Experiment, point: &str, metrics: &[&str]) -> Vec<f64> {
 /// definition of `shift_time`; the 2-path flow is no cross flow of its own.
 #[test]
 fn amp_shifts_traffic_by_the_e3_definition() {
-    let text = file("E3-traffic-shifting.toml")
-        .replace("\"flows.1.start\" = \"100ms\"", "\"flows.1.start\" = \"8ms\"")
-        .replace("\"flows.1.stop\" = \"200ms\"", "\"flows.1.stop\" = \"16ms\"")
-        .replace("\"flows.2.start\" = \"200ms\"", "\"flows.2.start\" = \"16ms\"")
-        .replace("\"flows.2.stop\" = \"300ms\"", "\"flows.2.stop\" = \"20ms\"")
-        .replace("duration = \"400ms\"", "duration = \"20ms\"");
+    let text = scaled_e3();
     let e = Experiment::parse(&text, "E3-traffic-shifting.toml").unwrap();
     let m = analysed(
         &e,
@@ -164,12 +170,7 @@ fn the_simulator_computes_the_analyses_declared_for_it() {
 /// outcome is the report's.
 #[test]
 fn the_run_record_has_series_and_path_openings() {
-    let text = file("E3-traffic-shifting.toml")
-        .replace("\"flows.1.start\" = \"100ms\"", "\"flows.1.start\" = \"8ms\"")
-        .replace("\"flows.1.stop\" = \"200ms\"", "\"flows.1.stop\" = \"16ms\"")
-        .replace("\"flows.2.start\" = \"200ms\"", "\"flows.2.start\" = \"16ms\"")
-        .replace("\"flows.2.stop\" = \"300ms\"", "\"flows.2.stop\" = \"20ms\"")
-        .replace("duration = \"400ms\"", "duration = \"20ms\"");
+    let text = scaled_e3();
     let e = Experiment::parse(&text, "E3-traffic-shifting.toml").unwrap();
     let mut s: Scenario = e.points[0].scenario.clone();
     s.seed = 1;
