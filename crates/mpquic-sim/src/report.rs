@@ -539,6 +539,15 @@ fn path_events(f: &FlowReport) -> Vec<PathEvent> {
     opened.chain(record::closed_at_end(&f.name, closes)).collect()
 }
 
+/// `bytes` over `time` in bits per second (0 over no time).
+fn bps(bytes: u64, time: Ps) -> f64 {
+    if time > 0 {
+        bytes as f64 * 8.0 / (time as f64 / 1e12)
+    } else {
+        0.0
+    }
+}
+
 /// Flow `f`'s results at the end `end` of the run, its goodput buckets `bucket` wide, and its
 /// goodput over the second half unrounded.
 fn flow_report(sim: &mut Sim, f: usize, end: Ps, bucket: Ps) -> (FlowReport, f64) {
@@ -563,13 +572,6 @@ fn flow_report(sim: &mut Sim, f: usize, end: Ps, bucket: Ps) -> (FlowReport, f64
     let round_notices_dropped = log.rounds_dropped;
     drop(log);
     let delivered: u64 = flow.progress.delivered.iter().sum();
-    let bps = |bytes: u64, time: Ps| {
-        if time > 0 {
-            bytes as f64 * 8.0 / (time as f64 / 1e12)
-        } else {
-            0.0
-        }
-    };
     let repeating = flow.spec.repeat > 1;
     let (goodput, last_half) = if repeating {
         // Over the time spent transferring (the gaps between transfers left out), for
