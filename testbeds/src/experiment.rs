@@ -9,23 +9,27 @@ use crate::analysis;
 use crate::compile::compile;
 use crate::plan::{self, FlowKind};
 use crate::plots;
-use crate::results::{JobsResult, RunResult};
+use crate::results::{FlowResult, JobsResult, LinkResult, RepResult, RunResult};
 use crate::runner;
 use crate::sampler::Series;
 use crate::topology;
 use anyhow::{bail, Context, Result};
+use mpquic_scenario::analyses::Backend;
 use mpquic_scenario::error::{locate, span_of};
 use mpquic_scenario::expand::expand_workloads;
 use mpquic_scenario::metrics::{
-    self, DelayLineSecond, FlowOutcome, LinkOutcome, Outcome, PathOutcome, QueueOutcome, RunRow,
+    self, DelayLineSecond, FlowOutcome, LinkOutcome, Outcome, PathOutcome, QueueOutcome,
 };
+use mpquic_scenario::record::{closed_at_end, FlowSeries, LinkSample, LinkSeries, RunRecord};
+use mpquic_scenario::results::{AnalysisRow, ExperimentResults, FailedRun, RunEntry};
 use mpquic_scenario::{Experiment, Point, ScenarioError};
-use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
 
 /// A checked experiment with every point compiled to the runner's plan.
 pub struct Compiled {
+    /// The experiment file, as given.
+    pub file: String,
     pub experiment: Experiment,
     /// In the order of the experiment's points.
     pub points: Vec<CompiledPoint>,
@@ -54,7 +58,7 @@ pub fn load(path: &Path) -> Result<Compiled, ScenarioError> {
         let parent = path.parent().unwrap_or(Path::new("")).join(name);
         Some((parent.display().to_string(), std::fs::read_to_string(parent).ok()?))
     });
-    compile_points(experiment, |e| match (&e, &parent) {
+    compile_points(experiment, &file, |e| match (&e, &parent) {
         (ScenarioError::At { path, .. }, Some((pfile, ptext)))
             if span_of(&text, path).is_none() =>
         {
@@ -67,12 +71,13 @@ pub fn load(path: &Path) -> Result<Compiled, ScenarioError> {
 /// Checks and compiles the text of `file` (no `extends`).
 #[cfg(test)]
 pub fn load_text(text: &str, file: &str) -> Result<Compiled, ScenarioError> {
-    compile_points(Experiment::parse(text, file)?.for_netns(), |e| locate(e, file, text))
+    compile_points(Experiment::parse(text, file)?.for_netns(), file, |e| locate(e, file, text))
 }
 
 /// Compiles every point; `place` puts a point's error in its file.
 fn compile_points(
     experiment: Experiment,
+    file: &str,
     place: impl Fn(ScenarioError) -> ScenarioError,
 ) -> Result<Compiled, ScenarioError> {
     let mut points = Vec::new();
@@ -82,7 +87,7 @@ fn compile_points(
         let flows = expanded_flows(p).map_err(&place)?;
         points.push(CompiledPoint { dir, plan, flows, job_groups: job_groups(p) });
     }
-    Ok(Compiled { experiment, points })
+    Ok(Compiled { file: file.to_string(), experiment, points })
 }
 
 /// `<experiment>` without axes, else `<experiment>-<value>-<value>...`.
@@ -117,147 +122,119 @@ fn job_groups(p: &Point) -> Vec<String> {
     workloads.filter(|(_, w)| pa(w)).map(|(i, _)| format!("pa{i}")).collect()
 }
 
-/// One run's row in `experiment.json`.
-#[derive(Serialize)]
-struct RunEntry {
-    point: String,
-    round: usize,
-    seed: u64,
-    /// The run's directory (result.json, plots, series).
-    dir: String,
-    host_loadavg_1min: f64,
-    metrics: metrics::Metrics,
+/// What a sweep on the testbed has gathered so far.
+#[derive(Default)]
+struct Gathered {
+    /// Every finished run.
+    runs: Vec<RunEntry>,
+    /// The runs, and analyses of runs, that failed.
+    failed: Vec<FailedRun>,
+    /// Per analysis that gives a table: the rows of every run.
+    analysed: BTreeMap<String, Vec<AnalysisRow>>,
+    /// Per point, the report link's queue over every round (frames, busy samples).
+    queues: Vec<Vec<f64>>,
 }
 
 /// Runs every point `rounds` times (default: one round per seed), interleaved; writes
 /// `experiment.json`, `tables.md` and, for a file with a `[plot]`, `sweep.svg` in `out`, and
 /// prints the tables.
 pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
-    let seeds = &c.experiment.base.seeds;
-    let rounds = rounds.unwrap_or(seeds.len());
-    let notes = c.experiment.base.report.as_ref().map(analysis::notes).unwrap_or_default();
+    let report = c.experiment.base.report.as_ref();
+    let notes = report.map(analysis::notes).unwrap_or_default();
     notes.iter().for_each(|n| eprintln!("note: {n}"));
-    let mut entries = Vec::new();
-    let mut rows: Vec<Vec<RunRow>> = vec![Vec::new(); c.points.len()];
-    let mut failed = Vec::new();
-    // Per analysis with a table: (point, round, row) of every run.
-    let mut analysed: BTreeMap<&str, Vec<(String, usize, analysis::Row)>> = BTreeMap::new();
-    let link = c.experiment.base.report.as_ref().and_then(|r| r.link.clone());
-    // Per point, the report link's queue over every round (frames, busy samples).
-    let mut queues: Vec<Vec<f64>> = vec![Vec::new(); c.points.len()];
     runner::require_root()?;
-    for round in 0..rounds {
-        for (i, CompiledPoint { dir, plan, flows, job_groups }) in c.points.iter().enumerate() {
-            let run_dir = out.join(dir).join(format!("round{}", round + 1));
-            eprintln!("round {}: {dir} (load {:.1})", round + 1, runner::loadavg());
-            // A failed run is reported and the others go on, as on a long unattended sweep.
-            let result = match runner::run_scenario(plan, &run_dir) {
-                Ok(r) => r,
-                Err(e) => {
-                    eprintln!("FAILED: {dir} round {}: {e:#}", round + 1);
-                    failed.push(serde_json::json!({
-                        "point": dir, "round": round + 1, "error": format!("{e:#}"),
-                    }));
-                    continue;
-                }
-            };
-            let point = &c.experiment.points[i];
-            let seed = seeds[round % seeds.len()];
-            let outcome = outcome(&result, flows, &plan.jobs, job_groups);
-            let mut m = metrics::compute(&point.scenario, &outcome);
-            let report = point.scenario.report.as_ref().filter(|r| !r.analyses.is_empty());
-            // The sampled series, read back once for what needs it.
-            let series =
-                if report.is_some() || link.is_some() { read_series(&run_dir)? } else { vec![] };
-            if let Some(report) = report {
-                let run = analysis::Run {
-                    rep: &result.repetitions[0],
-                    series: &series,
-                    net: &topology::build(&plan.topology),
-                    flows,
-                    point: &point.scenario,
-                    file: &c.experiment.base,
-                };
-                let (metrics, tables) =
-                    (analysis::compute(report, &run), analysis::tables(report, &run));
-                m.extend(metrics);
-                for (name, rows) in tables {
-                    match rows {
-                        Ok(rows) => analysed
-                            .entry(name)
-                            .or_default()
-                            .extend(rows.into_iter().map(|r| (dir.clone(), round + 1, r))),
-                        Err(e) => {
-                            eprintln!(
-                                "FAILED: analysis {name} of {dir} round {}: {e:#}",
-                                round + 1
-                            );
-                            failed.push(serde_json::json!({
-                                "point": dir, "round": round + 1, "analysis": name,
-                                "error": format!("{e:#}"),
-                            }));
-                        }
-                    }
-                }
-            }
-            if let Some(link) = &link {
-                queues[i].extend(busy_queue(&result, &series, link));
-            }
-            rows[i].push(RunRow { series: point.name(), x: 0.0, seed, metrics: m.clone() });
-            entries.push(RunEntry {
-                point: point.name(),
-                round: round + 1,
-                seed,
-                dir: run_dir.display().to_string(),
-                host_loadavg_1min: result.repetitions[0].host_loadavg_1min[0],
-                metrics: m,
-            });
+    let mut gathered = Gathered { queues: vec![Vec::new(); c.points.len()], ..Default::default() };
+    for round in 1..=rounds.unwrap_or(c.experiment.base.seeds.len()) {
+        for i in 0..c.points.len() {
+            run_point(c, i, round, out, &mut gathered)?;
         }
     }
-    let summary: Vec<_> = c
-        .experiment
-        .points
-        .iter()
-        .zip(&rows)
-        .map(|(p, runs)| {
-            let mut row = metrics::summarize(&p.name(), 0.0, runs);
-            row.labels = p.labels.clone();
-            row
-        })
-        .collect();
-    let json = serde_json::json!({
-        "experiment": c.experiment.base.name,
-        "backend": "netns",
-        "definition": c.experiment.base.report.as_ref().map(|r| r.definition.clone()),
-        "report": c.experiment.base.report,
-        "notes": notes,
-        "runs": entries,
-        "failed": failed,
-        "summary": summary,
-        "analyses": analysed.iter().map(|(name, rows)| {
-            let runs = rows.iter().map(|(point, round, row)| {
-                let values: serde_json::Map<String, serde_json::Value> =
-                    row.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
-                serde_json::json!({"point": point, "round": round, "values": values})
-            });
-            (name.to_string(), serde_json::Value::Array(runs.collect()))
-        }).collect::<serde_json::Map<_, _>>(),
+    write(c, out, rounds, gathered)
+}
+
+/// Runs point `i` in round `round` (from 1) into `<out>/<point>/round<round>/` and gathers
+/// what it gave. A failed run is reported and the others go on, as on a long unattended sweep.
+fn run_point(c: &Compiled, i: usize, round: usize, out: &Path, g: &mut Gathered) -> Result<()> {
+    let CompiledPoint { dir, plan, flows, job_groups } = &c.points[i];
+    let run_dir = out.join(dir).join(format!("round{round}"));
+    eprintln!("round {round}: {dir} (load {:.1})", runner::loadavg());
+    let result = match runner::run_scenario(plan, &run_dir) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("FAILED: {dir} round {round}: {e:#}");
+            let error = format!("{e:#}");
+            g.failed.push(FailedRun { point: dir.clone(), round, analysis: None, error });
+            return Ok(());
+        }
+    };
+    let (point, file) = (&c.experiment.points[i], &c.experiment.base);
+    let series = read_series(&run_dir)?;
+    let record = record(&result, &series, flows, &plan.jobs, job_groups);
+    let mut metrics = metrics::compute(&point.scenario, &record.outcome);
+    if let Some(report) = point.scenario.report.as_ref().filter(|r| !r.analyses.is_empty()) {
+        let run = analysis::Run {
+            rep: &result.repetitions[0],
+            series: &series,
+            net: &topology::build(&plan.topology),
+            flows,
+            point: &point.scenario,
+            file,
+        };
+        metrics.extend(analysis::compute(report, &run));
+        gather_tables(analysis::tables(report, &run), dir, round, g);
+    }
+    if let Some(link) = file.report.as_ref().and_then(|r| r.link.as_deref()) {
+        g.queues[i].extend(busy_queue(&result, &series, link));
+    }
+    let (series, x) = point.place(file);
+    g.runs.push(RunEntry {
+        point: point.name(),
+        series,
+        x,
+        seed: file.seeds[(round - 1) % file.seeds.len()],
+        round: Some(round),
+        dir: Some(run_dir.display().to_string()),
+        host_load_1min: record.outcome.host_load_1min,
+        metrics,
     });
-    std::fs::create_dir_all(out)?;
-    std::fs::write(out.join("experiment.json"), serde_json::to_string_pretty(&json)?)?;
-    let mut tables = String::new();
-    for t in c.experiment.base.report.iter().flat_map(|r| &r.table) {
-        tables += &mpquic_scenario::tables::markdown(t, &summary);
-        tables += "\n";
+    Ok(())
+}
+
+/// The rows of one run's analysis tables into `g` (an analysis that failed, into its failures).
+fn gather_tables(tables: analysis::Tables, dir: &str, round: usize, g: &mut Gathered) {
+    for (name, rows) in tables {
+        match rows {
+            Ok(rows) => g.analysed.entry(name.to_string()).or_default().extend(
+                rows.into_iter().map(|row| AnalysisRow {
+                    point: dir.to_string(),
+                    round,
+                    values: row.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+                }),
+            ),
+            Err(e) => {
+                eprintln!("FAILED: analysis {name} of {dir} round {round}: {e:#}");
+                let (analysis, error) = (Some(name.to_string()), format!("{e:#}"));
+                g.failed.push(FailedRun { point: dir.to_string(), round, analysis, error });
+            }
+        }
     }
-    for (name, rows) in &analysed {
-        tables += &analysis::markdown(analysis::title(name), rows);
-        tables += "\n";
+}
+
+/// Writes the sweep's output (the shared `experiment.json` and `tables.md`, the sweep plot and
+/// the report link's queue CDF) and prints the tables.
+fn write(c: &Compiled, out: &Path, rounds: Option<usize>, g: Gathered) -> Result<()> {
+    let mut command = format!("run {}", c.file);
+    if let Some(n) = rounds {
+        command += &format!(" --repetitions {n}");
     }
-    std::fs::write(out.join("tables.md"), &tables)?;
-    mpquic_plot::sweep::write_sweep_plot(&out.join("sweep.svg"), &c.experiment, &summary)?;
-    if let Some(link) = &link {
-        let points = c.experiment.points.iter().map(|p| p.name()).zip(queues).collect();
+    let (e, runs) = (&c.experiment, g.runs.len() + g.failed.len());
+    let mut results = ExperimentResults::new(e, Backend::Netns, &c.file, Some(command), g.runs);
+    results.failed = g.failed;
+    results.analyses = g.analysed;
+    let tables = results.write(out).map_err(anyhow::Error::msg)?;
+    mpquic_plot::sweep::write_sweep_plot(&out.join("sweep.svg"), e, &results.summary)?;
+    if let Some(link) = e.base.report.as_ref().and_then(|r| r.link.as_deref()) {
+        let points = e.points.iter().map(|p| p.name()).zip(g.queues).collect();
         plots::queue_cdf(&out.join("queue-cdf.svg"), link, points)?;
     }
     print!("{tables}");
@@ -266,9 +243,8 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
         out.join("experiment.json").display(),
         out.join("tables.md").display()
     );
-    if !failed.is_empty() {
-        let runs = rounds * c.points.len();
-        bail!("{} of {runs} runs failed (listed in experiment.json)", failed.len());
+    if !results.failed.is_empty() {
+        bail!("{} of {runs} runs failed (listed in experiment.json)", results.failed.len());
     }
     Ok(())
 }
@@ -301,27 +277,81 @@ fn busy_queue(r: &RunResult, series: &[Series], link: &str) -> Vec<f64> {
 /// testbed's): each report table of the first, its metrics from both, points matched by their
 /// axis values. Markdown.
 pub fn compare(a: &Path, b: &Path) -> Result<String> {
-    let read = |p: &Path| -> Result<(String, Vec<metrics::SummaryRow>, serde_json::Value)> {
-        let text = std::fs::read_to_string(p).with_context(|| p.display().to_string())?;
-        let doc: serde_json::Value =
-            serde_json::from_str(&text).with_context(|| p.display().to_string())?;
-        let summary = serde_json::from_value(doc["summary"].clone())
-            .with_context(|| format!("{}: no summary of an experiment", p.display()))?;
-        let backend = doc["backend"].as_str().unwrap_or("?").to_string();
-        Ok((backend, summary, doc["report"].clone()))
-    };
-    let (a_name, a_rows, report) = read(a)?;
-    let (b_name, b_rows, _) = read(b)?;
-    let report: mpquic_scenario::experiment::ReportSpec = serde_json::from_value(report)
-        .with_context(|| format!("{}: no report section", a.display()))?;
+    let (a_doc, b_doc) = (read_results(a)?, read_results(b)?);
+    let report =
+        a_doc.report.as_ref().with_context(|| format!("{}: no report section", a.display()))?;
+    let (a_rows, b_rows) =
+        ((&a_doc.backend[..], &a_doc.summary[..]), (&b_doc.backend[..], &b_doc.summary[..]));
     Ok(report
         .table
         .iter()
-        .map(|t| {
-            metrics::comparison_table(&t.title, (&a_name, &a_rows), (&b_name, &b_rows), &t.metrics)
-        })
+        .map(|t| metrics::comparison_table(&t.title, a_rows, b_rows, &t.metrics))
         .collect::<Vec<_>>()
         .join("\n"))
+}
+
+/// An `experiment.json`, with its backend named `?` when it does not say.
+fn read_results(path: &Path) -> Result<ExperimentResults> {
+    let mut doc = ExperimentResults::read(path).map_err(anyhow::Error::msg)?;
+    if doc.backend.is_empty() {
+        doc.backend = "?".into();
+    }
+    Ok(doc)
+}
+
+/// The run in the backends' common terms: the outcome, each flow's receiver rate, each shaped
+/// direction's sampled queue (frames) and bytes (times since the flows' zero), and the paths
+/// the clients reported closed.
+fn record(
+    r: &RunResult,
+    series: &[Series],
+    specs: &[mpquic_scenario::FlowSpec],
+    job_specs: &[plan::Jobs],
+    job_groups: &[String],
+) -> RunRecord {
+    let outcome = outcome(r, specs, job_specs, job_groups);
+    let rep = &r.repetitions[0];
+    let mpquic_flows = outcome.flows.iter().zip(&rep.flows);
+    let flow_series = mpquic_flows
+        .clone()
+        .map(|(o, f)| FlowSeries {
+            flow: o.name.clone(),
+            goodput: f.throughput.iter().map(|&(t, mbps)| (t, mbps * 1e6)).collect(),
+        })
+        .collect();
+    let link_series = rep
+        .links
+        .iter()
+        .map(|l| LinkSeries {
+            link: format!("{}->{}", l.from, l.to),
+            samples: series
+                .iter()
+                .filter(|s| s.link_id == l.link_id)
+                .flat_map(|s| link_samples(s, rep.sampler_lead_s))
+                .collect(),
+        })
+        .collect();
+    let path_events = mpquic_flows
+        .flat_map(|(o, f)| {
+            let id = |i: usize| f.mpquic.as_ref().and_then(|m| m["paths"][i]["id"].as_u64());
+            let paths = o.paths.iter().enumerate();
+            closed_at_end(&o.name, paths.map(|(i, p)| (id(i).unwrap_or(i as u64), p.close_reason)))
+        })
+        .collect();
+    RunRecord { outcome, flow_series, link_series, path_events }
+}
+
+/// A sampled direction's samples, timed from the flows' zero (the sampler starts `lead`
+/// seconds before it), the queue in 1514-byte frames.
+fn link_samples(s: &Series, lead: f64) -> Vec<LinkSample> {
+    let frames = s.frames();
+    (0..s.t.len())
+        .map(|k| LinkSample {
+            t_s: s.t[k] - lead,
+            queue_pkts: frames.get(k).copied().unwrap_or(0.0),
+            sent_bytes: s.bytes.get(k).copied(),
+        })
+        .collect()
 }
 
 /// The shared per-run outcome from a testbed run (its one repetition): flows by name and group,
@@ -340,62 +370,14 @@ fn outcome(
         .iter()
         .zip(specs.iter().enumerate())
         .map(|(f, (i, spec))| {
-            let goodput = f.goodput_mbps.unwrap_or(0.0) * 1e6;
-            let state = f.mpquic.as_ref().map(|m| &m["controller_state"]);
-            let count = |key: &str| state.and_then(|s| s[key].as_u64()).unwrap_or(0);
-            let link_into = |remote: &str| {
-                let l = rep.links.iter().find(|l| l.delivers_to(remote))?;
-                Some(format!("{}->{}", l.from, l.to))
-            };
-            let paths = mpquic_paths(f.mpquic.as_ref(), link_into);
-            FlowOutcome {
-                name: spec.name.clone().unwrap_or_else(|| format!("flow{i}")),
-                group: spec.group.clone(),
-                fct_us: f.completed.then_some(f.fct_s).flatten().map(|s| s * 1e6),
-                goodput_bps: goodput,
-                // The CLI reports totals only: the lifetime goodput stands for both halves.
-                goodput_last_half_bps: goodput,
-                suppressions: count("suppressions"),
-                start_s: f.start_s,
-                kind: kind_name(f.kind).into(),
-                bytes: f.bytes,
-                lost_packets: paths.iter().map(|p| p.lost_packets).sum(),
-                cpu_s: f.cpu_s,
-                eliminations: count("eliminations"),
-                transfer_fcts_us: f.transfer_fcts_s.iter().map(|s| s * 1e6).collect(),
-                paths,
-                ..Default::default()
-            }
+            flow_outcome(rep, f, spec.name.clone().unwrap_or_else(|| format!("flow{i}")), spec)
         })
         .collect();
     for ((jobs, spec), group) in rep.jobs.iter().zip(job_specs).zip(job_groups) {
         flows.extend(job_outcomes(jobs, spec, group));
     }
     let frame = full_packet(rep.flows.iter().map(|f| f.kind));
-    let links = rep
-        .links
-        .iter()
-        .map(|l| {
-            let q = &l.queue_frames_busy;
-            LinkOutcome {
-                name: format!("{}->{}", l.from, l.to),
-                marked: l.marker.as_ref().map_or(0, |m| m.marks),
-                dropped: l.qdisc_drops,
-                utilization: if l.samples > 1 { q.n as f64 / (l.samples - 1) as f64 } else { 0.0 },
-                queue: Some(QueueOutcome {
-                    p50: q.median,
-                    p90: q.p90,
-                    p99: q.p99,
-                    mean: q.mean,
-                    p5: q.p5,
-                    p95: q.p95,
-                }),
-                sent_bytes: l.sent_bytes,
-                rate_bps: r.scenario.link_for(&l.from, &l.to).rate_mbit * 1e6,
-                sent_packets: frame.map_or(0, |(_, frame)| l.sent_bytes / frame),
-            }
-        })
-        .collect();
+    let links = rep.links.iter().map(|l| link_outcome(r, l, frame)).collect();
     let receiver_cpu = rep.receiver_cpu_s.values().sum();
     Outcome {
         payload_ceiling: frame.map(|(payload, frame)| payload / frame as f64),
@@ -418,6 +400,64 @@ fn outcome(
                 late_max_us: d.late_max_us as f64,
             })
             .collect(),
+    }
+}
+
+/// One flow of the run (named `name`) as the shared outcome has it.
+fn flow_outcome(
+    rep: &RepResult,
+    f: &FlowResult,
+    name: String,
+    spec: &mpquic_scenario::FlowSpec,
+) -> FlowOutcome {
+    let goodput = f.goodput_mbps.unwrap_or(0.0) * 1e6;
+    let state = f.mpquic.as_ref().map(|m| &m["controller_state"]);
+    let count = |key: &str| state.and_then(|s| s[key].as_u64()).unwrap_or(0);
+    let link_into = |remote: &str| {
+        let l = rep.links.iter().find(|l| l.delivers_to(remote))?;
+        Some(format!("{}->{}", l.from, l.to))
+    };
+    let paths = mpquic_paths(f.mpquic.as_ref(), link_into);
+    FlowOutcome {
+        name,
+        group: spec.group.clone(),
+        fct_us: f.completed.then_some(f.fct_s).flatten().map(|s| s * 1e6),
+        goodput_bps: goodput,
+        // The CLI reports totals only: the lifetime goodput stands for both halves.
+        goodput_last_half_bps: goodput,
+        suppressions: count("suppressions"),
+        start_s: f.start_s,
+        kind: kind_name(f.kind).into(),
+        bytes: f.bytes,
+        lost_packets: paths.iter().map(|p| p.lost_packets).sum(),
+        cpu_s: f.cpu_s,
+        eliminations: count("eliminations"),
+        transfer_fcts_us: f.transfer_fcts_s.iter().map(|s| s * 1e6).collect(),
+        paths,
+        ..Default::default()
+    }
+}
+
+/// One shaped direction as the shared outcome has it: its queue in 1514-byte frames over busy
+/// samples, its packets counted in full packets of `frame` bytes (when one kind of flow ran).
+fn link_outcome(r: &RunResult, l: &LinkResult, frame: Option<(f64, u64)>) -> LinkOutcome {
+    let q = &l.queue_frames_busy;
+    LinkOutcome {
+        name: format!("{}->{}", l.from, l.to),
+        marked: l.marker.as_ref().map_or(0, |m| m.marks),
+        dropped: l.qdisc_drops,
+        utilization: if l.samples > 1 { q.n as f64 / (l.samples - 1) as f64 } else { 0.0 },
+        queue: Some(QueueOutcome {
+            p50: q.median,
+            p90: q.p90,
+            p99: q.p99,
+            mean: q.mean,
+            p5: q.p5,
+            p95: q.p95,
+        }),
+        sent_bytes: l.sent_bytes,
+        rate_bps: r.scenario.link_for(&l.from, &l.to).rate_mbit * 1e6,
+        sent_packets: frame.map_or(0, |(_, frame)| l.sent_bytes / frame),
     }
 }
 

@@ -45,6 +45,9 @@ pub struct Analysis {
     pub metrics: &'static [(&'static str, &'static str)],
     /// What the `[value]` after a metric's name means, if its metrics take one.
     pub selector: Option<&'static str>,
+    /// The title of its table of rows per run, if it gives one (`tables.md` prints it run by
+    /// run, not as a median over seeds).
+    pub table: Option<&'static str>,
 }
 
 /// Every analysis of either backend.
@@ -63,6 +66,7 @@ pub const ANALYSES: &[Analysis] = &[
             ("to_80pct_ms", "time until the rest's rate fell by 80% of before - during, ms"),
         ],
         selector: None,
+        table: None,
     },
     Analysis {
         name: "shift_time",
@@ -80,6 +84,7 @@ pub const ANALYSES: &[Analysis] = &[
             ("during_rate_gbps", "the 2-path flow's wire rate then (both paths), Gbit/s"),
         ],
         selector: None,
+        table: None,
     },
     Analysis {
         name: "phases",
@@ -96,6 +101,7 @@ pub const ANALYSES: &[Analysis] = &[
             ("jain", "Jain's index of their goodputs over the phase's second half"),
         ],
         selector: Some("the phase, 1 to the number of phases"),
+        table: None,
     },
     Analysis {
         name: "paths_end",
@@ -105,6 +111,7 @@ pub const ANALYSES: &[Analysis] = &[
         backends: &[Backend::Netns, Backend::Sim],
         metrics: &[("active", "paths allowed to carry new data at the end (AMP: not suppressed)")],
         selector: None,
+        table: None,
     },
     Analysis {
         name: "job_phase",
@@ -124,6 +131,7 @@ pub const ANALYSES: &[Analysis] = &[
             ("bg_paths", "mpquic paths of the group's flows"),
         ],
         selector: None,
+        table: None,
     },
     Analysis {
         name: "pathkeep",
@@ -132,6 +140,7 @@ pub const ANALYSES: &[Analysis] = &[
         backends: &[Backend::Netns],
         metrics: &[],
         selector: None,
+        table: Some("pathkeep: each path of the first flow before and after the 10 s idle timeout"),
     },
 ];
 

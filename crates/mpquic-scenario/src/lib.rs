@@ -19,6 +19,8 @@
 //! - [`phases`]: the phases of the `phases` analysis and its metrics over a phase's flows,
 //!   which both backends compute.
 //! - [`tables`]: the markdown tables of a report (medians, sums, ratios between points).
+//! - [`record`]: what one run yields, whatever the backend ([`record::RunRecord`]).
+//! - [`results`]: `experiment.json`, one schema for both backends, and `tables.md` from it.
 
 pub mod analyses;
 pub mod error;
@@ -27,6 +29,8 @@ pub mod experiment;
 pub mod metrics;
 pub mod model;
 pub mod phases;
+pub mod record;
+pub mod results;
 pub mod rng;
 pub mod shift;
 pub mod tables;

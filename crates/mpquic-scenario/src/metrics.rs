@@ -289,21 +289,6 @@ pub fn in_group(flow: Option<&str>, group: Option<&str>) -> bool {
 /// Metrics of one run.
 pub type Metrics = BTreeMap<String, f64>;
 
-/// One run's row in the output. Deterministic: the same run gives the same row (wall-clock
-/// time is no part of it, so a sweep's output does not depend on how its runs were spread
-/// over threads or machines).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunRow {
-    /// Series (the values of the axes other than the plot's x).
-    pub series: String,
-    /// X value.
-    pub x: f64,
-    /// Seed.
-    pub seed: u64,
-    /// Metrics.
-    pub metrics: Metrics,
-}
-
 /// Median, min, max of a metric over seeds.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Spread {
@@ -356,15 +341,15 @@ pub struct SummaryRow {
     pub metrics: BTreeMap<String, Spread>,
 }
 
-/// The summary of the rows of one point (its runs).
-pub fn summarize(series: &str, x: f64, runs: &[RunRow]) -> SummaryRow {
-    let mut keys: Vec<&String> = runs.iter().flat_map(|r| r.metrics.keys()).collect();
+/// The summary of one point's runs (their metrics).
+pub fn summarize(series: &str, x: f64, runs: &[Metrics]) -> SummaryRow {
+    let mut keys: Vec<&String> = runs.iter().flat_map(|r| r.keys()).collect();
     keys.sort();
     keys.dedup();
     let metrics = keys
         .into_iter()
         .filter_map(|k| {
-            let xs: Vec<f64> = runs.iter().filter_map(|r| r.metrics.get(k).copied()).collect();
+            let xs: Vec<f64> = runs.iter().filter_map(|r| r.get(k).copied()).collect();
             spread(&xs).map(|s| (k.clone(), s))
         })
         .collect();

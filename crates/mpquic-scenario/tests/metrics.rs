@@ -3,8 +3,8 @@
 use mpquic::PathClose;
 use mpquic_scenario::experiment::TableSpec;
 use mpquic_scenario::metrics::{
-    comparison_table, compute, summarize, DelayLineSecond, FlowOutcome, LinkOutcome, Outcome,
-    PathOutcome, QueueOutcome, RunRow, SummaryRow,
+    comparison_table, compute, summarize, DelayLineSecond, FlowOutcome, LinkOutcome, Metrics,
+    Outcome, PathOutcome, QueueOutcome, SummaryRow,
 };
 use mpquic_scenario::parse_scenario;
 use mpquic_scenario::tables::markdown;
@@ -79,13 +79,8 @@ metrics = ["flows", "unfinished", "fct_mean_ms", "fct_max_ms", "pto_per_round", 
     // The unfinished job counts until the end of the run: 100 - 20 ms.
     assert!((get("jct_all_p90_ms@pa") - 80.0).abs() < 1e-9);
 
-    let row = |seed: u64, v: f64| RunRow {
-        series: "amp".into(),
-        x: 10.0,
-        seed,
-        metrics: [("fct_mean_ms".to_string(), v)].into(),
-    };
-    let mut summary = summarize("amp", 10.0, &[row(1, 1.0), row(2, 3.0), row(3, 2.0)]);
+    let row = |v: f64| -> Metrics { [("fct_mean_ms".to_string(), v)].into() };
+    let mut summary = summarize("amp", 10.0, &[row(1.0), row(3.0), row(2.0)]);
     summary.labels = vec![("controller".into(), "amp".into()), ("k".into(), "10".into())];
     let table = median_table("T", &[summary], &["fct_mean_ms".into()]);
     assert_eq!(
@@ -405,17 +400,14 @@ sum = ["ese_tp"]
 compare = [{ metric = "cpu_s_per_gb", axis = "ese", value = "on", over = "off" }]
 "#;
     let e = Experiment::parse(text, "t.toml").unwrap();
-    let row = |seed: u64, cpu: f64, tp: f64| RunRow {
-        series: String::new(),
-        x: 0.0,
-        seed,
-        metrics: [("cpu_s_per_gb".to_string(), cpu), ("ese_tp".to_string(), tp)].into(),
+    let row = |cpu: f64, tp: f64| -> Metrics {
+        [("cpu_s_per_gb".to_string(), cpu), ("ese_tp".to_string(), tp)].into()
     };
     let runs = [
-        [row(1, 60.0, 1.0), row(2, 50.0, 2.0)],
-        [row(1, 40.0, 0.0), row(2, 40.0, 0.0)],
-        [row(1, 30.0, 3.0), row(2, 30.0, 0.0)],
-        [row(1, 60.0, 0.0), row(2, 60.0, 0.0)],
+        [row(60.0, 1.0), row(50.0, 2.0)],
+        [row(40.0, 0.0), row(40.0, 0.0)],
+        [row(30.0, 3.0), row(30.0, 0.0)],
+        [row(60.0, 0.0), row(60.0, 0.0)],
     ];
     let summary: Vec<_> = e
         .points
@@ -472,13 +464,10 @@ fn table_numbers_are_short() {
         assert_eq!(short(x), want, "{x}");
     }
     // In a table: median (min-max), and one number when the spread rounds away.
-    let row = |seed: u64, v: f64| RunRow {
-        series: "amp".into(),
-        x: 10.0,
-        seed,
-        metrics: [("fct_mean_ms".to_string(), v), ("pto".to_string(), 4.0 + v * 1e-6)].into(),
+    let row = |v: f64| -> Metrics {
+        [("fct_mean_ms".to_string(), v), ("pto".to_string(), 4.0 + v * 1e-6)].into()
     };
-    let mut summary = summarize("amp", 10.0, &[row(1, 14.719), row(2, 13.941), row(3, 16.608)]);
+    let mut summary = summarize("amp", 10.0, &[row(14.719), row(13.941), row(16.608)]);
     summary.labels = vec![("controller".into(), "amp".into())];
     let table = median_table("T", &[summary], &["fct_mean_ms".into(), "pto".into()]);
     assert!(table.ends_with("| amp | 14.7 (13.9-16.6) | 4 |\n"), "{table}");
@@ -640,15 +629,8 @@ metrics = ["ideal_ms", "goodput_of_ceiling", "marked_fraction", "fct_max_ms / id
 #[test]
 fn two_summaries_side_by_side() {
     let row = |labels: &[(&str, &str)], v: f64| {
-        let runs: Vec<RunRow> = [v, v + 2.0]
-            .iter()
-            .map(|&x| RunRow {
-                series: String::new(),
-                x: 0.0,
-                seed: 1,
-                metrics: [("lost".to_string(), x)].into(),
-            })
-            .collect();
+        let runs: Vec<Metrics> =
+            [v, v + 2.0].iter().map(|&x| [("lost".to_string(), x)].into()).collect();
         let mut r = summarize("", 0.0, &runs);
         r.labels = labels.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
         r

@@ -8,7 +8,6 @@
 //! the output is written from the runs in the sweep's order: it is the same, byte for byte,
 //! however the runs were spread.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -18,10 +17,9 @@ use serde::{Deserialize, Serialize};
 
 use mpquic_plot::sweep::write_sweep_plot;
 
-use mpquic_scenario::analyses;
-use mpquic_scenario::experiment::TableSpec;
-use mpquic_scenario::metrics::{compute, summarize, CATALOGUE};
-use mpquic_scenario::tables::markdown;
+use mpquic_scenario::analyses::Backend;
+use mpquic_scenario::metrics::compute;
+use mpquic_scenario::results::{ExperimentResults, RunEntry};
 use mpquic_scenario::Experiment;
 
 use crate::analysis::{self, Panel};
@@ -29,7 +27,7 @@ use crate::report::Report;
 use crate::scenario::Dur;
 use crate::Sim;
 
-pub use mpquic_scenario::metrics::{Metrics, RunRow, Spread, SummaryRow};
+pub use mpquic_scenario::metrics::{Metrics, Spread, SummaryRow};
 
 /// What a sweep's command line changes in the file's runs: the options a partial result
 /// records, so that its merge rebuilds the same runs and writes the same `command`.
@@ -86,12 +84,12 @@ pub fn runs(e: &Experiment) -> Vec<RunId> {
         .collect()
 }
 
-/// A finished run: its row, and the analyses' panels when it is its point's first seed (the
-/// run the plots show).
+/// A finished run: its entry in `experiment.json`, and the analyses' panels when it is its
+/// point's first seed (the run the plots show).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunResult {
     /// Its metrics.
-    pub row: RunRow,
+    pub run: RunEntry,
     /// Per analysis that draws: its panel (empty for the other seeds).
     pub panels: Vec<(String, Panel)>,
 }
@@ -109,7 +107,8 @@ pub fn run_one(e: &Experiment, id: RunId) -> Result<RunResult, String> {
     let wall_s = wall.elapsed().as_secs_f64();
     let r = Report::new(&mut sim);
     let run = analysis::Run { sim: &sim, report: &r, file };
-    let mut metrics = compute(&r.scenario, &r.outcome());
+    let record = r.record(&sim);
+    let mut metrics = compute(&r.scenario, &record.outcome);
     metrics.extend(analysis::compute(report, &run));
     let first = file.seeds.first() == Some(&id.seed);
     let panels = if first { analysis::panels(report, &run) } else { vec![] };
@@ -117,7 +116,9 @@ pub fn run_one(e: &Experiment, id: RunId) -> Result<RunResult, String> {
     let short: Vec<String> = metrics.iter().take(6).map(|(k, v)| format!("{k}={v:.3}")).collect();
     // Wall time goes to the log only: the output is the same however fast a run went.
     eprintln!("  {series:<10} x={x:<5} seed {}: {} ({wall_s:.1} s wall)", id.seed, short.join(" "));
-    Ok(RunResult { row: RunRow { series, x, seed: id.seed, metrics }, panels })
+    let run =
+        RunEntry { point: point.name(), series, x, seed: id.seed, metrics, ..RunEntry::default() };
+    Ok(RunResult { run, panels })
 }
 
 /// `f` of every item on `jobs` threads (at least one), the results in the items' order.
@@ -149,49 +150,6 @@ fn parallel_map<I: Sync, R: Send>(items: &[I], jobs: usize, f: impl Fn(&I) -> R 
 /// Run `ids` of `e` on `jobs` threads; the results in the order of `ids`.
 pub fn run_all(e: &Experiment, ids: &[RunId], jobs: usize) -> Result<Vec<RunResult>, String> {
     parallel_map(ids, jobs, |&id| run_one(e, id)).into_iter().collect()
-}
-
-/// Write `<name>.json` with the definition, the runs and the summary.
-fn write_json(
-    path: &Path,
-    doc: serde_json::Value,
-    rows: &[RunRow],
-    summary: &[SummaryRow],
-) -> Result<(), String> {
-    let mut doc = doc;
-    doc["runs"] = serde_json::to_value(rows).map_err(|e| e.to_string())?;
-    doc["summary"] = serde_json::to_value(summary).map_err(|e| e.to_string())?;
-    std::fs::write(path, serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?)
-        .map_err(|e| format!("{}: {e}", path.display()))
-}
-
-/// The per-point summaries of the runs (in the sweep's order, every seed of a point together).
-fn summaries(e: &Experiment, rows: &[RunRow]) -> Vec<SummaryRow> {
-    let seeds = e.base.seeds.len().max(1);
-    e.points
-        .iter()
-        .zip(rows.chunks(seeds))
-        .map(|(point, mine)| {
-            let (series, x) = point.place(&e.base);
-            SummaryRow { labels: point.labels.clone(), ..summarize(&series, x, mine) }
-        })
-        .collect()
-}
-
-/// The report's tables (one of every metric when the file names none).
-fn tables(e: &Experiment) -> Vec<TableSpec> {
-    let s = &e.base;
-    let Some(report) = &s.report else { return vec![] };
-    if !report.table.is_empty() {
-        return report.table.clone();
-    }
-    vec![TableSpec {
-        title: s.name.clone(),
-        metrics: report.metrics.clone(),
-        only: Default::default(),
-        sum: vec![],
-        compare: vec![],
-    }]
 }
 
 /// Run an experiment file on `jobs` threads and write its output into `out` (see [`write`]).
@@ -226,38 +184,14 @@ pub fn write(
     results: Vec<RunResult>,
 ) -> Result<(), String> {
     let s = &e.base;
-    let report = s.report.as_ref().ok_or("the file has no [report]: nothing to compute")?;
-    let notes = analysis::notes(report);
-    notes.iter().for_each(|n| eprintln!("  note: {n}"));
-    let (rows, panels): (Vec<RunRow>, Vec<_>) =
-        results.into_iter().map(|r| (r.row, r.panels)).unzip();
-    let summary = summaries(e, &rows);
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let mut definitions: BTreeMap<String, String> = CATALOGUE
-        .iter()
-        .filter(|c| report.metrics.iter().any(|m| m.split('@').next() == Some(c.name)))
-        .map(|c| (c.name.to_string(), c.meaning.to_string()))
-        .collect();
-    definitions.extend(analyses::definitions(report));
-    write_json(
-        &out.join("experiment.json"),
-        serde_json::json!({
-            "experiment": s.name,
-            "backend": "sim",
-            "file": file,
-            "command": options.command(file),
-            "scenario": s,
-            "sweep": s.sweep,
-            "seeds": s.seeds,
-            "report": report,
-            "metrics": definitions,
-            "notes": notes,
-        }),
-        &rows,
-        &summary,
-    )?;
-    let md: Vec<String> = tables(e).iter().map(|t| markdown(t, &summary)).collect();
-    std::fs::write(out.join("tables.md"), md.join("\n")).map_err(|e| e.to_string())?;
+    if s.report.is_none() {
+        return Err("the file has no [report]: nothing to compute".into());
+    }
+    let (runs, panels): (Vec<RunEntry>, Vec<_>) =
+        results.into_iter().map(|r| (r.run, r.panels)).unzip();
+    let output = ExperimentResults::new(e, Backend::Sim, file, Some(options.command(file)), runs);
+    output.notes.iter().for_each(|n| eprintln!("  note: {n}"));
+    output.write(out)?;
     // Each point's first seed draws the analyses' panels.
     let firsts = panels.into_iter().step_by(s.seeds.len().max(1));
     let titled = e.points.iter().zip(firsts).map(|(p, panels)| {
@@ -266,5 +200,5 @@ pub fn write(
         (format!("{point} (seed {seed})"), panels)
     });
     analysis::write_plots(out, titled.collect())?;
-    write_sweep_plot(&out.join("sweep.svg"), e, &summary).map_err(|e| e.to_string())
+    write_sweep_plot(&out.join("sweep.svg"), e, &output.summary).map_err(|e| e.to_string())
 }

@@ -14,6 +14,9 @@ use serde::Serialize;
 use mpquic::PathReport;
 use mpquic_cc::{ConnectionSnapshot, Notice};
 use mpquic_scenario::metrics::{FlowOutcome, LinkOutcome, Outcome, PathOutcome, QueueOutcome};
+use mpquic_scenario::record::{
+    self, FlowSeries, LinkSample, LinkSeries, PathEvent, PathEventKind, RunRecord,
+};
 
 use crate::net::{Ps, WIRE_OVERHEAD};
 use crate::scenario::Scenario;
@@ -442,159 +445,48 @@ impl Report {
         }
     }
 
+    /// The run as both backends record one: the outcome, each flow's goodput per
+    /// `output.goodput_interval`, the monitored links' queue series, and the client paths'
+    /// openings (with their virtual time) and closures (at the end: the simulator keeps the
+    /// reason, not the time).
+    pub fn record(&self, sim: &Sim) -> RunRecord {
+        let bucket = sim.scenario.output.goodput_interval.0.max(1);
+        let flow_series = sim
+            .flows
+            .iter()
+            .map(|flow| FlowSeries {
+                flow: flow.name.clone(),
+                goodput: goodput_series(&flow.progress.delivered, bucket),
+            })
+            .collect();
+        let link_series = sim
+            .links
+            .iter()
+            .filter(|l| l.params.monitor)
+            .map(|l| LinkSeries {
+                link: l.params.name.clone(),
+                samples: l.stats.queue_series.iter().map(|&(t, q)| queue_sample(t, q)).collect(),
+            })
+            .collect();
+        let path_events = self.flows.iter().flat_map(path_events).collect();
+        RunRecord { outcome: self.outcome(), flow_series, link_series, path_events }
+    }
+
     /// Summarize a finished run.
     pub fn new(sim: &mut Sim) -> Report {
         let end = sim.end_time();
         let bucket = sim.scenario.output.goodput_interval.0.max(1);
-        let mut flows = vec![];
-        let mut last_half_bulk = vec![];
-        for f in 0..sim.flows.len() {
-            let path_stats = sim.client_path_stats(f);
-            let path_links = path_stats
-                .iter()
-                .map(|p| sim.link_into(p.remote?.ip()).map(String::from))
-                .collect();
-            let (pto_client, pto_server, pto_times) = sim.flow_ptos(f);
-            let ack_frequency_lost = sim.ack_frequency_lost(f);
-            let controllers = sim
-                .controllers(f)
-                .into_iter()
-                .map(|(side, snapshot, inactive)| ControllerReport {
-                    side,
-                    snapshot,
-                    inactive_us: inactive.iter().map(|d| d.as_nanos() as f64 / 1000.0).collect(),
-                })
-                .collect();
-            let flow = &sim.flows[f];
-            let log = flow.notices.lock().unwrap_or_else(|p| p.into_inner());
-            let notice_counts = log.counts.clone();
-            let episodes = log.episodes.iter().map(NoticeRecord::of).collect();
-            let round_notices_dropped = log.rounds_dropped;
-            drop(log);
-            let delivered: u64 = flow.progress.delivered.iter().sum();
-            let bps = |bytes: u64, time: Ps| {
-                if time > 0 {
-                    bytes as f64 * 8.0 / (time as f64 / 1e12)
-                } else {
-                    0.0
-                }
-            };
-            let repeating = flow.spec.repeat > 1;
-            let (goodput, last_half) = if repeating {
-                // Over the time spent transferring (the gaps between transfers left out), for
-                // both halves: what the testbed makes of the CLI's per-transfer reports.
-                let goodput = bps(delivered, flow.busy(end));
-                (goodput, goodput)
-            } else {
-                let (start, stop) = active(flow, end);
-                let mid = start + (stop - start) / 2;
-                (bps(delivered, stop - start), goodput_between(flow, bucket, mid, stop))
-            };
-            if flow.spec.bytes.is_none() {
-                last_half_bulk.push(last_half);
-            }
-            flows.push(FlowReport {
-                name: flow.name.clone(),
-                group: flow.spec.group.clone(),
-                from: flow.spec.from.clone(),
-                to: flow.spec.to.clone(),
-                controller: flow.controller.clone(),
-                paths: flow.spec.paths,
-                start_s: flow.spec.start.secs(),
-                job: flow.spec.job,
-                bytes: flow.spec.bytes,
-                response_bytes: flow.spec.response_bytes,
-                delivered_bytes: delivered,
-                goodput_bps: goodput.round(),
-                goodput_last_half_bps: last_half.round(),
-                fct_us: flow.fct().map(us),
-                connected_us: flow.progress.connected_at.map(us),
-                transfers: if repeating {
-                    flow.progress.transfers.iter().map(TransferReport::of).collect()
-                } else {
-                    vec![]
-                },
-                paths_established: flow
-                    .progress
-                    .paths_established
-                    .iter()
-                    .map(|&(p, t)| (p, us(t)))
-                    .collect(),
-                paths_abandoned: flow.progress.paths_abandoned,
-                path_stats,
-                path_links,
-                controllers,
-                notice_counts,
-                episodes,
-                round_notices_dropped,
-                pto_client,
-                pto_server,
-                first_pto_us: pto_times.iter().min().map(|&t| us(t)),
-                ack_frequency_lost,
-                error: flow.progress.error.clone(),
-            });
-        }
-
-        let mut groups: BTreeMap<String, GroupAcc> = BTreeMap::new();
-        for flow in &sim.flows {
-            let (Some(group), Some(_)) = (&flow.spec.group, flow.spec.bytes) else { continue };
-            let entry = groups.entry(group.clone()).or_insert_with(|| {
-                (0, Histogram::new(3).expect("valid histogram"), BTreeMap::new())
-            });
-            entry.0 += 1;
-            let fct = flow.fct();
-            if let Some(fct) = fct {
-                entry.1.record((fct / 1_000_000).max(1)).expect("auto-resizing histogram");
-            }
-            if let Some(job) = flow.spec.job {
-                let e = entry.2.entry(job).or_insert((Ps::MAX, 0, true));
-                e.0 = e.0.min(flow.spec.start.0);
-                match fct {
-                    Some(fct) => e.1 = e.1.max(flow.spec.start.0 + fct),
-                    None => e.2 = false,
-                }
-            }
-        }
-        let groups = groups
-            .into_iter()
-            .map(|(group, (n, h, jobs))| {
-                let mut jh = Histogram::<u64>::new(3).expect("valid histogram");
-                for (start, done, complete) in jobs.values() {
-                    if *complete {
-                        jh.record(((done - start) / 1_000_000).max(1)).expect("auto-resizing");
-                    }
-                }
-                GroupReport {
-                    group,
-                    flows: n,
-                    completed: h.len() as usize,
-                    fct_us: (!h.is_empty()).then(|| Percentiles::of(&h)),
-                    jct_us: (!jh.is_empty()).then(|| Percentiles::of(&jh)),
-                }
-            })
-            .collect();
-
-        let links = sim
-            .links
+        let (flows, last_halves): (Vec<FlowReport>, Vec<f64>) =
+            (0..sim.flows.len()).map(|f| flow_report(sim, f, end, bucket)).unzip();
+        // Jain's index over the bulk flows' last halves (before rounding).
+        let last_half_bulk: Vec<f64> = flows
             .iter()
-            .filter(|l| l.stats.sent_packets > 0 || l.params.monitor)
-            .map(|l| LinkReport {
-                name: l.params.name.clone(),
-                rate_bps: l.params.rate_bps,
-                sent_packets: l.stats.sent_packets,
-                sent_bytes: l.stats.sent_bytes,
-                utilization: round3(
-                    l.stats.sent_bytes as f64 * 8.0
-                        / (l.params.rate_bps as f64 * end as f64 / 1e12),
-                ),
-                marked: l.stats.marked,
-                dropped_overflow: l.stats.dropped_overflow,
-                dropped_random: l.stats.dropped_random,
-                queue: (l.params.monitor && !l.stats.queue_hist.is_empty())
-                    .then(|| Percentiles::of(&l.stats.queue_hist)),
-            })
+            .zip(last_halves)
+            .filter(|(f, _)| f.bytes.is_none())
+            .map(|(_, last_half)| last_half)
             .collect();
-
+        let groups = group_reports(sim);
+        let links = link_reports(sim, end);
         Report {
             scenario: sim.scenario.clone(),
             simulated_s: end as f64 / 1e12,
@@ -622,6 +514,180 @@ impl Report {
     pub fn link(&self, name: &str) -> Option<&LinkReport> {
         self.links.iter().find(|l| l.name == name)
     }
+}
+
+/// Bytes per bucket of width `bucket` as (bucket start in seconds, bits per second).
+fn goodput_series(delivered: &[u64], bucket: Ps) -> Vec<(f64, f64)> {
+    let secs = bucket as f64 / 1e12;
+    delivered.iter().enumerate().map(|(i, &b)| (i as f64 * secs, b as f64 * 8.0 / secs)).collect()
+}
+
+/// A monitored link's queue at virtual time `t`.
+fn queue_sample(t: Ps, queue: u32) -> LinkSample {
+    LinkSample { t_s: t as f64 / 1e12, queue_pkts: f64::from(queue), sent_bytes: None }
+}
+
+/// A flow's path openings, then its paths closed at the end.
+fn path_events(f: &FlowReport) -> Vec<PathEvent> {
+    let opened = f.paths_established.iter().map(|&(path, t_us)| PathEvent {
+        flow: f.name.clone(),
+        path,
+        t_s: Some(t_us / 1e6),
+        kind: PathEventKind::Opened,
+    });
+    let closes = f.path_stats.iter().map(|p| (u64::from(p.id), p.close_reason));
+    opened.chain(record::closed_at_end(&f.name, closes)).collect()
+}
+
+/// `bytes` over `time` in bits per second (0 over no time).
+fn bps(bytes: u64, time: Ps) -> f64 {
+    if time > 0 {
+        bytes as f64 * 8.0 / (time as f64 / 1e12)
+    } else {
+        0.0
+    }
+}
+
+/// Flow `f`'s results at the end `end` of the run, its goodput buckets `bucket` wide, and its
+/// goodput over the second half unrounded.
+fn flow_report(sim: &mut Sim, f: usize, end: Ps, bucket: Ps) -> (FlowReport, f64) {
+    let path_stats = sim.client_path_stats(f);
+    let path_links =
+        path_stats.iter().map(|p| sim.link_into(p.remote?.ip()).map(String::from)).collect();
+    let (pto_client, pto_server, pto_times) = sim.flow_ptos(f);
+    let ack_frequency_lost = sim.ack_frequency_lost(f);
+    let controllers = sim
+        .controllers(f)
+        .into_iter()
+        .map(|(side, snapshot, inactive)| ControllerReport {
+            side,
+            snapshot,
+            inactive_us: inactive.iter().map(|d| d.as_nanos() as f64 / 1000.0).collect(),
+        })
+        .collect();
+    let flow = &sim.flows[f];
+    let log = flow.notices.lock().unwrap_or_else(|p| p.into_inner());
+    let notice_counts = log.counts.clone();
+    let episodes = log.episodes.iter().map(NoticeRecord::of).collect();
+    let round_notices_dropped = log.rounds_dropped;
+    drop(log);
+    let delivered: u64 = flow.progress.delivered.iter().sum();
+    let repeating = flow.spec.repeat > 1;
+    let (goodput, last_half) = if repeating {
+        // Over the time spent transferring (the gaps between transfers left out), for
+        // both halves: what the testbed makes of the CLI's per-transfer reports.
+        let goodput = bps(delivered, flow.busy(end));
+        (goodput, goodput)
+    } else {
+        let (start, stop) = active(flow, end);
+        let mid = start + (stop - start) / 2;
+        (bps(delivered, stop - start), goodput_between(flow, bucket, mid, stop))
+    };
+    let report = FlowReport {
+        name: flow.name.clone(),
+        group: flow.spec.group.clone(),
+        from: flow.spec.from.clone(),
+        to: flow.spec.to.clone(),
+        controller: flow.controller.clone(),
+        paths: flow.spec.paths,
+        start_s: flow.spec.start.secs(),
+        job: flow.spec.job,
+        bytes: flow.spec.bytes,
+        response_bytes: flow.spec.response_bytes,
+        delivered_bytes: delivered,
+        goodput_bps: goodput.round(),
+        goodput_last_half_bps: last_half.round(),
+        fct_us: flow.fct().map(us),
+        connected_us: flow.progress.connected_at.map(us),
+        transfers: if repeating {
+            flow.progress.transfers.iter().map(TransferReport::of).collect()
+        } else {
+            vec![]
+        },
+        paths_established: flow
+            .progress
+            .paths_established
+            .iter()
+            .map(|&(p, t)| (p, us(t)))
+            .collect(),
+        paths_abandoned: flow.progress.paths_abandoned,
+        path_stats,
+        path_links,
+        controllers,
+        notice_counts,
+        episodes,
+        round_notices_dropped,
+        pto_client,
+        pto_server,
+        first_pto_us: pto_times.iter().min().map(|&t| us(t)),
+        ack_frequency_lost,
+        error: flow.progress.error.clone(),
+    };
+    (report, last_half)
+}
+
+/// Per group of sized flows: how many completed, their FCT percentiles and their jobs' JCTs.
+fn group_reports(sim: &Sim) -> Vec<GroupReport> {
+    let mut groups: BTreeMap<String, GroupAcc> = BTreeMap::new();
+    for flow in &sim.flows {
+        let (Some(group), Some(_)) = (&flow.spec.group, flow.spec.bytes) else { continue };
+        let entry = groups
+            .entry(group.clone())
+            .or_insert_with(|| (0, Histogram::new(3).expect("valid histogram"), BTreeMap::new()));
+        entry.0 += 1;
+        let fct = flow.fct();
+        if let Some(fct) = fct {
+            entry.1.record((fct / 1_000_000).max(1)).expect("auto-resizing histogram");
+        }
+        if let Some(job) = flow.spec.job {
+            let e = entry.2.entry(job).or_insert((Ps::MAX, 0, true));
+            e.0 = e.0.min(flow.spec.start.0);
+            match fct {
+                Some(fct) => e.1 = e.1.max(flow.spec.start.0 + fct),
+                None => e.2 = false,
+            }
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(group, (n, h, jobs))| {
+            let mut jh = Histogram::<u64>::new(3).expect("valid histogram");
+            for (start, done, complete) in jobs.values() {
+                if *complete {
+                    jh.record(((done - start) / 1_000_000).max(1)).expect("auto-resizing");
+                }
+            }
+            GroupReport {
+                group,
+                flows: n,
+                completed: h.len() as usize,
+                fct_us: (!h.is_empty()).then(|| Percentiles::of(&h)),
+                jct_us: (!jh.is_empty()).then(|| Percentiles::of(&jh)),
+            }
+        })
+        .collect()
+}
+
+/// The links that carried packets or are monitored, at the end `end` of the run.
+fn link_reports(sim: &Sim, end: Ps) -> Vec<LinkReport> {
+    sim.links
+        .iter()
+        .filter(|l| l.stats.sent_packets > 0 || l.params.monitor)
+        .map(|l| LinkReport {
+            name: l.params.name.clone(),
+            rate_bps: l.params.rate_bps,
+            sent_packets: l.stats.sent_packets,
+            sent_bytes: l.stats.sent_bytes,
+            utilization: round3(
+                l.stats.sent_bytes as f64 * 8.0 / (l.params.rate_bps as f64 * end as f64 / 1e12),
+            ),
+            marked: l.stats.marked,
+            dropped_overflow: l.stats.dropped_overflow,
+            dropped_random: l.stats.dropped_random,
+            queue: (l.params.monitor && !l.stats.queue_hist.is_empty())
+                .then(|| Percentiles::of(&l.stats.queue_hist)),
+        })
+        .collect()
 }
 
 impl Traces {

@@ -11,6 +11,17 @@ fn file(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
+/// The E3 file with its first phase in miniature: cross traffic on path 1 during (8, 16) ms
+/// instead of (1, 2) s, the run 20 ms.
+fn scaled_e3() -> String {
+    file("E3-traffic-shifting.toml")
+        .replace("\"flows.1.start\" = \"100ms\"", "\"flows.1.start\" = \"8ms\"")
+        .replace("\"flows.1.stop\" = \"200ms\"", "\"flows.1.stop\" = \"16ms\"")
+        .replace("\"flows.2.start\" = \"200ms\"", "\"flows.2.start\" = \"16ms\"")
+        .replace("\"flows.2.stop\" = \"300ms\"", "\"flows.2.stop\" = \"20ms\"")
+        .replace("duration = \"400ms\"", "duration = \"20ms\"")
+}
+
 /// The report's analysis metrics of `point` run with seed 1 (`file`: the experiment's
 /// scenario as written).
 fn analysed(e: &Experiment, point: &str, metrics: &[&str]) -> Vec<f64> {
@@ -31,12 +42,7 @@ fn analysed(e: &Experiment, point: &str, metrics: &[&str]) -> Vec<f64> {
 /// definition of `shift_time`; the 2-path flow is no cross flow of its own.
 #[test]
 fn amp_shifts_traffic_by_the_e3_definition() {
-    let text = file("E3-traffic-shifting.toml")
-        .replace("\"flows.1.start\" = \"100ms\"", "\"flows.1.start\" = \"8ms\"")
-        .replace("\"flows.1.stop\" = \"200ms\"", "\"flows.1.stop\" = \"16ms\"")
-        .replace("\"flows.2.start\" = \"200ms\"", "\"flows.2.start\" = \"16ms\"")
-        .replace("\"flows.2.stop\" = \"300ms\"", "\"flows.2.stop\" = \"20ms\"")
-        .replace("duration = \"400ms\"", "duration = \"20ms\"");
+    let text = scaled_e3();
     let e = Experiment::parse(&text, "E3-traffic-shifting.toml").unwrap();
     let m = analysed(
         &e,
@@ -157,4 +163,33 @@ fn the_simulator_computes_the_analyses_declared_for_it() {
     ours.sort_unstable();
     declared.sort_unstable();
     assert_eq!(ours, declared);
+}
+
+/// A run's record, as the simulator converts it: the 2-path flow's second path opens in
+/// virtual time, each flow's goodput series adds up to the bytes it delivered, and the
+/// outcome is the report's.
+#[test]
+fn the_run_record_has_series_and_path_openings() {
+    let text = scaled_e3();
+    let e = Experiment::parse(&text, "E3-traffic-shifting.toml").unwrap();
+    let mut s: Scenario = e.points[0].scenario.clone();
+    s.seed = 1;
+    let bucket_s = s.output.goodput_interval.secs();
+    let mut sim = Sim::new(s).unwrap();
+    sim.run();
+    let r = Report::new(&mut sim);
+    let record = r.record(&sim);
+    assert_eq!(record.outcome.flows.len(), r.flows.len());
+    for f in &r.flows {
+        let series = record.flow_series(&f.name).expect("a series per flow");
+        let bytes: f64 = series.goodput.iter().map(|(_, bps)| bps * bucket_s / 8.0).sum();
+        assert!((bytes - f.delivered_bytes as f64).abs() < 1.0, "{}: {bytes}", f.name);
+    }
+    let mp = r.flows.iter().find(|f| f.paths == 2).expect("the 2-path flow");
+    let opened: Vec<_> = record
+        .path_events(&mp.name)
+        .filter(|e| e.kind == mpquic_scenario::record::PathEventKind::Opened)
+        .collect();
+    assert!(!opened.is_empty(), "{:?}", record.path_events);
+    assert!(opened.iter().all(|e| e.t_s.is_some_and(|t| t > 0.0 && t < 0.02)), "{opened:?}");
 }

@@ -60,17 +60,13 @@ pub struct Analysis {
     /// One metric (`metric`, with its `[selector]`) over the given flows (indices into
     /// `rep.flows`); NaN where it cannot say.
     pub compute: fn(&Run, &str, Option<&str>, &[usize]) -> f64,
-    /// Its table of rows per run, if it has one.
-    pub table: Option<RunTable>,
+    /// The rows of its table for a run (every row has the same columns), if it gives one
+    /// (titled as [`mpquic_scenario::analyses`] declares).
+    pub table: Option<RunRows>,
 }
 
-/// An analysis's table: rows per run, each led by the run's point and round.
-pub struct RunTable {
-    /// Heading.
-    pub title: &'static str,
-    /// The run's rows (every row has the same columns).
-    pub rows: fn(&Run) -> anyhow::Result<Vec<Row>>,
-}
+/// An analysis's rows of one run (every row has the same columns).
+pub type RunRows = fn(&Run) -> anyhow::Result<Vec<Row>>;
 
 /// One row: (column, value) in column order.
 pub type Row = Vec<(&'static str, serde_json::Value)>;
@@ -113,46 +109,13 @@ pub fn tables(report: &ReportSpec, run: &Run) -> Tables {
         .analyses
         .iter()
         .filter_map(|name| find(name))
-        .filter_map(|a| Some((a.name, (a.table.as_ref()?.rows)(run))))
+        .filter_map(|a| Some((a.name, (a.table?)(run))))
         .collect()
-}
-
-/// The heading of analysis `name`'s table.
-pub fn title(name: &str) -> &'static str {
-    find(name).and_then(|a| a.table.as_ref()).map_or("", |t| t.title)
-}
-
-/// A markdown table of `rows` (every row has the same columns) under `title`, each row led by
-/// its run's point and round.
-pub fn markdown(title: &str, rows: &[(String, usize, Row)]) -> String {
-    let Some((_, _, first)) = rows.first() else {
-        return format!("### {title}\n\n(no runs)\n");
-    };
-    let columns: Vec<&str> = first.iter().map(|(c, _)| *c).collect();
-    let mut out = format!("### {title}\n\n| point | round | {} |\n", columns.join(" | "));
-    out += &format!("|{}\n", "---|".repeat(columns.len() + 2));
-    for (point, round, row) in rows {
-        let cells: Vec<String> = row.iter().map(|(_, v)| cell(v)).collect();
-        out += &format!("| {point} | {round} | {} |\n", cells.join(" | "));
-    }
-    out
-}
-
-/// A value as a table cell: numbers short (as the report's tables), strings bare, null as `-`.
-fn cell(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::Null => "-".into(),
-        serde_json::Value::String(s) => s.clone(),
-        serde_json::Value::Bool(b) => if *b { "yes" } else { "NO" }.into(),
-        serde_json::Value::Number(n) => n.as_f64().map_or_else(|| n.to_string(), metrics::short),
-        other => other.to_string(),
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     /// The testbed computes exactly the analyses the shared list declares for it.
     #[test]
@@ -160,17 +123,5 @@ mod tests {
         let ours: Vec<&str> = ANALYSES.iter().map(|a| a.name).collect();
         let declared = analyses::ANALYSES.iter().filter(|a| a.on(Backend::Netns));
         assert_eq!(ours, declared.map(|a| a.name).collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn a_table_has_a_row_per_run_and_entry_with_its_point_and_round() {
-        let row = |open: bool, mb: f64| -> Row { vec![("open", json!(open)), ("MB", json!(mb))] };
-        let rows =
-            vec![("pk".to_string(), 1, row(true, 62.4449)), ("pk".to_string(), 1, row(false, 0.0))];
-        assert_eq!(
-            markdown("t", &rows),
-            "### t\n\n| point | round | open | MB |\n|---|---|---|---|\n\
-             | pk | 1 | yes | 62.4 |\n| pk | 1 | NO | 0 |\n"
-        );
     }
 }

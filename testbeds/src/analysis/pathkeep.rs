@@ -5,7 +5,7 @@
 //! second (from the per-link byte series, so each path needs its own bottleneck), and the
 //! packets each end sent on it (both ends' reports).
 
-use super::{Analysis, Row, Run, RunTable};
+use super::{Analysis, Row, Run};
 use crate::sampler::Series;
 use anyhow::{bail, Result};
 use serde_json::{json, Value};
@@ -16,10 +16,7 @@ pub const PATHKEEP: Analysis = Analysis {
     name: NAME,
     // No metrics (the shared list declares none), so this is never asked.
     compute: |_, _, _, _| f64::NAN,
-    table: Some(RunTable {
-        title: "pathkeep: each path of the first flow before and after the 10 s idle timeout",
-        rows,
-    }),
+    table: Some(rows),
 };
 /// The CLI's default `--idle-timeout`, which is also each path's idle timeout.
 const IDLE_S: f64 = 10.0;

@@ -2,7 +2,7 @@
 //! beyond the per-run outcome (the links' byte counts per bucket, the flows' delivered bytes
 //! per bucket, their path openings). Their names and metrics are declared once for both
 //! backends in [`mpquic_scenario::analyses`]; this module computes those declared for the
-//! simulator ([`Backend::Sim`]), and the others' metrics stay NaN (`-`), with a note. Metrics
+//! simulator (`Backend::Sim`), and the others' metrics stay NaN (`-`), with a note. Metrics
 //! are `<analysis>.<metric>[<selector>][@group]` in `report.metrics` and fill
 //! `experiment.json` and the tables like catalogue metrics (median, min, max over seeds). An
 //! analysis may also draw a panel per point (its first seed) into `<analysis>.svg`.
@@ -18,7 +18,7 @@ mod shift_time;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use mpquic_scenario::analyses::{self, Backend};
+use mpquic_scenario::analyses;
 use mpquic_scenario::experiment::ReportSpec;
 use mpquic_scenario::metrics::{in_group, Metrics};
 use serde::{Deserialize, Serialize};
@@ -66,11 +66,6 @@ pub const ANALYSES: &[Analysis] =
 
 fn find(name: &str) -> Option<&'static Analysis> {
     ANALYSES.iter().find(|a| a.name == name)
-}
-
-/// A line for each analysis of the report the simulator does not compute.
-pub fn notes(report: &ReportSpec) -> Vec<String> {
-    analyses::not_computed(report, Backend::Sim)
 }
 
 /// The report's analysis metrics of one run (those of analyses the simulator does not compute
