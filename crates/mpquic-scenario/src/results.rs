@@ -182,10 +182,18 @@ impl ExperimentResults {
         Ok(tables)
     }
 
-    /// Read an `experiment.json` (of this schema or an older one).
+    /// Read an `experiment.json` (of this schema or an older one), or a gzip'd one
+    /// (`experiment.json.gz`, as `results/` keeps them in git).
     pub fn read(path: &Path) -> Result<ExperimentResults, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+        let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+        let file = std::fs::File::open(path).map_err(|e| fail(&e))?;
+        let gzipped = path.extension().is_some_and(|ext| ext == "gz");
+        let reader: Box<dyn std::io::Read> = if gzipped {
+            Box::new(flate2::read::GzDecoder::new(file))
+        } else {
+            Box::new(file)
+        };
+        serde_json::from_reader(std::io::BufReader::new(reader)).map_err(|e| fail(&e))
     }
 }
 

@@ -1,4 +1,5 @@
 //! The committed results still read and re-derive: every `experiment.json` in the repository
+//! (`results/` keeps them gzip'd)
 //! (of this schema or written before it had a version) reads into the one
 //! [`ExperimentResults`] type, and the tables made from the summary of a file of this schema
 //! are the committed `tables.md` beside it, byte for byte.
@@ -18,7 +19,7 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// Every `experiment.json` under `dir`, build and VCS folders left out.
+/// Every `experiment.json` (or `.json.gz`) under `dir`, build and VCS folders left out.
 fn find(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for entry in entries.flatten() {
@@ -26,7 +27,7 @@ fn find(dir: &Path, out: &mut Vec<PathBuf>) {
         let name = entry.file_name();
         if path.is_dir() && !matches!(name.to_str(), Some("target" | ".git" | "node_modules")) {
             find(&path, out);
-        } else if name == "experiment.json" {
+        } else if name == "experiment.json" || name == "experiment.json.gz" {
             out.push(path);
         }
     }
