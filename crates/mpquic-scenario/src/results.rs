@@ -171,7 +171,6 @@ impl ExperimentResults {
 
     /// Write `experiment.json` and `tables.md` into `out`; returns the tables.
     pub fn write(&self, out: &Path) -> Result<String, String> {
-        let fail = |p: &Path, e: &dyn std::fmt::Display| format!("{}: {e}", p.display());
         std::fs::create_dir_all(out).map_err(|e| fail(out, &e))?;
         let json = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
         let path = out.join("experiment.json");
@@ -185,16 +184,17 @@ impl ExperimentResults {
     /// Read an `experiment.json` (of this schema or an older one), or a gzip'd one
     /// (`experiment.json.gz`, as `results/` keeps them in git).
     pub fn read(path: &Path) -> Result<ExperimentResults, String> {
-        let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-        let file = std::fs::File::open(path).map_err(|e| fail(&e))?;
+        let file = std::fs::File::open(path).map_err(|e| fail(path, &e))?;
         let gzipped = path.extension().is_some_and(|ext| ext == "gz");
-        let reader: Box<dyn std::io::Read> = if gzipped {
-            Box::new(flate2::read::GzDecoder::new(file))
-        } else {
-            Box::new(file)
-        };
-        serde_json::from_reader(std::io::BufReader::new(reader)).map_err(|e| fail(&e))
+        let reader: Box<dyn std::io::Read> =
+            if gzipped { Box::new(flate2::read::GzDecoder::new(file)) } else { Box::new(file) };
+        serde_json::from_reader(std::io::BufReader::new(reader)).map_err(|e| fail(path, &e))
     }
+}
+
+/// An I/O or parse error of `path`, as the reader sees it.
+fn fail(path: &Path, e: &dyn std::fmt::Display) -> String {
+    format!("{}: {e}", path.display())
 }
 
 /// The per-point summaries of `runs`, in the order of the experiment's points: each point's
