@@ -396,7 +396,10 @@ fn check_page(browser: &str, page: &Path, shot: &Path) -> (usize, String) {
     }
     assert_eq!(total, charts);
     assert!(with_path > 0, "no chart has path 0");
-    assert_eq!(changed, with_path, "hiding path 0 left some of its charts unchanged (the page logs which): {log}");
+    assert_eq!(
+        changed, with_path,
+        "hiding path 0 left some of its charts unchanged (the page logs which): {log}"
+    );
     assert_eq!(restored, charts, "showing path 0 again did not restore every chart");
     assert!(
         log.contains(&format!("\"mpquic zoom: {charts} of {charts} charts follow\"")),
