@@ -838,7 +838,26 @@ mod tests {
         for name in ["amp", "xmp", "dcm", "dctcp"] {
             assert_eq!(floor_after_persistent_congestion(name, &[]), 2 * 1200, "{name} default");
             assert_eq!(floor_after_persistent_congestion(name, &["cwnd_min=1"]), 1200, "{name}");
-            assert_eq!(floor_after_persistent_congestion(name, &["cwnd_min=3"]), 3 * 1200, "{name}");
+            assert_eq!(
+                floor_after_persistent_congestion(name, &["cwnd_min=3"]),
+                3 * 1200,
+                "{name}"
+            );
+        }
+        // XMP's ECN cut counts whole packets with its own floor, which follows the parameter.
+        for (params, floor) in [(&[][..], 2 * 1200), (&["cwnd_min=1"][..], 1200)] {
+            let mut d =
+                Driver::new(ControllerConfig::parse("xmp", params.iter().copied()).unwrap());
+            d.add_path(0);
+            d.round(0, 10, 1); // leave slow start
+            d.round(0, 1, 0);
+            let windows: Vec<u64> = (0..20)
+                .map(|_| {
+                    d.round(0, 1, 1);
+                    d.window(0)
+                })
+                .collect();
+            assert_eq!(windows.iter().min(), Some(&floor), "xmp {params:?}: {windows:?}");
         }
         let err = ControllerConfig::parse("lia", ["cwnd_min=1"]).unwrap_err();
         assert!(matches!(err, ConfigError::UnknownParameter { .. }), "{err}");
