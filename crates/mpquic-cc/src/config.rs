@@ -9,6 +9,7 @@ use crate::alg::{
     amp::Amp, balia::Balia, dcm::Dcm, dctcp::Dctcp, lia::Lia, mmptcp::Mmptcp, mptcp_d::MptcpD,
     olia::Olia, reno::Reno, xmp::Xmp,
 };
+use crate::core::DEFAULT_MIN_WINDOW;
 use crate::coupled::Coupled;
 use crate::Controller;
 
@@ -172,11 +173,23 @@ pub struct AmpConfig {
     pub tau: u32,
     /// The window of a path the connection opens.
     pub initial_window: InitialWindow,
+    /// The minimum window of every path, packets (`cwnd_min`), at least 1.
+    pub cwnd_min: u32,
+    /// Whether subflow suppression and release (SSR) runs; without it AMP is its coupled
+    /// increase and constant-factor cut alone (the paper's ablation, section 5.2).
+    pub ssr: bool,
 }
 
 impl Default for AmpConfig {
     fn default() -> Self {
-        AmpConfig { beta: 4.0, gamma: 2, tau: 8, initial_window: InitialWindow::PerPath }
+        AmpConfig {
+            beta: 4.0,
+            gamma: 2,
+            tau: 8,
+            initial_window: InitialWindow::PerPath,
+            cwnd_min: DEFAULT_MIN_WINDOW,
+            ssr: true,
+        }
     }
 }
 
@@ -187,24 +200,32 @@ pub struct XmpConfig {
     pub beta: f64,
     /// The window of a path the connection opens.
     pub initial_window: InitialWindow,
+    /// The minimum window of every path, packets (`cwnd_min`), at least 1.
+    pub cwnd_min: u32,
 }
 
 impl Default for XmpConfig {
     fn default() -> Self {
-        XmpConfig { beta: 4.0, initial_window: InitialWindow::PerPath }
+        XmpConfig {
+            beta: 4.0,
+            initial_window: InitialWindow::PerPath,
+            cwnd_min: DEFAULT_MIN_WINDOW,
+        }
     }
 }
 
-/// DCTCP-style alpha estimator parameters, used by DCM and DCTCP.
+/// DCTCP parameters: its alpha estimator's gain and the minimum window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct AlphaConfig {
     /// EWMA gain of alpha, in (0, 1].
     pub g: f64,
+    /// The minimum window, packets (`cwnd_min`), at least 1.
+    pub cwnd_min: u32,
 }
 
 impl Default for AlphaConfig {
     fn default() -> Self {
-        AlphaConfig { g: 1.0 / 16.0 }
+        AlphaConfig { g: 1.0 / 16.0, cwnd_min: DEFAULT_MIN_WINDOW }
     }
 }
 
@@ -215,11 +236,17 @@ pub struct DcmConfig {
     pub g: f64,
     /// The window of a path the connection opens.
     pub initial_window: InitialWindow,
+    /// The minimum window of every path, packets (`cwnd_min`), at least 1.
+    pub cwnd_min: u32,
 }
 
 impl Default for DcmConfig {
     fn default() -> Self {
-        DcmConfig { g: AlphaConfig::default().g, initial_window: InitialWindow::PerPath }
+        DcmConfig {
+            g: AlphaConfig::default().g,
+            initial_window: InitialWindow::PerPath,
+            cwnd_min: DEFAULT_MIN_WINDOW,
+        }
     }
 }
 
@@ -382,23 +409,21 @@ impl ControllerConfig {
             (ControllerConfig::Amp(c), "initial_window") => {
                 c.initial_window = initial_window(controller, value)?
             }
+            (ControllerConfig::Amp(c), "cwnd_min") => c.cwnd_min = min_window(controller, value)?,
+            (ControllerConfig::Amp(c), "ssr") => c.ssr = boolean(controller, "ssr", value)?,
             (ControllerConfig::Xmp(c), "beta") => c.beta = beta(controller, value)?,
             (ControllerConfig::Xmp(c), "initial_window") => {
                 c.initial_window = initial_window(controller, value)?
             }
+            (ControllerConfig::Xmp(c), "cwnd_min") => c.cwnd_min = min_window(controller, value)?,
             (ControllerConfig::Dcm(c), "g") => c.g = gain(controller, value)?,
             (ControllerConfig::Dcm(c), "initial_window") => {
                 c.initial_window = initial_window(controller, value)?
             }
+            (ControllerConfig::Dcm(c), "cwnd_min") => c.cwnd_min = min_window(controller, value)?,
             (ControllerConfig::Dctcp(c), "g") => c.g = gain(controller, value)?,
-            (ControllerConfig::MptcpD(c), "ese") => {
-                c.ese = value.parse().map_err(|_| ConfigError::BadValue {
-                    controller,
-                    param: "ese",
-                    value: value.to_owned(),
-                    reason: "expected true or false",
-                })?
-            }
+            (ControllerConfig::Dctcp(c), "cwnd_min") => c.cwnd_min = min_window(controller, value)?,
+            (ControllerConfig::MptcpD(c), "ese") => c.ese = boolean(controller, "ese", value)?,
             (ControllerConfig::MptcpD(c), "alpha") => {
                 c.alpha = float(controller, "alpha", value, |x| x > 1.0, "must be above 1")?
             }
@@ -412,12 +437,7 @@ impl ControllerConfig {
                 c.switch_bytes = positive(controller, "switch_bytes", value)?
             }
             (ControllerConfig::Mmptcp(c), "switch_on_congestion") => {
-                c.switch_on_congestion = value.parse().map_err(|_| ConfigError::BadValue {
-                    controller,
-                    param: "switch_on_congestion",
-                    value: value.to_owned(),
-                    reason: "expected true or false",
-                })?
+                c.switch_on_congestion = boolean(controller, "switch_on_congestion", value)?
             }
             (ControllerConfig::Mmptcp(c), "deal") => {
                 c.deal = value.parse().map_err(|()| ConfigError::BadValue {
@@ -444,18 +464,24 @@ impl ControllerConfig {
             }
         };
         let beta_ok = |b: f64| b.is_finite() && b >= 2.0;
+        let floor_ok = |w: u32| {
+            check(MIN_WINDOW_RANGE.contains(&w), "cwnd_min", w.to_string(), MIN_WINDOW_REASON)
+        };
         match *self {
             ControllerConfig::Amp(c) => {
                 check(beta_ok(c.beta), "beta", c.beta.to_string(), "must be at least 2")?;
                 check(c.gamma >= 1, "gamma", c.gamma.to_string(), "must be at least 1")?;
-                check(c.tau >= 1, "tau", c.tau.to_string(), "must be at least 1")
+                check(c.tau >= 1, "tau", c.tau.to_string(), "must be at least 1")?;
+                floor_ok(c.cwnd_min)
             }
             ControllerConfig::Xmp(c) => {
-                check(beta_ok(c.beta), "beta", c.beta.to_string(), "must be at least 2")
+                check(beta_ok(c.beta), "beta", c.beta.to_string(), "must be at least 2")?;
+                floor_ok(c.cwnd_min)
             }
-            ControllerConfig::Dcm(DcmConfig { g, .. })
-            | ControllerConfig::Dctcp(AlphaConfig { g }) => {
-                check(g > 0.0 && g <= 1.0, "g", g.to_string(), "must be in (0, 1]")
+            ControllerConfig::Dcm(DcmConfig { g, cwnd_min, .. })
+            | ControllerConfig::Dctcp(AlphaConfig { g, cwnd_min }) => {
+                check(g > 0.0 && g <= 1.0, "g", g.to_string(), "must be in (0, 1]")?;
+                floor_ok(cwnd_min)
             }
             ControllerConfig::MptcpD(c) => {
                 let alpha_ok = c.alpha.is_finite() && c.alpha > 1.0;
@@ -486,21 +512,29 @@ impl ControllerConfig {
     pub fn try_build(&self) -> Result<Box<dyn Controller>, ConfigError> {
         self.validate()?;
         Ok(match *self {
-            ControllerConfig::Amp(c) => {
-                Box::new(Coupled::new(Amp::new(c)).with_initial_window(c.initial_window))
-            }
-            ControllerConfig::Xmp(cfg) => {
-                Box::new(Coupled::new(Xmp { cfg }).with_initial_window(cfg.initial_window))
-            }
-            ControllerConfig::Dcm(c) => {
-                Box::new(Coupled::new(Dcm { g: c.g }).with_initial_window(c.initial_window))
-            }
+            ControllerConfig::Amp(c) => Box::new(
+                Coupled::new(Amp::new(c))
+                    .with_initial_window(c.initial_window)
+                    .with_min_window(c.cwnd_min),
+            ),
+            ControllerConfig::Xmp(cfg) => Box::new(
+                Coupled::new(Xmp { cfg })
+                    .with_initial_window(cfg.initial_window)
+                    .with_min_window(cfg.cwnd_min),
+            ),
+            ControllerConfig::Dcm(c) => Box::new(
+                Coupled::new(Dcm { g: c.g })
+                    .with_initial_window(c.initial_window)
+                    .with_min_window(c.cwnd_min),
+            ),
             ControllerConfig::MptcpD(c) => Box::new(Coupled::new(MptcpD::new(c))),
             ControllerConfig::Mmptcp(c) => Box::new(Coupled::new(Mmptcp::new(c))),
             ControllerConfig::Lia => Box::new(Coupled::new(Lia)),
             ControllerConfig::Olia => Box::new(Coupled::new(Olia)),
             ControllerConfig::Balia => Box::new(Coupled::new(Balia)),
-            ControllerConfig::Dctcp(c) => Box::new(Coupled::new(Dctcp { g: c.g })),
+            ControllerConfig::Dctcp(c) => {
+                Box::new(Coupled::new(Dctcp { g: c.g }).with_min_window(c.cwnd_min))
+            }
             ControllerConfig::Reno => Box::new(Coupled::new(Reno)),
         })
     }
@@ -522,10 +556,10 @@ impl ControllerConfig {
     /// The parameter names [`ControllerConfig::set`] accepts, comma-separated.
     pub fn parameter_names(&self) -> &'static str {
         match self {
-            ControllerConfig::Amp(_) => "beta, gamma, tau, initial_window",
-            ControllerConfig::Xmp(_) => "beta, initial_window",
-            ControllerConfig::Dcm(_) => "g, initial_window",
-            ControllerConfig::Dctcp(_) => "g",
+            ControllerConfig::Amp(_) => "beta, gamma, tau, initial_window, cwnd_min, ssr",
+            ControllerConfig::Xmp(_) => "beta, initial_window, cwnd_min",
+            ControllerConfig::Dcm(_) => "g, initial_window, cwnd_min",
+            ControllerConfig::Dctcp(_) => "g, cwnd_min",
             ControllerConfig::MptcpD(_) => "ese, alpha, beta, candidates",
             ControllerConfig::Mmptcp(_) => "switch_bytes, switch_on_congestion, deal",
             ControllerConfig::Lia
@@ -579,6 +613,38 @@ fn initial_window(controller: &'static str, value: &str) -> Result<InitialWindow
     })
 }
 
+/// The `cwnd_min` values accepted, packets: a floor above RFC 9002's initial window of 10
+/// packets would make the first window a floor, which no paper studies.
+const MIN_WINDOW_RANGE: std::ops::RangeInclusive<u32> = 1..=10;
+const MIN_WINDOW_REASON: &str = "must be 1 to 10 packets";
+
+fn min_window(controller: &'static str, value: &str) -> Result<u32, ConfigError> {
+    let bad = |reason| ConfigError::BadValue {
+        controller,
+        param: "cwnd_min",
+        value: value.to_owned(),
+        reason,
+    };
+    let w: u32 = value.parse().map_err(|_| bad("not a whole number"))?;
+    if !MIN_WINDOW_RANGE.contains(&w) {
+        return Err(bad(MIN_WINDOW_REASON));
+    }
+    Ok(w)
+}
+
+fn boolean(
+    controller: &'static str,
+    param: &'static str,
+    value: &str,
+) -> Result<bool, ConfigError> {
+    value.parse().map_err(|_| ConfigError::BadValue {
+        controller,
+        param,
+        value: value.to_owned(),
+        reason: "expected true or false",
+    })
+}
+
 fn gain(controller: &'static str, value: &str) -> Result<f64, ConfigError> {
     float(controller, "g", value, |x| x > 0.0 && x <= 1.0, "must be in (0, 1]")
 }
@@ -599,6 +665,7 @@ fn positive<T: FromStr + PartialOrd + Default>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit::Driver;
 
     #[test]
     fn every_name_round_trips_and_builds_with_the_papers_defaults() {
@@ -616,7 +683,9 @@ mod tests {
                 beta: 4.0,
                 gamma: 2,
                 tau: 8,
-                initial_window: InitialWindow::PerPath
+                initial_window: InitialWindow::PerPath,
+                cwnd_min: 2,
+                ssr: true,
             })
         );
         assert_eq!(
@@ -630,7 +699,11 @@ mod tests {
         );
         assert_eq!(
             ControllerConfig::with_defaults(ControllerKind::Dcm),
-            ControllerConfig::Dcm(DcmConfig { g: 0.0625, initial_window: InitialWindow::PerPath })
+            ControllerConfig::Dcm(DcmConfig {
+                g: 0.0625,
+                initial_window: InitialWindow::PerPath,
+                cwnd_min: 2
+            })
         );
     }
 
@@ -673,6 +746,11 @@ mod tests {
             ("mmptcp", "deal=Single"),
             ("amp", "initial_window=10"),
             ("xmp", "initial_window=Shared"),
+            ("amp", "cwnd_min=0"),
+            ("xmp", "cwnd_min=11"),
+            ("dcm", "cwnd_min=1.5"),
+            ("dctcp", "cwnd_min=-1"),
+            ("amp", "ssr=off"),
         ];
         for (name, param) in bad {
             let err = ControllerConfig::parse(name, [param]).unwrap_err();
@@ -691,6 +769,9 @@ mod tests {
             ("mmptcp", "deal=pairs"),
             ("amp", "initial_window=per-path"),
             ("dcm", "initial_window=shared"),
+            ("amp", "cwnd_min=1"),
+            ("dctcp", "cwnd_min=10"),
+            ("amp", "ssr=false"),
         ];
         for (name, param) in good {
             assert!(ControllerConfig::parse(name, [param]).is_ok(), "{name} {param}");
@@ -717,7 +798,9 @@ mod tests {
             (ControllerConfig::Amp(AmpConfig { tau: 0, ..Default::default() }), "tau"),
             (ControllerConfig::Xmp(XmpConfig { beta: f64::NAN, ..Default::default() }), "beta"),
             (ControllerConfig::Dcm(DcmConfig { g: 0.0, ..Default::default() }), "g"),
-            (ControllerConfig::Dctcp(AlphaConfig { g: 2.0 }), "g"),
+            (ControllerConfig::Dctcp(AlphaConfig { g: 2.0, cwnd_min: 2 }), "g"),
+            (ControllerConfig::Dctcp(AlphaConfig { g: 0.5, cwnd_min: 0 }), "cwnd_min"),
+            (ControllerConfig::Xmp(XmpConfig { cwnd_min: 11, ..Default::default() }), "cwnd_min"),
             (ControllerConfig::MptcpD(MptcpDConfig { alpha: 0.9, ..Default::default() }), "alpha"),
             (ControllerConfig::MptcpD(MptcpDConfig { beta: -1.0, ..Default::default() }), "beta"),
             (
@@ -738,6 +821,48 @@ mod tests {
             let build = config.try_build().err().map(|e| e.to_string());
             assert_eq!(build, Some(err.to_string()), "{config:?}");
         }
+    }
+
+    /// The window of one path of `name` with `params` after persistent congestion, which
+    /// collapses every controller's window to its floor (RFC 9002 section 7.6.2).
+    fn floor_after_persistent_congestion(name: &str, params: &[&str]) -> u64 {
+        let mut d = Driver::new(ControllerConfig::parse(name, params.iter().copied()).unwrap());
+        d.add_path(0);
+        d.send(0, 10);
+        d.lose_pn(0, 5, true);
+        d.window(0)
+    }
+
+    #[test]
+    fn cwnd_min_sets_the_floor_in_packets() {
+        for name in ["amp", "xmp", "dcm", "dctcp"] {
+            assert_eq!(floor_after_persistent_congestion(name, &[]), 2 * 1200, "{name} default");
+            assert_eq!(floor_after_persistent_congestion(name, &["cwnd_min=1"]), 1200, "{name}");
+            assert_eq!(
+                floor_after_persistent_congestion(name, &["cwnd_min=3"]),
+                3 * 1200,
+                "{name}"
+            );
+        }
+        // XMP's ECN cut counts whole packets with its own floor, which follows the parameter.
+        for (params, floor) in [(&[][..], 2 * 1200), (&["cwnd_min=1"][..], 1200)] {
+            let mut d =
+                Driver::new(ControllerConfig::parse("xmp", params.iter().copied()).unwrap());
+            d.add_path(0);
+            d.round(0, 10, 1); // leave slow start
+            d.round(0, 1, 0);
+            let windows: Vec<u64> = (0..20)
+                .map(|_| {
+                    d.round(0, 1, 1);
+                    d.window(0)
+                })
+                .collect();
+            assert_eq!(windows.iter().min(), Some(&floor), "xmp {params:?}: {windows:?}");
+        }
+        let err = ControllerConfig::parse("lia", ["cwnd_min=1"]).unwrap_err();
+        assert!(matches!(err, ConfigError::UnknownParameter { .. }), "{err}");
+        let err = ControllerConfig::parse("amp", ["floor=1"]).unwrap_err();
+        assert!(err.to_string().contains("cwnd_min, ssr"), "{err}");
     }
 
     #[test]

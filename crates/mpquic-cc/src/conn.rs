@@ -188,6 +188,13 @@ impl<A: Algorithm> Coupled<A> {
         self
     }
 
+    /// The same controller, keeping every path's window at `packets` or more (the default is 2;
+    /// 0 counts as 1). Set it before any path is added: the paths opened later take it.
+    pub fn with_min_window(mut self, packets: u32) -> Self {
+        self.core.set_min_window(packets);
+        self
+    }
+
     /// The shared state, to inspect (tests, diagnostics).
     pub fn core(&self) -> &Core<A::Path> {
         &self.core

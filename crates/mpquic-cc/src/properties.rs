@@ -83,6 +83,7 @@ fn configs() -> Vec<ControllerConfig> {
         gamma: 1,
         tau: 1,
         initial_window: InitialWindow::Shared,
+        ..Default::default()
     }));
     for name in ["xmp", "dcm"] {
         all.push(ControllerConfig::parse(name, ["initial_window=shared"]).expect("a valid value"));

@@ -14,6 +14,8 @@
 //! - Release (lines 14-21): at each round end of the initial path while suppressed, a round with
 //!   CE resets `n_clear`, a round without increments it; at `tau = 8` every suppressed path is
 //!   reactivated.
+//! - `ssr=false` turns suppression and release off (the paper's ablation, section 5.2: "when we
+//!   disable SSR"), leaving the coupled increase and the constant-factor cut.
 //!
 //! Readings (ALGORITHMS.md's, plus three of this module's own):
 //! - Release counts rounds of the initial path, not ACKs (the pseudo-code counts ACKs, the text
@@ -111,7 +113,8 @@ impl Algorithm for Amp {
     }
 
     fn on_round_end(&mut self, core: &mut Core<()>, s: Slot, round: &RoundStats) {
-        if core.initial() != Some(s) {
+        // Without SSR nothing is ever suppressed, so there is nothing to count or release.
+        if !self.cfg.ssr || core.initial() != Some(s) {
             return;
         }
         if self.suppressed {
@@ -259,6 +262,20 @@ mod tests {
                 .drain()
                 .contains(&Notice::Suppressed { paths: vec![PathId(1), PathId(2), PathId(3)] }));
         }
+    }
+
+    #[test]
+    fn without_ssr_nothing_is_ever_suppressed() {
+        let mut d = amp(AmpConfig { ssr: false, gamma: 1, ..Default::default() }, 4);
+        all_to_floor(&mut d, 4);
+        for _ in 0..50 {
+            d.round(0, 2, 1);
+            d.round(0, 2, 0);
+        }
+        assert!((0..4).all(|id| d.cc.may_send(PathId(id))));
+        let snap = d.snapshot();
+        assert_eq!((snap.mode, snap.suppressions), (Some("normal"), 0));
+        assert!(!d.drain().iter().any(|n| matches!(n, Notice::Suppressed { .. })));
     }
 
     #[test]

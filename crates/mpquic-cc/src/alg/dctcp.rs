@@ -51,7 +51,7 @@ mod tests {
     use crate::{ControllerConfig, Notice, PathId};
 
     fn dctcp(g: f64) -> Driver {
-        let mut d = Driver::new(ControllerConfig::Dctcp(AlphaConfig { g }));
+        let mut d = Driver::new(ControllerConfig::Dctcp(AlphaConfig { g, ..Default::default() }));
         d.add_path(0);
         d
     }

@@ -15,7 +15,8 @@
 //!   `adder` move into `w_r`. This is paper eq. (9) with the converged rate taken as `w / srtt`.
 //! - ECN, once per round, in congestion avoidance, in whole packets ("cwnd changes with packet
 //!   granularity"; Algorithm 1 on Linux's integer `snd_cwnd`): with `c = floor(w / MSS)`,
-//!   `c -= max(floor(c / beta), 1)`, `c = max(c, 2)`, `w = c * MSS`, `ssthresh = w - MSS` (so
+//!   `c -= max(floor(c / beta), 1)`, `c = max(c, cwnd_min)` (2 packets unless configured),
+//!   `w = c * MSS`, `ssthresh = w - MSS` (so
 //!   slow start is never re-entered). From 5, 6 and 7 packets this leaves 4, 5 and 6.
 //! - Loss halves (common ground).
 //!
@@ -98,7 +99,8 @@ impl Algorithm for Xmp {
         } else {
             let packets = (w / mss).floor();
             let cut = (packets / self.cfg.beta).floor().max(1.0);
-            let to = (packets - cut).max(2.0) * mss;
+            let floor = (p.cwnd_min() / mss).round();
+            let to = (packets - cut).max(floor) * mss;
             core.reduce(s, to, to - mss, cause);
         }
     }

@@ -24,6 +24,7 @@ pub(crate) mod coupling;
 pub(crate) mod path;
 
 pub use coupling::{Coupling, Sums};
+pub(crate) use path::DEFAULT_MIN_WINDOW;
 pub use path::{PathState, RoundStats};
 
 use crate::{InitialWindow, Notice, PathId, ReductionCause, RttSample};
@@ -68,6 +69,8 @@ pub struct Core<X> {
     round_ends: usize,
     /// How a new path's window is chosen.
     initial_window: InitialWindow,
+    /// The minimum window of every path, packets.
+    min_window: u32,
 }
 
 impl<X: Default> Core<X> {
@@ -80,6 +83,7 @@ impl<X: Default> Core<X> {
             notices_dropped: 0,
             round_ends: 0,
             initial_window: InitialWindow::PerPath,
+            min_window: DEFAULT_MIN_WINDOW,
         }
     }
 
@@ -87,7 +91,7 @@ impl<X: Default> Core<X> {
     pub(crate) fn add_path(&mut self, id: PathId, mss: u64) -> Slot {
         let i = self.ids.partition_point(|&other| other < id);
         self.ids.insert(i, id);
-        self.paths.insert(i, PathState::new(id, mss));
+        self.paths.insert(i, PathState::new(id, mss, self.min_window));
         if self.initial_window == InitialWindow::Shared && self.paths.len() > 1 {
             self.share_initial_window(i);
         }
@@ -122,6 +126,11 @@ impl<X> Core<X> {
     /// Choose how new paths' windows are set (existing paths keep theirs).
     pub(crate) fn set_initial_window(&mut self, mode: InitialWindow) {
         self.initial_window = mode;
+    }
+
+    /// Set the minimum window of the paths opened from now on, packets (at least 1).
+    pub(crate) fn set_min_window(&mut self, packets: u32) {
+        self.min_window = packets.max(1);
     }
 }
 
@@ -216,7 +225,7 @@ impl<X> Core<X> {
     pub(crate) fn set_mss(&mut self, s: Slot, mss: u64) {
         let p = &mut self.paths[s.0];
         p.mss = mss.clamp(1, path::MAX_MSS);
-        p.cwnd_min = (2 * p.mss) as f64;
+        p.cwnd_min = (u64::from(self.min_window) * p.mss) as f64;
         let w = p.w;
         self.set_window(s, w);
     }

@@ -22,6 +22,10 @@ pub(crate) const MIN_SRTT: f64 = 1e-9;
 /// 65527 bytes; the clamp only keeps arithmetic on absurd inputs finite.)
 pub(crate) const MAX_MSS: u64 = 1 << 16;
 
+/// The minimum window, packets, unless a controller's `cwnd_min` parameter sets another: the
+/// papers' `cwnd_min = 2` (AMP section 5, XMP, and RFC 9002's `kMinimumWindow`).
+pub(crate) const DEFAULT_MIN_WINDOW: u32 = 2;
+
 /// A new path's window, bytes: RFC 9002 section 7.2, `min(10 * mss, max(14720, 2 * mss))`.
 pub fn initial_window(mss: u64) -> f64 {
     (10 * mss).min(14_720u64.max(2 * mss)) as f64
@@ -90,7 +94,8 @@ pub struct PathState<X> {
     pub(super) id: PathId,
     /// Maximum datagram size, bytes, clamped to `1..=MAX_MSS`.
     pub(super) mss: u64,
-    /// `2 * mss`, as `f64` because every window comparison is in `f64`.
+    /// The minimum window, `min_window * mss` bytes (2 packets unless configured), as `f64`
+    /// because every window comparison is in `f64`.
     pub(super) cwnd_min: f64,
     /// Congestion window, bytes. Only [`Core::set_window`](super::Core::set_window) writes it, so
     /// the coupled sums stay in step.
@@ -129,13 +134,16 @@ pub struct PathState<X> {
 }
 
 impl<X: Default> PathState<X> {
-    pub(crate) fn new(id: PathId, mss: u64) -> Self {
+    /// A new path whose windows never go below `min_window` packets.
+    pub(crate) fn new(id: PathId, mss: u64, min_window: u32) -> Self {
         let mss = mss.clamp(1, MAX_MSS);
+        let cwnd_min = (u64::from(min_window) * mss) as f64;
         PathState {
             id,
             mss,
-            cwnd_min: (2 * mss) as f64,
-            w: initial_window(mss),
+            cwnd_min,
+            // A floor above RFC 9002's initial window lifts the first window to it.
+            w: initial_window(mss).max(cwnd_min),
             ssthresh: f64::INFINITY,
             active: true,
             next_unsent: 0,
@@ -175,7 +183,8 @@ impl<X> PathState<X> {
         self.mss as f64
     }
 
-    /// The minimum window, `2 * mss` bytes: no reduction goes below it.
+    /// The minimum window, `2 * mss` bytes unless the controller's `cwnd_min` parameter says
+    /// otherwise: no reduction goes below it.
     pub fn cwnd_min(&self) -> f64 {
         self.cwnd_min
     }
