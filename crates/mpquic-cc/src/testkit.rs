@@ -15,6 +15,16 @@ use crate::{
 /// Default RTT of a scripted path.
 pub(crate) const RTT: Duration = Duration::from_micros(100);
 
+/// A path of a fluid-model script ([`Driver::fluid_rates`]): a fixed RTT and a per-packet CE
+/// probability, applied deterministically (a packet is marked whenever the running sum of
+/// `mark` passes an integer), so that every controller driven with the same script sees the
+/// same marking, as the fixed per-path price `lambda_r` of a fluid model.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FluidPath {
+    pub rtt: Duration,
+    pub mark: f64,
+}
+
 #[derive(Debug, Clone)]
 struct Flight {
     mss: u64,
@@ -152,6 +162,47 @@ impl<C: Controller> Driver<C> {
         for _ in 0..n {
             self.ack(path, 1, 0);
         }
+    }
+
+    /// Open `paths` as paths 0, 1, ... and drive them in rounds: every `rtt` a path that may
+    /// send sends its window in full packets (at least one) and has each acknowledged in its
+    /// own ACK frame, CE-marked as the script says. Runs `rounds` rounds of the slowest path;
+    /// returns each path's sending rate over the second half of that time, bytes per second.
+    pub(crate) fn fluid_rates(&mut self, paths: &[FluidPath], rounds: u32) -> Vec<f64> {
+        for (id, p) in paths.iter().enumerate() {
+            self.add_path(id as u32);
+            self.set_rtt(id as u32, p.rtt);
+        }
+        let horizon = paths.iter().map(|p| p.rtt).max().unwrap_or_default() * rounds;
+        let warm_up = horizon / 2;
+        let mut next = vec![Duration::ZERO; paths.len()];
+        let mut credit = vec![0.0; paths.len()];
+        let mut sent = vec![0u64; paths.len()];
+        loop {
+            let (k, &now) = next.iter().enumerate().min_by_key(|&(_, t)| *t).expect("paths");
+            if now >= horizon {
+                break;
+            }
+            next[k] += paths[k].rtt;
+            let id = k as u32;
+            if !self.cc.may_send(PathId(id)) {
+                continue;
+            }
+            let mss = self.flight(id).mss;
+            let packets = (self.window(id) / mss).max(1);
+            self.send(id, packets);
+            for _ in 0..packets {
+                credit[k] += paths[k].mark;
+                let ce = u64::from(credit[k] >= 1.0);
+                credit[k] -= ce as f64;
+                self.ack(id, 1, ce);
+            }
+            if now >= warm_up {
+                sent[k] += packets * mss;
+            }
+        }
+        let span = (horizon - warm_up).as_secs_f64();
+        sent.iter().map(|&b| b as f64 / span).collect()
     }
 
     pub(crate) fn window(&self, path: u32) -> u64 {

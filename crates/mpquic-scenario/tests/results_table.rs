@@ -133,7 +133,8 @@ fn every_row_links_a_write_up_that_dates_its_numbers() {
 fn every_run_row_names_a_command_whose_file_validates() {
     for row in results_rows() {
         let files = experiment_files(row.cell("command"));
-        if bold(row.cell("verdict")) == ["not run"] {
+        // A property of a controller is checked by a test, not by an experiment file.
+        if bold(row.cell("verdict")) == ["not run"] || row.cell("command").contains("cargo test") {
             continue;
         }
         assert!(!files.is_empty(), "RESULTS.md:{}: no `experiments/*.toml` command", row.line);

@@ -144,10 +144,12 @@ impl Algorithm for MptcpD {
 mod tests {
     use std::time::Duration;
 
+    use proptest::prelude::*;
+
     use super::MptcpD;
     use crate::coupled::Coupled;
-    use crate::testkit::Driver;
-    use crate::{Controller, MptcpDConfig, Notice, PathId, RttSample};
+    use crate::testkit::{Driver, FluidPath};
+    use crate::{Controller, ControllerConfig, MptcpDConfig, Notice, PathId, RttSample};
 
     fn us(x: u64) -> Duration {
         Duration::from_micros(x)
@@ -340,5 +342,94 @@ mod tests {
         assert!(!d.cc.may_send(PathId(1)));
         d.remove_path(0);
         assert!(d.cc.may_send(PathId(1)));
+    }
+
+    /// Rounds of the slowest path in a Theorem 1 run ([`Driver::fluid_rates`]): the rates are
+    /// taken over the second half.
+    const THEOREM_1_ROUNDS: u32 = 400;
+
+    /// The connection's total sending rate and the paths' single-path Reno rates under the
+    /// same script (each path alone, as "a regular TCP connection on that path").
+    fn theorem_1_rates(paths: &[FluidPath]) -> (Vec<f64>, Vec<f64>) {
+        let mut d = Driver::with(Coupled::new(MptcpD::new(MptcpDConfig::default())));
+        let rates = d.fluid_rates(paths, THEOREM_1_ROUNDS);
+        let reno = paths
+            .iter()
+            .map(|p| Driver::new(ControllerConfig::Reno).fluid_rates(&[*p], THEOREM_1_ROUNDS)[0])
+            .collect();
+        (rates, reno)
+    }
+
+    /// Theorem 1's bound in the discrete controller, against the fluid model's equality: whole
+    /// packets per round and marks at fixed spacing put the measured ratio at 0.93-1.002 over
+    /// a grid of 1-4 paths, RTTs 100-800 us and mark rates 0.001-0.02 (2026-11-26).
+    const THEOREM_1_TOLERANCE: f64 = 0.02;
+
+    /// Paths of random RTT (50 us to 1 ms) and per-packet mark probability (0.001 to 0.02,
+    /// single-path Reno windows of ~10 to ~45 packets, above the 2-packet floor).
+    fn fluid_paths() -> impl Strategy<Value = Vec<FluidPath>> {
+        prop::collection::vec((50u64..1000, 0.001f64..0.02), 1..=4).prop_map(|paths| {
+            paths.into_iter().map(|(rtt, mark)| FluidPath { rtt: us(rtt), mark }).collect()
+        })
+    }
+
+    /// The rate the 2-packet window floor forces on a path (scripted MSS 1200 bytes).
+    fn floor_rate(path: &FluidPath) -> f64 {
+        2.0 * 1200.0 / path.rtt.as_secs_f64()
+    }
+
+    /// The connection's total rate over single-path Reno's on path `h`, less what the window
+    /// floor forces on the other paths (the fluid model, which has no floor, may drive them
+    /// to zero).
+    fn over_reno_on(h: usize, paths: &[FluidPath], rates: &[f64], reno: &[f64]) -> f64 {
+        let floor: f64 =
+            (0..paths.len()).filter(|&r| r != h).map(|r| rates[r].min(floor_rate(&paths[r]))).sum();
+        (rates.iter().sum::<f64>() - floor) / reno[h]
+    }
+
+    fn argmax(values: &[f64]) -> usize {
+        (0..values.len()).max_by(|&a, &b| values[a].total_cmp(&values[b])).expect("paths")
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        /// MPTCP-D Theorem 1 (mptcp-d-paper.txt eq. 3): at equilibrium a connection's total
+        /// rate is no more than a regular TCP's on its best path, `sum_k x*_k <= sqrt(2 /
+        /// lambda_h) / RTT_h`. The fluid model's equilibrium is reached by driving the
+        /// controller with a fixed RTT and a fixed mark probability per path (the theorem's
+        /// exogenous `RTT_r` and `lambda_r`) for 400 rounds of the slowest path and measuring
+        /// over the second half; "a regular TCP on path r" is single-path Reno driven by the
+        /// same script on r alone. Checked against both readings of "best path": the path the
+        /// connection uses most (the theorem's `h`) and the path where Reno alone does best
+        /// (RFC 6356's goal). Assumption the code cannot meet: the fluid model has no window
+        /// floor, so psi can drive a slow path's rate to zero, where the controller keeps
+        /// 2 packets per RTT on it (mark rates of 0.001-0.02 keep single-path Reno at ~10
+        /// packets or more). What is checked instead: the total less the floor's rate on the
+        /// paths other than the best (each path's rate, at most 2 packets per RTT) is within
+        /// the tolerance of Reno's on the best path. Without that allowance the total exceeds
+        /// the bound by 2.1% with two slow paths at the floor (paths of 204 / 811 / 889 us
+        /// and marks 0.017 / 0.014 / 0.007, found by this test).
+        #[test]
+        fn theorem_1_no_more_than_reno_on_the_best_path(paths in fluid_paths()) {
+            let (rates, reno) = theorem_1_rates(&paths);
+            for (reading, h) in [("Reno's best path", argmax(&reno)), ("h", argmax(&rates))] {
+                let ratio = over_reno_on(h, &paths, &rates, &reno);
+                prop_assert!(ratio <= 1.0 + THEOREM_1_TOLERANCE,
+                    "{reading}: {ratio} (rates {rates:?}, Reno {reno:?})");
+            }
+        }
+    }
+
+    /// The Theorem 1 check can fail: uncoupled Reno on two equal paths sends about twice what
+    /// Reno does on one.
+    #[test]
+    fn theorem_1_check_rejects_uncoupled_paths() {
+        let path = FluidPath { rtt: us(200), mark: 0.005 };
+        let rates =
+            Driver::new(ControllerConfig::Reno).fluid_rates(&[path, path], THEOREM_1_ROUNDS);
+        let reno = Driver::new(ControllerConfig::Reno).fluid_rates(&[path], THEOREM_1_ROUNDS);
+        let ratio = over_reno_on(0, &[path, path], &rates, &[reno[0], reno[0]]);
+        assert!(ratio > 1.8, "uncoupled Reno on two paths: {ratio}");
     }
 }
