@@ -4150,7 +4150,7 @@ impl Connection {
 
         let packet: Packet = packet.into();
 
-        let mut qlog = QlogRecvPacket::new(len);
+        let mut qlog = self.qlog.received_packet(len);
         qlog.header(&packet.header, Some(packet_number), path_id);
 
         self.process_decrypted_packet(
@@ -4416,7 +4416,7 @@ impl Connection {
         ecn: Option<EcnCodepoint>,
         partial_decode: PartialDecode,
     ) {
-        let qlog = QlogRecvPacket::new(partial_decode.len());
+        let qlog = self.qlog.received_packet(partial_decode.len());
         if let Some(decoded) = self
             .crypto_state
             .unprotect_header(partial_decode, self.peer_params.stateless_reset_token)
