@@ -316,7 +316,7 @@ duration = "1s"
 [topology]
 kind = "two-path"
 [report]
-metrics = ["rtt_p50_ms", "rtt_min_ms", "eliminations", "flows_with_elimination", "ese_extra", "ese_keep", "ese_tp", "ese_fp", "active_paths", "transfers", "transfer_fct_p50_ms", "transfer_fct_p99_ms", "sender_cpu_ms_per_transfer"]
+metrics = ["rtt_p50_ms", "rtt_min_ms", "eliminations", "flows_with_elimination", "ese_extra", "ese_keep", "ese_tp", "ese_fp", "active_paths", "transfers", "transfer_fct_p50_ms", "transfer_fct_p99_ms", "sender_cpu_ms_per_transfer", "unfinished", "fct_p50_ms", "fct_p99_ms", "fct_mean_ms"]
 "#;
     let s = parse_scenario(text).unwrap();
     let sharing = FlowOutcome {
@@ -362,6 +362,12 @@ metrics = ["rtt_p50_ms", "rtt_min_ms", "eliminations", "flows_with_elimination",
         ("transfer_fct_p50_ms", 20.0),
         ("transfer_fct_p99_ms", 2000.0),
         ("sender_cpu_ms_per_transfer", 75.0),
+        // The FCT percentiles range over the transfers too, not over the repeating flow's sum
+        // (30 ms); both flows completed.
+        ("unfinished", 0.0),
+        ("fct_p50_ms", 20.0),
+        ("fct_p99_ms", 2000.0),
+        ("fct_mean_ms", (2000.0 + 10.0 + 30.0 + 20.0) / 4.0),
     ];
     for (name, value) in expected {
         assert_eq!(m[name], value, "{name}");
