@@ -508,7 +508,7 @@ duration = "1ms"
 [topology]
 kind = "two-path"
 [report]
-metrics = ["path_share[b->dst]", "path_share", "path_rtt_p50_ms[a->dst]", "path_rtt_p99_ms[b->dst]", "path_rtt_p50_ms", "path_share[x->y]", "goodput_mean_mbps / 120"]
+metrics = ["path_share[b->dst]", "path_share", "path_mb[b->dst]", "path_rtt_p50_ms[a->dst]", "path_rtt_p99_ms[b->dst]", "path_rtt_p50_ms", "path_share[x->y]", "goodput_mean_mbps / 120"]
 "#;
     let s = parse_scenario(text).unwrap();
     let path = |link: &str, bytes: u64, p50: f64, p99: f64| PathOutcome {
@@ -535,6 +535,7 @@ metrics = ["path_share[b->dst]", "path_share", "path_rtt_p50_ms[a->dst]", "path_
     };
     let m = compute(&s, &outcome);
     assert_eq!(m["path_share[b->dst]"], 0.3, "300 of 1000 bytes");
+    assert_eq!(m["path_mb[b->dst]"], 300.0 / 1e6, "300 bytes");
     assert_eq!(m["path_share"], 1.0);
     assert_eq!(m["path_rtt_p50_ms[a->dst]"], 3.0, "nearest rank: the lower of two");
     assert_eq!(m["path_rtt_p99_ms[b->dst]"], 90.0);

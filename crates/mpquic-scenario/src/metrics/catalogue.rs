@@ -188,6 +188,8 @@ pub const CATALOGUE: &[Metric] = &[
         cwnd_pkts_mean),
     both("path_share", "bytes the flows sent on the selected paths over their bytes on all paths",
         |i| i.path_bytes(true) / i.path_bytes(false)),
+    both("path_mb", "MB (10^6 bytes, QUIC packets) the flows sent on the selected paths",
+        |i| i.path_bytes(true) / 1e6),
     both("path_rtt_p50_ms", "median over the selected paths of each path's median RTT sample, ms",
         |i| quantile(&i.selected_paths(|p| p.rtt_p50_ms), 0.5)),
     both("path_rtt_p99_ms", "median over the selected paths of each path's p99 RTT sample, ms",
