@@ -199,7 +199,7 @@ pub struct ConnectArgs {
     /// --backup-path). The first is 0
     /// (path 0 carries the handshake); the others must not decrease, e.g. `--path-delay 0,5,15`.
     /// A path opened during a transfer carries data as soon as it is validated. Default: every
-    /// path opens with the connection. With --repeat the times start again on each connection.
+    /// path opens with the connection. With --repeat the times start again on each connection (once with --same-connection).
     #[arg(long = "path-delay", value_name = "SECS", value_delimiter = ',', value_parser = parse_delay)]
     pub path_delays: Vec<Duration>,
     /// Name the server's certificate must carry (default: the first server's IP).
@@ -516,10 +516,16 @@ pub struct SendArgs {
     #[arg(long)]
     pub name: Option<String>,
     /// Send it this many times, one after the other, each over a new connection (its own
-    /// handshake and paths) from the same socket: short-flow workloads without a process start-up
-    /// per flow. Prints one result per transfer.
+    /// handshake and paths) from the same socket, or with --same-connection over one: short-flow
+    /// workloads without a process start-up per flow. Prints one result per transfer.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..), value_name = "N")]
     pub repeat: u32,
+    /// With --repeat: send them all over the one connection, a new stream each (after the
+    /// first, its paths are validated and their windows open): each result's FCT is then one
+    /// transfer's on an established connection, and its counters add up over the transfers so
+    /// far.
+    #[arg(long, requires = "repeat")]
+    pub same_connection: bool,
     #[command(flatten)]
     pub batch: BatchArgs,
     #[command(flatten)]

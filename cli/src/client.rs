@@ -177,7 +177,8 @@ async fn open_source(args: &SendArgs) -> Result<Source> {
     Ok(source)
 }
 
-/// Upload a file or generated data `--repeat` times, each over a new connection; calls
+/// Upload a file or generated data `--repeat` times, each over a new connection (or, with
+/// `--same-connection`, each on a new stream of the first); calls
 /// `report` with each transfer's result as it completes. `stop` (Ctrl-C / SIGTERM for a
 /// `--time` send) ends a timed transfer early and cleanly, and with it the repeats; before a
 /// transfer runs, it interrupts.
@@ -194,7 +195,7 @@ pub async fn send(
     let mut first = Some(open_source(&args).await?);
     let mut session = crate::unless_stopped(connect(&args.connect), &mut stop).await?;
     for i in 0..args.repeat {
-        if i > 0 {
+        if i > 0 && !args.same_connection {
             // A new connection from the same endpoint; the previous one drains in the background.
             session.conn.connection().close(0u32.into(), b"done");
             let next = open_connection(&session.client, &args.connect);

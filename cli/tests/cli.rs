@@ -191,37 +191,51 @@ fn downloads_arrive_whole_and_missing_names_are_reported() {
     assert_eq!(files_in(tmp.path()), ["copy.bin"], "a failed download leaves nothing behind");
 }
 
-#[test]
-fn repeated_sends_each_run_on_a_new_connection() {
+/// Three sends of 100 KB with `--repeat 3` and `extra` flags into a sink: each result's bytes
+/// sent over its connection's paths so far, once the server has received all three.
+fn three_repeated_sends(extra: &[&str]) -> Vec<u64> {
     let server = ServerProcess::start(
         &["127.0.0.1"],
         &["--insecure", "--sink", "--json", "--max-transfers", "3"],
     );
-    let out = mpquic(&[
-        "send",
-        "--generate",
-        "100K",
-        "--repeat",
-        "3",
-        "--server",
-        &server.addr("127.0.0.1"),
-        "--insecure",
-        "--json",
-    ]);
+    let addr = server.addr("127.0.0.1");
+    let mut args = vec!["send", "--generate", "100K", "--repeat", "3", "--server", &addr];
+    args.extend(extra);
+    args.extend(["--insecure", "--json"]);
+    let out = mpquic(&args);
     assert!(out.status.success(), "{}", stderr(&out));
     let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(lines.len(), 3, "one result per transfer");
-    for r in &lines {
+    assert_eq!(server.wait().lines().count(), 3, "the server received three transfers");
+    let sent = |r: &Value| -> u64 {
         assert_eq!(r["bytes"], 100 << 10);
+        assert!(r["fct_s"].as_f64().unwrap() > 0.0, "{r}");
+        r["paths"].as_array().unwrap().iter().map(|p| p["bytes_sent"].as_u64().unwrap()).sum()
+    };
+    lines.iter().map(sent).collect()
+}
+
+#[test]
+fn repeated_sends_each_run_on_a_new_connection() {
+    for sent in three_repeated_sends(&[]) {
         // A fresh connection's counters hold one transfer, not the sum of the ones before.
-        let sent: u64 =
-            r["paths"].as_array().unwrap().iter().map(|p| p["bytes_sent"].as_u64().unwrap()).sum();
         assert!(sent < 2 * (100 << 10), "{sent} bytes sent on this connection");
     }
-    assert_eq!(server.wait().lines().count(), 3, "the server received three transfers");
+}
+
+#[test]
+fn repeated_sends_with_same_connection_share_one_connection() {
+    for (i, sent) in three_repeated_sends(&["--same-connection"]).into_iter().enumerate() {
+        // One connection: its counters hold every transfer so far.
+        let transfers = i as u64 + 1;
+        assert!(sent >= transfers * (100 << 10), "{sent} bytes sent after {transfers} transfers");
+    }
+    let alone =
+        mpquic(&["send", "--generate", "1K", "--same-connection", "--server", "127.0.0.1:1"]);
+    assert!(!alone.status.success() && stderr(&alone).contains("--repeat"), "{}", stderr(&alone));
 }
 
 #[test]

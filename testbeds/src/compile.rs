@@ -318,6 +318,7 @@ impl<'a> Point<'a> {
             scheduler: self.scheduler.clone(),
             paths_per_pair: paths_per_pair as u32,
             repeat: f.repeat as u32,
+            same_connection: f.repeat_over == lang::RepeatOver::OneConnection,
             path_delays_s: path_delays(f, kind, paths_per_pair, start_s, self.scale)?,
             backup_paths: backup_paths(f, kind, paths_per_pair)?,
         })
@@ -578,6 +579,16 @@ time_scale = 2.0",
         assert_eq!((f.bytes, f.for_s), (0, 3.0), "until the run's end, 4 s");
         let e = plan(&text.replace("paths = 2", "paths = 2\nrepeat = 3")).unwrap_err();
         assert!(e.to_string().contains("repeat needs bytes"), "{e}");
+    }
+
+    /// `repeat_over = "one-connection"` becomes the CLI's `--same-connection`.
+    #[test]
+    fn repeats_over_one_connection_pass_same_connection_to_the_cli() {
+        let text = TWO_PATH.replace("paths = 2\n", "paths = 2\nrepeat = 3\n");
+        assert!(!plan(&text).unwrap().flows[0].same_connection);
+        let one = text.replace("repeat = 3\n", "repeat = 3\nrepeat_over = \"one-connection\"\n");
+        let f = &plan(&one).unwrap().flows[0];
+        assert!(f.same_connection && f.repeat == 3);
     }
 
     /// E5's link sharing: more paths than address pairs become paths over each pair, as the

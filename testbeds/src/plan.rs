@@ -196,6 +196,10 @@ pub struct Flow {
     /// mpquic: the CLI's `--repeat` (`bytes` sent this many times, each over a new connection,
     /// by one process: short flows without a process start-up each).
     pub repeat: u32,
+    /// mpquic: the CLI's `--same-connection` (the `repeat` transfers over one connection, a
+    /// new stream each: the scenario's `repeat_over = "one-connection"`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub same_connection: bool,
     /// mpquic: the CLI's `--path-delay`: when each path the CLI opens does, in seconds after its
     /// connection is established (the first 0, none earlier than the one before). Empty: every
     /// path opens with the connection.
@@ -281,6 +285,7 @@ impl Flow {
             scheduler: Scheduler::default(),
             paths_per_pair: 1,
             repeat: 1,
+            same_connection: false,
             path_delays_s: vec![],
             backup_paths: vec![],
         }

@@ -122,6 +122,25 @@ impl FlowKind {
     }
 }
 
+/// What a repeating flow's transfers run over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RepeatOver {
+    /// Each transfer over a new connection (its own handshake, paths and controllers) from the
+    /// same client endpoint.
+    #[default]
+    NewConnection,
+    /// All transfers over the flow's one connection, a new stream each: after the first, its
+    /// paths are validated and their windows open (the CLI's `send --repeat N --same-connection`).
+    OneConnection,
+}
+
+impl RepeatOver {
+    fn is_default(&self) -> bool {
+        *self == RepeatOver::NewConnection
+    }
+}
+
 /// A topology: explicit, or one of the standard shapes.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
@@ -260,6 +279,12 @@ pub struct FlowSpec {
     /// only.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub repeat: usize,
+    /// What the `repeat` transfers run over: `"new-connection"` (the default) or
+    /// `"one-connection"`. On one connection, each transfer's FCT runs from its first byte
+    /// written until the receiver has it all (the simulator: the server application read the
+    /// last byte; the testbed: the CLI read the server's verified reply).
+    #[serde(default, skip_serializing_if = "RepeatOver::is_default")]
+    pub repeat_over: RepeatOver,
     /// Testbed: paths over each address pair (the CLI's `--paths-per-pair`, link sharing). The
     /// simulator refuses values above 1 (its paths spread over the addresses by `paths`).
     #[serde(default = "one", skip_serializing_if = "is_one")]
@@ -294,6 +319,7 @@ impl FlowSpec {
             bytes: None,
             response_bytes: 0,
             repeat: 1,
+            repeat_over: RepeatOver::NewConnection,
             paths_per_pair: 1,
             handshake_at_start: false,
             job: None,

@@ -4,7 +4,7 @@
 
 use crate::error::{at, ScenarioError};
 use crate::expand::host_range;
-use crate::model::{FlowKind, LinkConfig, Scenario, Workload};
+use crate::model::{FlowKind, LinkConfig, RepeatOver, Scenario, Workload};
 
 /// Check `s`; the first problem found, at its field.
 pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
@@ -68,6 +68,12 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
                 "repeat"
             };
             return Err(at(here(field), "must be >= 1"));
+        }
+        if f.repeat_over != RepeatOver::NewConnection && f.repeat == 1 {
+            return Err(at(
+                here("repeat_over"),
+                "needs repeat > 1 (one transfer has nothing to share)",
+            ));
         }
         if f.stop.is_some_and(|t| t <= f.start) {
             return Err(at(here("stop"), "must be after start"));

@@ -2,7 +2,7 @@
 //! say and where.
 
 use mpquic_scenario::expand::expand_workloads;
-use mpquic_scenario::{Amount, Dur, Experiment, FlowKind};
+use mpquic_scenario::{Amount, Dur, Experiment, FlowKind, RepeatOver};
 
 const INCAST: &str = r#"name = "t"
 duration = "100ms"
@@ -335,4 +335,27 @@ backup_paths = [1]
     };
     assert!(e("[0]").ends_with("backup_paths names path 0, the connection's own path (available)"));
     assert!(e("[2]").ends_with("backup_paths names path 2, but the flow has paths 0..1"));
+}
+
+#[test]
+fn repeat_over_names_new_or_one_connection_and_needs_repeats() {
+    let text = r#"name = "r"
+duration = "1s"
+[topology]
+kind = "two-path"
+[[flows]]
+from = "src"
+to = "dst"
+bytes = "2MB"
+repeat = 3
+repeat_over = "one-connection"
+"#;
+    let parse = |text: &str| mpquic_scenario::parse_scenario(text).map_err(|e| e.to_string());
+    assert_eq!(parse(text).unwrap().flows[0].repeat_over, RepeatOver::OneConnection);
+    let default = parse(&text.replace("repeat_over = \"one-connection\"\n", "")).unwrap();
+    assert_eq!(default.flows[0].repeat_over, RepeatOver::NewConnection);
+    let once = parse(&text.replace("repeat = 3", "repeat = 1")).unwrap_err();
+    assert!(once.contains("flows.0.repeat_over: needs repeat > 1"), "{once}");
+    let unknown = parse(&text.replace("one-connection", "same")).unwrap_err();
+    assert!(unknown.contains("new-connection") && unknown.contains("one-connection"), "{unknown}");
 }

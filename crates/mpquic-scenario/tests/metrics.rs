@@ -316,7 +316,7 @@ duration = "1s"
 [topology]
 kind = "two-path"
 [report]
-metrics = ["rtt_p50_ms", "rtt_min_ms", "eliminations", "flows_with_elimination", "ese_extra", "ese_keep", "ese_tp", "ese_fp", "active_paths", "transfers", "transfer_fct_p50_ms", "transfer_fct_p99_ms", "sender_cpu_ms_per_transfer"]
+metrics = ["rtt_p50_ms", "rtt_min_ms", "eliminations", "flows_with_elimination", "ese_extra", "ese_keep", "ese_tp", "ese_fp", "active_paths", "transfers", "transfer_fct_p50_ms", "transfer_fct_p99_ms", "sender_cpu_ms_per_transfer", "unfinished", "fct_p50_ms", "fct_p99_ms", "fct_mean_ms"]
 "#;
     let s = parse_scenario(text).unwrap();
     let sharing = FlowOutcome {
@@ -362,6 +362,12 @@ metrics = ["rtt_p50_ms", "rtt_min_ms", "eliminations", "flows_with_elimination",
         ("transfer_fct_p50_ms", 20.0),
         ("transfer_fct_p99_ms", 2000.0),
         ("sender_cpu_ms_per_transfer", 75.0),
+        // The FCT percentiles range over the transfers too, not over the repeating flow's sum
+        // (30 ms); both flows completed.
+        ("unfinished", 0.0),
+        ("fct_p50_ms", 20.0),
+        ("fct_p99_ms", 2000.0),
+        ("fct_mean_ms", (2000.0 + 10.0 + 30.0 + 20.0) / 4.0),
     ];
     for (name, value) in expected {
         assert_eq!(m[name], value, "{name}");
@@ -502,7 +508,7 @@ duration = "1ms"
 [topology]
 kind = "two-path"
 [report]
-metrics = ["path_share[b->dst]", "path_share", "path_rtt_p50_ms[a->dst]", "path_rtt_p99_ms[b->dst]", "path_rtt_p50_ms", "path_share[x->y]", "goodput_mean_mbps / 120"]
+metrics = ["path_share[b->dst]", "path_share", "path_mb[b->dst]", "path_rtt_p50_ms[a->dst]", "path_rtt_p99_ms[b->dst]", "path_rtt_p50_ms", "path_share[x->y]", "goodput_mean_mbps / 120"]
 "#;
     let s = parse_scenario(text).unwrap();
     let path = |link: &str, bytes: u64, p50: f64, p99: f64| PathOutcome {
@@ -529,6 +535,7 @@ metrics = ["path_share[b->dst]", "path_share", "path_rtt_p50_ms[a->dst]", "path_
     };
     let m = compute(&s, &outcome);
     assert_eq!(m["path_share[b->dst]"], 0.3, "300 of 1000 bytes");
+    assert_eq!(m["path_mb[b->dst]"], 300.0 / 1e6, "300 bytes");
     assert_eq!(m["path_share"], 1.0);
     assert_eq!(m["path_rtt_p50_ms[a->dst]"], 3.0, "nearest rank: the lower of two");
     assert_eq!(m["path_rtt_p99_ms[b->dst]"], 90.0);

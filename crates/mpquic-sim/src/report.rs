@@ -153,7 +153,8 @@ pub struct FlowReport {
     /// Handshake completion, microseconds after the start of the run (a repeating flow: its
     /// last connection's).
     pub connected_us: Option<f64>,
-    /// A repeating flow's completed transfers, each over its own connection, in order.
+    /// A repeating flow's completed transfers, in order, each over its own connection or all
+    /// over one (`repeat_over`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub transfers: Vec<TransferReport>,
     /// Extra paths established, with the time (us).
@@ -203,10 +204,12 @@ impl FlowReport {
 /// One transfer of a repeating flow.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct TransferReport {
-    /// When it began (the first at the flow's start, each next one when the client opened its
-    /// connection), microseconds.
+    /// When it began (the first at the flow's start, each next one when the client knew the
+    /// previous one was over and opened its connection, or its stream on the one connection),
+    /// microseconds.
     pub start_us: f64,
-    /// Its connection's handshake completion, microseconds.
+    /// Its connection's handshake completion (on one connection, the first transfer's),
+    /// microseconds.
     pub connected_us: Option<f64>,
     /// Its completion time, from its start (a next transfer's handshake included) until the
     /// receiving application had everything, microseconds.

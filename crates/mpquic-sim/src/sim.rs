@@ -30,7 +30,9 @@ use slab::Slab;
 use crate::crypto::{NullClientConfig, NullHmacKey, NullServerConfig, NullTokenKey};
 use crate::net::{ecmp_hash, Link, LinkId, Network, Node, NodeId, Packet, Ps};
 use crate::rng::SimRng;
-use crate::scenario::{expand_workloads, CryptoSuite, FlowSpec, Scenario, ScenarioError};
+use crate::scenario::{
+    expand_workloads, CryptoSuite, FlowSpec, RepeatOver, Scenario, ScenarioError,
+};
 use crate::supervise::{Policy, Supervision};
 use mpquic_scenario::error::at;
 
@@ -1003,32 +1005,37 @@ impl Sim {
         }
     }
 
-    /// The client of flow `f` closed its connection after a transfer and more are due: the next
-    /// one begins now, over a new connection (its own handshake, paths and controllers), from the
-    /// same endpoint, as the CLI's `send --repeat` does.
+    /// The client of flow `f` knows its transfer is over and more are due: the next one begins
+    /// now, over a new connection (its own handshake, paths and controllers) from the same
+    /// endpoint, as the CLI's `send --repeat` does, or with `repeat_over = "one-connection"` on
+    /// a new stream of the same connection (`send --repeat --same-connection`).
     fn next_transfer(&mut self, f: usize) {
         let flow = &mut self.flows[f];
         flow.transfer += 1;
         flow.transfer_start = self.now;
         flow.stream = None;
         flow.server_stream = None;
-        flow.paths_opened = 1;
         flow.request_finished = false;
         flow.response_finished = false;
         flow.request_acked = false;
-        let p = std::mem::take(&mut flow.progress);
-        flow.progress = FlowProgress {
-            // What adds up over the transfers; the rest is the new connection's.
-            delivered: p.delivered,
-            paths_established: p.paths_established,
-            paths_abandoned: p.paths_abandoned,
-            failovers: p.failovers,
-            traces: p.traces,
-            error: p.error,
-            transfers: p.transfers,
-            ..FlowProgress::default()
-        };
-        self.connect(f);
+        let same = flow.spec.repeat_over == RepeatOver::OneConnection;
+        flow.progress = next_progress(std::mem::take(&mut flow.progress), same);
+        if same {
+            self.next_stream(f);
+        } else {
+            self.flows[f].paths_opened = 1;
+            self.connect(f);
+        }
+    }
+
+    /// The next transfer of flow `f` runs over the connection its endpoints have: they carry
+    /// it now (a loss of the connection is this transfer's error), and the client writes it.
+    fn next_stream(&mut self, f: usize) {
+        let flow = &self.flows[f];
+        for ep in [flow.client_ep, flow.server_ep] {
+            self.endpoints[ep].transfer = flow.transfer;
+        }
+        self.service(flow.client_ep);
     }
 
     /// The server of a flow takes a new connection: the flow's first, or a repeating flow's next
@@ -1349,8 +1356,8 @@ fn fill(conn: &mut Connection, stream: StreamId, limit: Option<u64>) -> u64 {
 }
 
 /// The client's application: opens the paths, writes the request, reads the response. Returns
-/// whether it closed the connection because its transfer is over and a repeating flow's next
-/// one is due.
+/// whether its transfer is over and a repeating flow's next one is due (then, unless they share
+/// the connection, it closed it).
 fn client_app(
     flow: &mut Flow,
     conn: &mut Connection,
@@ -1411,7 +1418,8 @@ fn client_app(
     }
     // The client knows its transfer is over once it has the whole response, or else once the
     // server has acknowledged the whole request; then, if more are due, it closes the
-    // connection (the next transfer opens a new one), as the CLI does after each.
+    // connection (the next transfer opens a new one), as the CLI does after each, unless they
+    // share it.
     let over = if flow.spec.response_bytes > 0 {
         flow.progress.response_done_at.is_some()
     } else {
@@ -1419,7 +1427,9 @@ fn client_app(
     };
     let recorded = flow.progress.transfers.len() > flow.transfer;
     if over && recorded && flow.transfer + 1 < flow.spec.repeat {
-        conn.close(now, 0u32.into(), Bytes::from_static(b"done"));
+        if flow.spec.repeat_over == RepeatOver::NewConnection {
+            conn.close(now, 0u32.into(), Bytes::from_static(b"done"));
+        }
         return true;
     }
     false
@@ -1434,6 +1444,23 @@ fn transfer_complete(flow: &mut Flow, now_ps: Ps) {
             connected: flow.progress.connected_at,
             done: now_ps,
         });
+    }
+}
+
+/// A flow's progress as its next transfer begins: what adds up over the transfers is kept, and,
+/// on the `same` connection, the connection's own (its handshake time); the request's and the
+/// response's counters start again.
+fn next_progress(p: FlowProgress, same: bool) -> FlowProgress {
+    FlowProgress {
+        connected_at: p.connected_at.filter(|_| same),
+        delivered: p.delivered,
+        paths_established: p.paths_established,
+        paths_abandoned: p.paths_abandoned,
+        failovers: p.failovers,
+        traces: p.traces,
+        error: p.error,
+        transfers: p.transfers,
+        ..FlowProgress::default()
     }
 }
 

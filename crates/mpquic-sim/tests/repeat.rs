@@ -123,3 +123,25 @@ fn repeat_on_a_bulk_flow_is_refused_at_its_field() {
     let error = Sim::new(parse_scenario(&text).unwrap()).err().unwrap().to_string();
     assert!(error.contains("flows.0.repeat") && error.contains("needs `bytes`"), "{error}");
 }
+
+#[test]
+fn repeats_over_one_connection_share_its_handshake_and_paths_and_report_each_fct() {
+    let (r, _) = run(&scenario(3, "repeat_over = \"one-connection\""));
+    let f = &r.flows[0];
+    assert_eq!(f.transfers.len(), 3, "{:?}", f.transfers);
+    assert_eq!(f.delivered_bytes, 300_000);
+    // One handshake (the first transfer's, within it) and one second path, for all three.
+    let handshake = f.transfers[0].connected_us.unwrap();
+    assert!(f.transfers.iter().all(|t| t.connected_us == Some(handshake)), "{:?}", f.transfers);
+    assert_eq!(f.paths_established.len(), 1, "{:?}", f.paths_established);
+    for w in f.transfers.windows(2) {
+        assert!(w[1].start_us >= w[0].start_us + w[0].fct_us, "{:?}", f.transfers);
+    }
+    // The later transfers begin on the established connection, after its handshake.
+    assert!(f.transfers[1..].iter().all(|t| t.start_us > handshake), "{:?}", f.transfers);
+    // The FCT metrics range over the three transfers.
+    let m = compute(&r.scenario, &r.outcome());
+    let mut fcts: Vec<f64> = f.transfers.iter().map(|t| t.fct_us / 1e3).collect();
+    fcts.sort_by(f64::total_cmp);
+    assert_eq!((m["transfers"], m["fct_p50_ms"]), (3.0, fcts[1]));
+}

@@ -154,6 +154,9 @@ fn mpquic_flow(f: &Flow, pairs: &[(Ipv4Addr, Ipv4Addr)], ns: &str, id: &str) -> 
     if f.repeat > 1 {
         args.extend(["--repeat".into(), f.repeat.to_string()]);
     }
+    if f.same_connection {
+        args.push("--same-connection".into());
+    }
     if !f.path_delays_s.is_empty() {
         let delays: Vec<String> = f.path_delays_s.iter().map(f64::to_string).collect();
         args.extend(["--path-delay".into(), delays.join(",")]);

@@ -67,9 +67,9 @@ const RTT_PATH_MIN_BYTES: u64 = 100_000;
 pub const CATALOGUE: &[Metric] = &[
     both("flows", "flows of the group", |i| i.flows.len() as f64),
     both("unfinished", "flows not complete at the end of the run",
-        |i| (i.flows.len() - i.fcts().len()) as f64),
-    both("fct_mean_ms", "mean flow completion time of the completed flows, ms",
-        |i| mean(&i.fcts())),
+        |i| (i.flows.len() - ms(&i.flows).len()) as f64),
+    both("fct_mean_ms", "mean completion time of the completed transfers (each of a repeating \
+        flow, else each completed flow), ms", |i| mean(&i.fcts())),
     both("fct_std_ms", "population standard deviation of those, ms",
         |i| mpquic_stats::mean_std(&i.fcts()).map_or(f64::NAN, |m| m.1)),
     both("fct_p50_ms", "median completion time (nearest rank), ms", |i| quantile(&i.fcts(), 0.5)),
@@ -155,7 +155,7 @@ pub const CATALOGUE: &[Metric] = &[
         |i| quantile(&i.queues(|q| q.p99), 1.0)),
     netns("cpu_s_per_gb", "CPU s of the flows' senders and all receivers per GB the flows carried", CPU,
         cpu_s_per_gb),
-    both("fct_over_200ms", "completed flows slower than 200 ms (the papers' minimum RTO)",
+    both("fct_over_200ms", "completed transfers slower than 200 ms (the papers' minimum RTO)",
         |i| i.fcts().iter().filter(|&&x| x > 200.0).count() as f64),
     both("jain_goodput", "Jain's index of the flows' goodput over their lifetime (bytes / FCT)",
         |i| jain(&i.of(|f| f.goodput_bps))),
@@ -177,17 +177,19 @@ pub const CATALOGUE: &[Metric] = &[
     both("active_paths", "paths carrying data at the end (a repeating flow: its last transfer's)",
         |i| i.flows.iter().map(|f| f.paths.iter().filter(|p| p.active).count()).sum::<usize>() as f64),
     both("transfers", "transfers completed (each of a repeating flow; else each completed flow)",
-        |i| i.transfers().len() as f64),
-    both("transfer_fct_p50_ms", "median completion time of those transfers (nearest rank), ms",
-        |i| quantile(&i.transfers(), 0.5)),
-    both("transfer_fct_p99_ms", "99th percentile completion time of those transfers, ms",
-        |i| quantile(&i.transfers(), 0.99)),
+        |i| i.fcts().len() as f64),
+    both("transfer_fct_p50_ms", "the same as fct_p50_ms (the name E5's tables use), ms",
+        |i| quantile(&i.fcts(), 0.5)),
+    both("transfer_fct_p99_ms", "the same as fct_p99_ms (the name E5's tables use), ms",
+        |i| quantile(&i.fcts(), 0.99)),
     netns("sender_cpu_ms_per_transfer", "CPU ms of the flows' senders per completed transfer", CPU,
         sender_cpu_ms_per_transfer),
     both("cwnd_pkts_mean", "the flows' paths' congestion windows at the end, mean, packets of the mtu",
         cwnd_pkts_mean),
     both("path_share", "bytes the flows sent on the selected paths over their bytes on all paths",
         |i| i.path_bytes(true) / i.path_bytes(false)),
+    both("path_mb", "MB (10^6 bytes, QUIC packets) the flows sent on the selected paths",
+        |i| i.path_bytes(true) / 1e6),
     both("path_rtt_p50_ms", "median over the selected paths of each path's median RTT sample, ms",
         |i| quantile(&i.selected_paths(|p| p.rtt_p50_ms), 0.5)),
     both("path_rtt_p99_ms", "median over the selected paths of each path's p99 RTT sample, ms",
@@ -280,11 +282,6 @@ struct Ese {
 }
 
 impl Input<'_> {
-    /// The completed flows' completion times, ms.
-    fn fcts(&self) -> Vec<f64> {
-        ms(&self.flows)
-    }
-
     /// The flows whose ACK_FREQUENCY request arrived.
     fn heard(&self) -> Vec<&FlowOutcome> {
         self.flows.iter().copied().filter(|f| !f.ack_request_lost).collect()
@@ -354,9 +351,9 @@ impl Input<'_> {
         busy.map(x).collect()
     }
 
-    /// Each transfer's completion time, ms: every transfer of a repeating flow, else the
-    /// flow's own when it completed.
-    fn transfers(&self) -> Vec<f64> {
+    /// Each completed transfer's completion time, ms: every transfer of a repeating flow (its
+    /// FCT is their sum, no transfer's time), else the flow's own when it completed.
+    fn fcts(&self) -> Vec<f64> {
         let per_flow = |f: &&FlowOutcome| match &f.transfer_fcts_us[..] {
             [] => f.fct_us.into_iter().collect::<Vec<_>>(),
             each => each.to_vec(),
@@ -442,7 +439,7 @@ fn cpu_s_per_gb(i: &Input) -> f64 {
 /// CPU ms of the flows' senders per completed transfer (NaN when a CPU time is missing).
 fn sender_cpu_ms_per_transfer(i: &Input) -> f64 {
     let cpu: Option<f64> = i.flows.iter().map(|f| f.cpu_s).sum();
-    cpu.map_or(f64::NAN, |c| c * 1e3 / i.transfers().len() as f64)
+    cpu.map_or(f64::NAN, |c| c * 1e3 / i.fcts().len() as f64)
 }
 
 /// Mean over the flows' paths whose window the backend reported, in packets of the MTU.
