@@ -5,22 +5,20 @@
 //! `<out>/<point>/round<i>/`; the experiment writes `experiment.json` (every run's report metrics
 //! and the median, min and max per point) and `tables.md` (the report's tables).
 
-use crate::analysis;
 use crate::compile::compile;
 use crate::plan::{self, FlowKind};
 use crate::plots;
+use crate::record;
 use crate::results::{FlowResult, JobsResult, LinkResult, RepResult, RunResult};
 use crate::runner;
 use crate::sampler::Series;
-use crate::topology;
 use anyhow::{bail, Context, Result};
-use mpquic_scenario::analyses::Backend;
+use mpquic_scenario::analyses::{self, Backend, Row};
 use mpquic_scenario::error::{locate, span_of};
 use mpquic_scenario::expand::expand_workloads;
 use mpquic_scenario::metrics::{
     self, DelayLineSecond, FlowOutcome, LinkOutcome, Outcome, PathOutcome, QueueOutcome,
 };
-use mpquic_scenario::record::{closed_at_end, FlowSeries, LinkSample, LinkSeries, RunRecord};
 use mpquic_scenario::results::{AnalysisRow, ExperimentResults, FailedRun, RunEntry};
 use mpquic_scenario::{Experiment, Point, ScenarioError};
 use std::collections::BTreeMap;
@@ -140,7 +138,7 @@ struct Gathered {
 /// prints the tables.
 pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
     let report = c.experiment.base.report.as_ref();
-    let notes = report.map(analysis::notes).unwrap_or_default();
+    let notes = report.map(|r| analyses::not_computed(r, Backend::Netns)).unwrap_or_default();
     notes.iter().for_each(|n| eprintln!("note: {n}"));
     runner::require_root()?;
     let mut gathered = Gathered { queues: vec![Vec::new(); c.points.len()], ..Default::default() };
@@ -169,19 +167,13 @@ fn run_point(c: &Compiled, i: usize, round: usize, out: &Path, g: &mut Gathered)
     };
     let (point, file) = (&c.experiment.points[i], &c.experiment.base);
     let series = read_series(&run_dir)?;
-    let record = record(&result, &series, flows, &plan.jobs, job_groups);
+    let time_scale = point.scenario.netns.as_ref().map_or(1.0, |n| n.time_scale);
+    let record = record::of(&result, &series, flows, &plan.jobs, job_groups, time_scale);
     let mut metrics = metrics::compute(&point.scenario, &record.outcome);
     if let Some(report) = point.scenario.report.as_ref().filter(|r| !r.analyses.is_empty()) {
-        let run = analysis::Run {
-            rep: &result.repetitions[0],
-            series: &series,
-            net: &topology::build(&plan.topology),
-            flows,
-            point: &point.scenario,
-            file,
-        };
-        metrics.extend(analysis::compute(report, &run));
-        gather_tables(analysis::tables(report, &run), dir, round, g);
+        let run = analyses::Run { record: &record, point: &point.scenario, file };
+        metrics.extend(analyses::compute(report, &run, Backend::Netns));
+        gather_tables(analyses::tables(report, &run, Backend::Netns), dir, round, g);
     }
     if let Some(link) = file.report.as_ref().and_then(|r| r.link.as_deref()) {
         g.queues[i].extend(busy_queue(&result, &series, link));
@@ -201,7 +193,12 @@ fn run_point(c: &Compiled, i: usize, round: usize, out: &Path, g: &mut Gathered)
 }
 
 /// The rows of one run's analysis tables into `g` (an analysis that failed, into its failures).
-fn gather_tables(tables: analysis::Tables, dir: &str, round: usize, g: &mut Gathered) {
+fn gather_tables(
+    tables: Vec<(&str, Result<Vec<Row>, String>)>,
+    dir: &str,
+    round: usize,
+    g: &mut Gathered,
+) {
     for (name, rows) in tables {
         match rows {
             Ok(rows) => g.analysed.entry(name.to_string()).or_default().extend(
@@ -212,8 +209,8 @@ fn gather_tables(tables: analysis::Tables, dir: &str, round: usize, g: &mut Gath
                 }),
             ),
             Err(e) => {
-                eprintln!("FAILED: analysis {name} of {dir} round {round}: {e:#}");
-                let (analysis, error) = (Some(name.to_string()), format!("{e:#}"));
+                eprintln!("FAILED: analysis {name} of {dir} round {round}: {e}");
+                let (analysis, error) = (Some(name.to_string()), e);
                 g.failed.push(FailedRun { point: dir.to_string(), round, analysis, error });
             }
         }
@@ -299,66 +296,11 @@ fn read_results(path: &Path) -> Result<ExperimentResults> {
     Ok(doc)
 }
 
-/// The run in the backends' common terms: the outcome, each flow's receiver rate, each shaped
-/// direction's sampled queue (frames) and bytes (times since the flows' zero), and the paths
-/// the clients reported closed.
-fn record(
-    r: &RunResult,
-    series: &[Series],
-    specs: &[mpquic_scenario::FlowSpec],
-    job_specs: &[plan::Jobs],
-    job_groups: &[String],
-) -> RunRecord {
-    let outcome = outcome(r, specs, job_specs, job_groups);
-    let rep = &r.repetitions[0];
-    let mpquic_flows = outcome.flows.iter().zip(&rep.flows);
-    let flow_series = mpquic_flows
-        .clone()
-        .map(|(o, f)| FlowSeries {
-            flow: o.name.clone(),
-            goodput: f.throughput.iter().map(|&(t, mbps)| (t, mbps * 1e6)).collect(),
-        })
-        .collect();
-    let link_series = rep
-        .links
-        .iter()
-        .map(|l| LinkSeries {
-            link: format!("{}->{}", l.from, l.to),
-            samples: series
-                .iter()
-                .filter(|s| s.link_id == l.link_id)
-                .flat_map(|s| link_samples(s, rep.sampler_lead_s))
-                .collect(),
-        })
-        .collect();
-    let path_events = mpquic_flows
-        .flat_map(|(o, f)| {
-            let id = |i: usize| f.mpquic.as_ref().and_then(|m| m["paths"][i]["id"].as_u64());
-            let paths = o.paths.iter().enumerate();
-            closed_at_end(&o.name, paths.map(|(i, p)| (id(i).unwrap_or(i as u64), p.close_reason)))
-        })
-        .collect();
-    RunRecord { outcome, flow_series, link_series, path_events }
-}
-
-/// A sampled direction's samples, timed from the flows' zero (the sampler starts `lead`
-/// seconds before it), the queue in 1514-byte frames.
-fn link_samples(s: &Series, lead: f64) -> Vec<LinkSample> {
-    let frames = s.frames();
-    (0..s.t.len())
-        .map(|k| LinkSample {
-            t_s: s.t[k] - lead,
-            queue_pkts: frames.get(k).copied().unwrap_or(0.0),
-            sent_bytes: s.bytes.get(k).copied(),
-        })
-        .collect()
-}
-
 /// The shared per-run outcome from a testbed run (its one repetition): flows by name and group,
 /// each job as one flow of its workload's group with its job number (start and JCT: the job
 /// metrics' completion time), every shaped direction as `from->to` with its queue in
 /// 1514-byte frames over busy samples.
-fn outcome(
+pub fn outcome(
     r: &RunResult,
     specs: &[mpquic_scenario::FlowSpec],
     job_specs: &[plan::Jobs],

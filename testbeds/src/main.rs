@@ -1,6 +1,5 @@
 //! `mpquic-testbed`: network-namespace testbeds for mpquic (see testbeds/README.md).
 
-mod analysis;
 mod backend;
 mod cleanup;
 mod compile;
@@ -15,6 +14,7 @@ mod netns;
 mod plan;
 mod plots;
 mod programs;
+mod record;
 mod results;
 mod roundtrip;
 mod runner;

@@ -1,10 +1,14 @@
-//! The named analyses a `[report] analyses = [...]` may ask for, declared once for both
-//! backends: each one's metrics with their meaning, and which backends compute it. An analysis
-//! reads more of a run than the per-run [`Outcome`](crate::metrics::Outcome) carries (time
-//! series of links and receivers, flows' path openings), so each backend implements it over its
-//! own record (the simulator in `crates/mpquic-sim/src/analysis/`, the testbed in
-//! `testbeds/src/analysis/`); a backend that does not compute one reports its metrics as NaN
-//! (`-` in the tables) and says so.
+//! The named analyses a `[report] analyses = [...]` may ask for, declared and computed once for
+//! both backends: each one's metrics with their meaning, which backends fill the series it
+//! reads, and its computation over a run's [`RunRecord`]. An analysis reads more of a run than
+//! the per-run [`Outcome`](crate::metrics::Outcome) carries (time series of links and receivers,
+//! flows' path openings, the aggregators' jobs), which each backend puts in its record; a
+//! backend that does not fill what one reads reports its metrics as NaN (`-` in the tables)
+//! and says so.
+//!
+//! Adding one: its entry in [`ANALYSES`] and a module with its computation (as
+//! [`crate::shift`]), plus, if it reads something no record has yet, a field of
+//! [`RunRecord`] each backend fills where it can.
 //!
 //! Its metrics are named `<analysis>.<metric>[@group]` in `report.metrics`; an analysis with a
 //! [`Analysis::selector`] takes one as `<analysis>.<metric>[<value>]` (`phases.jain[3]`). A
@@ -12,6 +16,30 @@
 
 use crate::error::{at, ScenarioError};
 use crate::experiment::ReportSpec;
+use crate::metrics::{in_group, Metrics};
+use crate::record::RunRecord;
+use crate::Scenario;
+
+/// What an analysis reads of one run.
+#[derive(Debug, Clone, Copy)]
+pub struct Run<'a> {
+    /// The run's record.
+    pub record: &'a RunRecord,
+    /// The point's scenario (its sweep values applied; the testbed's `[netns] set` too).
+    pub point: &'a Scenario,
+    /// The experiment file's scenario as written (before the sweep).
+    pub file: &'a Scenario,
+}
+
+/// One metric (`metric`, with its `[selector]`) of a run over the given flows (indices into
+/// [`RunRecord::flows`]); NaN where it cannot say.
+pub type Compute = fn(&Run, &str, Option<&str>, &[usize]) -> f64;
+
+/// One row of an analysis's table: (column, value) in column order.
+pub type Row = Vec<(&'static str, serde_json::Value)>;
+
+/// An analysis's rows of one run (every row has the same columns), or why there are none.
+pub type Rows = fn(&Run) -> Result<Vec<Row>, String>;
 
 /// A backend that runs experiment files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +76,10 @@ pub struct Analysis {
     /// The title of its table of rows per run, if it gives one (`tables.md` prints it run by
     /// run, not as a median over seeds).
     pub table: Option<&'static str>,
+    /// Its metrics' computation (None: it has no metrics).
+    pub compute: Option<Compute>,
+    /// Its table's rows of a run, if it gives a table.
+    pub rows: Option<Rows>,
 }
 
 /// Every analysis of either backend.
@@ -67,6 +99,8 @@ pub const ANALYSES: &[Analysis] = &[
         ],
         selector: None,
         table: None,
+        compute: Some(crate::shift::compute),
+        rows: None,
     },
     Analysis {
         name: "shift_time",
@@ -85,6 +119,8 @@ pub const ANALYSES: &[Analysis] = &[
         ],
         selector: None,
         table: None,
+        compute: Some(crate::shift_time::compute),
+        rows: None,
     },
     Analysis {
         name: "phases",
@@ -102,6 +138,8 @@ pub const ANALYSES: &[Analysis] = &[
         ],
         selector: Some("the phase, 1 to the number of phases"),
         table: None,
+        compute: Some(crate::phases::compute),
+        rows: None,
     },
     Analysis {
         name: "paths_end",
@@ -112,6 +150,8 @@ pub const ANALYSES: &[Analysis] = &[
         metrics: &[("active", "paths allowed to carry new data at the end (AMP: not suppressed)")],
         selector: None,
         table: None,
+        compute: Some(crate::paths_end::compute),
+        rows: None,
     },
     Analysis {
         name: "job_phase",
@@ -132,6 +172,8 @@ pub const ANALYSES: &[Analysis] = &[
         ],
         selector: None,
         table: None,
+        compute: Some(crate::job_phase::compute),
+        rows: None,
     },
     Analysis {
         name: "pathkeep",
@@ -141,6 +183,8 @@ pub const ANALYSES: &[Analysis] = &[
         metrics: &[],
         selector: None,
         table: Some("pathkeep: each path of the first flow before and after the 10 s idle timeout"),
+        compute: None,
+        rows: Some(crate::pathkeep::rows),
     },
 ];
 
@@ -271,4 +315,33 @@ pub fn not_computed(report: &ReportSpec, backend: Backend) -> Vec<String> {
             )
         })
         .collect()
+}
+
+/// The indices of the run's flows in `group` (every flow for None).
+fn flows_in(record: &RunRecord, group: Option<&str>) -> Vec<usize> {
+    let flows = record.flows.iter().enumerate();
+    flows.filter(|(_, f)| in_group(f.group.as_deref(), group)).map(|(i, _)| i).collect()
+}
+
+/// The report's analysis metrics of one run on `backend` (those of analyses it does not fill
+/// the series of are left out: the catalogue's computation has them NaN, and
+/// [`not_computed`] says why).
+pub fn compute(report: &ReportSpec, run: &Run, backend: Backend) -> Metrics {
+    asked(report)
+        .filter_map(|asked| {
+            let compute = find(asked.analysis).filter(|a| a.on(backend))?.compute?;
+            let flows = flows_in(run.record, asked.group);
+            Some((asked.key.to_owned(), compute(run, asked.metric, asked.selector, &flows)))
+        })
+        .collect()
+}
+
+/// The report's analyses on `backend` that give tables, with their rows of one run.
+pub fn tables(
+    report: &ReportSpec,
+    run: &Run,
+    backend: Backend,
+) -> Vec<(&'static str, Result<Vec<Row>, String>)> {
+    let given = report.analyses.iter().filter_map(|name| find(name));
+    given.filter(|a| a.on(backend)).filter_map(|a| Some((a.name, (a.rows?)(run)))).collect()
 }

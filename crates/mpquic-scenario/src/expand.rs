@@ -182,123 +182,162 @@ pub fn expand_workloads(
     let all: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
     for (w, workload) in scenario.workloads.iter().enumerate() {
         match workload {
-            Workload::Incast {
-                senders,
-                receiver,
-                k,
-                bytes,
-                rounds,
-                interval,
-                stagger,
-                start,
-                paths,
-                controller,
-            } => {
-                let senders: Vec<String> = if senders.is_empty() {
-                    all.iter().filter(|h| *h != receiver).cloned().collect()
-                } else {
-                    senders.clone()
-                };
-                let k = k.unwrap_or(senders.len());
-                if k > senders.len() {
-                    return Err(invalid(format!("incast k = {k} > {} senders", senders.len())));
-                }
-                for r in 0..*rounds {
-                    for (i, s) in senders.iter().take(k).enumerate() {
-                        let mut f = FlowSpec::bulk(s, receiver);
-                        f.name = Some(format!("incast{w}-r{r}-{s}"));
-                        f.group = Some(format!("incast{w}"));
-                        f.bytes = Some(*bytes);
-                        f.paths = *paths;
-                        f.controller = controller.clone();
-                        f.start = Dur(start.0 + r as u64 * interval.0 + i as u64 * stagger.0);
-                        f.job = Some(r);
-                        flows.push(f);
-                    }
-                }
+            Workload::Incast { .. } => flows.extend(incast_flows(w, workload, &all)?),
+            Workload::PartitionAggregate { .. } => {
+                flows.extend(partition_aggregate_flows(w, workload))
             }
-            Workload::PartitionAggregate {
-                aggregator,
-                workers,
-                request_bytes,
-                response_bytes,
-                jobs,
-                parallel,
-                interval,
-                start,
-                paths,
-                controller,
-            } => {
-                for batch in 0..*jobs {
-                    for j in 0..*parallel {
-                        let job = batch * parallel + j;
-                        for wk in workers {
-                            let mut f = FlowSpec::bulk(aggregator, wk);
-                            f.name = Some(format!("pa{w}-job{job}-{wk}"));
-                            f.group = Some(format!("pa{w}"));
-                            f.bytes = Some(*request_bytes);
-                            f.response_bytes = *response_bytes;
-                            f.paths = *paths;
-                            f.controller = controller.clone();
-                            f.start = Dur(start.0 + batch as u64 * interval.0);
-                            f.job = Some(job);
-                            flows.push(f);
-                        }
-                    }
-                }
-            }
-            Workload::Poisson {
-                hosts: pick,
-                receiver,
-                rate,
-                bytes,
-                start,
-                stop,
-                paths,
-                controller,
-                handshake_at_start,
-            } => {
-                let mut pick = if pick.is_empty() { all.clone() } else { pick.clone() };
-                // With a receiver, flows come from the other hosts.
-                pick.retain(|h| Some(h) != receiver.as_ref());
-                let needed = if receiver.is_some() { 1 } else { 2 };
-                if pick.len() < needed || *rate <= 0.0 {
-                    return Err(invalid(
-                        "poisson workload needs >= 2 hosts (a receiver and >= 1 other) and a positive rate",
-                    ));
-                }
-                let mut rng = SimRng::new(scenario.seed, 0x5050_0000 + w as u64);
-                let mut t = start.secs();
-                let mut n = 0;
-                loop {
-                    t += rng.exponential(1.0 / rate);
-                    if t >= stop.secs() {
-                        break;
-                    }
-                    let a = (rng.next_u64() % pick.len() as u64) as usize;
-                    let to = match receiver {
-                        Some(r) => r,
-                        None => {
-                            let mut b = (rng.next_u64() % (pick.len() as u64 - 1)) as usize;
-                            if b >= a {
-                                b += 1;
-                            }
-                            &pick[b]
-                        }
-                    };
-                    let mut f = FlowSpec::bulk(&pick[a], to);
-                    f.name = Some(format!("poisson{w}-{n}"));
-                    f.group = Some(format!("poisson{w}"));
-                    f.bytes = Some(*bytes);
-                    f.paths = *paths;
-                    f.controller = controller.clone();
-                    f.start = Dur((t * 1e12) as Ps);
-                    f.handshake_at_start = *handshake_at_start;
-                    flows.push(f);
-                    n += 1;
-                }
+            Workload::Poisson { .. } => {
+                flows.extend(poisson_flows(w, workload, &all, scenario.seed)?)
             }
         }
+    }
+    Ok(flows)
+}
+
+/// The flows of incast workload number `w` (`all`: every host).
+fn incast_flows(
+    w: usize,
+    workload: &Workload,
+    all: &[String],
+) -> Result<Vec<FlowSpec>, ScenarioError> {
+    let Workload::Incast {
+        senders,
+        receiver,
+        k,
+        bytes,
+        rounds,
+        interval,
+        stagger,
+        start,
+        paths,
+        controller,
+    } = workload
+    else {
+        return Ok(vec![]);
+    };
+    let senders: Vec<String> = if senders.is_empty() {
+        all.iter().filter(|h| *h != receiver).cloned().collect()
+    } else {
+        senders.clone()
+    };
+    let k = k.unwrap_or(senders.len());
+    if k > senders.len() {
+        return Err(invalid(format!("incast k = {k} > {} senders", senders.len())));
+    }
+    let mut flows = vec![];
+    for r in 0..*rounds {
+        for (i, s) in senders.iter().take(k).enumerate() {
+            let mut f = FlowSpec::bulk(s, receiver);
+            f.name = Some(format!("incast{w}-r{r}-{s}"));
+            f.group = Some(format!("incast{w}"));
+            f.bytes = Some(*bytes);
+            f.paths = *paths;
+            f.controller = controller.clone();
+            f.start = Dur(start.0 + r as u64 * interval.0 + i as u64 * stagger.0);
+            f.job = Some(r);
+            flows.push(f);
+        }
+    }
+    Ok(flows)
+}
+
+/// The flows of partition-aggregate workload number `w`: per job, a request to each worker.
+fn partition_aggregate_flows(w: usize, workload: &Workload) -> Vec<FlowSpec> {
+    let Workload::PartitionAggregate {
+        aggregator,
+        workers,
+        request_bytes,
+        response_bytes,
+        jobs,
+        parallel,
+        interval,
+        start,
+        paths,
+        controller,
+    } = workload
+    else {
+        return vec![];
+    };
+    let mut flows = vec![];
+    for batch in 0..*jobs {
+        for j in 0..*parallel {
+            let job = batch * parallel + j;
+            for wk in workers {
+                let mut f = FlowSpec::bulk(aggregator, wk);
+                f.name = Some(format!("pa{w}-job{job}-{wk}"));
+                f.group = Some(format!("pa{w}"));
+                f.bytes = Some(*request_bytes);
+                f.response_bytes = *response_bytes;
+                f.paths = *paths;
+                f.controller = controller.clone();
+                f.start = Dur(start.0 + batch as u64 * interval.0);
+                f.job = Some(job);
+                flows.push(f);
+            }
+        }
+    }
+    flows
+}
+
+/// The flows of Poisson workload number `w` (`all`: every host), drawn from the scenario's
+/// `seed`.
+fn poisson_flows(
+    w: usize,
+    workload: &Workload,
+    all: &[String],
+    seed: u64,
+) -> Result<Vec<FlowSpec>, ScenarioError> {
+    let Workload::Poisson {
+        hosts: pick,
+        receiver,
+        rate,
+        bytes,
+        start,
+        stop,
+        paths,
+        controller,
+        handshake_at_start,
+    } = workload
+    else {
+        return Ok(vec![]);
+    };
+    let mut pick = if pick.is_empty() { all.to_vec() } else { pick.clone() };
+    // With a receiver, flows come from the other hosts.
+    pick.retain(|h| Some(h) != receiver.as_ref());
+    let needed = if receiver.is_some() { 1 } else { 2 };
+    if pick.len() < needed || *rate <= 0.0 {
+        return Err(invalid(
+            "poisson workload needs >= 2 hosts (a receiver and >= 1 other) and a positive rate",
+        ));
+    }
+    let mut rng = SimRng::new(seed, 0x5050_0000 + w as u64);
+    let mut t = start.secs();
+    let mut flows = vec![];
+    loop {
+        t += rng.exponential(1.0 / rate);
+        if t >= stop.secs() {
+            break;
+        }
+        let a = (rng.next_u64() % pick.len() as u64) as usize;
+        let to = match receiver {
+            Some(r) => r,
+            None => {
+                let mut b = (rng.next_u64() % (pick.len() as u64 - 1)) as usize;
+                if b >= a {
+                    b += 1;
+                }
+                &pick[b]
+            }
+        };
+        let mut f = FlowSpec::bulk(&pick[a], to);
+        f.name = Some(format!("poisson{w}-{}", flows.len()));
+        f.group = Some(format!("poisson{w}"));
+        f.bytes = Some(*bytes);
+        f.paths = *paths;
+        f.controller = controller.clone();
+        f.start = Dur((t * 1e12) as Ps);
+        f.handshake_at_start = *handshake_at_start;
+        flows.push(f);
     }
     Ok(flows)
 }

@@ -15,9 +15,8 @@
 //!   summary over seeds.
 //! - [`analyses`]: the named analyses a report may ask for (their metrics, which backend
 //!   computes which).
-//! - [`shift`]: the windows of the `shift` analysis, which both backends compute.
-//! - [`phases`]: the phases of the `phases` analysis and its metrics over a phase's flows,
-//!   which both backends compute.
+//! - [`shift`], [`shift_time`], [`phases`], [`paths_end`], [`job_phase`], [`pathkeep`]: the
+//!   analyses, each computed from a run's [`record::RunRecord`].
 //! - [`tables`]: the markdown tables of a report (medians, sums, ratios between points).
 //! - [`record`]: what one run yields, whatever the backend ([`record::RunRecord`]).
 //! - [`results`]: `experiment.json`, one schema for both backends, and `tables.md` from it.
@@ -26,13 +25,17 @@ pub mod analyses;
 pub mod error;
 pub mod expand;
 pub mod experiment;
+pub mod job_phase;
 pub mod metrics;
 pub mod model;
+pub mod pathkeep;
+pub mod paths_end;
 pub mod phases;
 pub mod record;
 pub mod results;
 pub mod rng;
 pub mod shift;
+pub mod shift_time;
 pub mod tables;
 pub mod units;
 pub mod validate;

@@ -8,11 +8,17 @@
 //! Of the metric's flows present for the whole phase (started by its start, not stopped before
 //! its end): `rate_gbps` (`rate_mbps`) = their goodput over the phase's second half, summed;
 //! `paths` = their paths established by the middle of the phase, summed; `jain` = Jain's index
-//! of their goodputs (all NaN: none present). Each backend measures a present flow's goodput and
-//! paths from its own record (the simulator: bytes delivered per bucket and the paths'
-//! establishment times; the testbed: the receiver's rate series and the client's report).
+//! of their goodputs (all NaN: none present). Which flows are present is decided on the file's
+//! clock, from the flows as written; what they did is read on the run's, the phase's times
+//! multiplied by the record's `time_scale` (the testbed's). A present flow's goodput over the
+//! phase's second half is its goodput series' bytes there over the half's length (where each
+//! point's interval lies is in the series: [`FlowSeries::interval_s`]); its paths established
+//! by the middle are its path openings by then (NaN where the backend does not record them:
+//! the testbed's kernel MPTCP flows).
 
+use crate::analyses::Run;
 use crate::model::Scenario;
+use crate::record::{FlowFacts, FlowSeries, PathEventKind, RunRecord};
 use crate::units::Dur;
 
 /// The instants at which a scenario's timeline changes (flow starts and stops, path openings),
@@ -96,6 +102,50 @@ pub fn metric(metric: &str, present: &[Present]) -> f64 {
     }
 }
 
+/// The `phases` metric `metric` of phase `selector` of the run over the given flows.
+pub fn compute(run: &Run, metric_name: &str, selector: Option<&str>, flows: &[usize]) -> f64 {
+    let end = run.point.duration;
+    let Some(phase) = Phase::of(run.file, end, selector) else { return f64::NAN };
+    let on_run = phase.scaled(run.record.time_scale());
+    let (mid, to) = (on_run.mid().secs(), on_run.to.secs());
+    let r = run.record;
+    let present: Vec<Present> = flows
+        .iter()
+        .filter_map(|&i| r.flows.get(i))
+        .filter(|f| phase.spans(f.start, f.stop.unwrap_or(end)))
+        .map(|f| Present {
+            rate_bps: r.flow_series(&f.flow).map_or(0.0, |s| mean_rate(s, mid, to)),
+            paths: paths_by(r, f, mid),
+        })
+        .collect();
+    metric(metric_name, &present)
+}
+
+/// The mean rate of a goodput series over `[from, to)` (seconds of the run), bit/s: the bits
+/// of its points' intervals inside the window over the window's length. Time no interval
+/// covers received nothing.
+pub fn mean_rate(s: &FlowSeries, from: f64, to: f64) -> f64 {
+    if to <= from {
+        return f64::NAN;
+    }
+    let inside = |(t0, t1): (f64, f64), bps: f64| bps * (t1.min(to) - t0.max(from)).max(0.0);
+    let bits: f64 = match s.interval_s {
+        Some(w) => s.goodput.iter().map(|&(t, bps)| inside((t, t + w), bps)).sum(),
+        None => s.goodput.windows(2).map(|p| inside((p[0].0, p[1].0), p[1].1)).sum(),
+    };
+    bits / (to - from)
+}
+
+/// A flow's paths opened by `t_s` (seconds of the run); NaN where its openings are not
+/// recorded.
+fn paths_by(r: &RunRecord, f: &FlowFacts, t_s: f64) -> f64 {
+    if !f.openings_recorded {
+        return f64::NAN;
+    }
+    let opened = r.path_events(&f.flow).filter(|e| e.kind == PathEventKind::Opened);
+    opened.filter(|e| e.t_s.is_some_and(|t| t <= t_s)).count() as f64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,6 +210,24 @@ start = "10s"
             assert_eq!(Phase::of(&s, end, bad), None, "{bad:?}");
         }
         assert_eq!(p.scaled(2.0), Phase { from: Dur(20 * S), to: Dur(30 * S) });
+    }
+
+    #[test]
+    fn the_mean_rate_is_the_bits_in_the_window_over_its_length() {
+        // Points closing their intervals: 100 Mbit/s over (1, 2], nothing over (2, 3], 50 over
+        // (3, 4].
+        let goodput = vec![(1.0, 7e6), (2.0, 100e6), (3.0, 0.0), (4.0, 50e6)];
+        let s = FlowSeries { flow: "f".into(), goodput, interval_s: None };
+        assert_eq!(mean_rate(&s, 1.0, 4.0), 50e6);
+        assert_eq!(mean_rate(&s, 1.5, 2.5), 50e6, "half a second of 100");
+        assert_eq!(mean_rate(&s, 0.0, 1.0), 0.0, "the first point's own interval is unknown");
+        assert_eq!(mean_rate(&s, 4.0, 6.0), 0.0, "nothing after the last point");
+        assert!(mean_rate(&s, 2.0, 2.0).is_nan());
+        // Buckets opening their intervals: 0.5 s each from 0.
+        let goodput = vec![(0.0, 10e6), (0.5, 20e6), (1.0, 30e6)];
+        let s = FlowSeries { flow: "f".into(), goodput, interval_s: Some(0.5) };
+        assert_eq!(mean_rate(&s, 0.5, 1.5), 25e6);
+        assert_eq!(mean_rate(&s, 1.0, 2.0), 15e6, "nothing after the last bucket");
     }
 
     #[test]

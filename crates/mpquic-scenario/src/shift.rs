@@ -1,10 +1,15 @@
-//! The windows of the `shift` analysis (E3, traffic shifting, AMP Fig. 5, 6, 11), shared by
-//! both backends so that they compute one statistic: how far the traffic already on a link
-//! yields when a cross flow arrives there, and how fast. Each backend bins its own record (the
-//! testbed: the qdisc's sampled byte counter and the cross flow's receiver series; the
-//! simulator: the link's and the flow's bytes per bucket) into 10 ms bins since the flows'
-//! zero, in Mbit/s. The rest of the link is the link's sent rate minus the cross flow's
-//! receiver rate. With `k0` the bin of the cross flow's start:
+//! The `shift` analysis (E3, traffic shifting, AMP Fig. 5, 6, 11), one statistic for both
+//! backends: how far the traffic already on a link yields when a cross flow arrives there, and
+//! how fast. The metric's group names one cross flow with a goodput series; its link is the
+//! one into the server address its first path reaches ([`FlowFacts::into_link`]), the other
+//! links are those into the same node. The link's bytes per interval
+//! ([`LinkSeries::sent`]) and the cross flow's goodput points are put in 10 ms bins since the
+//! flows' zero by the time each carries (a bin's link rate: its bytes over the bin; its cross
+//! rate: the mean of its points' rates), in Mbit/s. Which time that is differs in the data,
+//! not here: the simulator stamps a bucket's start and has every bucket to the run's end, the
+//! testbed stamps the sample or receiver point that closes an interval and has bins only
+//! where its sampler took samples. The rest of the link is the link's sent rate minus the
+//! cross flow's receiver rate. With `k0` the bin of the cross flow's start:
 //!
 //! - `before_mbps`: median of the rest over bins `[k0 - 30, k0 - 1)` (0.3 s before the start,
 //!   the last bin left out);
@@ -20,6 +25,9 @@
 //! `before` in the search.
 
 use std::collections::BTreeMap;
+
+use crate::analyses::Run;
+use crate::record::{FlowSeries, RunRecord};
 
 /// The width of a bin, seconds.
 pub const BIN_S: f64 = 0.01;
@@ -92,6 +100,47 @@ pub fn shift(link: &Bins, cross: &Bins, other: &Bins, start_s: f64) -> Shift {
     }
 }
 
+/// The `shift` metric `metric` of the run, its flows being the one cross flow.
+pub fn compute(run: &Run, metric: &str, _: Option<&str>, flows: &[usize]) -> f64 {
+    let [cross] = flows else { return f64::NAN };
+    run_shift(run.record, *cross).map_or(f64::NAN, |s| s.metric(metric))
+}
+
+/// The windows of flow `cross` as a cross flow, if it has a goodput series and its link
+/// bytes per interval.
+fn run_shift(r: &RunRecord, cross: usize) -> Option<Shift> {
+    let f = r.flows.get(cross)?;
+    let series = r.flow_series(&f.flow).filter(|s| !s.goodput.is_empty())?;
+    let link = r.link_series(f.into_link.as_deref()?).filter(|l| !l.sent.is_empty())?;
+    let mut other = Bins::new();
+    for l in r.links_into(link.to()).filter(|l| l.link != link.link) {
+        for (k, rate) in sent_bins(&l.sent) {
+            *other.entry(k).or_default() += rate;
+        }
+    }
+    Some(shift(&sent_bins(&link.sent), &rate_bins(series), &other, f.start_s))
+}
+
+/// Bytes per interval (stamped) as Mbit/s per 10 ms bin, the bins of the stamps present.
+pub fn sent_bins(sent: &[(f64, u64)]) -> Bins {
+    let mut bytes = BTreeMap::<i64, u64>::new();
+    for &(t, b) in sent {
+        *bytes.entry(bin(t)).or_default() += b;
+    }
+    bytes.into_iter().map(|(k, b)| (k, b as f64 * 8.0 / BIN_S / 1e6)).collect()
+}
+
+/// A goodput series by bin: the mean of the rates of the points stamped in each, Mbit/s.
+pub fn rate_bins(series: &FlowSeries) -> Bins {
+    let mut sums = BTreeMap::<i64, (f64, u32)>::new();
+    for &(t, bps) in &series.goodput {
+        let (sum, n) = sums.entry(bin(t)).or_default();
+        *sum += bps / 1e6;
+        *n += 1;
+    }
+    sums.into_iter().map(|(k, (sum, n))| (k, sum / f64::from(n))).collect()
+}
+
 /// A bin's rate, 0 where there is none.
 fn at(bins: &Bins, k: i64) -> f64 {
     bins.get(&k).copied().unwrap_or(0.0)
@@ -100,6 +149,49 @@ fn at(bins: &Bins, k: i64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::{FlowFacts, LinkSeries};
+
+    #[test]
+    fn sent_bytes_and_goodput_points_fall_in_the_bins_of_their_stamps() {
+        // 12500 bytes in a 10 ms bin are 10 Mbit/s; two stamps in a bin add up.
+        let sent = [(0.001, 6250), (0.009, 6250), (0.0125, 25_000)];
+        let bins = sent_bins(&sent);
+        assert_eq!((bins[&0], bins[&1]), (10.0, 20.0));
+        // Goodput points: the mean of those in a bin.
+        let goodput = vec![(0.0, 10e6), (0.005, 30e6), (0.019, 5e6)];
+        let bins = rate_bins(&FlowSeries { flow: "c".into(), goodput, interval_s: None });
+        assert_eq!((bins[&0], bins[&1]), (20.0, 5.0));
+    }
+
+    #[test]
+    fn a_run_s_shift_reads_the_cross_flow_s_link_and_the_other_links_into_its_node() {
+        // 50 Mbit/s on r1->d throughout (62500 bytes per 10 ms, stamped at each bin's end as
+        // the testbed does), 30 on r2->d; the cross flow, started at 1.003 s, receives 40 from
+        // bin 102 on.
+        let link = |name: &str, bytes: u64| LinkSeries {
+            link: name.into(),
+            samples: vec![],
+            sent: (1..=300).map(|k| (k as f64 * 0.01 + 0.0001, bytes)).collect(),
+        };
+        let goodput = (101..200).map(|k| (k as f64 * 0.01 + 0.0095, 40e6 * f64::from(k > 101)));
+        let mut r = RunRecord::default();
+        r.link_series = vec![link("r1->d", 62_500), link("r2->d", 37_500), link("d->r1", 9)];
+        let goodput = goodput.collect();
+        r.flow_series.push(FlowSeries { flow: "x".into(), goodput, interval_s: None });
+        let into_link = Some("r1->d".to_string());
+        r.flows.push(FlowFacts {
+            flow: "x".into(),
+            start_s: 1.003,
+            into_link,
+            ..Default::default()
+        });
+        let s = run_shift(&r, 0).unwrap();
+        assert_eq!((s.before_mbps, s.during_mbps, s.cross_mbps), (50.0, 10.0, 40.0));
+        assert_eq!(s.other_link_mbps, 30.0, "d->r1 goes the other way");
+        assert_eq!(s.to_80pct_ms, Some(30.0));
+        r.flow_series.clear();
+        assert_eq!(run_shift(&r, 0), None, "no goodput series");
+    }
 
     #[test]
     fn shift_reads_the_windows_and_the_first_bin_past_80_percent() {

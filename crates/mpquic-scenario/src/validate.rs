@@ -4,7 +4,8 @@
 
 use crate::error::{at, ScenarioError};
 use crate::expand::host_range;
-use crate::model::{FlowKind, LinkConfig, RepeatOver, Scenario, Workload};
+use crate::expand::Expanded;
+use crate::model::{FlowKind, FlowSpec, LinkConfig, NetnsSettings, RepeatOver, Scenario, Workload};
 
 /// Check `s`; the first problem found, at its field.
 pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
@@ -19,22 +20,49 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
         .map_err(|e| at("transport.scheduler", e.to_string()))?;
     link(&s.link, "link")?;
     let expanded = s.topology.expand().map_err(|e| at("topology", e.to_string()))?;
-    let hosts: Vec<&str> = expanded.hosts.iter().map(|h| h.name.as_str()).collect();
-    let nodes: Vec<&str> =
-        hosts.iter().copied().chain(expanded.switches.iter().map(String::as_str)).collect();
-    let host = |name: &str, path: String| -> Result<(), ScenarioError> {
-        if hosts.contains(&name) {
+    let names = Names::of(&expanded);
+    link_overrides(s, &expanded, &names)?;
+    for (i, f) in s.flows.iter().enumerate() {
+        flow(f, i, &names)?;
+    }
+    for (i, w) in s.workloads.iter().enumerate() {
+        workload(w, i, &names)?;
+    }
+    s.netns.as_ref().map_or(Ok(()), netns)
+}
+
+/// The topology's hosts and nodes (hosts and switches) by name.
+struct Names<'a> {
+    hosts: Vec<&'a str>,
+    nodes: Vec<&'a str>,
+}
+
+impl<'a> Names<'a> {
+    fn of(expanded: &'a Expanded) -> Names<'a> {
+        let hosts: Vec<&str> = expanded.hosts.iter().map(|h| h.name.as_str()).collect();
+        let switches = expanded.switches.iter().map(String::as_str);
+        let nodes = hosts.iter().copied().chain(switches).collect();
+        Names { hosts, nodes }
+    }
+
+    /// `name` is a host, or the error at `path`.
+    fn host(&self, name: &str, path: String) -> Result<(), ScenarioError> {
+        if self.hosts.contains(&name) {
             Ok(())
         } else {
-            Err(at(path, format!("no host `{name}` in this topology ({})", some(&hosts))))
+            Err(at(path, format!("no host `{name}` in this topology ({})", some(&self.hosts))))
         }
-    };
+    }
+}
+
+/// Each link override's values, and that it matches a link direction of the topology.
+fn link_overrides(s: &Scenario, expanded: &Expanded, names: &Names) -> Result<(), ScenarioError> {
     for (i, o) in s.link_overrides.iter().enumerate() {
         let here = |f: &str| format!("link_overrides.{i}.{f}");
         link(&o.config, &format!("link_overrides.{i}"))?;
         let directions = expanded.links.iter().flat_map(|l| [(&l.a, &l.b), (&l.b, &l.a)]);
         if !directions.clone().any(|(a, b)| o.matches(a, b)) {
-            let what = if nodes.contains(&o.from.as_str()) { "to" } else { "from" };
+            let what = if names.nodes.contains(&o.from.as_str()) { "to" } else { "from" };
             return Err(at(
                 here(what),
                 format!(
@@ -45,122 +73,128 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
             ));
         }
     }
-    for (i, f) in s.flows.iter().enumerate() {
-        let here = |field: &str| format!("flows.{i}.{field}");
-        for h in host_range(&f.from).map_err(|e| at(here("from"), e))? {
-            host(&h, here("from"))?;
-            if h == f.to {
-                return Err(at(here("to"), format!("flow from `{h}` to itself")));
-            }
-        }
-        host(&f.to, here("to"))?;
-        if f.kind == FlowKind::Mpquic {
-            if let Some(c) = &f.controller {
-                controller(c, &here("controller"))?;
-            }
-        }
-        if f.paths == 0 || f.count == 0 || f.repeat == 0 {
-            let field = if f.paths == 0 {
-                "paths"
-            } else if f.count == 0 {
-                "count"
-            } else {
-                "repeat"
-            };
-            return Err(at(here(field), "must be >= 1"));
-        }
-        if f.repeat_over != RepeatOver::NewConnection && f.repeat == 1 {
-            return Err(at(
-                here("repeat_over"),
-                "needs repeat > 1 (one transfer has nothing to share)",
-            ));
-        }
-        if f.stop.is_some_and(|t| t <= f.start) {
-            return Err(at(here("stop"), "must be after start"));
-        }
-        f.check_path_times().map_err(|e| at(here("path_times"), e))?;
-        f.check_backup_paths().map_err(|e| at(here("backup_paths"), e))?;
-    }
-    for (i, w) in s.workloads.iter().enumerate() {
-        let here = |field: &str| format!("workloads.{i}.{field}");
-        match w {
-            Workload::Incast { senders, receiver, k, paths, controller: c, .. } => {
-                host(receiver, here("receiver"))?;
-                for (j, h) in senders.iter().enumerate() {
-                    host(h, format!("workloads.{i}.senders.{j}"))?;
-                }
-                let available = if senders.is_empty() { hosts.len() - 1 } else { senders.len() };
-                if let Some(k) = k.filter(|&k| k > available || k == 0) {
-                    return Err(at(
-                        here("k"),
-                        format!("k = {k}: must be in 1..={available} (the senders)"),
-                    ));
-                }
-                paths_and_controller(*paths, c, &here)?;
-            }
-            Workload::PartitionAggregate { aggregator, workers, paths, controller: c, .. } => {
-                host(aggregator, here("aggregator"))?;
-                if workers.is_empty() {
-                    return Err(at(here("workers"), "needs at least one worker"));
-                }
-                for (j, h) in workers.iter().enumerate() {
-                    host(h, format!("workloads.{i}.workers.{j}"))?;
-                    if h == aggregator {
-                        return Err(at(here("workers"), "the aggregator is one of its workers"));
-                    }
-                }
-                paths_and_controller(*paths, c, &here)?;
-            }
-            Workload::Poisson {
-                hosts: pick,
-                receiver,
-                rate,
-                start,
-                stop,
-                paths,
-                controller: c,
-                ..
-            } => {
-                for (j, h) in pick.iter().enumerate() {
-                    host(h, format!("workloads.{i}.hosts.{j}"))?;
-                }
-                if let Some(r) = receiver {
-                    host(r, here("receiver"))?;
-                }
-                let sources = pick.iter().filter(|h| Some(*h) != receiver.as_ref()).count();
-                let needed = if receiver.is_some() { 1 } else { 2 };
-                if !pick.is_empty() && sources < needed {
-                    return Err(at(
-                        here("hosts"),
-                        format!("needs at least {needed} host(s) other than the receiver"),
-                    ));
-                }
-                if !(rate.is_finite() && *rate > 0.0) {
-                    return Err(at(here("rate"), "must be > 0 (arrivals per second)"));
-                }
-                if stop <= start {
-                    return Err(at(here("stop"), "must be after start"));
-                }
-                paths_and_controller(*paths, c, &here)?;
-            }
+    Ok(())
+}
+
+/// Flow `i`: its hosts, controller, counts and times.
+fn flow(f: &FlowSpec, i: usize, names: &Names) -> Result<(), ScenarioError> {
+    let here = |field: &str| format!("flows.{i}.{field}");
+    for h in host_range(&f.from).map_err(|e| at(here("from"), e))? {
+        names.host(&h, here("from"))?;
+        if h == f.to {
+            return Err(at(here("to"), format!("flow from `{h}` to itself")));
         }
     }
-    if let Some(n) = &s.netns {
-        for (field, x) in [
-            ("rate_scale", n.rate_scale),
-            ("time_scale", n.time_scale),
-            ("size_scale", n.size_scale),
-        ] {
-            if !(x.is_finite() && x > 0.0) {
-                return Err(at(format!("netns.{field}"), "must be > 0"));
+    names.host(&f.to, here("to"))?;
+    if f.kind == FlowKind::Mpquic {
+        if let Some(c) = &f.controller {
+            controller(c, &here("controller"))?;
+        }
+    }
+    if f.paths == 0 || f.count == 0 || f.repeat == 0 {
+        let field = if f.paths == 0 {
+            "paths"
+        } else if f.count == 0 {
+            "count"
+        } else {
+            "repeat"
+        };
+        return Err(at(here(field), "must be >= 1"));
+    }
+    if f.repeat_over != RepeatOver::NewConnection && f.repeat == 1 {
+        return Err(at(
+            here("repeat_over"),
+            "needs repeat > 1 (one transfer has nothing to share)",
+        ));
+    }
+    if f.stop.is_some_and(|t| t <= f.start) {
+        return Err(at(here("stop"), "must be after start"));
+    }
+    f.check_path_times().map_err(|e| at(here("path_times"), e))?;
+    f.check_backup_paths().map_err(|e| at(here("backup_paths"), e))
+}
+
+/// Workload `i`, by its kind.
+fn workload(w: &Workload, i: usize, names: &Names) -> Result<(), ScenarioError> {
+    let here = |field: &str| format!("workloads.{i}.{field}");
+    match w {
+        Workload::Incast { senders, receiver, k, paths, controller: c, .. } => {
+            names.host(receiver, here("receiver"))?;
+            for (j, h) in senders.iter().enumerate() {
+                names.host(h, format!("workloads.{i}.senders.{j}"))?;
             }
+            let available = if senders.is_empty() { names.hosts.len() - 1 } else { senders.len() };
+            if let Some(k) = k.filter(|&k| k > available || k == 0) {
+                return Err(at(
+                    here("k"),
+                    format!("k = {k}: must be in 1..={available} (the senders)"),
+                ));
+            }
+            paths_and_controller(*paths, c, &here)
         }
-        if n.sample_interval.0 == 0 {
-            return Err(at("netns.sample_interval", "must be > 0"));
+        Workload::PartitionAggregate { aggregator, workers, paths, controller: c, .. } => {
+            names.host(aggregator, here("aggregator"))?;
+            if workers.is_empty() {
+                return Err(at(here("workers"), "needs at least one worker"));
+            }
+            for (j, h) in workers.iter().enumerate() {
+                names.host(h, format!("workloads.{i}.workers.{j}"))?;
+                if h == aggregator {
+                    return Err(at(here("workers"), "the aggregator is one of its workers"));
+                }
+            }
+            paths_and_controller(*paths, c, &here)
         }
-        if n.frame_bytes < 64 {
-            return Err(at("netns.frame_bytes", "must be >= 64"));
+        Workload::Poisson { .. } => poisson(w, i, names),
+    }
+}
+
+/// Poisson workload `i` (`w`): its hosts, rate and times.
+fn poisson(w: &Workload, i: usize, names: &Names) -> Result<(), ScenarioError> {
+    let Workload::Poisson {
+        hosts: pick, receiver, rate, start, stop, paths, controller: c, ..
+    } = w
+    else {
+        return Ok(());
+    };
+    let here = |field: &str| format!("workloads.{i}.{field}");
+    for (j, h) in pick.iter().enumerate() {
+        names.host(h, format!("workloads.{i}.hosts.{j}"))?;
+    }
+    if let Some(r) = receiver {
+        names.host(r, here("receiver"))?;
+    }
+    let sources = pick.iter().filter(|h| Some(*h) != receiver.as_ref()).count();
+    let needed = if receiver.is_some() { 1 } else { 2 };
+    if !pick.is_empty() && sources < needed {
+        return Err(at(
+            here("hosts"),
+            format!("needs at least {needed} host(s) other than the receiver"),
+        ));
+    }
+    if !(rate.is_finite() && *rate > 0.0) {
+        return Err(at(here("rate"), "must be > 0 (arrivals per second)"));
+    }
+    if stop <= start {
+        return Err(at(here("stop"), "must be after start"));
+    }
+    paths_and_controller(*paths, c, &here)
+}
+
+/// The testbed's scaling: factors > 0, a sampling interval, a frame of at least 64 bytes.
+fn netns(n: &NetnsSettings) -> Result<(), ScenarioError> {
+    for (field, x) in
+        [("rate_scale", n.rate_scale), ("time_scale", n.time_scale), ("size_scale", n.size_scale)]
+    {
+        if !(x.is_finite() && x > 0.0) {
+            return Err(at(format!("netns.{field}"), "must be > 0"));
         }
+    }
+    if n.sample_interval.0 == 0 {
+        return Err(at("netns.sample_interval", "must be > 0"));
+    }
+    if n.frame_bytes < 64 {
+        return Err(at("netns.frame_bytes", "must be >= 64"));
     }
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! Experiment sweeps: every point of an experiment file's sweep with every seed; per run the
-//! report's metrics, from the [`Report`] (the catalogue) and the finished simulation (the
-//! report's [`analysis`] metrics); per point the median, min and max over seeds; one JSON
+//! report's metrics, from the run's record (the catalogue's from its outcome, the report's
+//! analyses' from the rest: [`mpquic_scenario::analyses`]); per point the median, min and max over seeds; one JSON
 //! file, the markdown tables and the SVGs.
 //!
 //! A sweep's runs are independent and each is deterministic for its seed, so they run on
@@ -17,12 +17,12 @@ use serde::{Deserialize, Serialize};
 
 use mpquic_plot::sweep::write_sweep_plot;
 
-use mpquic_scenario::analyses::Backend;
+use mpquic_scenario::analyses::{self, Backend};
 use mpquic_scenario::metrics::compute;
 use mpquic_scenario::results::{ExperimentResults, RunEntry};
 use mpquic_scenario::Experiment;
 
-use crate::analysis::{self, Panel};
+use crate::panels::{self, Panel};
 use crate::report::Report;
 use crate::scenario::Dur;
 use crate::Sim;
@@ -106,12 +106,12 @@ pub fn run_one(e: &Experiment, id: RunId) -> Result<RunResult, String> {
     sim.run();
     let wall_s = wall.elapsed().as_secs_f64();
     let r = Report::new(&mut sim);
-    let run = analysis::Run { sim: &sim, report: &r, file };
     let record = r.record(&sim);
+    let run = analyses::Run { record: &record, point: &sim.scenario, file };
     let mut metrics = compute(&r.scenario, &record.outcome);
-    metrics.extend(analysis::compute(report, &run));
+    metrics.extend(analyses::compute(report, &run, Backend::Sim));
     let first = file.seeds.first() == Some(&id.seed);
-    let panels = if first { analysis::panels(report, &run) } else { vec![] };
+    let panels = if first { panels::panels(report, &run) } else { vec![] };
     let (series, x) = point.place(file);
     let short: Vec<String> = metrics.iter().take(6).map(|(k, v)| format!("{k}={v:.3}")).collect();
     // Wall time goes to the log only: the output is the same however fast a run went.
@@ -199,6 +199,6 @@ pub fn write(
         let point = if p.labels.is_empty() { s.name.clone() } else { p.name() };
         (format!("{point} (seed {seed})"), panels)
     });
-    analysis::write_plots(out, titled.collect())?;
+    panels::write_plots(out, titled.collect())?;
     write_sweep_plot(&out.join("sweep.svg"), e, &output.summary).map_err(|e| e.to_string())
 }

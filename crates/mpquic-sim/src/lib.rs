@@ -8,12 +8,13 @@
 //! stack sees only virtual time and seeded randomness, and its crypto is a null suite
 //! ([`crypto`]) with the real wire sizes. [`report`] turns a run into JSON and plots.
 
-pub mod analysis;
 pub mod crypto;
 pub mod exp;
 pub mod net;
+pub mod panels;
 pub mod plot;
 pub mod pto;
+pub mod record;
 pub mod report;
 pub mod scenario;
 pub mod shard;

@@ -14,9 +14,7 @@ use serde::Serialize;
 use mpquic::PathReport;
 use mpquic_cc::{ConnectionSnapshot, Notice};
 use mpquic_scenario::metrics::{FlowOutcome, LinkOutcome, Outcome, PathOutcome, QueueOutcome};
-use mpquic_scenario::record::{
-    self, FlowSeries, LinkSample, LinkSeries, PathEvent, PathEventKind, RunRecord,
-};
+use mpquic_scenario::record::RunRecord;
 
 use crate::net::{Ps, WIRE_OVERHEAD};
 use crate::scenario::Scenario;
@@ -448,31 +446,9 @@ impl Report {
         }
     }
 
-    /// The run as both backends record one: the outcome, each flow's goodput per
-    /// `output.goodput_interval`, the monitored links' queue series, and the client paths'
-    /// openings (with their virtual time) and closures (at the end: the simulator keeps the
-    /// reason, not the time).
+    /// The run as both backends record one ([`crate::record::of`]).
     pub fn record(&self, sim: &Sim) -> RunRecord {
-        let bucket = sim.scenario.output.goodput_interval.0.max(1);
-        let flow_series = sim
-            .flows
-            .iter()
-            .map(|flow| FlowSeries {
-                flow: flow.name.clone(),
-                goodput: goodput_series(&flow.progress.delivered, bucket),
-            })
-            .collect();
-        let link_series = sim
-            .links
-            .iter()
-            .filter(|l| l.params.monitor)
-            .map(|l| LinkSeries {
-                link: l.params.name.clone(),
-                samples: l.stats.queue_series.iter().map(|&(t, q)| queue_sample(t, q)).collect(),
-            })
-            .collect();
-        let path_events = self.flows.iter().flat_map(path_events).collect();
-        RunRecord { outcome: self.outcome(), flow_series, link_series, path_events }
+        crate::record::of(self, sim)
     }
 
     /// Summarize a finished run.
@@ -517,29 +493,6 @@ impl Report {
     pub fn link(&self, name: &str) -> Option<&LinkReport> {
         self.links.iter().find(|l| l.name == name)
     }
-}
-
-/// Bytes per bucket of width `bucket` as (bucket start in seconds, bits per second).
-fn goodput_series(delivered: &[u64], bucket: Ps) -> Vec<(f64, f64)> {
-    let secs = bucket as f64 / 1e12;
-    delivered.iter().enumerate().map(|(i, &b)| (i as f64 * secs, b as f64 * 8.0 / secs)).collect()
-}
-
-/// A monitored link's queue at virtual time `t`.
-fn queue_sample(t: Ps, queue: u32) -> LinkSample {
-    LinkSample { t_s: t as f64 / 1e12, queue_pkts: f64::from(queue), sent_bytes: None }
-}
-
-/// A flow's path openings, then its paths closed at the end.
-fn path_events(f: &FlowReport) -> Vec<PathEvent> {
-    let opened = f.paths_established.iter().map(|&(path, t_us)| PathEvent {
-        flow: f.name.clone(),
-        path,
-        t_s: Some(t_us / 1e6),
-        kind: PathEventKind::Opened,
-    });
-    let closes = f.path_stats.iter().map(|p| (u64::from(p.id), p.close_reason));
-    opened.chain(record::closed_at_end(&f.name, closes)).collect()
 }
 
 /// `bytes` over `time` in bits per second (0 over no time).

@@ -1,7 +1,8 @@
-//! The simulator's named analyses (`[report] analyses`) on short scripted runs of the E3 and E4
-//! files, and the refusal of an analysis no backend has.
+//! The named analyses (`[report] analyses`, computed by mpquic-scenario from a run's record)
+//! on the simulator's records of short scripted runs of the E3 and E4 files, and the refusal of
+//! an analysis no backend has.
 
-use mpquic_sim::analysis::{self, Run};
+use mpquic_scenario::analyses::{self, Backend, Run};
 use mpquic_sim::report::Report;
 use mpquic_sim::scenario::{Experiment, Scenario};
 use mpquic_sim::Sim;
@@ -33,7 +34,9 @@ fn analysed(e: &Experiment, point: &str, metrics: &[&str]) -> Vec<f64> {
     let mut sim = Sim::new(s).unwrap();
     sim.run();
     let r = Report::new(&mut sim);
-    let m = analysis::compute(&report, &Run { sim: &sim, report: &r, file: &e.base });
+    let record = r.record(&sim);
+    let run = Run { record: &record, point: &sim.scenario, file: &e.base };
+    let m = analyses::compute(&report, &run, Backend::Sim);
     metrics.iter().map(|k| m[*k]).collect()
 }
 
@@ -153,20 +156,8 @@ fn the_testbed_s_shift_windows_read_the_simulated_links() {
     assert!(to_80pct > 0.0 && to_80pct <= 1000.0, "{m:?}");
 }
 
-/// The simulator computes exactly the analyses the shared list declares for it.
-#[test]
-fn the_simulator_computes_the_analyses_declared_for_it() {
-    use mpquic_scenario::analyses::{Backend, ANALYSES};
-    let mut ours: Vec<&str> = analysis::ANALYSES.iter().map(|a| a.name).collect();
-    let mut declared: Vec<&str> =
-        ANALYSES.iter().filter(|a| a.on(Backend::Sim)).map(|a| a.name).collect();
-    ours.sort_unstable();
-    declared.sort_unstable();
-    assert_eq!(ours, declared);
-}
-
-/// A run's record, as the simulator converts it: the 2-path flow's second path opens in
-/// virtual time, each flow's goodput series adds up to the bytes it delivered, and the
+/// A run's record, as the simulator converts it: the 2-path flow's first path opens at its
+/// start, its second in virtual time after, each flow's goodput series adds up to the bytes it delivered, and the
 /// outcome is the report's.
 #[test]
 fn the_run_record_has_series_and_path_openings() {
@@ -190,6 +181,11 @@ fn the_run_record_has_series_and_path_openings() {
         .path_events(&mp.name)
         .filter(|e| e.kind == mpquic_scenario::record::PathEventKind::Opened)
         .collect();
-    assert!(!opened.is_empty(), "{:?}", record.path_events);
-    assert!(opened.iter().all(|e| e.t_s.is_some_and(|t| t > 0.0 && t < 0.02)), "{opened:?}");
+    assert_eq!((opened[0].path, opened[0].t_s), (0, Some(0.0)), "{opened:?}");
+    assert!(opened.len() > 1, "{:?}", record.path_events);
+    assert!(opened[1..].iter().all(|e| e.t_s.is_some_and(|t| t > 0.0 && t < 0.02)), "{opened:?}");
+    let facts = record.flows.iter().find(|f| f.flow == mp.name).expect("the 2-path flow's facts");
+    let paths = facts.paths.as_ref().expect("its paths");
+    assert!(paths.iter().all(|p| p.first_link.is_some() && p.last_link.is_some()), "{paths:?}");
+    assert_eq!(facts.into_link, paths[0].last_link);
 }

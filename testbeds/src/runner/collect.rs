@@ -67,54 +67,87 @@ pub fn flow_result(o: FlowOutcome, received: &Received, start_ns: u64) -> FlowRe
     }
     match o.spec.kind {
         FlowKind::KernelTcp | FlowKind::KernelMptcp => {
-            if let Some(r) =
-                lines.iter().rev().find_map(|l| serde_json::from_str::<SendRecord>(l).ok())
-            {
-                fr.completed = ok;
-                fr.bytes = r.bytes;
-                fr.fct_s = Some(r.fct_s);
-                fr.goodput_mbps = Some(r.goodput_mbps);
-                if let Some(s) = received.sink_records.iter().find(|s| s.peer == r.local) {
-                    fr.throughput = rate_series(&s.samples, start_ns, 0.01);
-                }
-            }
+            read_kernel_report(&mut fr, &lines, ok, received, start_ns)
         }
         FlowKind::Mpquic => {
-            // One JSON line per transfer (several with `repeat`).
-            let reports: Vec<serde_json::Value> = lines
-                .iter()
-                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok())
-                .collect();
-            if let Some(last) = reports.last() {
-                let num = |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_f64());
-                fr.completed = ok && reports.len() == o.spec.repeat as usize;
-                fr.bytes = reports.iter().filter_map(|v| v.get("bytes")?.as_u64()).sum();
-                if reports.len() == 1 {
-                    fr.fct_s = num(last, "fct_s");
-                    fr.goodput_mbps = num(last, "goodput_mbps");
-                } else {
-                    // The time spent transferring, and the goodput over it.
-                    fr.transfer_fcts_s = reports.iter().filter_map(|v| num(v, "fct_s")).collect();
-                    let busy: f64 = fr.transfer_fcts_s.iter().sum();
-                    fr.fct_s = Some(busy);
-                    fr.goodput_mbps = (busy > 0.0).then(|| fr.bytes as f64 * 8.0 / busy / 1e6);
-                }
-                if let Some(samples) = received.server_series.get(&fr.id) {
-                    fr.throughput = rate_series(samples, start_ns, 0.01);
-                }
-                // A timed flow that runs to the run's end is stopped there by the runner's
-                // SIGTERM and ends cleanly, verified: that is its end, not a failure.
-                if o.spec.bytes == 0 && last["ended_by"] == "SIGTERM" && fr.error.is_some() {
-                    fr.completed = reports.len() == 1;
-                    fr.error = None;
-                }
-                fr.mpquic = Some(last.clone());
-            } else if fr.error.is_none() {
-                fr.error = Some(format!("no JSON report on stdout; stderr: {}", err.trim()));
-            }
+            let run = Finished { lines: &lines, stderr: &err, ok };
+            read_mpquic_reports(&mut fr, run, &o.spec, received, start_ns)
         }
     }
     fr
+}
+
+/// What a finished flow process left: its stdout lines, its stderr, whether it exited well.
+struct Finished<'a> {
+    lines: &'a [String],
+    stderr: &'a str,
+    ok: bool,
+}
+
+/// A kernel flow's result from its sender's last JSON record and its sink's byte samples.
+fn read_kernel_report(
+    fr: &mut FlowResult,
+    lines: &[String],
+    ok: bool,
+    received: &Received,
+    start_ns: u64,
+) {
+    let Some(r) = lines.iter().rev().find_map(|l| serde_json::from_str::<SendRecord>(l).ok())
+    else {
+        return;
+    };
+    fr.completed = ok;
+    fr.bytes = r.bytes;
+    fr.fct_s = Some(r.fct_s);
+    fr.goodput_mbps = Some(r.goodput_mbps);
+    if let Some(s) = received.sink_records.iter().find(|s| s.peer == r.local) {
+        fr.throughput = rate_series(&s.samples, start_ns, 0.01);
+    }
+}
+
+/// An mpquic flow's result from its client's JSON reports (one line per transfer, several
+/// with `repeat`) and its server's received series.
+fn read_mpquic_reports(
+    fr: &mut FlowResult,
+    run: Finished,
+    spec: &Flow,
+    received: &Received,
+    start_ns: u64,
+) {
+    let reports: Vec<serde_json::Value> = run
+        .lines
+        .iter()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok())
+        .collect();
+    let Some(last) = reports.last() else {
+        if fr.error.is_none() {
+            fr.error = Some(format!("no JSON report on stdout; stderr: {}", run.stderr.trim()));
+        }
+        return;
+    };
+    let num = |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_f64());
+    fr.completed = run.ok && reports.len() == spec.repeat as usize;
+    fr.bytes = reports.iter().filter_map(|v| v.get("bytes")?.as_u64()).sum();
+    if reports.len() == 1 {
+        fr.fct_s = num(last, "fct_s");
+        fr.goodput_mbps = num(last, "goodput_mbps");
+    } else {
+        // The time spent transferring, and the goodput over it.
+        fr.transfer_fcts_s = reports.iter().filter_map(|v| num(v, "fct_s")).collect();
+        let busy: f64 = fr.transfer_fcts_s.iter().sum();
+        fr.fct_s = Some(busy);
+        fr.goodput_mbps = (busy > 0.0).then(|| fr.bytes as f64 * 8.0 / busy / 1e6);
+    }
+    if let Some(samples) = received.server_series.get(&fr.id) {
+        fr.throughput = rate_series(samples, start_ns, 0.01);
+    }
+    // A timed flow that runs to the run's end is stopped there by the runner's SIGTERM and
+    // ends cleanly, verified: that is its end, not a failure.
+    if spec.bytes == 0 && last["ended_by"] == "SIGTERM" && fr.error.is_some() {
+        fr.completed = reports.len() == 1;
+        fr.error = None;
+    }
+    fr.mpquic = Some(last.clone());
 }
 
 /// Cumulative (ns, bytes) samples to (s since start, Mbit/s) in bins of `bin_s`.
