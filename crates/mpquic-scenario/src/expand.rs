@@ -24,109 +24,126 @@ fn link(a: &str, b: &str, config: LinkConfig, monitor: bool) -> LinkSpec {
 impl Topology {
     /// Expand a standard shape into hosts, switches and links.
     pub fn expand(&self) -> Result<Expanded, ScenarioError> {
-        let d = LinkConfig::default;
         Ok(match self {
             Topology::Custom { hosts, switches, links } => {
                 Expanded { hosts: hosts.clone(), switches: switches.clone(), links: links.clone() }
             }
             Topology::ManyToOne { senders, sender_addrs, receiver_addrs, access, bottleneck } => {
-                let mut hosts: Vec<HostSpec> = (0..*senders)
-                    .map(|i| HostSpec { name: format!("s{i}"), addrs: *sender_addrs })
-                    .collect();
-                hosts.push(HostSpec { name: "r".into(), addrs: *receiver_addrs });
-                let mut links: Vec<LinkSpec> = (0..*senders)
-                    .map(|i| link(&format!("s{i}"), "sw", access.clone(), false))
-                    .collect();
-                let mut b = link("sw", "r", bottleneck.clone(), true);
-                b.host_queue = Some(false);
-                links.push(b);
-                Expanded { hosts, switches: vec!["sw".into()], links }
+                many_to_one(*senders, *sender_addrs, *receiver_addrs, access, bottleneck)
             }
-            Topology::Dumbbell { pairs, addrs, bottleneck } => {
-                let mut hosts = vec![];
-                let mut links = vec![];
-                for side in ["l", "r"] {
-                    for i in 0..*pairs {
-                        let name = format!("{side}{i}");
-                        hosts.push(HostSpec { name: name.clone(), addrs: *addrs });
-                        links.push(link(&name, &format!("s{side}"), d(), false));
-                    }
-                }
-                let mut b = link("sl", "sr", bottleneck.clone(), true);
-                b.monitor_reverse = true;
-                links.push(b);
-                Expanded { hosts, switches: vec!["sl".into(), "sr".into()], links }
-            }
-            Topology::TwoPath { cross_hosts, access } => {
-                let mut hosts = vec![
-                    HostSpec { name: "src".into(), addrs: 2 },
-                    HostSpec { name: "dst".into(), addrs: 2 },
-                ];
-                let mut links = vec![
-                    link("src", "a", access.clone(), false),
-                    link("src", "b", access.clone(), false),
-                    link("dst", "a", d(), false),
-                    link("dst", "b", d(), false),
-                ];
-                // Bottlenecks a -> dst and b -> dst are the reverse direction of dst's links.
-                links[2].monitor_reverse = true;
-                links[3].monitor_reverse = true;
-                for sw in ["a", "b"] {
-                    for i in 0..*cross_hosts {
-                        let name = format!("x{sw}{i}");
-                        hosts.push(HostSpec { name: name.clone(), addrs: 1 });
-                        links.push(link(&name, sw, access.clone(), false));
-                    }
-                }
-                Expanded { hosts, switches: vec!["a".into(), "b".into()], links }
-            }
-            Topology::FatTree { k, addrs } => {
-                if *k < 2 || k % 2 != 0 {
-                    return Err(invalid(format!("fat-tree k must be even and >= 2, not {k}")));
-                }
-                let h = k / 2;
-                let mut hosts = vec![];
-                let mut switches = vec![];
-                let mut links = vec![];
-                for c in 0..h * h {
-                    switches.push(format!("c{c}"));
-                }
-                for p in 0..*k {
-                    for i in 0..h {
-                        switches.push(format!("e{p}_{i}"));
-                        switches.push(format!("a{p}_{i}"));
-                    }
-                    for e in 0..h {
-                        for a in 0..h {
-                            links.push(link(
-                                &format!("e{p}_{e}"),
-                                &format!("a{p}_{a}"),
-                                d(),
-                                false,
-                            ));
-                        }
-                        for j in 0..h {
-                            let name = format!("h{}", (p * h + e) * h + j);
-                            hosts.push(HostSpec { name: name.clone(), addrs: *addrs });
-                            let mut l = link(&name, &format!("e{p}_{e}"), d(), false);
-                            l.monitor_reverse = true;
-                            links.push(l);
-                        }
-                    }
-                    for a in 0..h {
-                        for j in 0..h {
-                            links.push(link(
-                                &format!("a{p}_{a}"),
-                                &format!("c{}", a * h + j),
-                                d(),
-                                false,
-                            ));
-                        }
-                    }
-                }
-                Expanded { hosts, switches, links }
-            }
+            Topology::Dumbbell { pairs, addrs, bottleneck } => dumbbell(*pairs, *addrs, bottleneck),
+            Topology::TwoPath { cross_hosts, access } => two_path(*cross_hosts, access),
+            Topology::FatTree { k, addrs } => fat_tree(*k, *addrs)?,
         })
+    }
+}
+
+/// Senders `s0..` on access links into `sw`, and the monitored bottleneck `sw -> r`.
+fn many_to_one(
+    senders: usize,
+    sender_addrs: usize,
+    receiver_addrs: usize,
+    access: &LinkConfig,
+    bottleneck: &LinkConfig,
+) -> Expanded {
+    let mut hosts: Vec<HostSpec> =
+        (0..senders).map(|i| HostSpec { name: format!("s{i}"), addrs: sender_addrs }).collect();
+    hosts.push(HostSpec { name: "r".into(), addrs: receiver_addrs });
+    let mut links: Vec<LinkSpec> =
+        (0..senders).map(|i| link(&format!("s{i}"), "sw", access.clone(), false)).collect();
+    let mut b = link("sw", "r", bottleneck.clone(), true);
+    b.host_queue = Some(false);
+    links.push(b);
+    Expanded { hosts, switches: vec!["sw".into()], links }
+}
+
+/// `l0..` and `r0..` on either side of the bottleneck `sl - sr`, monitored both ways.
+fn dumbbell(pairs: usize, addrs: usize, bottleneck: &LinkConfig) -> Expanded {
+    let mut hosts = vec![];
+    let mut links = vec![];
+    for side in ["l", "r"] {
+        for i in 0..pairs {
+            let name = format!("{side}{i}");
+            hosts.push(HostSpec { name: name.clone(), addrs });
+            links.push(link(&name, &format!("s{side}"), LinkConfig::default(), false));
+        }
+    }
+    let mut b = link("sl", "sr", bottleneck.clone(), true);
+    b.monitor_reverse = true;
+    links.push(b);
+    Expanded { hosts, switches: vec!["sl".into(), "sr".into()], links }
+}
+
+/// `src` and `dst` joined through switches `a` and `b`, with cross hosts on each switch.
+fn two_path(cross_hosts: usize, access: &LinkConfig) -> Expanded {
+    let d = LinkConfig::default;
+    let mut hosts =
+        vec![HostSpec { name: "src".into(), addrs: 2 }, HostSpec { name: "dst".into(), addrs: 2 }];
+    let mut links = vec![
+        link("src", "a", access.clone(), false),
+        link("src", "b", access.clone(), false),
+        link("dst", "a", d(), false),
+        link("dst", "b", d(), false),
+    ];
+    // Bottlenecks a -> dst and b -> dst are the reverse direction of dst's links.
+    links[2].monitor_reverse = true;
+    links[3].monitor_reverse = true;
+    for sw in ["a", "b"] {
+        for i in 0..cross_hosts {
+            let name = format!("x{sw}{i}");
+            hosts.push(HostSpec { name: name.clone(), addrs: 1 });
+            links.push(link(&name, sw, access.clone(), false));
+        }
+    }
+    Expanded { hosts, switches: vec!["a".into(), "b".into()], links }
+}
+
+/// A k-ary fat tree: (k/2)^2 cores, k pods of k/2 edge and k/2 aggregation switches, k/2 hosts
+/// per edge switch.
+fn fat_tree(k: usize, addrs: usize) -> Result<Expanded, ScenarioError> {
+    if k < 2 || k % 2 != 0 {
+        return Err(invalid(format!("fat-tree k must be even and >= 2, not {k}")));
+    }
+    let h = k / 2;
+    let mut switches: Vec<String> = (0..h * h).map(|c| format!("c{c}")).collect();
+    let (mut hosts, mut links) = (vec![], vec![]);
+    for p in 0..k {
+        for i in 0..h {
+            switches.push(format!("e{p}_{i}"));
+            switches.push(format!("a{p}_{i}"));
+        }
+        for e in 0..h {
+            pod_edge(p, e, h, addrs, &mut hosts, &mut links);
+        }
+        for a in 0..h {
+            for j in 0..h {
+                let core = format!("c{}", a * h + j);
+                links.push(link(&format!("a{p}_{a}"), &core, LinkConfig::default(), false));
+            }
+        }
+    }
+    Ok(Expanded { hosts, switches, links })
+}
+
+/// Edge switch `e` of pod `p`: its links up to the pod's aggregation switches and its hosts.
+fn pod_edge(
+    p: usize,
+    e: usize,
+    h: usize,
+    addrs: usize,
+    hosts: &mut Vec<HostSpec>,
+    links: &mut Vec<LinkSpec>,
+) {
+    let edge = format!("e{p}_{e}");
+    for a in 0..h {
+        links.push(link(&edge, &format!("a{p}_{a}"), LinkConfig::default(), false));
+    }
+    for j in 0..h {
+        let name = format!("h{}", (p * h + e) * h + j);
+        hosts.push(HostSpec { name: name.clone(), addrs });
+        let mut l = link(&name, &edge, LinkConfig::default(), false);
+        l.monitor_reverse = true;
+        links.push(l);
     }
 }
 
