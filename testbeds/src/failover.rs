@@ -180,22 +180,8 @@ fn run_inner(args: &FailoverArgs, run_id: u32, mpquic: &str) -> Result<FailoverR
     write_random(&source, args.bytes)?;
     let received = dir.join("received");
     std::fs::create_dir_all(&received)?;
-    // Without failover, neither end detects the dead path: the server's own detector would
-    // otherwise abandon it and the sender follow the peer's PATH_ABANDON.
-    let off = || args.no_failover.then(|| "--no-failover".to_string());
-    let mut serve = tb.server_args(&received);
-    serve.extend(off());
-    let mut server = Proc::spawn(tb.nss.ns(tb.d), mpquic, &serve)?;
-    if !server.wait_err_line(Duration::from_secs(10), |l| l.starts_with("mpquic: serving on")) {
-        let (_, err) = server.stop();
-        bail!("mpquic serve did not start: {}", err.trim());
-    }
-    let mut send = tb.sender_args(&source, args)?;
-    send.extend(["--idle-timeout".into(), args.sender_idle_timeout.to_string()]);
-    send.extend(off());
-    if args.qlog {
-        send.extend(["--qlog".into(), args.out.join("qlog").display().to_string()]);
-    }
+    let server = start_server(&tb, args, &received, mpquic)?;
+    let send = sender_command(&tb, args, &source)?;
 
     let mut r = Timeline {
         dead_server: dead_server.to_string(),
@@ -220,10 +206,7 @@ fn run_inner(args: &FailoverArgs, run_id: u32, mpquic: &str) -> Result<FailoverR
     save(&args.out.join("server.stdout"), &server_lines.join("\n"))?;
     save(&args.out.join("server.stderr"), &server_err)?;
     save(&args.out.join("receive-progress.json"), &serde_json::to_string(&progress)?)?;
-    let report = lines.iter().rev().find_map(|l| {
-        let v: serde_json::Value = serde_json::from_str(l).ok()?;
-        v.get("verified").is_some().then_some(v)
-    });
+    let report = sender_report(&lines);
     let verified = report.as_ref().is_some_and(|v| v["verified"] == true);
     let stored = received.join(NAME);
     let identical = ok && stored.is_file() && same_contents(&source, &stored)?;
@@ -262,6 +245,43 @@ fn run_inner(args: &FailoverArgs, run_id: u32, mpquic: &str) -> Result<FailoverR
         sender_error: (!ok).then(|| stderr.trim().to_string()),
         sender_report: report,
         host_loadavg_1min: [load_before, load_after],
+    })
+}
+
+// Without failover, neither end detects the dead path: the server's own detector would
+// otherwise abandon it and the sender follow the peer's PATH_ABANDON.
+fn no_failover_flag(args: &FailoverArgs) -> Option<String> {
+    args.no_failover.then(|| "--no-failover".to_string())
+}
+
+/// `mpquic serve` on the receiving host, once it says it is serving.
+fn start_server(tb: &TwoPaths, args: &FailoverArgs, received: &Path, mpquic: &str) -> Result<Proc> {
+    let mut serve = tb.server_args(received);
+    serve.extend(no_failover_flag(args));
+    let mut server = Proc::spawn(tb.nss.ns(tb.d), mpquic, &serve)?;
+    if !server.wait_err_line(Duration::from_secs(10), |l| l.starts_with("mpquic: serving on")) {
+        let (_, err) = server.stop();
+        bail!("mpquic serve did not start: {}", err.trim());
+    }
+    Ok(server)
+}
+
+/// The `mpquic send` arguments of the sender under test.
+fn sender_command(tb: &TwoPaths, args: &FailoverArgs, source: &Path) -> Result<Vec<String>> {
+    let mut send = tb.sender_args(source, args)?;
+    send.extend(["--idle-timeout".into(), args.sender_idle_timeout.to_string()]);
+    send.extend(no_failover_flag(args));
+    if args.qlog {
+        send.extend(["--qlog".into(), args.out.join("qlog").display().to_string()]);
+    }
+    Ok(send)
+}
+
+/// The sender's final JSON report (the last stdout line with a `verified` field).
+fn sender_report(lines: &[String]) -> Option<serde_json::Value> {
+    lines.iter().rev().find_map(|l| {
+        let v: serde_json::Value = serde_json::from_str(l).ok()?;
+        v.get("verified").is_some().then_some(v)
     })
 }
 

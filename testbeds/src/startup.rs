@@ -12,7 +12,7 @@ use crate::results::Summary;
 use crate::runner::loadavg;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 const WORKER_ADDR: &str = "10.77.0.2";
@@ -69,56 +69,18 @@ pub fn run_startup(args: &StartupArgs, run_id: u32) -> Result<String> {
     let _guards = [NsGuard(agg.clone()), NsGuard(wrk.clone())];
     veth_pair(&agg, &wrk)?;
     std::fs::write(dir.join(NAME), vec![0x5a; args.answer_bytes as usize])?;
-    let server = format!("{WORKER_ADDR}:{PORT}");
-    let transport = ["--cc", "dctcp", "--ecn", "exact", "--insecure"].map(String::from);
-    let mut serve: Vec<String> = ["serve", "--listen", &server, "--dir"].map(String::from).into();
-    serve.push(dir.display().to_string());
-    serve.extend(["--allow-anonymous", "--read-only"].map(String::from));
-    serve.extend(transport.clone());
-    let mut worker = Proc::spawn(&wrk, &mpquic, &serve)?;
-    if !worker.wait_err_line(Duration::from_secs(10), |l| l.starts_with("mpquic: serving on")) {
-        bail!("mpquic serve did not start: {}", worker.stop().1.trim());
-    }
+    let aggregator =
+        Aggregator { ns: &agg, mpquic: &mpquic, server: format!("{WORKER_ADDR}:{PORT}") };
+    let worker = aggregator.start_worker(&wrk, &dir)?;
     let load_before = loadavg();
-    let mut cold_wall = Vec::new();
-    let mut cold_fct = Vec::new();
+    let (mut cold_wall, mut cold_fct) = (Vec::new(), Vec::new());
     for _ in 0..args.jobs {
         let started = Instant::now();
-        let gets = (0..args.answers)
-            .map(|i| {
-                let out = dir.join(format!("out{i}")).display().to_string();
-                let mut get: Vec<String> =
-                    ["get", NAME, "-o", &out, "--force", "--server", &server, "--json"]
-                        .map(String::from)
-                        .into();
-                get.extend(transport.clone());
-                Proc::spawn(&agg, &mpquic, &get)
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let mut slowest: f64 = 0.0;
-        for g in gets {
-            let (lines, err, ok, _) = g.finish(PROCESS_DEADLINE)?;
-            if !ok {
-                bail!("mpquic get failed: {}", err.trim());
-            }
-            slowest = slowest.max(last_json(&lines)?["fct_s"].as_f64().context("no fct_s")?);
-        }
+        let slowest = aggregator.cold_job(args.answers, &dir)?;
         cold_wall.push(started.elapsed().as_secs_f64() * 1e3);
         cold_fct.push(slowest * 1e3);
     }
-    let mut aggregate: Vec<String> =
-        ["aggregate", "--name", NAME, "--jobs"].map(String::from).into();
-    aggregate.push(args.jobs.to_string());
-    for _ in 0..args.answers {
-        aggregate.extend(["--server".to_string(), server.clone()]);
-    }
-    aggregate.extend(transport);
-    aggregate.push("--json".into());
-    let (lines, err, ok, _) = Proc::spawn(&agg, &mpquic, &aggregate)?.finish(PROCESS_DEADLINE)?;
-    if !ok {
-        bail!("mpquic aggregate failed: {}", err.trim());
-    }
-    let warm = last_json(&lines)?;
+    let warm = aggregator.warm_jobs(args)?;
     let warm_jct_ms = warm["jobs"]
         .as_array()
         .context("no jobs in the aggregate report")?
@@ -140,6 +102,77 @@ pub fn run_startup(args: &StartupArgs, run_id: u32) -> Result<String> {
     let table = markdown(&result);
     std::fs::write(args.out.join("startup.md"), &table)?;
     Ok(table)
+}
+
+/// The aggregator's side of the check: `mpquic` commands run in its namespace against the
+/// worker's server, all with DCTCP and exact ECN counts.
+struct Aggregator<'a> {
+    ns: &'a str,
+    mpquic: &'a str,
+    server: String,
+}
+
+impl Aggregator<'_> {
+    fn transport() -> [String; 5] {
+        ["--cc", "dctcp", "--ecn", "exact", "--insecure"].map(String::from)
+    }
+
+    /// The worker: `mpquic serve` of `dir` in namespace `wrk`, once it says it is serving.
+    fn start_worker(&self, wrk: &str, dir: &Path) -> Result<Proc> {
+        let mut serve: Vec<String> =
+            ["serve", "--listen", &self.server, "--dir"].map(String::from).into();
+        serve.push(dir.display().to_string());
+        serve.extend(["--allow-anonymous", "--read-only"].map(String::from));
+        serve.extend(Self::transport());
+        let mut worker = Proc::spawn(wrk, self.mpquic, &serve)?;
+        if !worker.wait_err_line(Duration::from_secs(10), |l| l.starts_with("mpquic: serving on")) {
+            bail!("mpquic serve did not start: {}", worker.stop().1.trim());
+        }
+        Ok(worker)
+    }
+
+    /// One cold job: `answers` concurrent `mpquic get`s, each on its own new connection; the
+    /// slowest one's FCT in seconds.
+    fn cold_job(&self, answers: usize, dir: &Path) -> Result<f64> {
+        let gets = (0..answers)
+            .map(|i| {
+                let out = dir.join(format!("out{i}")).display().to_string();
+                let mut get: Vec<String> =
+                    ["get", NAME, "-o", &out, "--force", "--server", &self.server, "--json"]
+                        .map(String::from)
+                        .into();
+                get.extend(Self::transport());
+                Proc::spawn(self.ns, self.mpquic, &get)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut slowest: f64 = 0.0;
+        for g in gets {
+            let (lines, err, ok, _) = g.finish(PROCESS_DEADLINE)?;
+            if !ok {
+                bail!("mpquic get failed: {}", err.trim());
+            }
+            slowest = slowest.max(last_json(&lines)?["fct_s"].as_f64().context("no fct_s")?);
+        }
+        Ok(slowest)
+    }
+
+    /// Every warm job in one `mpquic aggregate` over connections set up once: its JSON report.
+    fn warm_jobs(&self, args: &StartupArgs) -> Result<serde_json::Value> {
+        let mut aggregate: Vec<String> =
+            ["aggregate", "--name", NAME, "--jobs"].map(String::from).into();
+        aggregate.push(args.jobs.to_string());
+        for _ in 0..args.answers {
+            aggregate.extend(["--server".to_string(), self.server.clone()]);
+        }
+        aggregate.extend(Self::transport());
+        aggregate.push("--json".into());
+        let (lines, err, ok, _) =
+            Proc::spawn(self.ns, self.mpquic, &aggregate)?.finish(PROCESS_DEADLINE)?;
+        if !ok {
+            bail!("mpquic aggregate failed: {}", err.trim());
+        }
+        last_json(&lines)
+    }
 }
 
 /// Two namespaces joined by one veth pair, without any qdisc of ours.

@@ -381,6 +381,73 @@ pub struct Sim {
 /// One end's transport configuration, coupled controller and path supervision policy.
 type EndTransport = (Arc<TransportConfig>, Option<Arc<SharedController>>, Policy);
 
+/// One event of endpoint `ep`'s connection: its paths registered with the controller and the
+/// supervisor as they are established or abandoned, and the client's record of them.
+fn on_connection_event(
+    ep: &mut Ep,
+    flow: &mut Flow,
+    conn: &mut Connection,
+    event: Event,
+    now: Instant,
+    now_ps: Ps,
+) {
+    match event {
+        Event::Connected => {
+            register_slot(&mut ep.slots, conn, noq_proto::PathId::ZERO);
+            if ep.role == Role::Client {
+                flow.progress.connected_at = Some(now_ps);
+            }
+        }
+        // A connection whose transfer is over is closed by the client (a repeating flow's): no
+        // error.
+        Event::ConnectionLost { reason } if ep.transfer == flow.transfer => {
+            flow.progress.error = Some(reason.to_string());
+        }
+        Event::Stream(StreamEvent::Finished { id })
+            if ep.role == Role::Client && flow.stream == Some(id) =>
+        {
+            flow.request_acked = true;
+        }
+        Event::Path(PathEvent::Established { id, .. }) => {
+            register_slot(&mut ep.slots, conn, id);
+            if let Some(supervision) = &mut ep.supervision {
+                supervision.on_established(now, id);
+            }
+            if ep.role == Role::Client {
+                flow.progress.paths_established.push((path_number(id), now_ps));
+            }
+        }
+        Event::Path(PathEvent::Abandoned { id, reason, .. }) => {
+            if let Some(supervision) = &mut ep.supervision {
+                supervision.on_abandoned(now, id, &reason, conn);
+            }
+            // As the mpquic library does: the controller forgets the path and couples over the
+            // others.
+            if let (Some(cc), Some(slot)) = (&ep.cc, ep.slots.get(&path_number(id))) {
+                cc.remove_path(*slot);
+            }
+            if ep.role == Role::Client {
+                flow.progress.paths_abandoned += 1;
+            }
+        }
+        _ => {}
+    }
+}
+
+/// An endpoint whose keys, connection IDs and randomness come from `seed`'s random streams
+/// `stream .. stream + 2`, so that a run repeats to the byte.
+fn seeded_endpoint(seed: u64, stream: u64, server: Option<Arc<ServerConfig>>) -> Endpoint {
+    let mut cfg = EndpointConfig::new(NullHmacKey::new(SimRng::new(seed, stream).next_u64()));
+    let cid_seed = SimRng::new(seed, stream + 1).next_u64();
+    cfg.cid_generator(Arc::new(move || {
+        Box::new(SeededCids { rng: SimRng::new(cid_seed, 0) }) as Box<dyn ConnectionIdGenerator>
+    }));
+    let mut rng_seed = [0; 32];
+    SimRng::new(seed, stream + 2).fill(&mut rng_seed);
+    cfg.rng_seed(Some(rng_seed));
+    Endpoint::new(Arc::new(cfg), server, false)
+}
+
 /// A server's configuration for one connection, with its coupled controller and path
 /// supervision policy.
 type ServerEnd = (Arc<ServerConfig>, Option<Arc<SharedController>>, Policy);
@@ -495,26 +562,7 @@ impl Sim {
         spec: FlowSpec,
         index: &HashMap<String, NodeId>,
     ) -> Result<(), ScenarioError> {
-        let invalid = |m: String| ScenarioError::Invalid(m);
-        let node = |name: &str| -> Result<NodeId, ScenarioError> {
-            match index.get(name) {
-                Some(&n) if matches!(self.nodes[n], Node::Host { .. }) => Ok(n),
-                _ => Err(invalid(format!("flow endpoint `{name}` is not a host"))),
-            }
-        };
-        let client = node(&spec.from)?;
-        let server = node(&spec.to)?;
-        if client == server {
-            return Err(invalid(format!("flow from {} to itself", spec.from)));
-        }
-        if spec.paths == 0 {
-            return Err(invalid("a flow needs at least one path".into()));
-        }
-        spec.check_path_times().map_err(invalid)?;
-        spec.check_backup_paths().map_err(invalid)?;
-        if i >= 20_000 {
-            return Err(invalid("at most 20000 flows".into()));
-        }
+        let (client, server) = self.flow_hosts(i, &spec, index)?;
         let controller =
             spec.controller.clone().unwrap_or_else(|| self.scenario.controller.clone());
         let congestion: Congestion =
@@ -523,85 +571,13 @@ impl Sim {
             limit: self.scenario.output.notice_limit,
             ..NoticeLog::default()
         }));
-        let client_ips = self.host_ips(client);
-        let server_ips = self.host_ips(server);
-        let client_port = 10_000 + i as u16;
-        let server_port = 30_000 + i as u16;
-        let path_addrs = (0..spec.paths)
-            .map(|p| {
-                let c = client_ips[(spec.from_addr + p) % client_ips.len()];
-                let s = server_ips[(spec.to_addr + p) % server_ips.len()];
-                (c, SocketAddr::new(s, server_port))
-            })
-            .collect();
-
-        let seed = self.scenario.seed;
-        let (server_config, server_cc, policy) =
-            self.server_config(&congestion, spec.paths, &notices)?;
-        let make_endpoint = |stream: u64, server: Option<Arc<ServerConfig>>| {
-            let mut cfg =
-                EndpointConfig::new(NullHmacKey::new(SimRng::new(seed, stream).next_u64()));
-            let cid_seed = SimRng::new(seed, stream + 1).next_u64();
-            cfg.cid_generator(Arc::new(move || {
-                Box::new(SeededCids { rng: SimRng::new(cid_seed, 0) })
-                    as Box<dyn ConnectionIdGenerator>
-            }));
-            let mut rng_seed = [0; 32];
-            SimRng::new(seed, stream + 2).fill(&mut rng_seed);
-            cfg.rng_seed(Some(rng_seed));
-            Endpoint::new(Arc::new(cfg), server, false)
-        };
-
-        let base_stream = 0x4550_0000 + 8 * i as u64;
+        let (client_port, server_port) = (10_000 + i as u16, 30_000 + i as u16);
+        let path_addrs = self.path_addrs(&spec, client, server, server_port);
+        let server_end = self.server_config(&congestion, spec.paths, &notices)?;
         let client_ep = self.endpoints.len();
-        self.endpoints.push(Ep {
-            node: client,
-            port: client_port,
-            flow: i,
-            role: Role::Client,
-            endpoint: make_endpoint(base_stream, None),
-            conn: None,
-            timer: None,
-            timer_queued: None,
-            cc: None,
-            slots: BTreeMap::new(),
-            policy,
-            supervision: None,
-            transfer: 0,
-        });
-        let server_ep = self.endpoints.len();
-        self.endpoints.push(Ep {
-            node: server,
-            port: server_port,
-            flow: i,
-            role: Role::Server,
-            endpoint: make_endpoint(base_stream + 4, Some(server_config)),
-            conn: None,
-            timer: None,
-            timer_queued: None,
-            cc: server_cc,
-            slots: BTreeMap::new(),
-            policy,
-            supervision: None,
-            transfer: 0,
-        });
-        self.ep_by_addr.insert((client, client_port), client_ep);
-        self.ep_by_addr.insert((server, server_port), server_ep);
-
-        let connect_at = spec.connect_at().0;
-        self.schedule(connect_at, Ev::Connect(i));
-        // Paths opened later than the handshake: wake the client at each such time.
-        let mut later: Vec<Ps> =
-            spec.path_times.iter().map(|t| t.0).filter(|&t| t > connect_at).collect();
-        later.dedup();
-        for at in later {
-            self.schedule(at, Ev::OpenPaths(i));
-        }
-        self.schedule(spec.start.0, Ev::Start(i));
-        if spec.bytes.is_none() {
-            let stop = spec.stop.unwrap_or(self.scenario.duration).0;
-            self.schedule(stop, Ev::Stop(i));
-        }
+        let server_ep = client_ep + 1;
+        self.add_endpoints(i, (client, client_port), (server, server_port), server_end);
+        self.schedule_flow(i, &spec);
         let name = spec.name.clone().unwrap_or_else(|| format!("flow{i}"));
         let spec_start = spec.start.0;
         self.flows.push(Flow {
@@ -626,6 +602,116 @@ impl Sim {
             progress: FlowProgress::default(),
         });
         Ok(())
+    }
+
+    /// Flow `i`'s (client, server) hosts, after checking what the simulator cannot run.
+    fn flow_hosts(
+        &self,
+        i: usize,
+        spec: &FlowSpec,
+        index: &HashMap<String, NodeId>,
+    ) -> Result<(NodeId, NodeId), ScenarioError> {
+        let invalid = |m: String| ScenarioError::Invalid(m);
+        let node = |name: &str| -> Result<NodeId, ScenarioError> {
+            match index.get(name) {
+                Some(&n) if matches!(self.nodes[n], Node::Host { .. }) => Ok(n),
+                _ => Err(invalid(format!("flow endpoint `{name}` is not a host"))),
+            }
+        };
+        let client = node(&spec.from)?;
+        let server = node(&spec.to)?;
+        if client == server {
+            return Err(invalid(format!("flow from {} to itself", spec.from)));
+        }
+        if spec.paths == 0 {
+            return Err(invalid("a flow needs at least one path".into()));
+        }
+        spec.check_path_times().map_err(invalid)?;
+        spec.check_backup_paths().map_err(invalid)?;
+        if i >= 20_000 {
+            return Err(invalid("at most 20000 flows".into()));
+        }
+        Ok((client, server))
+    }
+
+    /// A flow's paths as (client address, server socket): path `p` from the client's address
+    /// `from_addr + p` to the server's `to_addr + p`, each wrapping around the host's addresses.
+    fn path_addrs(
+        &self,
+        spec: &FlowSpec,
+        client: NodeId,
+        server: NodeId,
+        server_port: u16,
+    ) -> Vec<(IpAddr, SocketAddr)> {
+        let client_ips = self.host_ips(client);
+        let server_ips = self.host_ips(server);
+        (0..spec.paths)
+            .map(|p| {
+                let c = client_ips[(spec.from_addr + p) % client_ips.len()];
+                let s = server_ips[(spec.to_addr + p) % server_ips.len()];
+                (c, SocketAddr::new(s, server_port))
+            })
+            .collect()
+    }
+
+    /// Flow `i`'s client and server endpoints, in that order, each seeded from the run's seed
+    /// and the flow's own random streams so that flows do not share randomness.
+    fn add_endpoints(
+        &mut self,
+        i: usize,
+        (client, client_port): (NodeId, u16),
+        (server, server_port): (NodeId, u16),
+        (server_config, server_cc, policy): ServerEnd,
+    ) {
+        let seed = self.scenario.seed;
+        let base_stream = 0x4550_0000 + 8 * i as u64;
+        let ends = [
+            (client, client_port, Role::Client, seeded_endpoint(seed, base_stream, None), None),
+            (
+                server,
+                server_port,
+                Role::Server,
+                seeded_endpoint(seed, base_stream + 4, Some(server_config)),
+                server_cc,
+            ),
+        ];
+        for (node, port, role, endpoint, cc) in ends {
+            self.ep_by_addr.insert((node, port), self.endpoints.len());
+            self.endpoints.push(Ep {
+                node,
+                port,
+                flow: i,
+                role,
+                endpoint,
+                conn: None,
+                timer: None,
+                timer_queued: None,
+                cc,
+                slots: BTreeMap::new(),
+                policy,
+                supervision: None,
+                transfer: 0,
+            });
+        }
+    }
+
+    /// Flow `i`'s events: its handshake, the paths it opens later, its start, and the stop of a
+    /// flow without a size.
+    fn schedule_flow(&mut self, i: usize, spec: &FlowSpec) {
+        let connect_at = spec.connect_at().0;
+        self.schedule(connect_at, Ev::Connect(i));
+        // Paths opened later than the handshake: wake the client at each such time.
+        let mut later: Vec<Ps> =
+            spec.path_times.iter().map(|t| t.0).filter(|&t| t > connect_at).collect();
+        later.dedup();
+        for at in later {
+            self.schedule(at, Ev::OpenPaths(i));
+        }
+        self.schedule(spec.start.0, Ev::Start(i));
+        if spec.bytes.is_none() {
+            let stop = spec.stop.unwrap_or(self.scenario.duration).0;
+            self.schedule(stop, Ev::Stop(i));
+        }
     }
 
     /// The server's configuration for one connection of a flow: the handshake's, and a fresh
@@ -840,46 +926,8 @@ impl Sim {
                 let packet = self.packets.remove(key);
                 self.deliver(ep, packet);
             }
-            Ev::Timer(ep, at) => {
-                let now = self.instant(self.now);
-                let e = &mut self.endpoints[ep];
-                if e.timer_queued != Some(at) {
-                    return; // superseded by an earlier event
-                }
-                e.timer_queued = None;
-                match e.timer {
-                    Some(deadline) if deadline <= self.now => {
-                        e.timer = None;
-                        if let Some((_, conn)) = &mut e.conn {
-                            self.ptos.lock().unwrap_or_else(|p| p.into_inner()).current =
-                                Some((ep, self.now));
-                            conn.handle_timeout(now);
-                            self.ptos.lock().unwrap_or_else(|p| p.into_inner()).current = None;
-                        }
-                        self.service(ep);
-                    }
-                    Some(deadline) => {
-                        // The deadline moved later since this event was queued.
-                        e.timer_queued = Some(deadline);
-                        self.schedule(deadline, Ev::Timer(ep, deadline));
-                    }
-                    None => {}
-                }
-            }
-            Ev::Supervise(ep_id, at) => {
-                let now = self.instant(self.now);
-                let ep = &mut self.endpoints[ep_id];
-                let (Some(supervision), Some((_, conn))) = (&mut ep.supervision, &mut ep.conn)
-                else {
-                    return;
-                };
-                if supervision.queued != Some(at) {
-                    return; // superseded by an earlier wake-up
-                }
-                supervision.queued = None;
-                supervision.poll(now, conn, ep.cc.as_deref(), &ep.slots);
-                self.service(ep_id);
-            }
+            Ev::Timer(ep, at) => self.on_timer(ep, at),
+            Ev::Supervise(ep, at) => self.on_supervise(ep, at),
             Ev::BlackHole(link) => self.links[link].params.loss = 1.0,
             Ev::Connect(f) => self.connect(f),
             Ev::Start(f) => {
@@ -897,22 +945,70 @@ impl Sim {
                 self.service(ep);
                 self.check_done();
             }
-            Ev::SampleQueues => {
-                let keep = self.samples_taken.is_multiple_of(self.series_every);
-                self.samples_taken += 1;
-                for i in 0..self.monitored.len() {
-                    let l = self.monitored[i];
-                    self.links[l].sample(self.now, keep);
-                }
-                let next = self.now + self.scenario.output.queue_sample.0.max(1);
-                self.schedule(next, Ev::SampleQueues);
-            }
+            Ev::SampleQueues => self.sample_queues(),
             Ev::Trace => {
                 self.trace();
                 let next = self.now + self.scenario.output.trace_interval.0.max(1);
                 self.schedule(next, Ev::Trace);
             }
         }
+    }
+
+    /// Endpoint `ep`'s timer event queued for `at`: the connection's timeout if its deadline
+    /// has come, else the event again at the deadline it moved to.
+    fn on_timer(&mut self, ep: usize, at: Ps) {
+        let now = self.instant(self.now);
+        let e = &mut self.endpoints[ep];
+        if e.timer_queued != Some(at) {
+            return; // superseded by an earlier event
+        }
+        e.timer_queued = None;
+        match e.timer {
+            Some(deadline) if deadline <= self.now => {
+                e.timer = None;
+                if let Some((_, conn)) = &mut e.conn {
+                    self.ptos.lock().unwrap_or_else(|p| p.into_inner()).current =
+                        Some((ep, self.now));
+                    conn.handle_timeout(now);
+                    self.ptos.lock().unwrap_or_else(|p| p.into_inner()).current = None;
+                }
+                self.service(ep);
+            }
+            Some(deadline) => {
+                // The deadline moved later since this event was queued.
+                e.timer_queued = Some(deadline);
+                self.schedule(deadline, Ev::Timer(ep, deadline));
+            }
+            None => {}
+        }
+    }
+
+    /// Endpoint `ep_id`'s path supervisor asked to be polled at `at`.
+    fn on_supervise(&mut self, ep_id: usize, at: Instant) {
+        let now = self.instant(self.now);
+        let ep = &mut self.endpoints[ep_id];
+        let (Some(supervision), Some((_, conn))) = (&mut ep.supervision, &mut ep.conn) else {
+            return;
+        };
+        if supervision.queued != Some(at) {
+            return; // superseded by an earlier wake-up
+        }
+        supervision.queued = None;
+        supervision.poll(now, conn, ep.cc.as_deref(), &ep.slots);
+        self.service(ep_id);
+    }
+
+    /// One sample of every monitored link's queue (kept in the series every `series_every`-th
+    /// time), and the next sample's event.
+    fn sample_queues(&mut self) {
+        let keep = self.samples_taken.is_multiple_of(self.series_every);
+        self.samples_taken += 1;
+        for i in 0..self.monitored.len() {
+            let l = self.monitored[i];
+            self.links[l].sample(self.now, keep);
+        }
+        let next = self.now + self.scenario.output.queue_sample.0.max(1);
+        self.schedule(next, Ev::SampleQueues);
     }
 
     fn trace(&mut self) {
@@ -1150,104 +1246,107 @@ impl Sim {
     fn service(&mut self, ep_id: usize) {
         let now_ps = self.now;
         let now = self.instant(now_ps);
-        let ep = &mut self.endpoints[ep_id];
-        let Some((ch, conn)) = &mut ep.conn else { return };
-        let f = ep.flow;
-        let flow = &mut self.flows[f];
+        // Out of its endpoint while it runs, so that the endpoint's other fields and the
+        // simulator's can be borrowed beside it; nothing below reads `conn` through `ep`.
+        let Some((ch, mut conn)) = self.endpoints[ep_id].conn.take() else { return };
+        let f = self.endpoints[ep_id].flow;
+        let next_transfer = self.run_connection(ep_id, ch, &mut conn, now, now_ps);
+        let done = self.flows[f].is_done();
+        self.arm_wake_ups(ep_id, &mut conn, now_ps);
+        self.endpoints[ep_id].conn = Some((ch, conn));
+        let outbox = std::mem::take(&mut self.outbox);
+        self.counters.datagrams += outbox.len() as u64;
+        for (node, p) in outbox {
+            self.send_from_host(node, p);
+        }
+        if done {
+            self.check_done();
+        }
+        if next_transfer {
+            self.next_transfer(f);
+        }
+    }
+
+    /// Endpoint `ep_id`'s connection events, application and transmissions (into the outbox),
+    /// round after round until the connection has no endpoint event left; whether the client
+    /// finished a transfer and the next one is due.
+    fn run_connection(
+        &mut self,
+        ep_id: usize,
+        ch: ConnectionHandle,
+        conn: &mut Connection,
+        now: Instant,
+        now_ps: Ps,
+    ) -> bool {
         let gp_bucket = (now_ps / self.scenario.output.goodput_interval.0.max(1)) as usize;
         // The client closed its connection after a transfer, and the next one is due.
         let mut next_transfer = false;
         loop {
+            let ep = &mut self.endpoints[ep_id];
+            let flow = &mut self.flows[ep.flow];
             while let Some(event) = conn.poll() {
-                match event {
-                    Event::Connected => {
-                        register_slot(&mut ep.slots, conn, noq_proto::PathId::ZERO);
-                        if ep.role == Role::Client {
-                            flow.progress.connected_at = Some(now_ps);
-                        }
-                    }
-                    // A connection whose transfer is over is closed by the client (a repeating
-                    // flow's): no error.
-                    Event::ConnectionLost { reason } if ep.transfer == flow.transfer => {
-                        flow.progress.error = Some(reason.to_string());
-                    }
-                    Event::Stream(StreamEvent::Finished { id })
-                        if ep.role == Role::Client && flow.stream == Some(id) =>
-                    {
-                        flow.request_acked = true;
-                    }
-                    Event::Path(PathEvent::Established { id, .. }) => {
-                        register_slot(&mut ep.slots, conn, id);
-                        if let Some(supervision) = &mut ep.supervision {
-                            supervision.on_established(now, id);
-                        }
-                        if ep.role == Role::Client {
-                            flow.progress.paths_established.push((path_number(id), now_ps));
-                        }
-                    }
-                    Event::Path(PathEvent::Abandoned { id, reason, .. }) => {
-                        if let Some(supervision) = &mut ep.supervision {
-                            supervision.on_abandoned(now, id, &reason, conn);
-                        }
-                        // As the mpquic library does: the controller forgets the path and
-                        // couples over the others.
-                        if let (Some(cc), Some(slot)) = (&ep.cc, ep.slots.get(&path_number(id))) {
-                            cc.remove_path(*slot);
-                        }
-                        if ep.role == Role::Client {
-                            flow.progress.paths_abandoned += 1;
-                        }
-                    }
-                    _ => {}
-                }
+                on_connection_event(ep, flow, conn, event, now, now_ps);
             }
             match ep.role {
                 Role::Client => next_transfer |= client_app(flow, conn, now, now_ps, gp_bucket),
                 Role::Server => server_app(flow, conn, now_ps, gp_bucket),
             }
-            loop {
-                self.buf.clear();
-                let Some(t) = conn.poll_transmit(now, BATCH, &mut self.buf) else { break };
-                let src_ip = t.src_ip.unwrap_or_else(|| match &self.nodes[ep.node] {
-                    Node::Host { interfaces, .. } => interfaces[0].ip,
-                    Node::Switch { .. } => unreachable!("endpoints live on hosts"),
-                });
-                let segment = t.segment_size.unwrap_or(t.size);
-                for datagram in self.buf[..t.size].chunks(segment) {
-                    self.outbox.push((
-                        ep.node,
-                        Packet {
-                            src: SocketAddr::new(src_ip, ep.port),
-                            dst: t.destination,
-                            ecn: t.ecn,
-                            data: BytesMut::from(datagram),
-                        },
-                    ));
-                }
-            }
+            self.transmit(ep_id, conn, now);
+            let ep = &mut self.endpoints[ep_id];
             let mut more = false;
             while let Some(event) = conn.poll_endpoint_events() {
                 more = true;
-                if let Some(back) = ep.endpoint.handle_event(*ch, event) {
+                if let Some(back) = ep.endpoint.handle_event(ch, event) {
                     conn.handle_event(back);
                 }
             }
             if !more {
-                break;
+                return next_transfer;
             }
         }
+    }
+
+    /// The datagrams endpoint `ep_id`'s connection has to send now, into the outbox (a GSO
+    /// batch split into its datagrams).
+    fn transmit(&mut self, ep_id: usize, conn: &mut Connection, now: Instant) {
+        let (node, port) = (self.endpoints[ep_id].node, self.endpoints[ep_id].port);
+        loop {
+            self.buf.clear();
+            let Some(t) = conn.poll_transmit(now, BATCH, &mut self.buf) else { return };
+            let src_ip = t.src_ip.unwrap_or_else(|| match &self.nodes[node] {
+                Node::Host { interfaces, .. } => interfaces[0].ip,
+                Node::Switch { .. } => unreachable!("endpoints live on hosts"),
+            });
+            let segment = t.segment_size.unwrap_or(t.size);
+            for datagram in self.buf[..t.size].chunks(segment) {
+                self.outbox.push((
+                    node,
+                    Packet {
+                        src: SocketAddr::new(src_ip, port),
+                        dst: t.destination,
+                        ecn: t.ecn,
+                        data: BytesMut::from(datagram),
+                    },
+                ));
+            }
+        }
+    }
+
+    /// The events that wake endpoint `ep_id` again: its path supervisor's next poll (its
+    /// failover reports go to the flow) and the connection's next timeout.
+    fn arm_wake_ups(&mut self, ep_id: usize, conn: &mut Connection, now_ps: Ps) {
         let deadline = conn.poll_timeout().map(|t| {
             let ns = t.saturating_duration_since(self.base).as_nanos() as u64;
             (ns * 1000).max(now_ps)
         });
-        let done = flow.is_done();
+        let ep = &mut self.endpoints[ep_id];
         let side = match ep.role {
             Role::Client => Side::Client,
             Role::Server => Side::Server,
         };
         if let Some(supervision) = &mut ep.supervision {
             let events = supervision.events.drain(..);
-            flow.progress.failovers.extend(events.map(|e| (side, e)));
+            self.flows[ep.flow].progress.failovers.extend(events.map(|e| (side, e)));
             // A closed connection's paths are not supervised (its supervisor would ask to be
             // woken at the same instant over and over): a repeating flow's server keeps the
             // one the client closed until the next connection arrives.
@@ -1267,17 +1366,6 @@ impl Sim {
                 ep.timer_queued = Some(at);
                 self.schedule(at, Ev::Timer(ep_id, at));
             }
-        }
-        let outbox = std::mem::take(&mut self.outbox);
-        self.counters.datagrams += outbox.len() as u64;
-        for (node, p) in outbox {
-            self.send_from_host(node, p);
-        }
-        if done {
-            self.check_done();
-        }
-        if next_transfer {
-            self.next_transfer(f);
         }
     }
 
