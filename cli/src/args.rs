@@ -91,6 +91,14 @@ impl BatchArgs {
     }
 }
 
+/// A receive window: a size (`parse_size`), more than 0.
+fn parse_window(s: &str) -> Result<u64, String> {
+    match parse_size(s)? {
+        0 => Err("a window of 0 bytes would never let the peer send: give at least 1".into()),
+        window => Ok(window),
+    }
+}
+
 /// A rate in bytes per second: a size (`parse_size`) per second, more than 0.
 fn parse_rate(s: &str) -> Result<u64, String> {
     match parse_size(s)? {
@@ -138,6 +146,13 @@ pub struct TransportArgs {
     /// default puts a 26 ms floor under loss recovery.
     #[arg(long, value_name = "MS")]
     pub max_ack_delay: Option<f64>,
+    /// The connection's and each stream's receive window and the send buffer, in bytes (K, M,
+    /// G are powers of 1024) [default: noq's 1.25 MB per stream]. What a sender may have
+    /// unacknowledged on a stream is the peer's window, so the receiver's setting counts: a
+    /// path whose bandwidth-delay product nears it is window-limited, and the `ecf`
+    /// scheduler sees at most this much data waiting. Set it on both ends.
+    #[arg(long, value_name = "SIZE", value_parser = parse_window)]
+    pub receive_window: Option<u64>,
 }
 
 impl TransportArgs {
@@ -164,6 +179,7 @@ impl TransportArgs {
             qlog_dir: self.qlog.clone(),
             idle_timeout: Duration::from_secs_f64(self.idle_timeout),
             max_ack_delay,
+            receive_window: self.receive_window,
             path_failure: (!self.no_failover).then(mpquic::PathFailure::default),
             ..Options::default()
         };
@@ -687,6 +703,27 @@ mod tests {
         assert_eq!(Ok(whole), split);
         assert_eq!(congestion(&[]), Ok(Congestion::default()), "AMP");
         assert!(congestion(&["--cc", "amp:alpha=1"]).unwrap_err().contains("alpha"));
+    }
+
+    /// `--receive-window` reaches the library's options; a window the stack cannot carry is
+    /// refused with the option's name, not at the first connection.
+    #[test]
+    fn a_receive_window_is_a_size_the_stack_can_carry() {
+        #[derive(clap::Parser)]
+        struct T {
+            #[command(flatten)]
+            transport: TransportArgs,
+        }
+        let window = |args: &[&str]| {
+            let t = <T as clap::Parser>::try_parse_from(["t"].iter().chain(args))
+                .map_err(|e| e.to_string())?;
+            t.transport.options().map(|o| o.receive_window).map_err(|e| e.to_string())
+        };
+        assert_eq!(window(&[]), Ok(None), "noq's default");
+        assert_eq!(window(&["--receive-window", "8M"]), Ok(Some(8 << 20)));
+        assert!(window(&["--receive-window", "0"]).unwrap_err().contains("window of 0"));
+        let huge = window(&["--receive-window", "8388608T"]).unwrap_err();
+        assert!(huge.contains("receive window"), "{huge}");
     }
 
     #[test]

@@ -11,7 +11,7 @@
 
 use crate::plan::{
     Controller, CustomHost, CustomLink, Flow, FlowKind, Jobs, LinkOverride, LinkParams,
-    MpquicController, Plan, Topology,
+    MpquicController, Plan, Quic, Topology,
 };
 use mpquic::{EcnPrecision, Scheduler};
 use mpquic_scenario::error::{at, ScenarioError};
@@ -64,6 +64,10 @@ pub fn compile(s: &lang::Scenario, name: &str) -> Result<Plan, ScenarioError> {
         link_overrides: link_overrides.into_iter().map(|(o, _)| o).collect(),
         flows,
         jobs: jobs.collect::<Result<Vec<_>, _>>()?,
+        quic: Quic {
+            receive_window: s.transport.window,
+            max_ack_delay_ms: s.transport.max_ack_delay.map(|d| d.secs() * 1e3),
+        },
     };
     crate::limits::check(&plan).map_err(|e| ScenarioError::Invalid(format!("netns: {e}")))?;
     check_addresses(s, &plan)?;
@@ -462,6 +466,21 @@ bytes = "1MB"
     fn plan(text: &str) -> Result<Plan, ScenarioError> {
         let e = mpquic_scenario::Experiment::parse(text, "t.toml")?;
         compile(&e.points[0].scenario, "t")
+    }
+
+    /// The `[transport]` settings the simulator reads reach every mpquic process here too, as
+    /// CLI flags: the window (the language's 8 MB default unless written) and the ACK
+    /// profile, which a run used to leave at the CLI's defaults (1.25 MB, 25 ms) unsaid.
+    #[test]
+    fn the_transport_window_and_ack_profile_reach_the_cli() {
+        let p = plan(TWO_PATH).unwrap();
+        assert_eq!(p.quic.args(), ["--receive-window", "8388608"]);
+        let text = TWO_PATH.replace(
+            "[topology]",
+            "[transport]\nwindow = 2000000\nmax_ack_delay = \"1ms\"\n[topology]",
+        );
+        let p = plan(&text).unwrap();
+        assert_eq!(p.quic.args(), ["--receive-window", "2000000", "--max-ack-delay", "1"]);
     }
 
     #[test]

@@ -23,6 +23,35 @@ pub struct Plan {
     pub link_overrides: Vec<LinkOverride>,
     pub flows: Vec<Flow>,
     pub jobs: Vec<Jobs>,
+    /// What every mpquic process of the run is given beside its own flow's settings.
+    pub quic: Quic,
+}
+
+/// The scenario's `[transport]` settings that every mpquic process of a run takes as CLI
+/// flags, senders and servers alike (a stream's window is the receiver's to give).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Quic {
+    /// The CLI's `--receive-window` (the language's `transport.window`), bytes; 0: the CLI's
+    /// own default.
+    pub receive_window: u64,
+    /// The CLI's `--max-ack-delay` (the language's `transport.max_ack_delay`), milliseconds:
+    /// a protocol timer, given as written, not scaled with the links' times.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_ack_delay_ms: Option<f64>,
+}
+
+impl Quic {
+    /// As `mpquic` arguments.
+    pub fn args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if self.receive_window > 0 {
+            args.extend(["--receive-window".into(), self.receive_window.to_string()]);
+        }
+        if let Some(ms) = self.max_ack_delay_ms {
+            args.extend(["--max-ack-delay".into(), ms.to_string()]);
+        }
+        args
+    }
 }
 
 /// The namespaces and veth pairs to build. Experiments compile to `Custom`; the failover

@@ -502,11 +502,13 @@ fn default_request() -> u64 {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct TransportSettings {
-    /// UDP payload size of full packets (the papers' MSS).
+    /// UDP payload size of full packets (the papers' MSS). The simulator's only: the
+    /// testbed's processes send what noq sends over a veth (1452-byte datagrams).
     pub mtu: u16,
-    /// RTT assumed before the first sample.
+    /// RTT assumed before the first sample (the simulator's only; the CLI keeps noq's).
     pub initial_rtt: Dur,
-    /// Connection and stream receive windows, and the send buffer, bytes.
+    /// Connection and stream receive windows, and the send buffer, bytes (both backends: the
+    /// testbed gives it to every mpquic process as `--receive-window`).
     pub window: u64,
     /// ACK shaping for ECN (the mpquic library's `EcnPrecision`): `auto` (GSO batches, the
     /// stack's ACKs; counts are exact either way) or `per-packet` (GSO off, an ACK per packet;

@@ -5,7 +5,7 @@ use super::{first_addr, host, transport_args, JOB_ANSWER, JOB_PORT};
 use super::{MPTCP_PORT, QUIC_PORT, TCP_PORT};
 use crate::flows::{self, Proc};
 use crate::netns::{run, Namespaces};
-use crate::plan::{Controller, Flow, FlowKind, Jobs, Plan};
+use crate::plan::{Controller, Flow, FlowKind, Jobs, Plan, Quic};
 use crate::topology::Net;
 use anyhow::{bail, Context, Result};
 use std::net::Ipv4Addr;
@@ -65,7 +65,7 @@ pub fn start_flows(
             let ns = nss.ns(from).to_string();
             let cmd = match f.kind {
                 FlowKind::KernelTcp | FlowKind::KernelMptcp => kernel_flow(f, &pairs, &id)?,
-                FlowKind::Mpquic => mpquic_flow(f, &pairs, &ns, &id)?,
+                FlowKind::Mpquic => mpquic_flow(f, &pairs, (&ns, &id), &sc.quic)?,
             };
             let start = f.start_s + inst as f64 * f.stagger_ms / 1000.0;
             let handle = spawn_at(ns, cmd.program, cmd.args, start, clock);
@@ -93,7 +93,7 @@ pub fn start_jobs(
             let w = first_addr(net, host(net, w)?);
             args.extend(["--server".into(), format!("{w}:{}", JOB_PORT + ji as u16)]);
         }
-        args.extend(transport_args(&j.controller, j.ecn));
+        args.extend(transport_args(&j.controller, j.ecn, &sc.quic));
         args.extend(["--insecure".into(), "--json".into()]);
         let ns = nss.ns(a).to_string();
         let handle = spawn_at(ns, flows::mpquic_bin()?, args, j.start_s, clock);
@@ -126,7 +126,12 @@ fn kernel_flow(f: &Flow, pairs: &[(Ipv4Addr, Ipv4Addr)], id: &str) -> Result<Com
 
 /// An mpquic flow over its first `paths` pairs (0: every pair): `mpquic send`, of `bytes` or
 /// (none) for `for_s` seconds, named by the flow's id (the server's report says which it was).
-fn mpquic_flow(f: &Flow, pairs: &[(Ipv4Addr, Ipv4Addr)], ns: &str, id: &str) -> Result<Command> {
+fn mpquic_flow(
+    f: &Flow,
+    pairs: &[(Ipv4Addr, Ipv4Addr)],
+    (ns, id): (&str, &str),
+    quic: &Quic,
+) -> Result<Command> {
     let n = if f.paths == 0 { pairs.len() } else { f.paths.min(pairs.len()) };
     // noq cannot bind path 0's source: the routing table picks it. The first pair must be the
     // one routing gives, or path 0 would run elsewhere.
@@ -164,7 +169,7 @@ fn mpquic_flow(f: &Flow, pairs: &[(Ipv4Addr, Ipv4Addr)], ns: &str, id: &str) -> 
     let Controller::Mpquic(controller) = &f.controller else {
         bail!("{id}: an mpquic flow with the kernel's controller");
     };
-    args.extend(transport_args(controller, f.ecn));
+    args.extend(transport_args(controller, f.ecn, quic));
     args.extend(["--scheduler".into(), f.scheduler.name().into()]);
     args.extend(["--insecure".into(), "--json".into()]);
     Ok(Command { program: flows::mpquic_bin()?, args, paths: address_pairs(&pairs[..n]) })

@@ -12,7 +12,7 @@ use crate::cleanup;
 use crate::flows;
 use crate::marker;
 use crate::netns::{self, run};
-use crate::plan::{FlowKind, MpquicController, Plan};
+use crate::plan::{FlowKind, MpquicController, Plan, Quic};
 use crate::plots;
 use crate::results::*;
 use crate::sampler::{self, Series};
@@ -276,9 +276,12 @@ fn host(net: &Net, name: &str) -> Result<usize> {
     net.node(name).with_context(|| format!("unknown host {name}"))
 }
 
-/// The CLI's controller, its parameters and the CE-count precision, as arguments.
-fn transport_args(controller: &MpquicController, ecn: EcnPrecision) -> Vec<String> {
-    ["--cc", controller.text(), "--ecn", ecn.name()].map(String::from).to_vec()
+/// The CLI's controller, its parameters, the CE-count precision and the run's shared QUIC
+/// settings, as arguments.
+fn transport_args(controller: &MpquicController, ecn: EcnPrecision, quic: &Quic) -> Vec<String> {
+    let mut args = ["--cc", controller.text(), "--ecn", ecn.name()].map(String::from).to_vec();
+    args.extend(quic.args());
+    args
 }
 
 /// The host's 1-minute load average (the machine may be shared: a measurement on a loaded

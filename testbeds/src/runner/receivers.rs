@@ -5,7 +5,7 @@ use super::{first_addr, host, transport_args, JOB_ANSWER, JOB_PORT, LAB_CAPS};
 use super::{MPTCP_PORT, QUIC_PORT, TCP_PORT};
 use crate::flows::{self, Proc, SinkRecord};
 use crate::netns::{run, Namespaces};
-use crate::plan::{FlowKind, Plan};
+use crate::plan::{FlowKind, Plan, Quic};
 use crate::topology::Net;
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
@@ -61,7 +61,7 @@ impl Receivers {
             }
             let p = match kind {
                 FlowKind::KernelTcp | FlowKind::KernelMptcp => start_sink(nss.ns(to), kind)?,
-                FlowKind::Mpquic => start_flow_server(net, nss.ns(to), to)?,
+                FlowKind::Mpquic => start_flow_server(net, nss.ns(to), to, &sc.quic)?,
             };
             sinks.push((to, kind, p));
         }
@@ -177,8 +177,9 @@ fn start_sink(ns: &str, kind: FlowKind) -> Result<Proc> {
     Ok(p)
 }
 
-/// The mpquic flows' server on every address of host `to`.
-fn start_flow_server(net: &Net, ns: &str, to: usize) -> Result<Proc> {
+/// The mpquic flows' server on every address of host `to`, with the run's shared QUIC settings
+/// (its receive window is what the senders may have in flight).
+fn start_flow_server(net: &Net, ns: &str, to: usize, quic: &Quic) -> Result<Proc> {
     let mut args = vec!["serve".to_string()];
     for (_, e) in net.ends_of(to) {
         for a in &e.addrs {
@@ -190,6 +191,7 @@ fn start_flow_server(net: &Net, ns: &str, to: usize) -> Result<Proc> {
     // as the kernel flows' sink samples them.
     let lab = ["--insecure", "--allow-anonymous", "--sink", "--json", "--received-series", "5"];
     args.extend(lab.into_iter().chain(LAB_CAPS).map(Into::into));
+    args.extend(quic.args());
     start_mpquic_server(ns, args)
 }
 
@@ -217,7 +219,7 @@ fn start_job_workers(
             args.extend(["--dir".into(), files.display().to_string()]);
             args.extend(["--insecure", "--allow-anonymous", "--read-only"].map(Into::into));
             args.extend(LAB_CAPS.map(Into::into));
-            args.extend(transport_args(&j.controller, j.ecn));
+            args.extend(transport_args(&j.controller, j.ecn, &sc.quic));
             workers.push((ji, start_mpquic_server(nss.ns(w), args)?));
         }
     }
