@@ -312,7 +312,8 @@ pub fn outcome(
         .iter()
         .zip(specs.iter().enumerate())
         .map(|(f, (i, spec))| {
-            flow_outcome(rep, f, spec.name.clone().unwrap_or_else(|| format!("flow{i}")), spec)
+            let name = spec.name.clone().unwrap_or_else(|| format!("flow{i}"));
+            flow_outcome(rep, f, name, spec, r.scenario.duration_s)
         })
         .collect();
     for ((jobs, spec), group) in rep.jobs.iter().zip(job_specs).zip(job_groups) {
@@ -345,14 +346,24 @@ pub fn outcome(
     }
 }
 
-/// One flow of the run (named `name`) as the shared outcome has it.
+/// One flow of the run (named `name`, the run planned for `run_s` seconds) as the shared
+/// outcome has it.
+///
+/// A timed (bulk) flow's goodput over the run's second half comes from its receiver's rate
+/// series, as the simulator measures it; a sized flow's is its lifetime goodput (the CLI
+/// reports totals only). A timed flow whose sender the runner had to stop before it reported
+/// (the data it had buffered ahead still draining at the deadline) gets its goodput from the
+/// series too, instead of none.
 fn flow_outcome(
     rep: &RepResult,
     f: &FlowResult,
     name: String,
     spec: &mpquic_scenario::FlowSpec,
+    run_s: f64,
 ) -> FlowOutcome {
-    let goodput = f.goodput_mbps.unwrap_or(0.0) * 1e6;
+    let timed = spec.bytes.is_none();
+    let received = |from: f64| mean_rate_bps(&f.throughput, from, run_s).filter(|_| timed);
+    let goodput = f.goodput_mbps.map(|m| m * 1e6).or_else(|| received(f.start_s)).unwrap_or(0.0);
     let state = f.mpquic.as_ref().map(|m| &m["controller_state"]);
     let count = |key: &str| state.and_then(|s| s[key].as_u64()).unwrap_or(0);
     let link_into = |remote: &str| {
@@ -365,8 +376,7 @@ fn flow_outcome(
         group: spec.group.clone(),
         fct_us: f.completed.then_some(f.fct_s).flatten().map(|s| s * 1e6),
         goodput_bps: goodput,
-        // The CLI reports totals only: the lifetime goodput stands for both halves.
-        goodput_last_half_bps: goodput,
+        goodput_last_half_bps: received(run_s / 2.0).unwrap_or(goodput),
         suppressions: count("suppressions"),
         start_s: f.start_s,
         kind: kind_name(f.kind).into(),
@@ -378,6 +388,25 @@ fn flow_outcome(
         paths,
         ..Default::default()
     }
+}
+
+/// The mean rate, bits per second, of a receiver's rate `series` ((end of interval s, Mbit/s),
+/// each point closing the interval since the one before) over `[from, to]`: the bytes of the
+/// intervals' overlaps with it over its length. `None` for an empty series or span.
+fn mean_rate_bps(series: &[(f64, f64)], from: f64, to: f64) -> Option<f64> {
+    if series.is_empty() || to <= from {
+        return None;
+    }
+    let mut bits = 0.0;
+    let mut start = 0.0_f64;
+    for &(end, mbps) in series {
+        let overlap = end.min(to) - start.max(from);
+        if overlap > 0.0 {
+            bits += mbps * 1e6 * overlap;
+        }
+        start = end;
+    }
+    Some(bits / (to - from))
 }
 
 /// One shaped direction as the shared outcome has it: its queue in 1514-byte frames over busy
@@ -493,6 +522,18 @@ mod tests {
         assert_eq!(full_packet(tcp.into_iter()), Some((1448.0, 1514)));
         assert_eq!(full_packet([FlowKind::Mpquic, FlowKind::KernelTcp].into_iter()), None);
         assert_eq!(full_packet(std::iter::empty()), None);
+    }
+
+    /// The second half's mean of a series whose rate steps from 10 to 30 Mbit/s at 2 s, in
+    /// 1 s intervals, and a span that cuts an interval.
+    #[test]
+    fn a_mean_rate_weighs_each_interval_by_its_overlap() {
+        let series = [(1.0, 10.0), (2.0, 10.0), (3.0, 30.0), (4.0, 30.0)];
+        assert_eq!(mean_rate_bps(&series, 2.0, 4.0), Some(30e6));
+        assert_eq!(mean_rate_bps(&series, 1.5, 2.5), Some(20e6));
+        assert_eq!(mean_rate_bps(&series, 0.0, 4.0), Some(20e6));
+        assert_eq!(mean_rate_bps(&[], 0.0, 4.0), None);
+        assert_eq!(mean_rate_bps(&series, 3.0, 3.0), None);
     }
 
     #[test]
