@@ -25,6 +25,7 @@ mod topology;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
+use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(Parser)]
@@ -138,8 +139,14 @@ fn main() -> Result<()> {
             }
         }
         Cmd::Plan { scenario } => {
+            let mut out = std::io::stdout().lock();
             for p in experiment::load(&scenario)?.points {
-                println!("{}", serde_json::json!({ "dir": p.dir, "plan": p.plan }));
+                let line = serde_json::json!({ "dir": p.dir, "plan": p.plan });
+                match writeln!(out, "{line}") {
+                    // A reader that stopped early (`| head`) has all it wanted.
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break,
+                    written => written?,
+                }
             }
         }
         Cmd::Failover(args) => {
