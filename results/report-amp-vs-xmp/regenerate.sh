@@ -30,7 +30,8 @@ chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
   --disable-background-networking --disable-component-update --disable-sync \
   --user-data-dir="$profile" --window-size=1400,3000 --virtual-time-budget=10000 \
   --screenshot="$PWD/$here/screenshot.png" "file://$PWD/$here/index.html"
-# The static plots are committed gzip'd (results/README.md: generated output in git stays small).
-gzip -9nf "$here"/plots/*.svg
+# The page and the static plots are committed gzip'd (results/README.md: generated output in
+# git stays small).
+gzip -9nf "$here"/index.html "$here"/plots/*.svg
 [ -n "${TRACES:-}" ] || rm -rf "$work"
 rm -rf "$profile" "$here/data.json"
