@@ -138,17 +138,7 @@ fn main() -> Result<()> {
                 anyhow::bail!("{failed} of {} files failed", scenarios.len());
             }
         }
-        Cmd::Plan { scenario } => {
-            let mut out = std::io::stdout().lock();
-            for p in experiment::load(&scenario)?.points {
-                let line = serde_json::json!({ "dir": p.dir, "plan": p.plan });
-                match writeln!(out, "{line}") {
-                    // A reader that stopped early (`| head`) has all it wanted.
-                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break,
-                    written => written?,
-                }
-            }
-        }
+        Cmd::Plan { scenario } => print_plans(&scenario)?,
         Cmd::Failover(args) => {
             let res = torn_down(|run_id| failover::run_failover(&args, run_id))?;
             println!("{}", serde_json::to_string(&res)?);
@@ -218,4 +208,18 @@ fn torn_down<T>(f: impl FnOnce(u32) -> Result<T>) -> Result<T> {
         anyhow::bail!("interrupted");
     }
     res
+}
+
+/// `plan`: each point's directory and plan as one JSON line.
+fn print_plans(scenario: &std::path::Path) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    for p in experiment::load(scenario)?.points {
+        let line = serde_json::json!({ "dir": p.dir, "plan": p.plan });
+        match writeln!(out, "{line}") {
+            // A reader that stopped early (`| head`) has all it wanted.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+            written => written?,
+        }
+    }
+    Ok(())
 }
