@@ -65,13 +65,27 @@ pub fn compile(s: &lang::Scenario, name: &str) -> Result<Plan, ScenarioError> {
         flows,
         jobs: jobs.collect::<Result<Vec<_>, _>>()?,
         quic: Quic {
-            receive_window: s.transport.window,
+            receive_window: written_window(s),
             max_ack_delay_ms: s.transport.max_ack_delay.map(|d| d.secs() * 1e3),
         },
     };
     crate::limits::check(&plan).map_err(|e| ScenarioError::Invalid(format!("netns: {e}")))?;
     check_addresses(s, &plan)?;
     Ok(plan)
+}
+
+/// The window a file wrote (`transport.window`) for the CLI's `--receive-window`; 0 (the CLI's
+/// own 1.25 MB per stream) when it left the language's 8 MB default, which is the simulator's:
+/// a timed `mpquic send` hands the stream all the window lets it buffer and, stopped at the
+/// run's end, delivers that before it reports, which 8 MB per flow does not fit in the
+/// runner's grace (amp-fig4b-k20: no flow of 5-17 reported).
+fn written_window(s: &lang::Scenario) -> u64 {
+    let window = s.transport.window;
+    if window == lang::TransportSettings::default().window {
+        0
+    } else {
+        window
+    }
 }
 
 /// Every shaped direction's own parameters at the testbed's scale, as an override of the
@@ -469,12 +483,13 @@ bytes = "1MB"
     }
 
     /// The `[transport]` settings the simulator reads reach every mpquic process here too, as
-    /// CLI flags: the window (the language's 8 MB default unless written) and the ACK
-    /// profile, which a run used to leave at the CLI's defaults (1.25 MB, 25 ms) unsaid.
+    /// CLI flags: a window the file wrote and the ACK profile, which a run used to leave at
+    /// the CLI's defaults (1.25 MB, 25 ms) unsaid. The language's default window stays the
+    /// CLI's (see `written_window`).
     #[test]
     fn the_transport_window_and_ack_profile_reach_the_cli() {
         let p = plan(TWO_PATH).unwrap();
-        assert_eq!(p.quic.args(), ["--receive-window", "8388608"]);
+        assert!(p.quic.args().is_empty(), "{:?}", p.quic.args());
         let text = TWO_PATH.replace(
             "[topology]",
             "[transport]\nwindow = 2000000\nmax_ack_delay = \"1ms\"\n[topology]",

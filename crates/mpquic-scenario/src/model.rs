@@ -507,8 +507,10 @@ pub struct TransportSettings {
     pub mtu: u16,
     /// RTT assumed before the first sample (the simulator's only; the CLI keeps noq's).
     pub initial_rtt: Dur,
-    /// Connection and stream receive windows, and the send buffer, bytes (both backends: the
-    /// testbed gives it to every mpquic process as `--receive-window`).
+    /// Connection and stream receive windows, and the send buffer, bytes. The testbed gives a
+    /// window other than this default to every mpquic process as `--receive-window`; at the
+    /// default it keeps the CLI's (noq's 1.25 MB per stream), since a timed send stopped at a
+    /// run's end first delivers all the window let it buffer.
     pub window: u64,
     /// ACK shaping for ECN (the mpquic library's `EcnPrecision`): `auto` (GSO batches, the
     /// stack's ACKs; counts are exact either way) or `per-packet` (GSO off, an ACK per packet;
