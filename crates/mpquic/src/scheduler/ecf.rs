@@ -37,7 +37,15 @@
 //!   when no available path can take it). With more than two paths each slower path is judged
 //!   against `f` alone, not against the next-faster path. **(reading)**
 //! - `k` is the connection's backlog: stream bytes written and neither acknowledged nor in
-//!   flight (the paper's send-buffer contents), as noq reports it for each batch.
+//!   flight (the paper's send-buffer contents), as noq reports it for each batch. An
+//!   application cannot write more than the peer's stream window ahead, so `k` is at most that
+//!   window less what is in flight: with noq's default of 1.25 MB per stream a bulk transfer
+//!   looks nearly done to ECF whenever the fast path's rounds for ~1 MB beat one slow RTT, and
+//!   the slow path idles. On netns paths of 100 Mbit/s + 2 ms and 20 Mbit/s + 40 ms a 50 MB
+//!   transfer under AMP reached 0.88 of the 120 Mbit/s sum with 10% of its bytes on the slow
+//!   path at that window, and 0.94 with 16% at 8 MB (`Options::receive_window`, the CLI's
+//!   `--receive-window`, set on the receiver; docs/results/hetero-ecf.md). Give ECF a window
+//!   of several fast-path BDPs beyond the slow path's.
 //! - `waiting` is kept per slow path rather than once per connection, so that with three paths
 //!   one path's wait does not move another's threshold. **(reading)**
 //! - σ is the RTT variance over the adapter's samples (RFC 6298), as the paper uses the
