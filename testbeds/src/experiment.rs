@@ -19,6 +19,7 @@ use mpquic_scenario::expand::expand_workloads;
 use mpquic_scenario::metrics::{
     self, DelayLineSecond, FlowOutcome, LinkOutcome, Outcome, PathOutcome, QueueOutcome,
 };
+use mpquic_scenario::phases::mean_rate;
 use mpquic_scenario::results::{AnalysisRow, ExperimentResults, FailedRun, RunEntry};
 use mpquic_scenario::{Experiment, Point, ScenarioError};
 use std::collections::BTreeMap;
@@ -361,8 +362,9 @@ fn flow_outcome(
     spec: &mpquic_scenario::FlowSpec,
     run_s: f64,
 ) -> FlowOutcome {
-    let timed = spec.bytes.is_none();
-    let received = |from: f64| mean_rate_bps(&f.throughput, from, run_s).filter(|_| timed);
+    let series = record::flow_series(&name, f);
+    let measured = spec.bytes.is_none() && !f.throughput.is_empty();
+    let received = |from: f64| measured.then(|| mean_rate(&series, from, run_s));
     let goodput = f.goodput_mbps.map(|m| m * 1e6).or_else(|| received(f.start_s)).unwrap_or(0.0);
     let state = f.mpquic.as_ref().map(|m| &m["controller_state"]);
     let count = |key: &str| state.and_then(|s| s[key].as_u64()).unwrap_or(0);
@@ -388,25 +390,6 @@ fn flow_outcome(
         paths,
         ..Default::default()
     }
-}
-
-/// The mean rate, bits per second, of a receiver's rate `series` ((end of interval s, Mbit/s),
-/// each point closing the interval since the one before) over `[from, to]`: the bytes of the
-/// intervals' overlaps with it over its length. `None` for an empty series or span.
-fn mean_rate_bps(series: &[(f64, f64)], from: f64, to: f64) -> Option<f64> {
-    if series.is_empty() || to <= from {
-        return None;
-    }
-    let mut bits = 0.0;
-    let mut start = 0.0_f64;
-    for &(end, mbps) in series {
-        let overlap = end.min(to) - start.max(from);
-        if overlap > 0.0 {
-            bits += mbps * 1e6 * overlap;
-        }
-        start = end;
-    }
-    Some(bits / (to - from))
 }
 
 /// One shaped direction as the shared outcome has it: its queue in 1514-byte frames over busy
@@ -522,18 +505,6 @@ mod tests {
         assert_eq!(full_packet(tcp.into_iter()), Some((1448.0, 1514)));
         assert_eq!(full_packet([FlowKind::Mpquic, FlowKind::KernelTcp].into_iter()), None);
         assert_eq!(full_packet(std::iter::empty()), None);
-    }
-
-    /// The second half's mean of a series whose rate steps from 10 to 30 Mbit/s at 2 s, in
-    /// 1 s intervals, and a span that cuts an interval.
-    #[test]
-    fn a_mean_rate_weighs_each_interval_by_its_overlap() {
-        let series = [(1.0, 10.0), (2.0, 10.0), (3.0, 30.0), (4.0, 30.0)];
-        assert_eq!(mean_rate_bps(&series, 2.0, 4.0), Some(30e6));
-        assert_eq!(mean_rate_bps(&series, 1.5, 2.5), Some(20e6));
-        assert_eq!(mean_rate_bps(&series, 0.0, 4.0), Some(20e6));
-        assert_eq!(mean_rate_bps(&[], 0.0, 4.0), None);
-        assert_eq!(mean_rate_bps(&series, 3.0, 3.0), None);
     }
 
     #[test]

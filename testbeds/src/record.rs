@@ -46,7 +46,7 @@ pub fn of(
 }
 
 /// A flow's receiver rate series: each point closes an interval since the previous one.
-fn flow_series(name: &str, f: &FlowResult) -> FlowSeries {
+pub(crate) fn flow_series(name: &str, f: &FlowResult) -> FlowSeries {
     FlowSeries {
         flow: name.to_string(),
         goodput: f.throughput.iter().map(|&(t, mbps)| (t, mbps * 1e6)).collect(),
