@@ -313,6 +313,9 @@ fn random_suffix() -> io::Result<String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// Held while a partial file's space is reserved (see [`PartialFile::reserve`]).
+static RESERVING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// A file being received: written under a temporary name, renamed when complete.
 pub struct PartialFile {
     dir: Arc<Dir>,
@@ -416,6 +419,10 @@ impl PartialFile {
             return Ok(());
         }
         let fd = self.file().as_raw_fd();
+        // One reservation at a time in this process: `fallocate` takes a file's blocks one by
+        // one, so two at once on a disk that holds only one of them can each take part of the
+        // space and both fail (seen on tmpfs: two 700 KB uploads into 1 MB, both refused).
+        let _one_at_a_time = RESERVING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         // SAFETY: fallocate on a descriptor this value owns. KEEP_SIZE allocates without
         // extending: the file's size still tells how much was received.
         match check(unsafe { libc::fallocate(fd, libc::FALLOC_FL_KEEP_SIZE, 0, len) }) {
