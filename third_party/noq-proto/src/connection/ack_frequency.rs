@@ -19,6 +19,9 @@ pub(super) struct AckFrequencyState {
     /// The sequence number of the most recently received ACK_FREQUENCY frame
     last_ack_frequency_frame: Option<u64>,
     pub(super) max_ack_delay: Duration,
+    /// The most recently received ACK_FREQUENCY frame, whose thresholds a path opened after it
+    /// arrived takes as well (mpquic patch D8).
+    pub(super) last_received: Option<AckFrequency>,
 }
 
 impl AckFrequencyState {
@@ -30,6 +33,7 @@ impl AckFrequencyState {
 
             last_ack_frequency_frame: None,
             max_ack_delay: default_max_ack_delay,
+            last_received: None,
         }
     }
 
@@ -141,6 +145,7 @@ impl AckFrequencyState {
             ));
         }
         self.max_ack_delay = max_ack_delay;
+        self.last_received = Some(*frame);
 
         Ok(true)
     }

@@ -1022,6 +1022,11 @@ impl Connection {
         if let Some(pn) = pn {
             pn_space.dedup.insert(pn);
         }
+        // The peer's ACK_FREQUENCY request holds for every path, including those opened after
+        // it arrived (mpquic patch D8): receiving it updates only the spaces that exist then.
+        if let Some(request) = &self.ack_frequency.last_received {
+            pn_space.pending_acks.set_ack_frequency_params(request);
+        }
         self.spaces[SpaceId::Data]
             .number_spaces
             .insert(path_id, pn_space);
@@ -7117,6 +7122,15 @@ impl Connection {
             .pending_acks
             .ack_eliciting_threshold();
         (self.ack_frequency.max_ack_delay, threshold)
+    }
+
+    /// The ack-eliciting threshold this end keeps on `path_id`: the peer's ACK_FREQUENCY
+    /// request, or the default of 1.
+    #[cfg(test)]
+    pub(crate) fn ack_eliciting_threshold_on(&self, path_id: PathId) -> u64 {
+        self.spaces[SpaceId::Data].number_spaces[&path_id]
+            .pending_acks
+            .ack_eliciting_threshold()
     }
 
     /// Whether explicit congestion notification is in use on outgoing packets.

@@ -2811,3 +2811,42 @@ fn a_full_path_whose_data_another_path_took_is_not_app_limited() {
     );
     assert!(acks.iter().any(|&(i, _)| i == 1), "path 1 took none of the data: {acks:?}");
 }
+
+/// The peer's ACK_FREQUENCY request reaches a path opened after it arrived (mpquic patch D8).
+///
+/// Receiving the frame set the thresholds of the packet number spaces that existed then, and a
+/// path opened later started from the defaults: the client below asks for an ACK every 10
+/// ack-eliciting packets, and the server kept acknowledging every second packet on path 1.
+#[test]
+fn a_path_opened_after_an_ack_frequency_request_follows_it() -> TestResult {
+    let _guard = subscribe();
+    let mut ack_frequency = crate::AckFrequencyConfig::default();
+    ack_frequency.ack_eliciting_threshold(10u32.into());
+    let mut transport = TransportConfig::default();
+    transport
+        .max_concurrent_multipath_paths(MAX_PATHS)
+        .ack_frequency_config(Some(ack_frequency));
+    let mut pair = ConnPair::builder().with_transport_cfg(transport).connect();
+    assert_eq!(pair.stats(Client).frame_tx.ack_frequency, 1, "the request was sent");
+    assert_eq!(pair.conn(Server).ack_eliciting_threshold_on(PathId::ZERO), 10);
+
+    let first_client_addr = pair.routes.as_basic().client_addr;
+    let first_server_addr = pair.routes.as_basic().server_addr;
+    let mut second_client_addr = first_client_addr;
+    second_client_addr.set_port(second_client_addr.port() + 1);
+    pair.routes = ManyToManyRouting::simple_symmetric(
+        [first_client_addr, second_client_addr],
+        [first_server_addr],
+    )
+    .into();
+    let second_path = FourTuple {
+        local_ip: Some(second_client_addr.ip()),
+        remote: first_server_addr,
+    };
+    let path1 = pair.open_path(Client, second_path, PathStatus::Available)?;
+    pair.drive();
+
+    assert_eq!(pair.stats(Client).frame_tx.ack_frequency, 1, "no second request");
+    assert_eq!(pair.conn(Server).ack_eliciting_threshold_on(path1), 10);
+    Ok(())
+}
