@@ -72,7 +72,13 @@ fn the_transfers_fill_the_outcome_and_the_transfer_metrics() {
     assert_eq!(m["transfers"], 3.0);
     let max = fcts.iter().cloned().fold(0.0, f64::max) / 1e3;
     assert_eq!(m["transfer_fct_p99_ms"], max, "nearest rank of 3: the largest");
-    assert_eq!(m["active_paths"], 2.0);
+    // The last connection's paths that may carry data, as the library reports them: MPTCP-D's
+    // ESE can eliminate one of these two disjoint paths (the false positive of
+    // docs/results/E5-sim.md, since every path acknowledges every packet), and an eliminated
+    // path is reported open but not active.
+    let carrying = r.flows[0].path_stats.iter().filter(|p| p.close_reason.is_none()).count();
+    assert!((1..=2).contains(&carrying), "{:?}", r.flows[0].path_stats);
+    assert_eq!(m["active_paths"], carrying as f64);
     // What only the testbed measures (process CPU) is not a number here: "-" in the tables.
     assert!(m["cpu_s_per_gb"].is_nan() && m["sender_cpu_ms_per_transfer"].is_nan(), "{m:?}");
 
