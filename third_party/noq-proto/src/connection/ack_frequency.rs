@@ -16,12 +16,11 @@ pub(super) struct AckFrequencyState {
 
     //
     // Receiving ACK_FREQUENCY frames
-    /// The sequence number of the most recently received ACK_FREQUENCY frame
-    last_ack_frequency_frame: Option<u64>,
-    pub(super) max_ack_delay: Duration,
-    /// The most recently received ACK_FREQUENCY frame, whose thresholds a path opened after it
-    /// arrived takes as well (mpquic patch D8).
+    /// The most recently received ACK_FREQUENCY frame: its sequence number tells a stale one,
+    /// and its thresholds hold for a path opened after it arrived too (mpquic patch D8; the
+    /// frame replaces what was its sequence number alone).
     pub(super) last_received: Option<AckFrequency>,
+    pub(super) max_ack_delay: Duration,
 }
 
 impl AckFrequencyState {
@@ -31,9 +30,8 @@ impl AckFrequencyState {
             next_outgoing_sequence_number: VarInt(0),
             peer_max_ack_delay: default_max_ack_delay,
 
-            last_ack_frequency_frame: None,
-            max_ack_delay: default_max_ack_delay,
             last_received: None,
+            max_ack_delay: default_max_ack_delay,
         }
     }
 
@@ -129,13 +127,13 @@ impl AckFrequencyState {
         frame: &AckFrequency,
     ) -> Result<bool, TransportError> {
         if self
-            .last_ack_frequency_frame
-            .is_some_and(|highest_sequence_nr| frame.sequence.into_inner() <= highest_sequence_nr)
+            .last_received
+            .is_some_and(|highest| frame.sequence.into_inner() <= highest.sequence.into_inner())
         {
             return Ok(false);
         }
 
-        self.last_ack_frequency_frame = Some(frame.sequence.into_inner());
+        self.last_received = Some(*frame);
 
         // Update max_ack_delay
         let max_ack_delay = Duration::from_micros(frame.request_max_ack_delay.into_inner());
@@ -145,7 +143,6 @@ impl AckFrequencyState {
             ));
         }
         self.max_ack_delay = max_ack_delay;
-        self.last_received = Some(*frame);
 
         Ok(true)
     }
