@@ -101,16 +101,16 @@ pub async fn aggregate(args: &AggregateArgs) -> Result<AggregateResult> {
         bail!("aggregate opens one single-path connection per --server: --local, --path, --paths-per-pair and --path-delay do not apply");
     }
     let options = c.transport.options()?;
-    let client = c.client(c.servers[0].ip())?;
+    let client = c.client(c.servers[0].addr.ip())?;
     let timeout = c.timeout()?;
     let t0 = Instant::now();
     // The handshakes run concurrently: they are independent.
-    let handshakes = c.servers.iter().map(|&server| {
-        let name = c.server_name.clone().unwrap_or_else(|| server.ip().to_string());
+    let handshakes = c.servers.iter().map(|server| {
+        let name = c.server_name.clone().unwrap_or_else(|| server.tls_name());
         let (client, options) = (&client, &options);
         async move {
             client
-                .connect(&name, &[PathSpec::new(None, server)], options, timeout)
+                .connect(&name, &[PathSpec::new(None, server.addr)], options, timeout)
                 .await
                 .map(|(conn, _)| conn)
                 .with_context(|| format!("connecting to worker {server}"))

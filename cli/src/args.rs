@@ -1,6 +1,6 @@
 //! Command-line arguments, and their translation into library options.
 
-use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs, UdpSocket};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -191,16 +191,19 @@ impl TransportArgs {
 /// Which server, over which paths, trusting what.
 #[derive(Args, Debug, Clone)]
 pub struct ConnectArgs {
-    /// Server address (repeatable: one path per server address, or per --local x --server pair).
-    #[arg(long = "server", short = 's', value_name = "IP:PORT", required = true)]
-    pub servers: Vec<SocketAddr>,
+    /// Server address, HOST:PORT or IP:PORT (repeatable: one path per server address, or per
+    /// --local x --server pair). A host name is resolved once, to the first address the system's
+    /// resolver gives, and is the name the server's certificate must carry (see --server-name).
+    #[arg(long = "server", short = 's', value_name = "HOST:PORT", required = true, value_parser = parse_server)]
+    pub servers: Vec<ServerAddr>,
     /// Local address to send from (repeatable); paths go from every local to every server address.
     #[arg(long = "local", short = 'l', value_name = "IP")]
     pub locals: Vec<IpAddr>,
-    /// An explicit path LOCAL_IP=SERVER_IP:PORT (repeatable); replaces the --local x --server pairs.
+    /// An explicit path LOCAL_IP=SERVER:PORT (repeatable; SERVER an IP or a host name); replaces
+    /// the --local x --server pairs.
     #[arg(long = "path", value_name = "LOCAL=SERVER", value_parser = parse_path)]
     pub paths: Vec<PathSpec>,
-    /// A backup path LOCAL_IP=SERVER_IP:PORT (repeatable), opened after the others: it carries
+    /// A backup path LOCAL_IP=SERVER:PORT (repeatable), opened after the others: it carries
     /// data only while no other path can (RFC 10069 path status), and takes over when they
     /// fail.
     #[arg(long = "backup-path", value_name = "LOCAL=SERVER", value_parser = parse_backup_path)]
@@ -218,7 +221,8 @@ pub struct ConnectArgs {
     /// path opens with the connection. With --repeat the times start again on each connection (once with --same-connection).
     #[arg(long = "path-delay", value_name = "SECS", value_delimiter = ',', value_parser = parse_delay)]
     pub path_delays: Vec<Duration>,
-    /// Name the server's certificate must carry (default: the first server's IP).
+    /// Name the server's certificate must carry (default: the first --server's host name, or its
+    /// IP if it was given as one).
     #[arg(long)]
     pub server_name: Option<String>,
     /// Trust the CA certificate(s) in this PEM file (default: the system's roots).
@@ -276,11 +280,53 @@ fn parse_time(s: &str) -> Result<Duration, String> {
 }
 
 fn parse_path(s: &str) -> Result<PathSpec, String> {
-    let (local, remote) = s.split_once('=').ok_or("expected LOCAL_IP=SERVER_IP:PORT")?;
+    let (local, remote) = s.split_once('=').ok_or("expected LOCAL_IP=SERVER:PORT")?;
     let local: IpAddr = local.parse().map_err(|e| format!("bad local address {local:?}: {e}"))?;
-    let remote: SocketAddr =
-        remote.parse().map_err(|e| format!("bad server address {remote:?}: {e}"))?;
-    Ok(PathSpec::new(Some(local), remote))
+    Ok(PathSpec::new(Some(local), parse_server(remote)?.addr))
+}
+
+/// A server as the user named it: an address, and the host name it was resolved from, if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerAddr {
+    pub addr: SocketAddr,
+    pub host: Option<String>,
+}
+
+impl ServerAddr {
+    /// The name to check the server's certificate against: the host name, else the IP.
+    pub fn tls_name(&self) -> String {
+        self.host.clone().unwrap_or_else(|| self.addr.ip().to_string())
+    }
+}
+
+impl std::fmt::Display for ServerAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.host {
+            Some(host) => write!(f, "{host}:{} ({})", self.addr.port(), self.addr.ip()),
+            None => write!(f, "{}", self.addr),
+        }
+    }
+}
+
+/// `IP:PORT` (`[IPv6]:PORT`) or `HOST:PORT`, the host resolved now by the system's resolver
+/// (its first address, as `getaddrinfo` orders them).
+fn parse_server(s: &str) -> Result<ServerAddr, String> {
+    if let Ok(addr) = s.parse() {
+        return Ok(ServerAddr { addr, host: None });
+    }
+    let (host, port) = s
+        .rsplit_once(':')
+        .ok_or_else(|| format!("expected HOST:PORT or IP:PORT (e.g. files.lab:4433), not {s:?}"))?;
+    if host.contains(':') {
+        return Err(format!("an IPv6 address takes brackets, e.g. [::1]:4433, not {s:?}"));
+    }
+    let port: u16 = port.parse().map_err(|_| format!("bad port {port:?} in {s:?}"))?;
+    let addr = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {host:?}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{host:?} resolves to no address"))?;
+    Ok(ServerAddr { addr, host: Some(host.to_owned()) })
 }
 
 fn parse_backup_path(s: &str) -> Result<PathSpec, String> {
@@ -291,7 +337,8 @@ impl ConnectArgs {
     /// The paths to open, checked: local addresses must belong to this host.
     pub fn path_specs(&self) -> Result<Vec<PathSpec>> {
         let specs = if self.paths.is_empty() {
-            PathSpec::all_pairs(&self.locals, &self.servers)
+            let servers: Vec<SocketAddr> = self.servers.iter().map(|s| s.addr).collect();
+            PathSpec::all_pairs(&self.locals, &servers)
         } else {
             self.paths.clone()
         };
@@ -370,7 +417,7 @@ impl ConnectArgs {
     }
 
     pub fn server_name(&self) -> String {
-        self.server_name.clone().unwrap_or_else(|| self.servers[0].ip().to_string())
+        self.server_name.clone().unwrap_or_else(|| self.servers[0].tls_name())
     }
 
     pub fn timeout(&self) -> Result<Duration> {
@@ -653,6 +700,28 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn servers_parse_as_addresses_or_resolved_host_names() {
+        let ip = parse_server("10.0.1.2:4433").unwrap();
+        assert_eq!((ip.addr, ip.host.as_deref()), ("10.0.1.2:4433".parse().unwrap(), None));
+        assert_eq!(ip.tls_name(), "10.0.1.2");
+        let v6 = parse_server("[::1]:4433").unwrap();
+        assert_eq!(v6.addr, "[::1]:4433".parse().unwrap());
+        let named = parse_server("localhost:4433").unwrap();
+        assert!(named.addr.ip().is_loopback() && named.addr.port() == 4433, "{named}");
+        assert_eq!(named.tls_name(), "localhost");
+        for (bad, why) in [
+            ("::1", "brackets"),
+            ("localhost", "HOST:PORT"),
+            ("localhost:x", "bad port"),
+            ("localhost:70000", "bad port"),
+            ("nosuch.invalid:4433", "cannot resolve"),
+        ] {
+            let error = parse_server(bad).unwrap_err();
+            assert!(error.contains(why), "{bad}: {error}");
+        }
+    }
 
     #[test]
     fn sizes_parse_in_powers_of_1024() {

@@ -232,6 +232,44 @@ fn only_clients_with_a_certificate_from_the_client_ca_get_in() {
     assert_eq!(std::fs::read(&copy).unwrap(), std::fs::read(&file).unwrap());
 }
 
+/// A server named by host (`--server localhost:PORT`) is reached at the address the name
+/// resolves to, and its certificate is checked against that name without --server-name: a
+/// certificate for another name is refused.
+#[test]
+fn a_server_named_by_host_is_checked_against_that_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (ca, named, other) =
+        (tmp.path().join("ca"), tmp.path().join("named"), tmp.path().join("other"));
+    cert(&ca, &["--new-ca"]);
+    cert(&named, &["--ca-dir", ca.to_str().unwrap(), "--name", "localhost"]);
+    cert(&other, &["--ca-dir", ca.to_str().unwrap(), "--name", "files.lab"]);
+    let pem = |dir: &Path, file: &str| dir.join(file).to_str().unwrap().to_owned();
+    let ca_pem = pem(&ca, "ca.pem");
+    // Listen where the client will look: the first address the resolver gives for the name.
+    let resolved = std::net::ToSocketAddrs::to_socket_addrs(&("localhost", 0)).unwrap();
+    let ip = resolved.map(|a| a.ip().to_string()).next().expect("localhost resolves");
+    let file = random_file(tmp.path(), "f.bin", 300_000);
+    let send_to = |server_dir: &Path| {
+        let store = tempfile::tempdir().unwrap();
+        let (cert, key) = (pem(server_dir, "cert.pem"), pem(server_dir, "key.pem"));
+        let args = ["--dir", store.path().to_str().unwrap(), "--cert", &cert, "--key", &key];
+        let server = ServerProcess::start(&[&ip], &args);
+        let host = format!("localhost:{}", server.port);
+        let sent = mpquic(&["send", file.to_str().unwrap(), "--server", &host, "--ca", &ca_pem]);
+        let received = std::fs::read(store.path().join("f.bin")).ok();
+        (sent, received)
+    };
+
+    let (sent, received) = send_to(&named);
+    assert!(sent.status.success(), "{}", stderr(&sent));
+    assert_eq!(received, Some(std::fs::read(&file).unwrap()), "the file arrived whole");
+
+    let (refused, received) = send_to(&other);
+    assert!(!refused.status.success(), "a certificate for files.lab is not one for localhost");
+    assert!(stderr(&refused).contains("certificate"), "{}", stderr(&refused));
+    assert_eq!(received, None);
+}
+
 /// A server prints interval lines for every client: each names the client's address and, with
 /// mutual TLS, the name in its certificate (as text on stderr, and in each JSON line).
 #[test]
