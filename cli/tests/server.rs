@@ -166,6 +166,18 @@ fn cert(dir: &Path, args: &[&str]) {
     assert_eq!(mode, 0o600, "{key} must be readable by its owner only");
 }
 
+/// `mpquic cert` in `dir` issued by the lab CA in `ca`, with `args` (e.g. `--name localhost`).
+fn issued(ca: &Path, dir: &Path, args: &[&str]) {
+    let mut all = vec!["--ca-dir", ca.to_str().unwrap()];
+    all.extend_from_slice(args);
+    cert(dir, &all);
+}
+
+/// A PEM file that `mpquic cert` wrote in `dir`, as an argument.
+fn pem(dir: &Path, file: &str) -> String {
+    dir.join(file).to_str().unwrap().to_owned()
+}
+
 /// Finding 2: without --allow-anonymous a server needs --client-ca and takes only clients
 /// with a certificate from that CA; --read-only refuses uploads. (Finding 6: keys are 0600.)
 #[test]
@@ -177,10 +189,9 @@ fn only_clients_with_a_certificate_from_the_client_ca_get_in() {
         (tmp.path().join("server"), tmp.path().join("alice"), tmp.path().join("mallory"));
     cert(&ca, &["--new-ca"]);
     cert(&other_ca, &["--new-ca", "--name", "Mallory's CA"]);
-    cert(&server_dir, &["--ca-dir", ca.to_str().unwrap(), "--name", "localhost"]);
-    cert(&alice, &["--ca-dir", ca.to_str().unwrap(), "--client", "--name", "alice"]);
-    cert(&mallory, &["--ca-dir", other_ca.to_str().unwrap(), "--client", "--name", "alice"]);
-    let pem = |dir: &Path, file: &str| dir.join(file).to_str().unwrap().to_owned();
+    issued(&ca, &server_dir, &["--name", "localhost"]);
+    issued(&ca, &alice, &["--client", "--name", "alice"]);
+    issued(&other_ca, &mallory, &["--client", "--name", "alice"]);
 
     let refused = mpquic(&["serve", "--listen", "127.0.0.1:0", "--sink", "--insecure"]);
     assert!(!refused.status.success());
@@ -241,9 +252,8 @@ fn a_server_named_by_host_is_checked_against_that_name() {
     let (ca, named, other) =
         (tmp.path().join("ca"), tmp.path().join("named"), tmp.path().join("other"));
     cert(&ca, &["--new-ca"]);
-    cert(&named, &["--ca-dir", ca.to_str().unwrap(), "--name", "localhost"]);
-    cert(&other, &["--ca-dir", ca.to_str().unwrap(), "--name", "files.lab"]);
-    let pem = |dir: &Path, file: &str| dir.join(file).to_str().unwrap().to_owned();
+    issued(&ca, &named, &["--name", "localhost"]);
+    issued(&ca, &other, &["--name", "files.lab"]);
     let ca_pem = pem(&ca, "ca.pem");
     // Listen where the client will look: the first address the resolver gives for the name.
     let resolved = std::net::ToSocketAddrs::to_socket_addrs(&("localhost", 0)).unwrap();
@@ -278,9 +288,8 @@ fn server_interval_lines_name_the_peer_and_its_certificate() {
     let (ca, server_dir, alice) =
         (tmp.path().join("ca"), tmp.path().join("server"), tmp.path().join("alice"));
     cert(&ca, &["--new-ca"]);
-    cert(&server_dir, &["--ca-dir", ca.to_str().unwrap(), "--name", "localhost"]);
-    cert(&alice, &["--ca-dir", ca.to_str().unwrap(), "--client", "--name", "alice"]);
-    let pem = |dir: &Path, file: &str| dir.join(file).to_str().unwrap().to_owned();
+    issued(&ca, &server_dir, &["--name", "localhost"]);
+    issued(&ca, &alice, &["--client", "--name", "alice"]);
     let (server_cert, server_key, ca_pem) =
         (pem(&server_dir, "cert.pem"), pem(&server_dir, "key.pem"), pem(&ca, "ca.pem"));
     let (alice_cert, alice_key) = (pem(&alice, "cert.pem"), pem(&alice, "key.pem"));
