@@ -101,7 +101,7 @@ fn two_path(cross_hosts: usize, access: &LinkConfig) -> Expanded {
 /// A k-ary fat tree: (k/2)^2 cores, k pods of k/2 edge and k/2 aggregation switches, k/2 hosts
 /// per edge switch.
 fn fat_tree(k: usize, addrs: usize) -> Result<Expanded, ScenarioError> {
-    if k < 2 || k % 2 != 0 {
+    if k < 2 || !k.is_multiple_of(2) {
         return Err(invalid(format!("fat-tree k must be even and >= 2, not {k}")));
     }
     let h = k / 2;
