@@ -106,7 +106,7 @@ pub async fn aggregate(args: &AggregateArgs) -> Result<AggregateResult> {
     let t0 = Instant::now();
     // The handshakes run concurrently: they are independent.
     let handshakes = c.servers.iter().map(|server| {
-        let name = c.server_name.clone().unwrap_or_else(|| server.tls_name());
+        let name = c.name_for(server);
         let (client, options) = (&client, &options);
         async move {
             client

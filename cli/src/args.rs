@@ -286,7 +286,7 @@ fn parse_path(s: &str) -> Result<PathSpec, String> {
 }
 
 /// A server as the user named it: an address, and the host name it was resolved from, if any.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ServerAddr {
     pub addr: SocketAddr,
     pub host: Option<String>,
@@ -416,8 +416,14 @@ impl ConnectArgs {
         Ok(mpquic::Client::with_identity(&self.trust()?, self.identity()?.as_ref(), family)?)
     }
 
+    /// The name the first server's certificate must carry.
     pub fn server_name(&self) -> String {
-        self.server_name.clone().unwrap_or_else(|| self.servers[0].tls_name())
+        self.name_for(&self.servers[0])
+    }
+
+    /// The name `server`'s certificate must carry: --server-name, else the server's own.
+    pub fn name_for(&self, server: &ServerAddr) -> String {
+        self.server_name.clone().unwrap_or_else(|| server.tls_name())
     }
 
     pub fn timeout(&self) -> Result<Duration> {
