@@ -153,19 +153,20 @@ impl PacketSpace {
     /// For the data space [`Connection::can_send_1rtt`] also needs to be consulted. Prefer
     /// to use [`Connection::space_can_send`] which handles this.
     ///
+    /// `acks` is left `false`: which pending ACKs a packet on `path_id` carries is the
+    /// connection's decision (`Connection::acks_carried_by`, which `space_can_send` asks), and
+    /// answering "any path's" here scanned every path's space for every path tried (mpquic
+    /// patch 8).
+    ///
     /// [`Connection::can_send_1rtt`]: super::Connection::can_send_1rtt
     /// [`Connection::space_can_send`]: super::Connection::space_can_send
     pub(super) fn can_send(&self, path_id: PathId, streams: &StreamsState) -> SendableFrames {
-        let acks = self
-            .number_spaces
-            .values()
-            .any(|pns| pns.pending_acks.can_send());
         let space_specific = self.number_spaces.get(&path_id).is_some_and(|s| {
             s.pending_ping || s.pending_immediate_ack || !s.pending_path_responses.is_empty()
         });
         let other = !self.pending.is_empty(streams);
         SendableFrames {
-            acks,
+            acks: false,
             close: false,
             space_specific,
             other,
