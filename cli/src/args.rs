@@ -443,9 +443,11 @@ pub fn ensure_local(ip: IpAddr) -> Result<()> {
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// Address to listen on (repeatable; all share one port).
-    #[arg(long = "listen", value_name = "IP:PORT", required = true)]
-    pub listen: Vec<SocketAddr>,
+    /// Address to listen on, IP:PORT or HOST:PORT (repeatable; all share one port). A host
+    /// name is resolved once, to its first address; with --insecure the certificate also names
+    /// it.
+    #[arg(long = "listen", value_name = "IP:PORT", required = true, value_parser = parse_server)]
+    pub listen: Vec<ServerAddr>,
     /// Directory to store received files in and serve downloads from.
     #[arg(long, value_name = "DIR", required_unless_present = "sink")]
     pub dir: Option<PathBuf>,
@@ -519,6 +521,11 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
+    /// The addresses to listen on, as resolved.
+    pub fn listen_addrs(&self) -> Vec<SocketAddr> {
+        self.listen.iter().map(|a| a.addr).collect()
+    }
+
     pub fn identity(&self) -> Result<Identity> {
         match (&self.cert, &self.key) {
             (Some(cert), Some(key)) => Ok(Identity::from_pem_files(cert, key)?),
@@ -526,9 +533,14 @@ impl ServeArgs {
                 eprintln!(
                     "mpquic: WARNING: --insecure: serving with a self-signed certificate; clients cannot verify this server"
                 );
-                let mut names: Vec<String> =
-                    self.listen.iter().map(|a| a.ip().to_string()).collect();
+                let mut names: Vec<String> = self
+                    .listen
+                    .iter()
+                    .flat_map(|a| [a.addr.ip().to_string(), a.tls_name()])
+                    .collect();
                 names.push("localhost".into());
+                names.sort();
+                names.dedup();
                 Ok(Identity::self_signed(&names)?)
             }
         }

@@ -116,7 +116,7 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
     }
     let policy = Arc::new(Policy::from_args(&args, store)?);
     let clients = args.client_auth()?;
-    let server = Server::bind_for(&args.listen, &args.identity()?, &clients, options)?;
+    let server = Server::bind_for(&args.listen_addrs(), &args.identity()?, &clients, options)?;
     announce(&args, server.local_addr()?.port());
     let done = Arc::new(Notify::new());
     let transfers = Arc::new(AtomicU64::new(0));
@@ -163,8 +163,11 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
 
 /// Say where the server listens (with port 0, the OS chose one) and what it does with files.
 fn announce(args: &ServeArgs, port: u16) {
-    let addrs: Vec<String> =
-        args.listen.iter().map(|a| std::net::SocketAddr::new(a.ip(), port).to_string()).collect();
+    let addrs: Vec<String> = args
+        .listen_addrs()
+        .iter()
+        .map(|a| std::net::SocketAddr::new(a.ip(), port).to_string())
+        .collect();
     let files = match (&args.dir, args.read_only) {
         (Some(dir), false) => format!(", files in {}", dir.display()),
         (Some(dir), true) => format!(", files in {} (read-only)", dir.display()),
