@@ -214,7 +214,8 @@ pub enum Topology {
 pub struct FlowSpec {
     /// What runs the flow: an mpquic connection (the default), or (testbed) a kernel TCP or
     /// MPTCP socket with the kernel controller `controller`; the simulator runs kernel flows as
-    /// QUIC connections with the library controller of that name.
+    /// QUIC connections with the library controller of that name, and says so in its output's
+    /// notes.
     #[serde(default, skip_serializing_if = "FlowKind::is_mpquic")]
     pub kind: FlowKind,
     /// Name in results (default `flow<i>`; with `count` or a host range, `<name>-<i>`).

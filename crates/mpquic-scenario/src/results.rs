@@ -18,6 +18,7 @@ use serde_json::Value;
 use crate::analyses::{self, Backend};
 use crate::experiment::{ReportSpec, TableSpec};
 use crate::metrics::{short, summarize, Metrics, SummaryRow, CATALOGUE};
+use crate::model::FlowKind;
 use crate::tables::markdown;
 use crate::Experiment;
 
@@ -147,7 +148,13 @@ impl ExperimentResults {
             scenario: serde_json::to_value(s).unwrap_or(Value::Null),
             seeds: s.seeds.clone(),
             metrics: report.as_ref().map(definitions).unwrap_or_default(),
-            notes: report.as_ref().map(|r| analyses::not_computed(r, backend)).unwrap_or_default(),
+            notes: report
+                .as_ref()
+                .map(|r| analyses::not_computed(r, backend))
+                .unwrap_or_default()
+                .into_iter()
+                .chain(kernel_flows_run_as_quic(e, backend))
+                .collect(),
             report,
             summary: summaries(e, &runs),
             runs,
@@ -190,6 +197,30 @@ impl ExperimentResults {
             if gzipped { Box::new(flate2::read::GzDecoder::new(file)) } else { Box::new(file) };
         serde_json::from_reader(std::io::BufReader::new(reader)).map_err(|e| fail(path, &e))
     }
+}
+
+/// The simulator has no kernel stack: it runs a flow of kind `kernel-tcp` or `kernel-mptcp` as an
+/// mpquic connection with the library's controller of that name (see `FlowSpec::kind`). A note
+/// per such flow and point, so that a row labelled with a kernel kind is not read as the kernel's.
+fn kernel_flows_run_as_quic(e: &Experiment, backend: Backend) -> Vec<String> {
+    if backend != Backend::Sim {
+        return vec![];
+    }
+    let mut notes = vec![];
+    for point in &e.points {
+        let s = &point.scenario;
+        let name = if point.labels.is_empty() { s.name.clone() } else { point.name() };
+        for (i, flow) in s.flows.iter().enumerate().filter(|(_, f)| f.kind != FlowKind::Mpquic) {
+            let kind = serde_json::to_value(flow.kind).unwrap_or(Value::Null);
+            let controller = flow.controller.as_deref().unwrap_or(&s.controller);
+            notes.push(format!(
+                "sim: {name}: flows.{i} (kind = {}) ran as an mpquic connection with the \
+                 library's `{controller}` (the simulator has no kernel stack)",
+                kind.as_str().unwrap_or("?")
+            ));
+        }
+    }
+    notes
 }
 
 /// An I/O or parse error of `path`, as the reader sees it.
@@ -328,6 +359,38 @@ metrics = ["fct_mean_ms"]
     fn entry(point: &str, seed: u64, v: f64) -> RunEntry {
         let metrics = [("fct_mean_ms".to_string(), v)].into();
         RunEntry { point: point.into(), seed, metrics, ..RunEntry::default() }
+    }
+
+    #[test]
+    fn the_simulator_notes_each_kernel_flow_it_ran_as_quic() {
+        let text = r#"
+name = "t"
+duration = "1s"
+controller = "lia"
+[topology]
+kind = "two-path"
+[[flows]]
+from = "src"
+to = "dst"
+[[sweep]]
+name = "controller"
+values = ["amp", "kernel-mptcp"]
+[sweep.when.amp]
+"flows.0.controller" = "amp"
+[sweep.when.kernel-mptcp]
+"flows.0.kind" = "kernel-mptcp"
+"flows.0.controller" = "cubic"
+[report]
+metrics = ["fct_mean_ms"]
+"#;
+        let e = Experiment::parse(text, "t.toml").unwrap();
+        let notes = |backend| ExperimentResults::new(&e, backend, "t.toml", None, vec![]).notes;
+        assert_eq!(
+            notes(Backend::Sim),
+            ["sim: controller=kernel-mptcp: flows.0 (kind = kernel-mptcp) ran as an mpquic \
+              connection with the library's `cubic` (the simulator has no kernel stack)"]
+        );
+        assert!(notes(Backend::Netns).is_empty(), "the testbed runs the kernel's");
     }
 
     #[test]
