@@ -7006,6 +7006,7 @@ impl Connection {
             && let Some(prev) = self.crypto_state.prev_crypto.as_mut()
         {
             prev.end_packet = Some((result.packet_number, now));
+            prev.end_path = path_id;
             self.set_key_discard_timer(now, packet.header.space());
         }
 
@@ -7013,6 +7014,9 @@ impl Connection {
             trace!("key update authenticated");
             self.crypto_state
                 .update_keys(Some((result.packet_number, now)), true);
+            if let Some(prev) = self.crypto_state.prev_crypto.as_mut() {
+                prev.end_path = path_id;
+            }
             self.set_key_discard_timer(now, packet.header.space());
         }
 

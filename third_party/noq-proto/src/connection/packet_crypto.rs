@@ -52,6 +52,11 @@ pub(super) struct PrevCrypto {
     /// number is lower. `None` indicates that we have not yet received a packet using newer keys,
     /// which implies that the update was locally initiated.
     pub(super) end_packet: Option<(u64, Instant)>,
+    /// The path `end_packet` arrived on (mpquic D9). Each path numbers its packets from 0, so
+    /// `end_packet`'s number bounds the old phase on that path only: a packet of the old phase
+    /// on another path, sent before the update and delayed behind that path's queue, is
+    /// decrypted with these keys whatever its number.
+    pub(super) end_path: PathId,
     /// Whether the following key phase is from a remotely initiated update that we haven't acked
     pub(super) update_unacked: bool,
 }
@@ -236,7 +241,11 @@ impl CryptoState {
             // If this packet comes prior to acknowledgment of the key update by the peer,
             // use the previous keys. Otherwise this must be a remotely-initiated key update
             // and we let this fall through to the final case.
-            crypto.end_packet.is_none_or(|(pn, _)| packet_number < pn)
+            // The bound holds on its own path only (mpquic D9): on another path a key phase
+            // mismatch is a packet sent before the update, as long as the old keys are kept.
+            crypto
+                .end_packet
+                .is_none_or(|(pn, _)| path_id != crypto.end_path || packet_number < pn)
         }) {
             &*prev.crypto.remote
         } else {
@@ -416,6 +425,7 @@ impl CryptoState {
         self.prev_crypto = Some(PrevCrypto {
             crypto: old,
             end_packet,
+            end_path: PathId::ZERO,
             update_unacked: remote,
         });
 

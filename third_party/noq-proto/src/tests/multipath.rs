@@ -2850,3 +2850,42 @@ fn a_path_opened_after_an_ack_frequency_request_follows_it() -> TestResult {
     assert_eq!(pair.conn(Server).ack_eliciting_threshold_on(path1), 10);
     Ok(())
 }
+
+/// mpquic D9: a packet the client protected before a key update, arriving after the first
+/// packet of the new key phase came in on another path, is decrypted with the old keys. Each
+/// path numbers its packets from 0, so its number says nothing about the other path's first
+/// new-phase packet; noq 1.4 compared the two, took the old packet (path 0's numbers run ahead
+/// of path 1's) for a second key update, failed to decrypt it and dropped it, and the client
+/// declared it lost.
+#[test]
+fn an_old_key_packet_arriving_after_the_update_on_another_path_is_decrypted() -> TestResult {
+    let _guard = subscribe();
+    let (mut pair, path_1) = ranked_pair(|_, _| Some(0));
+    let s = pair.streams(Client).open(Dir::Uni).unwrap();
+    // Path 0 (the lowest id, so the one the stack's order fills) numbers well ahead of path 1.
+    for _ in 0..20 {
+        pair.send_stream(Client, s).write(b"warm-up")?;
+        pair.drive();
+    }
+    let lost_before = pair.path_stats(Client, PathId::ZERO).unwrap().lost_packets;
+    let sent_before = pair.path_stats(Client, PathId::ZERO).unwrap().udp_tx.datagrams;
+    // A packet protected with the old keys on path 0, held back.
+    pair.send_stream(Client, s).write(b"old keys")?;
+    let now = pair.time;
+    pair.client.drive(now);
+    assert!(!pair.client.outbound.is_empty());
+    pair.client.delay_outbound();
+    assert!(pair.path_stats(Client, PathId::ZERO).unwrap().udp_tx.datagrams > sent_before);
+    // The key update, and a packet with the new keys on path 1, delivered first.
+    pair.conn_mut(Client).force_key_update();
+    pair.conn_mut(Client).ping_path(path_1)?;
+    let now = pair.time;
+    pair.client.drive(now);
+    pair.client.finish_delay();
+    pair.drive();
+    let lost = pair.path_stats(Client, PathId::ZERO).unwrap().lost_packets - lost_before;
+    info!(lost, "packets of path 0 declared lost after the key update");
+    assert_eq!(lost, 0, "the old-key packet on path 0 was dropped by the server");
+    assert!(!pair.is_closed(Client) && !pair.is_closed(Server));
+    Ok(())
+}
