@@ -45,18 +45,16 @@ pub(super) struct PrevCrypto {
     /// The keys used for the previous key phase, temporarily retained to decrypt packets sent by
     /// the peer prior to its own key update.
     pub(super) crypto: KeyPair<Box<dyn PacketKey>>,
-    /// The incoming packet that ends the interval for which these keys are applicable, and the
-    /// time of its receipt.
+    /// The incoming packet that ends the interval for which these keys are applicable: the path
+    /// it arrived on, its packet number and the time of its receipt.
     ///
     /// Incoming packets should be decrypted using these keys iff this is `None` or their packet
     /// number is lower. `None` indicates that we have not yet received a packet using newer keys,
-    /// which implies that the update was locally initiated.
-    pub(super) end_packet: Option<(u64, Instant)>,
-    /// The path `end_packet` arrived on (mpquic D9). Each path numbers its packets from 0, so
-    /// `end_packet`'s number bounds the old phase on that path only: a packet of the old phase
-    /// on another path, sent before the update and delayed behind that path's queue, is
-    /// decrypted with these keys whatever its number.
-    pub(super) end_path: PathId,
+    /// which implies that the update was locally initiated. Each path numbers its packets from
+    /// 0, so the number bounds the old phase on its own path only (mpquic D9): a packet of the
+    /// old phase on another path, sent before the update and delayed behind that path's queue,
+    /// is decrypted with these keys whatever its number.
+    pub(super) end_packet: Option<(PathId, u64, Instant)>,
     /// Whether the following key phase is from a remotely initiated update that we haven't acked
     pub(super) update_unacked: bool,
 }
@@ -245,7 +243,7 @@ impl CryptoState {
             // mismatch is a packet sent before the update, as long as the old keys are kept.
             crypto
                 .end_packet
-                .is_none_or(|(pn, _)| path_id != crypto.end_path || packet_number < pn)
+                .is_none_or(|(path, pn, _)| path_id != path || packet_number < pn)
         }) {
             &*prev.crypto.remote
         } else {
@@ -406,7 +404,11 @@ impl CryptoState {
     /// keys. Updates `key_phase` and `key_phase_size` accordingly.
     ///
     /// PANICS: If 1-RTT keys are missing.
-    pub(super) fn update_keys(&mut self, end_packet: Option<(u64, Instant)>, remote: bool) {
+    pub(super) fn update_keys(
+        &mut self,
+        end_packet: Option<(PathId, u64, Instant)>,
+        remote: bool,
+    ) {
         trace!("executing key update");
 
         let new = self
@@ -425,7 +427,6 @@ impl CryptoState {
         self.prev_crypto = Some(PrevCrypto {
             crypto: old,
             end_packet,
-            end_path: PathId::ZERO,
             update_unacked: remote,
         });
 
