@@ -65,7 +65,7 @@ bytes = 20000000
         assert!(f(l, &["qdisc_drops"]) == 0.0, "the FIFO dropped packets: {l}");
     }
     let frac = f(rep, &["goodput_fraction_of_link_sum"]);
-    assert!(frac > 0.75, "goodput only {:.1}% of the link sum", frac * 100.0);
+    assert!(frac > STARVATION_FLOOR, "goodput only {:.1}% of the link sum", frac * 100.0);
 
     // CE estimation: reported per link, the sender's paths mapped onto the links they cross.
     let ce = &rep["ce"];
