@@ -120,6 +120,15 @@ impl FlowKind {
     fn is_mpquic(&self) -> bool {
         *self == FlowKind::Mpquic
     }
+
+    /// The kind as experiment files write it (`kind = "..."`).
+    pub fn name(self) -> &'static str {
+        match self {
+            FlowKind::Mpquic => "mpquic",
+            FlowKind::KernelTcp => "kernel-tcp",
+            FlowKind::KernelMptcp => "kernel-mptcp",
+        }
+    }
 }
 
 /// What a repeating flow's transfers run over.

@@ -117,8 +117,9 @@ fn a_black_holed_path_is_declared_failed_within_the_deadline() {
     sim.black_hole(dead, black_hole_at.0);
     sim.run();
 
-    let deadline = PathFailure::default().deadline(std::time::Duration::from_micros(20));
-    let last_answer = std::time::Duration::from_micros(20) + std::time::Duration::from_millis(25);
+    let rtt = std::time::Duration::from_micros(20);
+    let deadline = PathFailure::default().deadline(rtt);
+    let last_answer = rtt + std::time::Duration::from_millis(25);
     let latest = black_hole_at.secs() + (last_answer + deadline + 2 * FAILURE_POLL).as_secs_f64();
     let failed = failures(&sim, 0);
     let client: Vec<_> = failed.iter().filter(|(side, ..)| *side == Side::Client).collect();
