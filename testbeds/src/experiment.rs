@@ -6,6 +6,7 @@
 //! and the median, min and max per point) and `tables.md` (the report's tables).
 
 use crate::compile::compile;
+use crate::host;
 use crate::plan::{self, FlowKind};
 use crate::plots;
 use crate::record;
@@ -156,7 +157,7 @@ pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
 fn run_point(c: &Compiled, i: usize, round: usize, out: &Path, g: &mut Gathered) -> Result<()> {
     let CompiledPoint { dir, plan, flows, job_groups } = &c.points[i];
     let run_dir = out.join(dir).join(format!("round{round}"));
-    eprintln!("round {round}: {dir} (load {:.1})", runner::loadavg());
+    eprintln!("round {round}: {dir} (load {:.1})", host::loadavg());
     let result = match runner::run_scenario(plan, &run_dir) {
         Ok(r) => r,
         Err(e) => {
@@ -166,6 +167,13 @@ fn run_point(c: &Compiled, i: usize, round: usize, out: &Path, g: &mut Gathered)
             return Ok(());
         }
     };
+    if let Some(steal) =
+        result.repetitions[0].host_steal_pct.filter(|&s| s > host::STEAL_SUSPECT_PCT)
+    {
+        eprintln!(
+            "warning: {dir} round {round} ran with {steal:.1}% of the CPU stolen by the hypervisor"
+        );
+    }
     let (point, file) = (&c.experiment.points[i], &c.experiment.base);
     let series = read_series(&run_dir)?;
     let time_scale = point.scenario.netns.as_ref().map_or(1.0, |n| n.time_scale);
@@ -188,6 +196,7 @@ fn run_point(c: &Compiled, i: usize, round: usize, out: &Path, g: &mut Gathered)
         round: Some(round),
         dir: Some(run_dir.display().to_string()),
         host_load_1min: record.outcome.host_load_1min,
+        host_steal_pct: record.outcome.host_steal_pct,
         metrics,
     });
     Ok(())
@@ -329,6 +338,7 @@ pub fn outcome(
         links,
         duration_s: rep.duration_s,
         host_load_1min: Some(rep.host_loadavg_1min[0]),
+        host_steal_pct: rep.host_steal_pct,
         receiver_rcvbuf_errors: rep
             .receiver_counters
             .values()

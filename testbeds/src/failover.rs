@@ -12,6 +12,7 @@ use crate::backend::{self, Backend, DelayMethod, FRAME};
 use crate::cleanup;
 use crate::fault::{Egress, LinkFault};
 use crate::flows::{self, Proc};
+use crate::host::{loadavg, steal_pct_since, CpuTimes};
 use crate::marker::{self, Marker, MarkerConfig};
 use crate::netns::{self, run, Namespaces};
 use crate::plan::{LinkParams, Topology};
@@ -138,6 +139,8 @@ pub struct FailoverResult {
     /// The sender's final JSON report (paths, failovers).
     pub sender_report: Option<serde_json::Value>,
     pub host_loadavg_1min: [f64; 2],
+    /// The hypervisor's CPU steal over the transfer, % of the host's CPU time (none: not read).
+    pub host_steal_pct: Option<f64>,
 }
 
 /// Runs the experiment, tears it down, writes `<out>/result.json`.
@@ -188,7 +191,7 @@ fn run_inner(args: &FailoverArgs, run_id: u32, mpquic: &str) -> Result<FailoverR
         qdiscs: [Some(fault.qdiscs()?), None, None],
         ..Timeline::default()
     };
-    let load_before = loadavg();
+    let (load_before, cpu_before) = (loadavg(), CpuTimes::now());
     let t0 = Instant::now();
     let watch = ReceiveWatch::start(received.clone(), t0);
     let sender = Proc::spawn(tb.nss.ns(tb.s), mpquic, &send)?;
@@ -199,7 +202,7 @@ fn run_inner(args: &FailoverArgs, run_id: u32, mpquic: &str) -> Result<FailoverR
     if let Err(e) = tb.sampling.finish() {
         eprintln!("note: the queue sampler stopped early (the markers ran open-loop): {e:#}");
     }
-    let load_after = loadavg();
+    let (load_after, host_steal_pct) = (loadavg(), steal_pct_since(cpu_before));
 
     save(&args.out.join("sender.stdout"), &lines.join("\n"))?;
     save(&args.out.join("sender.stderr"), &stderr)?;
@@ -245,6 +248,7 @@ fn run_inner(args: &FailoverArgs, run_id: u32, mpquic: &str) -> Result<FailoverR
         sender_error: (!ok).then(|| stderr.trim().to_string()),
         sender_report: report,
         host_loadavg_1min: [load_before, load_after],
+        host_steal_pct,
     })
 }
 
@@ -590,13 +594,6 @@ pub(crate) fn same_contents(a: &Path, b: &Path) -> Result<bool> {
 
 fn save(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
-}
-
-fn loadavg() -> f64 {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .unwrap_or(f64::NAN)
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ mod experiment;
 mod failover;
 mod fault;
 mod flows;
+mod host;
 mod limits;
 mod marker;
 mod netns;

@@ -180,6 +180,9 @@ pub struct RepResult {
     pub sampler_lead_s: f64,
     /// The host's 1-minute load average before the flows started and after they ended.
     pub host_loadavg_1min: [f64; 2],
+    /// The hypervisor's CPU steal from the flows' start to their end, % of the host's CPU
+    /// time (none: `/proc/stat` not read).
+    pub host_steal_pct: Option<f64>,
     /// The mpquic servers' JSON lines (one per received transfer), verbatim but for their
     /// `received_series`, which became the flows' `throughput`.
     pub mpquic_server_reports: Vec<serde_json::Value>,

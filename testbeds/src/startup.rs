@@ -7,9 +7,9 @@
 
 use crate::cleanup::{self, NsGuard};
 use crate::flows::{self, Proc};
+use crate::host::{loadavg, steal_pct_since, CpuTimes};
 use crate::netns::{ns_name, run};
 use crate::results::Summary;
-use crate::runner::loadavg;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -44,6 +44,8 @@ pub struct StartupResult {
     pub answers: usize,
     pub jobs: usize,
     pub load_1min: [f64; 2],
+    /// The hypervisor's CPU steal over the jobs, % of the host's CPU time (none: not read).
+    pub host_steal_pct: Option<f64>,
     /// Per cold job: from starting its `answers` processes to the last one's exit.
     pub cold_job_wall_ms: Vec<f64>,
     /// Per cold job: the slowest get's own FCT (stream open to last byte, after its handshake).
@@ -72,7 +74,7 @@ pub fn run_startup(args: &StartupArgs, run_id: u32) -> Result<String> {
     let aggregator =
         Aggregator { ns: &agg, mpquic: &mpquic, server: format!("{WORKER_ADDR}:{PORT}") };
     let worker = aggregator.start_worker(&wrk, &dir)?;
-    let load_before = loadavg();
+    let (load_before, cpu_before) = (loadavg(), CpuTimes::now());
     let (mut cold_wall, mut cold_fct) = (Vec::new(), Vec::new());
     for _ in 0..args.jobs {
         let started = Instant::now();
@@ -92,6 +94,7 @@ pub fn run_startup(args: &StartupArgs, run_id: u32) -> Result<String> {
         answers: args.answers,
         jobs: args.jobs,
         load_1min: [load_before, loadavg()],
+        host_steal_pct: steal_pct_since(cpu_before),
         cold_job_wall_ms: cold_wall,
         cold_slowest_get_fct_ms: cold_fct,
         warm_connect_ms: warm["connect_s"].as_f64().unwrap_or(f64::NAN) * 1e3,
@@ -207,11 +210,12 @@ fn markdown(r: &StartupResult) -> String {
     let n = r.answers;
     format!(
         "E7 start-up check: {n} answers per job, {} jobs each way, unshaped veth, host load \
-         (1-min) {:.2} -> {:.2}.\n\n| per job | median ms | p90 ms | max ms |\n|---|---|---|---|\n{}{}{}\n\
+         (1-min) {:.2} -> {:.2}, CPU steal {}.\n\n| per job | median ms | p90 ms | max ms |\n|---|---|---|---|\n{}{}{}\n\
          Warm set-up (all {n} handshakes, concurrent, once): {:.1} ms.\n",
         r.jobs,
         r.load_1min[0],
         r.load_1min[1],
+        r.host_steal_pct.map_or("not read".to_string(), |s| format!("{s:.1}%")),
         row(&format!("cold: {n} `mpquic get` processes, start to last exit"), &r.cold_job_wall_ms),
         row(
             "cold: the slowest get's own FCT (stream open to last byte, after its handshake)",
@@ -232,6 +236,7 @@ mod tests {
             answers: 10,
             jobs: 4,
             load_1min: [1.0, 2.5],
+            host_steal_pct: Some(0.42),
             cold_job_wall_ms: vec![240.0, 260.0, 250.0, 400.0],
             cold_slowest_get_fct_ms: vec![30.0, 31.0, 32.0, 33.0],
             warm_connect_ms: 16.04,
@@ -251,7 +256,7 @@ mod tests {
             "{t}"
         );
         assert!(
-            t.contains("host load (1-min) 1.00 -> 2.50")
+            t.contains("host load (1-min) 1.00 -> 2.50, CPU steal 0.4%.")
                 && t.ends_with("concurrent, once): 16.0 ms.\n"),
             "{t}"
         );

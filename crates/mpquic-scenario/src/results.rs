@@ -95,6 +95,9 @@ pub struct RunEntry {
     /// The host's 1-minute load average at its start (the testbed: a shared host's noise).
     #[serde(default, alias = "host_loadavg_1min", skip_serializing_if = "Option::is_none")]
     pub host_load_1min: Option<f64>,
+    /// The hypervisor's CPU steal over it, % of the host's CPU time (the testbed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_steal_pct: Option<f64>,
     /// The report's metrics (JSON has no NaN: a metric with no value is written `null`).
     #[serde(deserialize_with = "nan_for_null")]
     pub metrics: Metrics,
@@ -154,6 +157,7 @@ impl ExperimentResults {
                 .unwrap_or_default()
                 .into_iter()
                 .chain(kernel_flows_run_as_quic(e, backend))
+                .chain(runs_with_steal(&runs))
                 .collect(),
             report,
             summary: summaries(e, &runs),
@@ -220,6 +224,32 @@ fn kernel_flows_run_as_quic(e: &Experiment, backend: Backend) -> Vec<String> {
         }
     }
     notes
+}
+
+/// CPU steal above this share of the host's CPU time (%) makes a testbed run's timing suspect:
+/// on this project's VM, bursts of 12-27% moved single-path controls by 15-40%.
+pub const STEAL_SUSPECT_PCT: f64 = 5.0;
+
+/// A note naming the runs during which the hypervisor took more than [`STEAL_SUSPECT_PCT`] of
+/// the host's CPU, so that their numbers are not read as the stack's alone.
+fn runs_with_steal(runs: &[RunEntry]) -> Option<String> {
+    let suspect: Vec<String> = runs
+        .iter()
+        .filter_map(|r| Some((r, r.host_steal_pct.filter(|&s| s > STEAL_SUSPECT_PCT)?)))
+        .map(|(r, steal)| match r.round {
+            Some(round) => format!("{} round {round} ({steal:.1}%)", r.point),
+            None => format!("{} seed {} ({steal:.1}%)", r.point, r.seed),
+        })
+        .collect();
+    (!suspect.is_empty()).then(|| {
+        format!(
+            "{} of {} runs had more than {STEAL_SUSPECT_PCT}% of the host's CPU stolen by the \
+             hypervisor, so their timing is suspect: {}",
+            suspect.len(),
+            runs.len(),
+            suspect.join(", ")
+        )
+    })
 }
 
 /// An I/O or parse error of `path`, as the reader sees it.
@@ -390,6 +420,26 @@ metrics = ["fct_mean_ms"]
               connection with the library's `cubic` (the simulator has no kernel stack)"]
         );
         assert!(notes(Backend::Netns).is_empty(), "the testbed runs the kernel's");
+    }
+
+    #[test]
+    fn runs_with_cpu_steal_above_the_threshold_are_named_in_a_note() {
+        let run = |point: &str, round, steal| RunEntry {
+            round: Some(round),
+            host_steal_pct: steal,
+            ..entry(point, 1, 1.0)
+        };
+        let runs = vec![run("k=2", 1, Some(0.3)), run("k=4", 1, Some(12.25)), run("k=2", 2, None)];
+        let r = ExperimentResults::new(&experiment(), Backend::Netns, "t.toml", None, runs);
+        assert_eq!(
+            r.notes,
+            ["1 of 3 runs had more than 5% of the host's CPU stolen by the hypervisor, so their \
+              timing is suspect: k=4 round 1 (12.2%)"]
+        );
+        let quiet = vec![run("k=2", 1, Some(STEAL_SUSPECT_PCT))];
+        assert!(ExperimentResults::new(&experiment(), Backend::Netns, "t.toml", None, quiet)
+            .notes
+            .is_empty());
     }
 
     #[test]

@@ -120,7 +120,7 @@ kind = "many-to-one"
 senders = 2
 [report]
 link = "sw->r"
-metrics = ["lost", "drops_all", "marks_all", "rcvbuf_drops", "host_load", "goodput_sum_mbps", "goodput_mean_mbps", "queue_p5", "queue_p95", "queue_p50_mean", "queue_p99_max", "cpu_s_per_gb", "fct_over_200ms", "goodput_mean_mbps@multi / goodput_mean_mbps@single", "fct_max_ms / fct_over_200ms"]
+metrics = ["lost", "drops_all", "marks_all", "rcvbuf_drops", "host_load", "host_steal", "goodput_sum_mbps", "goodput_mean_mbps", "queue_p5", "queue_p95", "queue_p50_mean", "queue_p99_max", "cpu_s_per_gb", "fct_over_200ms", "goodput_mean_mbps@multi / goodput_mean_mbps@single", "fct_max_ms / fct_over_200ms"]
 "#;
     let s = parse_scenario(text).unwrap();
     let flow = |group: &str, fct_ms: f64, mbps: f64, lost: u64| FlowOutcome {
@@ -159,6 +159,7 @@ metrics = ["lost", "drops_all", "marks_all", "rcvbuf_drops", "host_load", "goodp
         ],
         duration_s: 1.0,
         host_load_1min: Some(2.5),
+        host_steal_pct: Some(7.5),
         receiver_rcvbuf_errors: 9,
         receiver_cpu_s: Some(1.0),
         payload_ceiling: Some(0.95),
@@ -171,6 +172,7 @@ metrics = ["lost", "drops_all", "marks_all", "rcvbuf_drops", "host_load", "goodp
         ("marks_all", 12.0),
         ("rcvbuf_drops", 9.0),
         ("host_load", 2.5),
+        ("host_steal", 7.5),
         ("goodput_sum_mbps", 80.0),
         ("goodput_mean_mbps", 40.0),
         ("queue_p5", 1.0),
@@ -189,9 +191,11 @@ metrics = ["lost", "drops_all", "marks_all", "rcvbuf_drops", "host_load", "goodp
 
     // What a backend does not measure is NaN (a "-" in the tables).
     outcome.host_load_1min = None;
+    outcome.host_steal_pct = None;
     outcome.receiver_cpu_s = None;
     let m = compute(&s, &outcome);
     assert!(m["host_load"].is_nan());
+    assert!(m["host_steal"].is_nan());
     assert!(m["cpu_s_per_gb"].is_nan());
 }
 

@@ -10,6 +10,7 @@ mod shaping;
 use crate::backend::{self, Backend, DelayMethod};
 use crate::cleanup;
 use crate::flows;
+use crate::host::{loadavg, steal_pct_since, CpuTimes};
 use crate::marker;
 use crate::netns::{self, run};
 use crate::plan::{FlowKind, MpquicController, Plan, Quic};
@@ -148,7 +149,7 @@ fn run_rep(
     let before = netstat_all()?;
 
     let sampler = Sampler::start(shaped.probes, sc.sample_interval_ms);
-    let load_before = loadavg();
+    let (load_before, cpu_before) = (loadavg(), CpuTimes::now());
     let clock = Clock { t0: Instant::now(), deadline: Duration::from_secs_f64(sc.duration_s) };
     let sampler_lead_s = clock.t0.duration_since(sampler.started).as_secs_f64();
     let flows = launch::start_flows(sc, &net, &nss, clock)?;
@@ -192,6 +193,7 @@ fn run_rep(
         sampler_late_fraction: late,
         sampler_lead_s,
         host_loadavg_1min: [load_before, loadavg()],
+        host_steal_pct: steal_pct_since(cpu_before),
         mpquic_server_reports: received.server_reports,
         receiver_cpu_s: received.cpu_s,
         delay_line,
@@ -282,15 +284,6 @@ fn transport_args(controller: &MpquicController, ecn: EcnPrecision, quic: &Quic)
     let mut args = ["--cc", controller.text(), "--ecn", ecn.name()].map(String::from).to_vec();
     args.extend(quic.args());
     args
-}
-
-/// The host's 1-minute load average (the machine may be shared: a measurement on a loaded
-/// host is CPU-bound, and the result should say so).
-pub fn loadavg() -> f64 {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .unwrap_or(f64::NAN)
 }
 
 fn first_addr(net: &Net, node: usize) -> std::net::Ipv4Addr {

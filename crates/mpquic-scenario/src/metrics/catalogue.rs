@@ -31,7 +31,7 @@ pub enum Source {
 }
 
 /// The host a run measures: the simulator's host is no part of the run.
-const HOST: &str = "the host's load average: the simulator runs in virtual time";
+const HOST: &str = "the host's load and CPU steal: the simulator runs in virtual time";
 /// Processes' CPU time.
 const CPU: &str = "CPU time of sending and receiving processes: the simulator has none";
 /// The testbed's own delay line.
@@ -143,6 +143,9 @@ pub const CATALOGUE: &[Metric] = &[
         |i| i.run.receiver_rcvbuf_errors as f64),
     netns("host_load", "the host's 1-min load average at the run's start", HOST,
         |i| i.run.host_load_1min.unwrap_or(f64::NAN)),
+    netns("host_steal", "CPU time the hypervisor took from the host during the run (steal), % of \
+        all of it; above 5% the run's timing is suspect", HOST,
+        |i| i.run.host_steal_pct.unwrap_or(f64::NAN)),
     both("goodput_sum_mbps", "sum of the flows' goodput, Mbit/s",
         |i| i.flows.iter().map(|f| f.goodput_bps / 1e6).sum()),
     both("goodput_mean_mbps", "mean goodput of the flows, Mbit/s",
@@ -554,6 +557,7 @@ mod tests {
             links: vec![link("a->dst"), link("b->dst")],
             duration_s: 1.0,
             host_load_1min: netns.then_some(1.5),
+            host_steal_pct: netns.then_some(0.4),
             receiver_rcvbuf_errors: 0,
             receiver_cpu_s: netns.then_some(0.02),
             payload_ceiling: Some(0.95),
