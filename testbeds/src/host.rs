@@ -1,6 +1,7 @@
 //! What the host itself did while a run measured it: its load average, and the CPU time the
 //! hypervisor gave to other guests (steal). This VM's steal reached 12-27% in bursts while its
-//! 1-minute load read 1-2, and moved single-path controls by 15-40%: the load alone hides it.
+//! 1-minute load read 1-2, and single-path controls moved by 10-20% in those runs: the load alone
+//! hides it. It is not the host's only noise (a control moved as much at 1-4% steal).
 
 pub use mpquic_scenario::results::STEAL_SUSPECT_PCT;
 

@@ -227,7 +227,7 @@ fn kernel_flows_run_as_quic(e: &Experiment, backend: Backend) -> Vec<String> {
 }
 
 /// CPU steal above this share of the host's CPU time (%) makes a testbed run's timing suspect:
-/// on this project's VM, bursts of 12-27% moved single-path controls by 15-40%.
+/// on this project's VM, runs with bursts of 12-27% had single-path controls 10-20% off.
 pub const STEAL_SUSPECT_PCT: f64 = 5.0;
 
 /// A note naming the runs during which the hypervisor took more than [`STEAL_SUSPECT_PCT`] of
