@@ -16,8 +16,8 @@ name), against the built-in `lia`, both through that example's verified two-path
 
 With --baseline BINARY it compares two builds of the tool instead (e.g. a change against the
 main branch's binary): each configuration runs on both, interleaved, and the ratio is this
-build's over the baseline's, with the host's load average before and after (other work on the
-host adds noise that interleaving spreads over both):
+build's over the baseline's (other work on the host adds noise that interleaving spreads over
+both; every mode prints the host's load before and after and the CPU steal over the run):
 
     benches/loopback.py --baseline /tmp/mpquic-main [--size 200M] [--reps 5]
 
@@ -54,6 +54,27 @@ CONFIGS = [
     # The measurement option: one packet per datagram, an ACK for every packet.
     ("mpquic dcm per-packet, 4 paths", 4, ["--cc", "dcm", "--ecn", "per-packet"], "noq cubic, 4 paths"),
 ]
+
+
+class HostNoise:
+    """The host's load average and the CPU time the hypervisor took from it (steal, from
+    /proc/stat) over a measurement: on a VM, steal slows every configuration without showing in
+    the load, and interleaving spreads it over them but does not remove it."""
+
+    def __init__(self):
+        self.load_before = os.getloadavg()[0]
+        self.cpu_before = self._cpu_times()
+
+    @staticmethod
+    def _cpu_times():
+        with open("/proc/stat") as f:
+            ticks = [int(t) for t in f.readline().split()[1:9]]
+        return ticks[7], sum(ticks)  # steal, and user..steal (guest time is inside user)
+
+    def report(self):
+        steal, total = self._cpu_times()
+        share = 100 * (steal - self.cpu_before[0]) / max(total - self.cpu_before[1], 1)
+        return f"host: 1-min load {self.load_before:.2f} -> {os.getloadavg()[0]:.2f}, CPU steal {share:.1f}%"
 
 
 def run(binary, size, paths, extra):
@@ -93,13 +114,13 @@ def paths_cost(args):
     keys = [(cc, n, build) for cc in PATH_COST_CONTROLLERS for n in PATH_COUNTS for build, _ in builds]
     samples = {key: [] for key in keys}
     binaries = dict(builds)
-    print(f"load average before: {os.getloadavg()}")
+    host = HostNoise()
     for rep in range(args.reps):
         for cc, n, build in keys:
             extra = ["--cc", cc, "--scheduler", "round-robin"]
             samples[(cc, n, build)].append(run(binaries[build], args.size, n, extra))
         print(f"repetition {rep + 1}/{args.reps} done", file=sys.stderr)
-    print(f"load average after: {os.getloadavg()}")
+    print(host.report())
     median = lambda key, i: statistics.median(s[i] for s in samples[key])
     counts = " ".join(f"{f'{n} path(s)':>11}" for n in PATH_COUNTS)
     for build, binary in builds:
@@ -115,23 +136,17 @@ def paths_cost(args):
             print(f"{cc:10} {cells} {cpu:>9.2f} {goodput:>13.2f}")
 
 
-def load():
-    with open("/proc/loadavg") as f:
-        return f.read().split()[0]
-
-
 def custom(args):
     """The user-defined controller against the built-in one, interleaved."""
     binary = "target/release/examples/custom_controller"
     samples = {label: [] for label, _ in CUSTOM}
-    loads = [load()]
+    host = HostNoise()
     for rep in range(args.reps):
         for label, controller in CUSTOM:
             samples[label].append(run_custom(binary, args.size, controller))
-        loads.append(load())
         print(f"repetition {rep + 1}/{args.reps} done", file=sys.stderr)
     base = statistics.median(c for _, c in samples[CUSTOM[0][0]])
-    print(f"host 1-min load at each repetition: {' '.join(loads)}")
+    print(host.report())
     print(f"{'configuration':32} {'goodput Mbit/s':>15} {'CPU s/GB':>9} {'x CPU/GB':>9}")
     for label, _ in CUSTOM:
         goodput = statistics.median(g for g, _ in samples[label])
@@ -143,13 +158,13 @@ def custom(args):
 def against_baseline(args):
     builds = [("baseline", args.baseline), ("this", args.binary)]
     samples = {(label, build): [] for label, *_ in CONFIGS for build, _ in builds}
-    print(f"load average before: {os.getloadavg()}")
+    host = HostNoise()
     for rep in range(args.reps):
         for label, paths, extra, _ in CONFIGS:
             for build, binary in builds:
                 samples[(label, build)].append(run(binary, args.size, paths, extra))
         print(f"repetition {rep + 1}/{args.reps} done", file=sys.stderr)
-    print(f"load average after: {os.getloadavg()}")
+    print(host.report())
     median = lambda key, i: statistics.median(s[i] for s in samples[key])
     print(f"{'configuration':32} {'CPU s/GB base':>13} {'CPU s/GB this':>13} {'x CPU/GB':>9} {'x goodput':>10}")
     for label, *_ in CONFIGS:
@@ -176,10 +191,12 @@ def main():
         return against_baseline(args)
 
     samples = {label: [] for label, *_ in CONFIGS}
+    host = HostNoise()
     for rep in range(args.reps):
         for label, paths, extra, _ in CONFIGS:
             samples[label].append(run(args.binary, args.size, paths, extra))
         print(f"repetition {rep + 1}/{args.reps} done", file=sys.stderr)
+    print(host.report())
 
     medians = {
         label: (statistics.median(g for g, _ in s), statistics.median(c for _, c in s))
