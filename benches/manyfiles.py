@@ -2,7 +2,7 @@
 """Many small files against one large one over one loopback connection: goodput of
 `mpquic send DIR` with COUNT files of SIZE each against `mpquic send FILE` of COUNT x SIZE, and
 their ratio. Runs alternate (one of each per round, so machine noise hits both alike) REPS times;
-the medians are printed with the host's load average, which weighs on a loaded host's numbers.
+the medians are printed with the host's load average and CPU steal, which weigh on its numbers.
 
     cargo build --release -p mpquic-cli && benches/manyfiles.py [--count 1000] [--size 100K] [--reps 3]
 """
@@ -15,6 +15,8 @@ import subprocess
 import sys
 import tempfile
 import threading
+
+from host_noise import HostNoise
 
 
 def size_bytes(text):
@@ -53,7 +55,7 @@ def main():
     parser.add_argument("--parallel", type=int, default=8)
     args = parser.parse_args()
     size = size_bytes(args.size)
-    print(f"load average at the start: {os.getloadavg()}")
+    host = HostNoise()
     work = tempfile.mkdtemp(prefix="mpquic-manyfiles-")
     try:
         small = os.path.join(work, "small")
@@ -79,7 +81,7 @@ def main():
     finally:
         shutil.rmtree(work)
     many_med, one_med = statistics.median(many), statistics.median(one)
-    print(f"load average at the end: {os.getloadavg()}")
+    print(host.report())
     print(f"{args.count} files of {args.size}: {many_med:8.1f} Mbit/s  (runs {', '.join(f'{g:.0f}' for g in many)})")
     print(f"one file of {args.count} x {args.size}: {one_med:8.1f} Mbit/s  (runs {', '.join(f'{g:.0f}' for g in one)})")
     print(f"ratio many/one: {many_med / one_med:.2f}")
