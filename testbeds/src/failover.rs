@@ -12,7 +12,7 @@ use crate::backend::{self, Backend, DelayMethod, FRAME};
 use crate::cleanup;
 use crate::fault::{Egress, LinkFault};
 use crate::flows::{self, Proc};
-use crate::host::{loadavg, steal_pct_since, CpuTimes};
+use crate::host::HostSpan;
 use crate::marker::{self, Marker, MarkerConfig};
 use crate::netns::{self, run, Namespaces};
 use crate::plan::{LinkParams, Topology};
@@ -191,7 +191,7 @@ fn run_inner(args: &FailoverArgs, run_id: u32, mpquic: &str) -> Result<FailoverR
         qdiscs: [Some(fault.qdiscs()?), None, None],
         ..Timeline::default()
     };
-    let (load_before, cpu_before) = (loadavg(), CpuTimes::now());
+    let host = HostSpan::start();
     let t0 = Instant::now();
     let watch = ReceiveWatch::start(received.clone(), t0);
     let sender = Proc::spawn(tb.nss.ns(tb.s), mpquic, &send)?;
@@ -202,7 +202,7 @@ fn run_inner(args: &FailoverArgs, run_id: u32, mpquic: &str) -> Result<FailoverR
     if let Err(e) = tb.sampling.finish() {
         eprintln!("note: the queue sampler stopped early (the markers ran open-loop): {e:#}");
     }
-    let (load_after, host_steal_pct) = (loadavg(), steal_pct_since(cpu_before));
+    let (host_loadavg_1min, host_steal_pct) = host.end();
 
     save(&args.out.join("sender.stdout"), &lines.join("\n"))?;
     save(&args.out.join("sender.stderr"), &stderr)?;
@@ -247,7 +247,7 @@ fn run_inner(args: &FailoverArgs, run_id: u32, mpquic: &str) -> Result<FailoverR
         dead_server: r.dead_server,
         sender_error: (!ok).then(|| stderr.trim().to_string()),
         sender_report: report,
-        host_loadavg_1min: [load_before, load_after],
+        host_loadavg_1min,
         host_steal_pct,
     })
 }

@@ -23,7 +23,7 @@ pub struct CpuTimes {
 
 impl CpuTimes {
     /// Now; none where `/proc/stat` cannot be read or has no steal column (not a VM's kernel).
-    pub fn now() -> Option<CpuTimes> {
+    fn now() -> Option<CpuTimes> {
         std::fs::read_to_string("/proc/stat").ok().as_deref().and_then(CpuTimes::parse)
     }
 
@@ -43,15 +43,30 @@ impl CpuTimes {
 
     /// The share of the host's CPU time between `self` and `later` that the hypervisor took
     /// (steal), percent; none when no time passed.
-    pub fn steal_pct_until(self, later: CpuTimes) -> Option<f64> {
+    fn steal_pct_until(self, later: CpuTimes) -> Option<f64> {
         let total = later.total.checked_sub(self.total).filter(|&t| t > 0)?;
         Some(100.0 * later.steal.saturating_sub(self.steal) as f64 / total as f64)
     }
 }
 
-/// The steal over a span that started at `before` (now is its end).
-pub fn steal_pct_since(before: Option<CpuTimes>) -> Option<f64> {
-    before?.steal_pct_until(CpuTimes::now()?)
+/// The host's state when a measurement began, to be read again at its end.
+pub struct HostSpan {
+    load_before: f64,
+    cpu_before: Option<CpuTimes>,
+}
+
+impl HostSpan {
+    /// Now, at the measurement's start.
+    pub fn start() -> HostSpan {
+        HostSpan { load_before: loadavg(), cpu_before: CpuTimes::now() }
+    }
+
+    /// Now, at its end: the 1-minute load at the start and now, and the steal over the span
+    /// (% of the host's CPU time; none where `/proc/stat` gave no reading).
+    pub fn end(&self) -> ([f64; 2], Option<f64>) {
+        let steal = self.cpu_before.zip(CpuTimes::now()).and_then(|(a, b)| a.steal_pct_until(b));
+        ([self.load_before, loadavg()], steal)
+    }
 }
 
 #[cfg(test)]

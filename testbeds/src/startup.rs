@@ -7,7 +7,7 @@
 
 use crate::cleanup::{self, NsGuard};
 use crate::flows::{self, Proc};
-use crate::host::{loadavg, steal_pct_since, CpuTimes};
+use crate::host::HostSpan;
 use crate::netns::{ns_name, run};
 use crate::results::Summary;
 use anyhow::{bail, Context, Result};
@@ -74,7 +74,7 @@ pub fn run_startup(args: &StartupArgs, run_id: u32) -> Result<String> {
     let aggregator =
         Aggregator { ns: &agg, mpquic: &mpquic, server: format!("{WORKER_ADDR}:{PORT}") };
     let worker = aggregator.start_worker(&wrk, &dir)?;
-    let (load_before, cpu_before) = (loadavg(), CpuTimes::now());
+    let host = HostSpan::start();
     let (mut cold_wall, mut cold_fct) = (Vec::new(), Vec::new());
     for _ in 0..args.jobs {
         let started = Instant::now();
@@ -90,11 +90,12 @@ pub fn run_startup(args: &StartupArgs, run_id: u32) -> Result<String> {
         .map(|j| j["jct_s"].as_f64().map(|s| s * 1e3).context("a warm job failed"))
         .collect::<Result<Vec<_>>>()?;
     worker.stop();
+    let (load_1min, host_steal_pct) = host.end();
     let result = StartupResult {
         answers: args.answers,
         jobs: args.jobs,
-        load_1min: [load_before, loadavg()],
-        host_steal_pct: steal_pct_since(cpu_before),
+        load_1min,
+        host_steal_pct,
         cold_job_wall_ms: cold_wall,
         cold_slowest_get_fct_ms: cold_fct,
         warm_connect_ms: warm["connect_s"].as_f64().unwrap_or(f64::NAN) * 1e3,

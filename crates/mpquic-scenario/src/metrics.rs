@@ -27,7 +27,6 @@ pub struct Outcome {
     pub host_load_1min: Option<f64>,
     /// The hypervisor's CPU steal over the run, % of the host's CPU time (a VM's noise that
     /// the load average does not show).
-    #[serde(default)]
     pub host_steal_pct: Option<f64>,
     /// Datagrams the receivers' UDP sockets dropped for a full buffer (sum of their
     /// `Udp.RcvbufErrors`).

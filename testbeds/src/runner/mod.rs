@@ -10,7 +10,7 @@ mod shaping;
 use crate::backend::{self, Backend, DelayMethod};
 use crate::cleanup;
 use crate::flows;
-use crate::host::{loadavg, steal_pct_since, CpuTimes};
+use crate::host::HostSpan;
 use crate::marker;
 use crate::netns::{self, run};
 use crate::plan::{FlowKind, MpquicController, Plan, Quic};
@@ -149,7 +149,7 @@ fn run_rep(
     let before = netstat_all()?;
 
     let sampler = Sampler::start(shaped.probes, sc.sample_interval_ms);
-    let (load_before, cpu_before) = (loadavg(), CpuTimes::now());
+    let host = HostSpan::start();
     let clock = Clock { t0: Instant::now(), deadline: Duration::from_secs_f64(sc.duration_s) };
     let sampler_lead_s = clock.t0.duration_since(sampler.started).as_secs_f64();
     let flows = launch::start_flows(sc, &net, &nss, clock)?;
@@ -179,6 +179,7 @@ fn run_rep(
     let link_sum: f64 =
         bns.iter().filter(|b| hosts.contains(&b.to_node)).map(|b| b.rate_mbit).sum();
     blame_receivers(&mut flows_res, &received.sink_errors);
+    let (host_loadavg_1min, host_steal_pct) = host.end();
     let rr = RepResult {
         rep,
         duration_s: clock.t0.elapsed().as_secs_f64(),
@@ -192,8 +193,8 @@ fn run_rep(
         receiver_counters: counters,
         sampler_late_fraction: late,
         sampler_lead_s,
-        host_loadavg_1min: [load_before, loadavg()],
-        host_steal_pct: steal_pct_since(cpu_before),
+        host_loadavg_1min,
+        host_steal_pct,
         mpquic_server_reports: received.server_reports,
         receiver_cpu_s: received.cpu_s,
         delay_line,

@@ -144,7 +144,7 @@ pub const CATALOGUE: &[Metric] = &[
     netns("host_load", "the host's 1-min load average at the run's start", HOST,
         |i| i.run.host_load_1min.unwrap_or(f64::NAN)),
     netns("host_steal", "CPU time the hypervisor took from the host during the run (steal), % of \
-        all of it; above 5% the run's timing is suspect", HOST,
+        all of it", HOST,
         |i| i.run.host_steal_pct.unwrap_or(f64::NAN)),
     both("goodput_sum_mbps", "sum of the flows' goodput, Mbit/s",
         |i| i.flows.iter().map(|f| f.goodput_bps / 1e6).sum()),
