@@ -127,7 +127,10 @@ impl fmt::Debug for CustomScheduler {
 /// A packet-scheduling policy, chosen per connection ([`crate::Options::scheduler`]).
 #[derive(Debug, Clone, Default)]
 pub enum Scheduler {
-    /// noq's order: the lowest path id with window room sends.
+    /// noq's order: the lowest path id with window room sends. A path opened mid-transfer gets
+    /// data only while the earlier paths' windows are full; where they never fill (loopback, a
+    /// first path limited by flow control) it carries next to nothing, so pick another policy
+    /// to use paths that join later.
     #[default]
     Stack,
     /// The path with the lowest smoothed RTT and window room sends (Linux MPTCP's default).
