@@ -163,7 +163,8 @@ impl FromStr for EcnPrecision {
 /// RTT, each packet released as soon as its bytes are earned, as Linux paces TCP
 /// (`tcp_pacing_ca_ratio`, 1.2 in congestion avoidance). Measured in the simulator on paths of
 /// 100 + 20 Mbit/s, repeated 2 MB transfers over one connection: `rate` took the fast path
-/// alone from 185 to 173 ms (AMP) and ECF over both from 184 to 151 ms
+/// alone from 185 to 173 ms (AMP) and ECF over both from 184 to 151 ms; in the incast file it
+/// raised the multipath controllers' mean FCT by 10-47 ms, so it is not the default
 /// (`docs/results/hetero-ecf.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub enum Pacing {
