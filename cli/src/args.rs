@@ -6,9 +6,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
-use mpquic::{
-    ClientAuth, Congestion, EcnPrecision, Identity, Options, Pacing, PathSpec, Scheduler, Trust,
-};
+use mpquic::{ClientAuth, Congestion, EcnPrecision, Identity, Options, PathSpec, Scheduler, Trust};
 
 /// Send and receive files over multipath QUIC with coupled, ECN-driven congestion control.
 #[derive(Parser, Debug)]
@@ -128,12 +126,6 @@ pub struct TransportArgs {
     /// a measurement option; `exact` is its old name).
     #[arg(long, default_value = "auto")]
     pub ecn: EcnPrecision,
-    /// How each path's packets are paced: stack (noq's pacer: 1.25 windows per smoothed RTT, in
-    /// bursts), rate (the controller's rate: one window per smoothed RTT, each packet sent as
-    /// soon as its bytes are earned) or rate:RATIO (e.g. rate:1.2, Linux's ratio in congestion
-    /// avoidance). rate needs one of mpquic's controllers, not cubic or newreno.
-    #[arg(long, default_value = "stack")]
-    pub pacing: Pacing,
     /// Write a qlog trace (JSON-SEQ, with mpquic controller events) per connection into DIR.
     #[arg(long, value_name = "DIR")]
     pub qlog: Option<PathBuf>,
@@ -184,7 +176,6 @@ impl TransportArgs {
             congestion,
             scheduler: self.scheduler.clone().unwrap_or_default(),
             ecn: self.ecn,
-            pacing: self.pacing,
             qlog_dir: self.qlog.clone(),
             idle_timeout: Duration::from_secs_f64(self.idle_timeout),
             max_ack_delay,
@@ -820,31 +811,6 @@ mod tests {
         assert!(window(&["--receive-window", "0"]).unwrap_err().contains("window of 0"));
         let huge = window(&["--receive-window", "8388608T"]).unwrap_err();
         assert!(huge.contains("receive window"), "{huge}");
-    }
-
-    /// `--pacing` reaches the library's options; a rate for noq's own controllers, or a ratio
-    /// below one window per RTT, is refused with the reason before any connection.
-    #[test]
-    fn pacing_is_a_rate_for_our_controllers_only() {
-        #[derive(clap::Parser)]
-        struct T {
-            #[command(flatten)]
-            transport: TransportArgs,
-        }
-        let pacing = |args: &[&str]| {
-            let t = <T as clap::Parser>::try_parse_from(["t"].iter().chain(args))
-                .map_err(|e| e.to_string())?;
-            t.transport.options().map(|o| o.pacing).map_err(|e| e.to_string())
-        };
-        assert_eq!(pacing(&[]), Ok(Pacing::Stack), "noq's pacer");
-        assert_eq!(
-            pacing(&["--pacing", "rate:1.2", "--cc", "lia"]),
-            Ok(Pacing::Rate { ratio: 1.2 })
-        );
-        assert!(pacing(&["--pacing", "rate", "--cc", "cubic"])
-            .unwrap_err()
-            .contains("noq's pacer"));
-        assert!(pacing(&["--pacing", "rate:0.5"]).unwrap_err().contains("at least 1"));
     }
 
     #[test]

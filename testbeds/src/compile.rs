@@ -67,7 +67,6 @@ pub fn compile(s: &lang::Scenario, name: &str) -> Result<Plan, ScenarioError> {
         quic: Quic {
             receive_window: written_window(s),
             max_ack_delay_ms: s.transport.max_ack_delay.map(|d| d.secs() * 1e3),
-            pacing: s.transport.pacing.parse().map_err(|e: String| at("transport.pacing", e))?,
         },
     };
     crate::limits::check(&plan).map_err(|e| ScenarioError::Invalid(format!("netns: {e}")))?;
@@ -484,7 +483,7 @@ bytes = "1MB"
     }
 
     /// The `[transport]` settings the simulator reads reach every mpquic process here too, as
-    /// CLI flags: a window the file wrote, the ACK profile and the pacer, which a run used to leave at
+    /// CLI flags: a window the file wrote and the ACK profile, which a run used to leave at
     /// the CLI's defaults (1.25 MB, 25 ms) unsaid. The language's default window stays the
     /// CLI's (see `written_window`).
     #[test]
@@ -497,9 +496,6 @@ bytes = "1MB"
         );
         let p = plan(&text).unwrap();
         assert_eq!(p.quic.args(), ["--receive-window", "2000000", "--max-ack-delay", "1"]);
-        let paced =
-            TWO_PATH.replace("[topology]", "[transport]\npacing = \"rate:1.2\"\n[topology]");
-        assert_eq!(plan(&paced).unwrap().quic.args(), ["--pacing", "rate:1.2"]);
     }
 
     #[test]

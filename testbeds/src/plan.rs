@@ -4,7 +4,7 @@
 //! controllers, ECN shaping and schedulers are the library's types, parsed once there. Each
 //! `result.json` records the plan as `scenario`.
 
-use mpquic::{Congestion, EcnPrecision, Pacing, Scheduler};
+use mpquic::{Congestion, EcnPrecision, Scheduler};
 use serde::{Serialize, Serializer};
 
 /// One point of an experiment as the runner builds and runs it.
@@ -38,14 +38,6 @@ pub struct Quic {
     /// a protocol timer, given as written, not scaled with the links' times.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_ack_delay_ms: Option<f64>,
-    /// The CLI's `--pacing` (the language's `transport.pacing`).
-    #[serde(skip_serializing_if = "is_stack_pacing")]
-    pub pacing: Pacing,
-}
-
-/// noq's own pacer, the CLI's default, is left out of a written plan.
-fn is_stack_pacing(pacing: &Pacing) -> bool {
-    *pacing == Pacing::Stack
 }
 
 impl Quic {
@@ -57,9 +49,6 @@ impl Quic {
         }
         if let Some(ms) = self.max_ack_delay_ms {
             args.extend(["--max-ack-delay".into(), ms.to_string()]);
-        }
-        if self.pacing != Pacing::Stack {
-            args.extend(["--pacing".into(), self.pacing.to_string()]);
         }
         args
     }

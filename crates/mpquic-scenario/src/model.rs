@@ -508,12 +508,6 @@ fn default_request() -> u64 {
     2048
 }
 
-/// Left out of a written scenario at its default, so that results written before the setting
-/// existed read the same.
-fn is_stack_pacing(pacing: &str) -> bool {
-    pacing == "stack"
-}
-
 /// QUIC settings for every connection.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -536,11 +530,6 @@ pub struct TransportSettings {
     /// `round-robin`, `ecf`, or a name the program registered (`mpquic::register_scheduler`)
     /// (mpquic-cc controllers only).
     pub scheduler: String,
-    /// How each path's packets are paced (the mpquic library's `Pacing`): `stack` (noq's pacer,
-    /// 1.25 windows per smoothed RTT in bursts), `rate` (the controller's rate, one window per
-    /// smoothed RTT, as earned) or `rate:RATIO` (mpquic-cc controllers only). Both backends.
-    #[serde(skip_serializing_if = "is_stack_pacing")]
-    pub pacing: String,
     /// The data-center ACK profile: the `max_ack_delay` each end asks its peer to use (QUIC's
     /// ACK frequency extension, which noq implements: an ACK_FREQUENCY frame after the
     /// handshake), e.g. `"1ms"`. The probe timeout adds the peer's max_ack_delay, so noq's
@@ -577,7 +566,6 @@ impl Default for TransportSettings {
             window: 8 << 20,
             ecn: "auto".into(),
             scheduler: "stack".into(),
-            pacing: "stack".into(),
             max_ack_delay: None,
             crypto: CryptoSuite::Null,
         }

@@ -18,7 +18,6 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
         .scheduler
         .parse::<mpquic::Scheduler>()
         .map_err(|e| at("transport.scheduler", e.to_string()))?;
-    s.transport.pacing.parse::<mpquic::Pacing>().map_err(|e| at("transport.pacing", e))?;
     link(&s.link, "link")?;
     let expanded = s.topology.expand().map_err(|e| at("topology", e.to_string()))?;
     let names = Names::of(&expanded);

@@ -840,7 +840,6 @@ impl Sim {
                 .parse()
                 .map_err(|e: mpquic::UnknownScheduler| invalid(e.to_string()))?,
             ecn: t.ecn.parse().map_err(invalid)?,
-            pacing: t.pacing.parse().map_err(invalid)?,
             max_ack_delay: t.max_ack_delay.map(|d| Duration::from_nanos(d.0 / 1000)),
             receive_window: Some(t.window),
             max_paths: paths as u32,

@@ -351,32 +351,6 @@ fn a_path_opened_mid_run_carries_data_only_after_its_open_time() {
     }
 }
 
-/// `transport.pacing` reaches the stack: one 2 MB transfer over a 100 Mbit/s bottleneck of 2 ms
-/// takes a different time under the controller's rate than under noq's pacer (both
-/// deterministic), and a rate for noq's own Cubic is refused with the reason.
-#[test]
-fn the_pacer_is_the_scenarios_to_choose() {
-    let fct_ms = |pacing: &str| {
-        let mut s = many_to_one(1, Dur::ms(1000));
-        s.transport.pacing = pacing.into();
-        if let Topology::ManyToOne { bottleneck, .. } = &mut s.topology {
-            bottleneck.rate = Some("100Mbps".parse().unwrap());
-            bottleneck.delay = Some(Dur::ms(2));
-        }
-        let mut f = FlowSpec::bulk("s0", "r");
-        f.bytes = Some(2_000_000);
-        s.flows.push(f);
-        run(s).0.flows[0].fct_us.unwrap() / 1e3
-    };
-    let (stack, rate) = (fct_ms("stack"), fct_ms("rate"));
-    assert!(stack != rate, "stack {stack} ms, rate {rate} ms");
-    let mut cubic = many_to_one(1, Dur::ms(1));
-    cubic.controller = "cubic".into();
-    cubic.transport.pacing = "rate".into();
-    cubic.flows.push(FlowSpec::bulk("s0", "r"));
-    assert!(Sim::new(cubic).is_err_and(|e| e.to_string().contains("noq's pacer")));
-}
-
 /// The data-center ACK profile (`transport.max_ack_delay`) lowers the probe timeout. Eight
 /// 64 KB NewReno flows start together after their handshakes into a 10-packet buffer without
 /// marking, so some lose their last packets: with noq's default 25 ms max_ack_delay such a

@@ -39,7 +39,6 @@ use mpquic_cc::{
 };
 use noq::congestion::{self as noq_cc, ControllerFactory, ControllerMetrics, SendContext};
 
-use crate::options::Pacing;
 use crate::scheduler::{ConnectionLoad, PathLoad, PathScheduler, Scheduler};
 
 /// Called with every notice the controller produces, with the time it was drained.
@@ -48,7 +47,6 @@ pub type NoticeSink = Box<dyn FnMut(Instant, &Notice) + Send>;
 /// Builds the per-path controllers of one connection, all sharing one coupled controller.
 pub struct CoupledFactory {
     shared: Arc<SharedController>,
-    pacing: Pacing,
 }
 
 impl CoupledFactory {
@@ -61,12 +59,7 @@ impl CoupledFactory {
     /// placing packets by `scheduler`.
     pub fn with_controller(controller: Box<dyn Controller>, scheduler: &Scheduler) -> Self {
         let shared = SharedController::with_controller(controller, scheduler.build());
-        CoupledFactory { shared: Arc::new(shared), pacing: Pacing::Stack }
-    }
-
-    /// Pace every path as `pacing` says (noq's own pacer by default).
-    pub fn paced(self, pacing: Pacing) -> Self {
-        CoupledFactory { pacing, ..self }
+        CoupledFactory { shared: Arc::new(shared) }
     }
 
     /// The connection-wide state, to read snapshots and statistics from.
@@ -78,7 +71,7 @@ impl CoupledFactory {
 impl ControllerFactory for CoupledFactory {
     fn build(self: Arc<Self>, now: Instant, current_mtu: u16) -> Box<dyn noq_cc::Controller> {
         self.shared.lock().tick(now);
-        Box::new(PathHandle::add_to(&self.shared, u64::from(current_mtu), self.pacing))
+        Box::new(PathHandle::add_to(&self.shared, u64::from(current_mtu)))
     }
 }
 
@@ -358,10 +351,6 @@ pub struct PathHandle {
     slot: PathId,
     /// The slot's ungated window, kept current by the shared state (see `SlotState::window`).
     window: Arc<AtomicU64>,
-    /// The path's smoothed RTT in nanoseconds as of its latest ACK (0: no sample yet), for the
-    /// pacing rate, which noq asks for without the lock.
-    smoothed_rtt_ns: Arc<AtomicU64>,
-    pacing: Pacing,
 }
 
 impl std::fmt::Debug for PathHandle {
@@ -377,12 +366,12 @@ pub fn slot_of(controller: Box<dyn noq_cc::Controller>) -> Option<PathId> {
 }
 
 impl PathHandle {
-    /// A handle on a new slot of `shared`, for a path whose MSS is `mss`, paced as `pacing`.
-    fn add_to(shared: &Arc<SharedController>, mss: u64, pacing: Pacing) -> Self {
+    /// A handle on a new slot of `shared`, for a path whose MSS is `mss`.
+    fn add_to(shared: &Arc<SharedController>, mss: u64) -> Self {
         let mut state = shared.lock();
         let slot = state.add_path(mss);
         let window = state.paths[slot.0 as usize].window.clone();
-        PathHandle { shared: shared.clone(), slot, window, smoothed_rtt_ns: Arc::default(), pacing }
+        PathHandle { shared: shared.clone(), slot, window }
     }
 
     /// `on_ack`, with the two numbers it needs from noq's RTT estimator, smoothed and minimum
@@ -396,7 +385,6 @@ impl PathHandle {
         app_limited: bool,
         (smoothed, min): (Duration, Duration),
     ) {
-        self.smoothed_rtt_ns.store(smoothed.as_nanos() as u64, Ordering::Relaxed);
         let mut state = self.shared.lock();
         state.tick(now);
         state.flush();
@@ -513,8 +501,6 @@ impl noq_cc::Controller for PathHandle {
     fn metrics(&self) -> ControllerMetrics {
         let mut metrics = ControllerMetrics::default();
         metrics.congestion_window = self.window.load(Ordering::Relaxed).max(1);
-        let smoothed_rtt = Duration::from_nanos(self.smoothed_rtt_ns.load(Ordering::Relaxed));
-        metrics.pacing_rate = self.pacing.rate(metrics.congestion_window, smoothed_rtt);
         metrics
     }
 
@@ -542,7 +528,6 @@ mod tests {
     use noq::congestion::{Controller as _, ControllerFactory, SendContext};
 
     use super::{slot_of, CoupledFactory, PathHandle, SharedController};
-    use crate::options::Pacing;
     use crate::scheduler::Scheduler;
 
     /// What the recorder saw, in order.
@@ -581,7 +566,7 @@ mod tests {
             Box::new(recorder),
             Scheduler::Stack.build(),
         ));
-        let handles = (0..n).map(|_| PathHandle::add_to(&shared, 1200, Pacing::Stack)).collect();
+        let handles = (0..n).map(|_| PathHandle::add_to(&shared, 1200)).collect();
         (handles, events)
     }
 
@@ -687,8 +672,7 @@ mod tests {
             Box::new(recorder),
             Scheduler::RoundRobin.build(),
         ));
-        let mut paths: Vec<_> =
-            (0..2).map(|_| PathHandle::add_to(&shared, 1200, Pacing::Stack)).collect();
+        let mut paths: Vec<_> = (0..2).map(|_| PathHandle::add_to(&shared, 1200)).collect();
         let t0 = Instant::now();
         for pn in 0..3 {
             paths[0].on_packet_sent(t0, 1200, pn);
@@ -714,7 +698,7 @@ mod tests {
             config(name).build(),
             Scheduler::Stack.build(),
         ));
-        let paths = (0..2).map(|_| PathHandle::add_to(&shared, 1200, Pacing::Stack)).collect();
+        let paths = (0..2).map(|_| PathHandle::add_to(&shared, 1200)).collect();
         (shared, paths)
     }
 
@@ -748,29 +732,6 @@ mod tests {
             let _ = paths[1].window();
             agree(&paths);
         }
-    }
-
-    #[test]
-    fn a_rate_paced_path_gives_the_pacer_its_window_per_smoothed_rtt_from_its_first_sample() {
-        let shared = Arc::new(SharedController::with_controller(
-            config("amp").build(),
-            Scheduler::Stack.build(),
-        ));
-        let mut rate = PathHandle::add_to(&shared, 1200, Pacing::Rate { ratio: 1.2 });
-        let mut stack = PathHandle::add_to(&shared, 1200, Pacing::Stack);
-        assert_eq!(rate.metrics().pacing_rate, None, "no RTT sample: noq's own pacer");
-        let t0 = Instant::now();
-        let smoothed = Duration::from_millis(4);
-        for (pn, path) in [&mut rate, &mut stack].into_iter().enumerate() {
-            path.on_packet_sent(t0, 1200, pn as u64);
-            path.acked(t0 + smoothed, t0, 1200, pn as u64, false, (smoothed, smoothed));
-        }
-        let metrics = rate.metrics();
-        // 1.2 windows per 4 ms, in bytes per second.
-        let expected = (1.2 * metrics.congestion_window as f64 / 0.004) as u64;
-        assert_eq!(metrics.pacing_rate, Some(expected));
-        assert_eq!(rate.clone_box().metrics().pacing_rate, Some(expected), "clones share it");
-        assert_eq!(stack.metrics().pacing_rate, None);
     }
 
     /// MPTCP-D's ESE through the adapter, as in mpquic-cc's own test: two paths whose RTTs

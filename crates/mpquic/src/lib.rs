@@ -61,7 +61,7 @@ pub use endpoint::{Accepting, Client, Error, Server};
 pub use failover::PathFailure;
 pub use mpquic_cc;
 pub use noq;
-pub use options::{Congestion, EcnPrecision, InvalidOptions, Options, Pacing, Transport};
+pub use options::{Congestion, EcnPrecision, InvalidOptions, Options, Transport};
 pub use path_close::PathClose;
 pub use scheduler::{
     register_scheduler, registered_schedulers, ConnectionLoad, CustomScheduler, Ecf, PathLoad,

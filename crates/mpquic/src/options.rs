@@ -151,87 +151,6 @@ impl FromStr for EcnPrecision {
     }
 }
 
-/// How a path's packets are spread over its round trip.
-///
-/// noq paces every path from its window: it refills 1.25 windows per smoothed RTT (RFC 9002's
-/// `N`) into a bucket of about 2 ms of sending, and once the bucket runs dry it waits until the
-/// bucket is full again, so packets leave in bursts at 1.25x the window's rate. A transfer
-/// that starts after an idle spell with a window sized to the path thus builds a queue, and
-/// at a small ECN threshold that queue is marked before the transfer is under way. A controller may give
-/// the pacer a rate of its own instead (noq's `ControllerMetrics::pacing_rate`, which BBR
-/// uses); [`Pacing::Rate`] is that rate for mpquic's controllers: `ratio` windows per smoothed
-/// RTT, each packet released as soon as its bytes are earned, as Linux paces TCP
-/// (`tcp_pacing_ca_ratio`, 1.2 in congestion avoidance). Measured in the simulator on paths of
-/// 100 + 20 Mbit/s, repeated 2 MB transfers over one connection: `rate` took the fast path
-/// alone from 185 to 173 ms (AMP) and ECF over both from 184 to 151 ms; in the incast file it
-/// raised the multipath controllers' mean FCT by 10-47 ms, so it is not the default
-/// (`docs/results/hetero-ecf.md`).
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub enum Pacing {
-    /// noq's own pacer: 1.25 windows per smoothed RTT, in bursts.
-    #[default]
-    Stack,
-    /// `ratio` (at least 1) windows per smoothed RTT, from the controller, from the path's
-    /// first RTT sample on (noq's own pacer before it). mpquic's controllers only: noq's
-    /// Cubic and NewReno keep noq's pacer.
-    Rate {
-        /// Windows per smoothed RTT.
-        ratio: f64,
-    },
-}
-
-impl Pacing {
-    /// `rate` as written without a ratio: one window per smoothed RTT.
-    pub const RATE: Pacing = Pacing::Rate { ratio: 1.0 };
-
-    /// The rate to pace at, bytes per second, for a window of `window` bytes over a smoothed
-    /// RTT of `srtt` (`None`: noq's own pacer, also while there is no RTT sample).
-    pub fn rate(self, window: u64, srtt: Duration) -> Option<u64> {
-        match self {
-            Pacing::Stack => None,
-            Pacing::Rate { .. } if srtt.is_zero() => None,
-            Pacing::Rate { ratio } => Some((ratio * window as f64 / srtt.as_secs_f64()) as u64),
-        }
-    }
-}
-
-impl fmt::Display for Pacing {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Pacing::Stack => f.write_str("stack"),
-            Pacing::Rate { ratio } if *ratio == 1.0 => f.write_str("rate"),
-            Pacing::Rate { ratio } => write!(f, "rate:{ratio}"),
-        }
-    }
-}
-
-impl FromStr for Pacing {
-    type Err = String;
-
-    /// `stack`, `rate` (one window per smoothed RTT) or `rate:RATIO` (e.g. `rate:1.2`).
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let lower = s.trim().to_ascii_lowercase();
-        let (name, ratio) = lower.split_once(':').unwrap_or((&lower, ""));
-        match (name, ratio) {
-            ("stack", "") => Ok(Pacing::Stack),
-            ("rate", "") => Ok(Pacing::RATE),
-            ("rate", ratio) => match ratio.parse::<f64>() {
-                Ok(ratio) if ratio.is_finite() && ratio >= 1.0 => Ok(Pacing::Rate { ratio }),
-                _ => Err(format!(
-                    "pacing ratio `{ratio}` is not a number of at least 1 (windows per RTT)"
-                )),
-            },
-            _ => Err(format!("unknown pacing `{s}` (known: stack, rate, rate:RATIO)")),
-        }
-    }
-}
-
-impl Serialize for Pacing {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
 /// Everything that shapes one connection's transport.
 ///
 /// Set what matters and take the rest from [`Options::default`] (AMP, the stack's scheduler,
@@ -261,8 +180,6 @@ pub struct Options {
     pub scheduler: Scheduler,
     /// Whether packets go one per datagram with an ACK each (a measurement option).
     pub ecn: EcnPrecision,
-    /// How each path's packets are paced (noq's pacer, or the controller's rate).
-    pub pacing: Pacing,
     /// The longest the peer may wait before acknowledging, asked for through QUIC's ACK
     /// frequency extension (noq accepts 1-25 ms; `None`: noq's default, 25 ms). A data-center
     /// profile asks for 1 ms: at microsecond RTTs the default puts a 26 ms floor under the probe
@@ -291,7 +208,6 @@ impl Default for Options {
             congestion: Congestion::default(),
             scheduler: Scheduler::default(),
             ecn: EcnPrecision::default(),
-            pacing: Pacing::default(),
             max_ack_delay: None,
             receive_window: None,
             max_paths: 16,
@@ -354,18 +270,6 @@ impl Options {
         }
         if let Some(window) = self.receive_window.filter(|&w| VarInt::from_u64(w).is_err()) {
             return Err(InvalidOptions(format!("receive window {window} is too large")));
-        }
-        if let Pacing::Rate { ratio } = self.pacing {
-            if !(ratio.is_finite() && ratio >= 1.0) {
-                return Err(InvalidOptions(format!("pacing ratio {ratio} is not at least 1")));
-            }
-            if matches!(self.congestion, Congestion::StackCubic | Congestion::StackNewReno) {
-                return Err(InvalidOptions(format!(
-                    "pacing `{}` needs one of mpquic's controllers: noq's {} keeps noq's pacer",
-                    self.pacing,
-                    self.congestion.name()
-                )));
-            }
         }
         if self.idle_timeout.is_zero() {
             return Err(InvalidOptions("the idle timeout must be positive".into()));
@@ -438,8 +342,7 @@ impl Options {
         config: &mut TransportConfig,
         controller: Box<dyn mpquic_cc::Controller>,
     ) -> Arc<SharedController> {
-        let factory =
-            CoupledFactory::with_controller(controller, &self.scheduler).paced(self.pacing);
+        let factory = CoupledFactory::with_controller(controller, &self.scheduler);
         let shared = factory.shared();
         config.congestion_controller_factory(Arc::new(factory));
         shared
@@ -485,7 +388,6 @@ impl Options {
                 "controller": self.congestion.name(),
                 "scheduler": self.scheduler,
                 "ecn": self.ecn,
-                "pacing": self.pacing,
                 "exact_ecn": controller.is_some(),
                 "max_ack_delay_ms": self.max_ack_delay.map(|d| d.as_secs_f64() * 1e3),
                 "max_paths": self.max_paths,
@@ -549,34 +451,6 @@ mod tests {
         assert!(err.contains("outside noq's 1 ms ..= 25 ms"), "{err}");
         let too_large = Options { receive_window: Some(u64::MAX), ..Options::default() };
         assert!(too_large.validate().unwrap_err().to_string().contains("too large"));
-    }
-
-    #[test]
-    fn pacing_is_the_stacks_a_rate_or_a_rate_with_its_ratio() {
-        assert_eq!("stack".parse(), Ok(Pacing::Stack));
-        assert_eq!("rate".parse(), Ok(Pacing::Rate { ratio: 1.0 }));
-        assert_eq!("Rate:1.2".parse(), Ok(Pacing::Rate { ratio: 1.2 }));
-        for pacing in [Pacing::Stack, Pacing::RATE, Pacing::Rate { ratio: 2.5 }] {
-            assert_eq!(pacing.to_string().parse(), Ok(pacing));
-        }
-        for bad in ["rate:0.8", "rate:inf", "rate:fast", "stack:2", "burst"] {
-            assert!(bad.parse::<Pacing>().is_err(), "{bad}");
-        }
-        assert!("rate:0.5".parse::<Pacing>().unwrap_err().contains("at least 1"));
-        assert_eq!(Pacing::RATE.rate(12_000, Duration::from_millis(2)), Some(6_000_000));
-        assert_eq!(Pacing::RATE.rate(12_000, Duration::ZERO), None);
-        assert_eq!(Pacing::Stack.rate(12_000, Duration::from_millis(2)), None);
-    }
-
-    #[test]
-    fn a_rate_needs_one_of_our_controllers_and_a_ratio_of_at_least_one() {
-        let paced = Options { pacing: Pacing::RATE, ..Options::default() };
-        assert!(paced.validate().is_ok());
-        let cubic = Options { congestion: Congestion::StackCubic, ..paced.clone() };
-        let err = cubic.validate().unwrap_err().to_string();
-        assert!(err.contains("noq's cubic keeps noq's pacer"), "{err}");
-        let slow = Options { pacing: Pacing::Rate { ratio: 0.5 }, ..paced };
-        assert!(slow.validate().unwrap_err().to_string().contains("at least 1"));
     }
 
     #[test]

@@ -4,8 +4,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use mpquic::{
-    Client, Congestion, Identity, MultipathConnection, Options, Pacing, PathClose, PathFailure,
-    PathSpec, Scheduler, Server, Trust,
+    Client, Congestion, Identity, MultipathConnection, Options, PathClose, PathFailure, PathSpec,
+    Scheduler, Server, Trust,
 };
 
 const PAYLOAD: usize = 24 << 20;
@@ -175,29 +175,6 @@ async fn paths_outlive_the_idle_timeout_while_the_connection_is_in_use() {
         conn.connection().close(0u32.into(), b"");
         serving.await.unwrap();
     }
-}
-
-/// Paced at the controller's rate (`Pacing::Rate`, noq's pacer told the window per smoothed
-/// RTT), a transfer over two paths arrives whole, and both paths carry it.
-#[tokio::test]
-async fn a_transfer_paced_at_the_controllers_rate_arrives_whole_over_both_paths() {
-    let options = Options {
-        congestion: "lia".parse().unwrap(),
-        scheduler: Scheduler::RoundRobin,
-        pacing: Pacing::Rate { ratio: 1.2 },
-        ..Options::default()
-    };
-    let (conn, _client, serving) = pair_with(options).await;
-    let data = payload();
-    let expected_sum: u64 = data.iter().map(|&b| u64::from(b)).sum();
-    let (mut send, mut recv) = conn.connection().open_bi().await.unwrap();
-    send.write_all(&data).await.unwrap();
-    send.finish().unwrap();
-    assert_eq!(read_answer(&mut recv).await, (PAYLOAD as u64, expected_sum));
-    let report = conn.report();
-    assert!(report.paths.iter().all(|p| p.bytes_sent > 100_000), "{report:?}");
-    conn.connection().close(0u32.into(), b"");
-    serving.await.unwrap();
 }
 
 #[tokio::test]
