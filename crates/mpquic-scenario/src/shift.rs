@@ -174,8 +174,10 @@ mod tests {
             sent: (1..=300).map(|k| (k as f64 * 0.01 + 0.0001, bytes)).collect(),
         };
         let goodput = (101..200).map(|k| (k as f64 * 0.01 + 0.0095, 40e6 * f64::from(k > 101)));
-        let mut r = RunRecord::default();
-        r.link_series = vec![link("r1->d", 62_500), link("r2->d", 37_500), link("d->r1", 9)];
+        let mut r = RunRecord {
+            link_series: vec![link("r1->d", 62_500), link("r2->d", 37_500), link("d->r1", 9)],
+            ..RunRecord::default()
+        };
         let goodput = goodput.collect();
         r.flow_series.push(FlowSeries { flow: "x".into(), goodput, interval_s: None });
         let into_link = Some("r1->d".to_string());
