@@ -16,7 +16,7 @@ pub fn loadavg() -> f64 {
 
 /// The host's CPU time counters at one moment (`/proc/stat`'s `cpu` line, in clock ticks).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CpuTimes {
+struct CpuTimes {
     steal: u64,
     total: u64,
 }
