@@ -690,9 +690,10 @@ fn interval_lines_show_every_path_while_the_transfer_runs() {
 #[test]
 fn a_path_opened_mid_transfer_carries_data_on_every_repeated_connection() {
     let tmp = tempfile::tempdir().unwrap();
-    // Long enough that path 1, opened 0.1 s in, finds the transfer running (loopback moves
-    // ~3 Gbit/s here: ~0.3 s).
-    let source = random_file(tmp.path(), "payload.bin", 100 << 20);
+    // Long enough by time, not by bytes, that path 1, opened 0.1 s in, finds the transfer
+    // running on any host: 24 MiB capped at 16 MiB/s take 1.5 s (uncapped, a fast host's
+    // loopback moves 100 MB in under 0.2 s).
+    let source = random_file(tmp.path(), "payload.bin", 24 << 20);
     let store = tempfile::tempdir().unwrap();
     let server = ServerProcess::start(
         &["127.0.0.1", "127.0.0.2"],
@@ -721,6 +722,8 @@ fn a_path_opened_mid_transfer_carries_data_on_every_repeated_connection() {
         "2",
         "--scheduler",
         "round-robin",
+        "--bwlimit",
+        "16M",
         "--insecure",
         "--json",
     ]);
