@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::{Bytes, BytesMut};
-use mpquic::congestion::{slot_of, SharedController};
+use mpquic::internals::{slot_of, SharedController};
 use mpquic::Congestion;
 use mpquic_cc::{Notice, PathId as Slot};
 use noq_proto::{
@@ -784,9 +784,15 @@ impl Sim {
             let slot = ep.slots.get(&path_number(path));
             let cc = slot.and_then(|&slot| snapshot.as_ref()?.path(slot));
             let measured = slot.and_then(|&slot| ep.cc.as_ref()?.slot_report(slot));
-            out.push(mpquic::PathReport::new(path, ends, Some(&stats), cc, measured.as_ref()));
+            out.push(mpquic::internals::path_report(
+                path,
+                ends,
+                Some(&stats),
+                cc,
+                measured.as_ref(),
+            ));
         }
-        mpquic::PathReport::set_shares(&mut out);
+        mpquic::internals::set_shares(&mut out);
         out
     }
 
@@ -846,7 +852,7 @@ impl Sim {
             ..mpquic::Options::default()
         };
         options.validate().map_err(|e| invalid(format!("transport: {e}")))?;
-        let (mut c, shared) = options.transport_config();
+        let (mut c, shared) = mpquic::internals::transport_config(&options);
         if let Some(shared) = &shared {
             let log = log.clone();
             let base = self.base;

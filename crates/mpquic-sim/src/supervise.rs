@@ -5,8 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use mpquic::congestion::SharedController;
-use mpquic::supervisor::{PathSupervisor, PathView, SupervisorAction};
+use mpquic::internals::{PathSupervisor, PathView, SharedController, SupervisorAction};
 use mpquic::{FailoverEvent, Options, PathClose, PathFailure, PathSpec};
 use mpquic_cc::PathId as Slot;
 use noq_proto::{Connection, FourTuple, PathAbandonReason, PathId, PathStatus, TransportErrorCode};

@@ -2,7 +2,7 @@
 //! bottleneck are not declared failed; a black-holed path is, within the rule's deadline; a
 //! closed connection is not supervised any more.
 
-use mpquic::supervisor::FAILURE_POLL;
+use mpquic::internals::FAILURE_POLL;
 use mpquic::{FailoverEvent, PathFailure};
 use mpquic_sim::scenario::{Amount, Dur, FlowSpec, LinkConfig, Rate, Scenario, Topology};
 use mpquic_sim::sim::Side;

@@ -34,9 +34,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use mpquic_cc::{
-    ConnectionSnapshot, Controller, ControllerConfig, Event, Notice, PathId, RttSample,
-};
+use mpquic_cc::{ConnectionSnapshot, Controller, Event, Notice, PathId, RttSample};
 use noq::congestion::{self as noq_cc, ControllerFactory, ControllerMetrics, SendContext};
 
 use crate::scheduler::{ConnectionLoad, PathLoad, PathScheduler, Scheduler};
@@ -50,11 +48,6 @@ pub struct CoupledFactory {
 }
 
 impl CoupledFactory {
-    /// A factory for one connection running `config`, placing packets by `scheduler`.
-    pub fn new(config: &ControllerConfig, scheduler: &Scheduler) -> Self {
-        Self::with_controller(config.build(), scheduler)
-    }
-
     /// A factory for one connection running `controller` (built for this connection alone),
     /// placing packets by `scheduler`.
     pub fn with_controller(controller: Box<dyn Controller>, scheduler: &Scheduler) -> Self {
@@ -359,7 +352,7 @@ impl std::fmt::Debug for PathHandle {
     }
 }
 
-/// The slot behind a path's controller, if it is one of ours (see [`PathHandle`]).
+/// The slot behind a path's controller, if it is one of ours (see `PathHandle`).
 pub fn slot_of(controller: Box<dyn noq_cc::Controller>) -> Option<PathId> {
     let any: Box<dyn Any> = controller.into_any();
     any.downcast::<PathHandle>().ok().map(|handle| handle.slot)
@@ -764,7 +757,8 @@ mod tests {
 
     #[test]
     fn clones_share_the_slot_and_the_factory_numbers_paths_in_build_order() {
-        let factory = Arc::new(CoupledFactory::new(&config("amp"), &Scheduler::Stack));
+        let factory =
+            Arc::new(CoupledFactory::with_controller(config("amp").build(), &Scheduler::Stack));
         let now = Instant::now();
         let first = factory.clone().build(now, 1200);
         let second = factory.clone().build(now, 1200);

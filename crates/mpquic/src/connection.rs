@@ -812,8 +812,8 @@ fn serialize_status<S: serde::Serializer>(status: &PathStatus, s: S) -> Result<S
 impl PathReport {
     /// A path's report from the stack's statistics for it and, under a coupled controller of
     /// ours, the controller's snapshot of its slot and the adapter's measurements
-    /// ([`SharedController::slot_report`]). `share` is left at 0: see [`PathReport::set_shares`].
-    pub fn new(
+    /// (`SharedController::slot_report`). `share` is left at 0: see `PathReport::set_shares`.
+    pub(crate) fn new(
         id: PathId,
         ends: PathEnds,
         stats: Option<&PathStats>,
@@ -852,7 +852,7 @@ impl PathReport {
     }
 
     /// Set each path's `share` of the bytes all of them sent.
-    pub fn set_shares(paths: &mut [PathReport]) {
+    pub(crate) fn set_shares(paths: &mut [PathReport]) {
         let total: u64 = paths.iter().map(|p| p.bytes_sent).sum();
         for path in paths {
             path.share = if total == 0 { 0.0 } else { path.bytes_sent as f64 / total as f64 };

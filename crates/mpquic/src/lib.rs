@@ -34,23 +34,19 @@
 // Without the `qlog` feature, the link to its module above has nothing to point at.
 #![cfg_attr(not(feature = "qlog"), allow(rustdoc::broken_intra_doc_links))]
 
-// Simulator-facing, not part of the API we promise to keep: mpquic-sim builds connections on its
-// own virtual clock from the same adapter (`congestion`: `SharedController`, `slot_of`) and runs
-// the same failover decisions (`supervisor`). They stay `pub` because the simulator is another
-// crate, and are hidden from the documentation so that no user mistakes them for the interface.
-#[doc(hidden)]
-pub mod congestion;
+mod congestion;
 mod connection;
 mod endpoint;
 mod failover;
+#[cfg(feature = "internals")]
+pub mod internals;
 pub mod metrics;
 mod options;
 mod path_close;
 #[cfg(feature = "qlog")]
 pub mod qlog;
 mod scheduler;
-#[doc(hidden)]
-pub mod supervisor;
+mod supervisor;
 pub mod tls;
 
 pub use connection::{
@@ -61,7 +57,7 @@ pub use endpoint::{Accepting, Client, Error, Server};
 pub use failover::PathFailure;
 pub use mpquic_cc;
 pub use noq;
-pub use options::{Congestion, EcnPrecision, InvalidOptions, Options, Transport};
+pub use options::{Congestion, EcnPrecision, InvalidOptions, Options};
 pub use path_close::PathClose;
 pub use scheduler::{
     register_scheduler, registered_schedulers, ConnectionLoad, CustomScheduler, Ecf, PathLoad,

@@ -225,7 +225,7 @@ impl Default for Options {
 pub struct InvalidOptions(pub String);
 
 /// A connection's transport configuration and the handle on its coupled controller.
-pub struct Transport {
+pub(crate) struct Transport {
     /// Ready for a `ClientConfig` or `ServerConfig`.
     pub config: Arc<TransportConfig>,
     /// The connection's controller (`None` for the stack's own).
@@ -261,7 +261,8 @@ impl Options {
     const MAX_ACK_DELAY: std::ops::RangeInclusive<Duration> =
         Duration::from_millis(1)..=Duration::from_millis(25);
 
-    /// Check what [`Options::transport_config`] would otherwise have to clamp.
+    /// Check the values that a connection built from these options would otherwise have to
+    /// clamp (out-of-range ACK delay, receive window, idle timeout, metrics interval).
     pub fn validate(&self) -> Result<(), InvalidOptions> {
         if let Some(delay) = self.max_ack_delay.filter(|d| !Self::MAX_ACK_DELAY.contains(d)) {
             return Err(InvalidOptions(format!(
@@ -287,7 +288,7 @@ impl Options {
     /// what is about its environment. Each connection needs its own: the controller factory
     /// inside it is that connection's coupling. Out-of-range values (see [`Options::validate`])
     /// are clamped.
-    pub fn transport_config(&self) -> (TransportConfig, Option<Arc<SharedController>>) {
+    pub(crate) fn transport_config(&self) -> (TransportConfig, Option<Arc<SharedController>>) {
         let mut config = TransportConfig::default();
         if self.max_paths > 1 {
             config.max_concurrent_multipath_paths(self.max_paths);
@@ -370,7 +371,7 @@ impl Options {
 
     /// A fresh transport for one connection, with its qlog trace if asked for (`label` names
     /// the file).
-    pub fn transport(&self, label: &str) -> Transport {
+    pub(crate) fn transport(&self, label: &str) -> Transport {
         // Mutated only to attach the qlog trace, which the `qlog` feature may leave out.
         #[allow(unused_mut)]
         let (mut config, controller) = self.transport_config();

@@ -53,7 +53,7 @@ pub struct PathView {
 
 impl PathView {
     /// The view of path `id` from noq's statistics of it and, under a controller of ours, the
-    /// RTT samples its packets gave ([`crate::congestion::SharedController::rtt_samples`]).
+    /// RTT samples its packets gave (`SharedController::rtt_samples`).
     pub fn new(
         id: PathId,
         spec: Option<PathSpec>,
