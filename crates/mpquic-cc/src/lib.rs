@@ -166,3 +166,8 @@ impl<C: Controller + ?Sized> Controller for Box<C> {
         (**self).drain_notices(out)
     }
 }
+
+/// The crate README's example compiles and runs.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExample;

@@ -136,3 +136,8 @@ mod tests {
         assert_eq!(cdf, [(1.0, 0.25), (2.0, 0.5), (2.0, 0.75), (3.0, 1.0)]);
     }
 }
+
+/// The crate README's example compiles and runs.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExample;

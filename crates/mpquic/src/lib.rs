@@ -64,3 +64,8 @@ pub use scheduler::{
     PathScheduler, RegisterSchedulerError, Scheduler, UnknownScheduler,
 };
 pub use tls::{CertRole, ClientAuth, Identity, PemPair, TlsError, Trust};
+
+/// The crate README's example (the README of the repository repeats it) compiles.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExample;

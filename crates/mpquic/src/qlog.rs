@@ -108,7 +108,7 @@ impl Drop for NoqWriter {
 
 /// Creates one connection's trace file in a directory and routes its controller's notices into
 /// it. One factory serves one connection (as the congestion controller factory does).
-pub struct ConnectionQlog {
+pub(crate) struct ConnectionQlog {
     dir: PathBuf,
     label: String,
     controller: Option<Arc<SharedController>>,
@@ -119,7 +119,7 @@ pub struct ConnectionQlog {
 /// Where the connection writes its own `mpquic:*` events (path failures), once noq has opened
 /// the trace.
 #[derive(Clone, Default)]
-pub struct QlogEvents(Arc<Mutex<Option<Arc<Mutex<Trace>>>>>);
+pub(crate) struct QlogEvents(Arc<Mutex<Option<Arc<Mutex<Trace>>>>>);
 
 impl QlogEvents {
     /// Append the custom event `mpquic:<name>` now; nothing if the trace is not open.
