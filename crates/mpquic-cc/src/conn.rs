@@ -9,8 +9,8 @@ use std::fmt;
 
 use crate::core::{Core, Coupling, RoundStats, Slot};
 use crate::{
-    ConnectionSnapshot, Controller, Event, InitialWindow, Notice, PathId, PathSnapshot,
-    ReductionCause,
+    ConnectionSnapshot, Controller, EcnCodepoint, Event, InitialWindow, Notice, PathId,
+    PathSnapshot, ReductionCause,
 };
 
 /// What distinguishes one coupled controller from another: hooks over the shared [`Core`], in
@@ -128,6 +128,12 @@ pub trait Algorithm: Clone + fmt::Debug + Send + 'static {
 
     /// Connection-level fields of the snapshot (mode, SSR and ESE counters).
     fn fill_snapshot(&self, _snapshot: &mut ConnectionSnapshot) {}
+
+    /// The ECN-capable codepoint the connection sends (default ECT(0); see
+    /// [`Controller::ecn_codepoint`]).
+    fn ecn_codepoint(&self) -> EcnCodepoint {
+        EcnCodepoint::Ect0
+    }
 }
 
 /// The common per-ACK rule: slow start `w += acked`, otherwise the algorithm's
@@ -328,5 +334,9 @@ impl<A: Algorithm> Controller for Coupled<A> {
 
     fn drain_notices(&mut self, out: &mut Vec<Notice>) {
         self.core.drain_notices(out);
+    }
+
+    fn ecn_codepoint(&self) -> EcnCodepoint {
+        self.alg.ecn_codepoint()
     }
 }

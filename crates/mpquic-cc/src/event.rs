@@ -29,6 +29,44 @@ impl fmt::Display for PathId {
     }
 }
 
+/// The ECN-capable codepoint a controller's packets carry (RFC 3168 section 5, RFC 9331).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EcnCodepoint {
+    /// ECT(0), the classic codepoint: a bottleneck marks it as it would drop (RFC 3168), and
+    /// every controller here reads the marks.
+    #[default]
+    Ect0,
+    /// ECT(1), the L4S identifier (RFC 9331): an L4S bottleneck marks it at a shallow,
+    /// immediate step, for a sender that answers each mark in proportion (a scalable
+    /// controller: DCTCP-like, Prague).
+    Ect1,
+}
+
+impl EcnCodepoint {
+    /// Both codepoints.
+    pub const ALL: [EcnCodepoint; 2] = [EcnCodepoint::Ect0, EcnCodepoint::Ect1];
+
+    /// The name in option strings and reports: `ect0` or `ect1`.
+    pub fn name(self) -> &'static str {
+        match self {
+            EcnCodepoint::Ect0 => "ect0",
+            EcnCodepoint::Ect1 => "ect1",
+        }
+    }
+}
+
+impl std::str::FromStr for EcnCodepoint {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        EcnCodepoint::ALL
+            .into_iter()
+            .find(|c| c.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| format!("unknown ECN codepoint `{s}` (ect0 or ect1)"))
+    }
+}
+
 /// The RTT estimator's view of a path when a packet is acknowledged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct RttSample {

@@ -81,7 +81,7 @@ pub use config::{
     AlphaConfig, AmpConfig, ConfigError, ControllerConfig, ControllerKind, DcmConfig, Dealing,
     InitialWindow, MmptcpConfig, MptcpDConfig, XmpConfig,
 };
-pub use event::{Event, Notice, PathId, ReductionCause, RttSample};
+pub use event::{EcnCodepoint, Event, Notice, PathId, ReductionCause, RttSample};
 
 /// Writing a coupled controller: the hooks-over-shared-core API every built-in is written on.
 ///
@@ -135,6 +135,13 @@ pub trait Controller: Send + std::fmt::Debug {
 
     /// Move the notices recorded since the last call into `out`.
     fn drain_notices(&mut self, out: &mut Vec<Notice>);
+
+    /// The ECN-capable codepoint the connection's packets carry: ECT(0) (the default) for a
+    /// controller that reads marks as classic congestion, ECT(1) for an L4S controller, whose
+    /// bottlenecks then mark early and often. Fixed for the connection's life.
+    fn ecn_codepoint(&self) -> EcnCodepoint {
+        EcnCodepoint::Ect0
+    }
 }
 
 impl<C: Controller + ?Sized> Controller for Box<C> {
@@ -164,6 +171,10 @@ impl<C: Controller + ?Sized> Controller for Box<C> {
 
     fn drain_notices(&mut self, out: &mut Vec<Notice>) {
         (**self).drain_notices(out)
+    }
+
+    fn ecn_codepoint(&self) -> EcnCodepoint {
+        (**self).ecn_codepoint()
     }
 }
 

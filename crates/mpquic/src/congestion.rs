@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use mpquic_cc::{ConnectionSnapshot, Controller, Event, Notice, PathId, RttSample};
+use mpquic_cc::{ConnectionSnapshot, Controller, EcnCodepoint, Event, Notice, PathId, RttSample};
 use noq::congestion::{self as noq_cc, ControllerFactory, ControllerMetrics, SendContext};
 
 use crate::scheduler::{ConnectionLoad, PathLoad, PathScheduler, Scheduler};
@@ -49,9 +49,15 @@ pub struct CoupledFactory {
 
 impl CoupledFactory {
     /// A factory for one connection running `controller` (built for this connection alone),
-    /// placing packets by `scheduler`.
-    pub fn with_controller(controller: Box<dyn Controller>, scheduler: &Scheduler) -> Self {
-        let shared = SharedController::with_controller(controller, scheduler.build());
+    /// placing packets by `scheduler`, its packets marked `codepoint` (`None`: the controller's
+    /// choice, [`Controller::ecn_codepoint`]).
+    pub fn with_controller(
+        controller: Box<dyn Controller>,
+        scheduler: &Scheduler,
+        codepoint: Option<EcnCodepoint>,
+    ) -> Self {
+        let codepoint = codepoint.unwrap_or_else(|| controller.ecn_codepoint());
+        let shared = SharedController::with_controller(controller, scheduler.build(), codepoint);
         CoupledFactory { shared: Arc::new(shared) }
     }
 
@@ -80,11 +86,17 @@ pub struct SlotReport {
     /// Bytes in flight on the path as the stack last told the adapter (at its latest send rank:
     /// noq ranks every path each time it looks for a packet to send).
     pub in_flight: u64,
+    /// Packets the peer received ECT(0)- and ECT(1)-marked (not CE), from the ACK frames' ECN
+    /// counts: the codepoint the path sent, seen from the other end.
+    pub ect_packets: [u64; 2],
 }
 
 /// One connection's coupled controller and the per-path bookkeeping around it.
 pub struct SharedController {
     state: Mutex<State>,
+    /// The ECN-capable codepoint of every path's packets, fixed for the connection (noq asks
+    /// for it per datagram, and ECN validation expects it not to change).
+    codepoint: EcnCodepoint,
 }
 
 struct State {
@@ -125,11 +137,18 @@ struct SlotState {
     /// Eliminated by the controller, and not released since.
     eliminated: bool,
     removed: bool,
+    /// Packets the peer counted as received ECT(0) and ECT(1).
+    ect_packets: [u64; 2],
 }
 
 impl SharedController {
-    fn with_controller(controller: Box<dyn Controller>, scheduler: Box<dyn PathScheduler>) -> Self {
+    fn with_controller(
+        controller: Box<dyn Controller>,
+        scheduler: Box<dyn PathScheduler>,
+        codepoint: EcnCodepoint,
+    ) -> Self {
         SharedController {
+            codepoint,
             state: Mutex::new(State {
                 controller,
                 scheduler,
@@ -148,6 +167,11 @@ impl SharedController {
         // A panic while holding the lock leaves plain numbers behind, never a broken invariant
         // worth refusing service over.
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The ECN-capable codepoint the connection's packets carry.
+    pub fn codepoint(&self) -> EcnCodepoint {
+        self.codepoint
     }
 
     /// Where the controller's notices go (qlog, tracing). Without a sink they are dropped.
@@ -173,6 +197,7 @@ impl SharedController {
             inactive: p.inactive_before + open,
             eliminated: p.eliminated,
             in_flight: state.loads[slot.0 as usize].in_flight,
+            ect_packets: p.ect_packets,
         })
     }
 
@@ -221,6 +246,7 @@ impl State {
             inactive_before: Duration::ZERO,
             eliminated: false,
             removed: false,
+            ect_packets: [0; 2],
         });
         self.loads.push(PathLoad::new(slot, mss));
         self.windows.push(0);
@@ -435,11 +461,14 @@ impl noq_cc::Controller for PathHandle {
         state.pending_batch_end = Some(self.slot);
     }
 
-    fn on_ecn_counts(&mut self, now: Instant, _ect: u64, ce: u64) {
+    fn on_ecn_counts(&mut self, now: Instant, ect0: u64, ect1: u64, ce: u64) {
+        let mut state = self.shared.lock();
+        let counted = &mut state.paths[self.slot.0 as usize].ect_packets;
+        counted[0] += ect0;
+        counted[1] += ect1;
         if ce == 0 {
             return;
         }
-        let mut state = self.shared.lock();
         state.tick(now);
         state.flush_other_than(self.slot);
         state.paths[self.slot.0 as usize].frame_marked += ce;
@@ -485,6 +514,13 @@ impl noq_cc::Controller for PathHandle {
         state.controller.window(self.slot)
     }
 
+    fn ecn_codepoint(&self) -> noq::EcnCodepoint {
+        match self.shared.codepoint {
+            EcnCodepoint::Ect0 => noq::EcnCodepoint::Ect0,
+            EcnCodepoint::Ect1 => noq::EcnCodepoint::Ect1,
+        }
+    }
+
     fn send_rank(&self, context: &SendContext) -> Option<u64> {
         let mut state = self.shared.lock();
         state.flush();
@@ -517,7 +553,9 @@ mod tests {
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
-    use mpquic_cc::{ConnectionSnapshot, Controller, ControllerConfig, Event, Notice, PathId};
+    use mpquic_cc::{
+        ConnectionSnapshot, Controller, ControllerConfig, EcnCodepoint, Event, Notice, PathId,
+    };
     use noq::congestion::{Controller as _, ControllerFactory, SendContext};
 
     use super::{slot_of, CoupledFactory, PathHandle, SharedController};
@@ -558,6 +596,7 @@ mod tests {
         let shared = Arc::new(SharedController::with_controller(
             Box::new(recorder),
             Scheduler::Stack.build(),
+            EcnCodepoint::Ect0,
         ));
         let handles = (0..n).map(|_| PathHandle::add_to(&shared, 1200)).collect();
         (handles, events)
@@ -594,7 +633,7 @@ mod tests {
         p.on_end_acks(t1, 1200, false, Some(0));
         p.on_packet_lost(1200, 1, t1);
         p.on_congestion_event(t1, t0, false, false, 1200, 1);
-        p.on_ecn_counts(t1, 0, 1);
+        p.on_ecn_counts(t1, 0, 0, 1);
         p.on_congestion_event(t1, t0, false, true, 0, 0);
         // The held-back batch end goes out with the next callback of the connection.
         let _ = p.window();
@@ -620,7 +659,7 @@ mod tests {
         }
         p.on_end_acks(t1, 0, false, Some(2));
         // Two of the three were marked; noq's boolean event that follows adds nothing.
-        p.on_ecn_counts(t1, 1, 2);
+        p.on_ecn_counts(t1, 1, 0, 2);
         p.on_congestion_event(t1, t0, false, true, 0, 2);
         p.on_packet_sent(t1, 1200, 3);
         let seen = events.lock().unwrap().clone();
@@ -664,6 +703,7 @@ mod tests {
         let shared = Arc::new(SharedController::with_controller(
             Box::new(recorder),
             Scheduler::RoundRobin.build(),
+            EcnCodepoint::Ect0,
         ));
         let mut paths: Vec<_> = (0..2).map(|_| PathHandle::add_to(&shared, 1200)).collect();
         let t0 = Instant::now();
@@ -690,6 +730,7 @@ mod tests {
         let shared = Arc::new(SharedController::with_controller(
             config(name).build(),
             Scheduler::Stack.build(),
+            EcnCodepoint::Ect0,
         ));
         let paths = (0..2).map(|_| PathHandle::add_to(&shared, 1200)).collect();
         (shared, paths)
@@ -721,7 +762,7 @@ mod tests {
                 agree(&paths);
             }
             paths[0].on_end_acks(now, 0, false, Some(39));
-            paths[0].on_ecn_counts(now, 30, 10);
+            paths[0].on_ecn_counts(now, 30, 0, 10);
             let _ = paths[1].window();
             agree(&paths);
         }
@@ -757,8 +798,11 @@ mod tests {
 
     #[test]
     fn clones_share_the_slot_and_the_factory_numbers_paths_in_build_order() {
-        let factory =
-            Arc::new(CoupledFactory::with_controller(config("amp").build(), &Scheduler::Stack));
+        let factory = Arc::new(CoupledFactory::with_controller(
+            config("amp").build(),
+            &Scheduler::Stack,
+            None,
+        ));
         let now = Instant::now();
         let first = factory.clone().build(now, 1200);
         let second = factory.clone().build(now, 1200);

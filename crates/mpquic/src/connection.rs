@@ -772,6 +772,10 @@ pub struct PathReport {
     pub ce_marked: Option<u64>,
     /// Whether `ce_marked` is exact (it is for every controller of ours).
     pub ce_exact: bool,
+    /// Packets the peer received ECT(0)-marked and ECT(1)-marked (not CE), from the ACK frames'
+    /// ECN counts: which codepoint arrived, seen from the other end (`None` under the stack's
+    /// own Cubic).
+    pub ect_packets: Option<[u64; 2]>,
     /// Whether the controller lets the path carry new data now (or did until the connection
     /// ended, for a path that ended with it).
     pub active: bool,
@@ -842,6 +846,7 @@ impl PathReport {
             ce_events: cc.map(|c| c.ce_events),
             ce_marked: cc.map(|c| c.ce_marked),
             ce_exact: cc.is_some_and(|c| c.ce_exact),
+            ect_packets: measured.map(|m| m.ect_packets),
             // A report taken just after the connection closed (the peer may close first) still
             // says which paths were carrying data at the end.
             active: cc.is_none_or(|c| c.active)

@@ -56,6 +56,7 @@ pub use connection::{
 pub use endpoint::{Accepting, Client, Error, Server};
 pub use failover::PathFailure;
 pub use mpquic_cc;
+pub use mpquic_cc::EcnCodepoint;
 pub use noq;
 pub use options::{Congestion, EcnPrecision, InvalidOptions, Options};
 pub use path_close::PathClose;

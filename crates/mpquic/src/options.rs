@@ -6,7 +6,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mpquic_cc::{ConfigError, ControllerChoice, ControllerConfig, ControllerKind};
+use mpquic_cc::{ConfigError, ControllerChoice, ControllerConfig, ControllerKind, EcnCodepoint};
 use noq::{AckFrequencyConfig, TransportConfig, VarInt};
 use serde::Serialize;
 
@@ -180,6 +180,11 @@ pub struct Options {
     pub scheduler: Scheduler,
     /// Whether packets go one per datagram with an ACK each (a measurement option).
     pub ecn: EcnPrecision,
+    /// The ECN-capable codepoint of the connection's packets: `None` (the default) lets the
+    /// controller choose (ECT(1), the L4S identifier of RFC 9331, for an L4S controller; ECT(0)
+    /// for every classic one); `Some` overrides it, e.g. to run a DCTCP-like controller through
+    /// an L4S queue. The stack's own Cubic and NewReno send ECT(0) only.
+    pub ecn_codepoint: Option<EcnCodepoint>,
     /// The longest the peer may wait before acknowledging, asked for through QUIC's ACK
     /// frequency extension (noq accepts 1-25 ms; `None`: noq's default, 25 ms). A data-center
     /// profile asks for 1 ms: at microsecond RTTs the default puts a 26 ms floor under the probe
@@ -208,6 +213,7 @@ impl Default for Options {
             congestion: Congestion::default(),
             scheduler: Scheduler::default(),
             ecn: EcnPrecision::default(),
+            ecn_codepoint: None,
             max_ack_delay: None,
             receive_window: None,
             max_paths: 16,
@@ -271,6 +277,14 @@ impl Options {
         }
         if let Some(window) = self.receive_window.filter(|&w| VarInt::from_u64(w).is_err()) {
             return Err(InvalidOptions(format!("receive window {window} is too large")));
+        }
+        let stack_controller =
+            matches!(self.congestion, Congestion::StackCubic | Congestion::StackNewReno);
+        if stack_controller && self.ecn_codepoint == Some(EcnCodepoint::Ect1) {
+            return Err(InvalidOptions(format!(
+                "ECT(1) needs one of mpquic's controllers; the stack's own {} sends ECT(0) only",
+                self.congestion.name()
+            )));
         }
         if self.idle_timeout.is_zero() {
             return Err(InvalidOptions("the idle timeout must be positive".into()));
@@ -343,7 +357,8 @@ impl Options {
         config: &mut TransportConfig,
         controller: Box<dyn mpquic_cc::Controller>,
     ) -> Arc<SharedController> {
-        let factory = CoupledFactory::with_controller(controller, &self.scheduler);
+        let factory =
+            CoupledFactory::with_controller(controller, &self.scheduler, self.ecn_codepoint);
         let shared = factory.shared();
         config.congestion_controller_factory(Arc::new(factory));
         shared
@@ -389,6 +404,7 @@ impl Options {
                 "controller": self.congestion.name(),
                 "scheduler": self.scheduler,
                 "ecn": self.ecn,
+                "ecn_codepoint": controller.as_ref().map(|c| c.codepoint()),
                 "exact_ecn": controller.is_some(),
                 "max_ack_delay_ms": self.max_ack_delay.map(|d| d.as_secs_f64() * 1e3),
                 "max_paths": self.max_paths,

@@ -4,8 +4,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use mpquic::{
-    Client, Congestion, Identity, MultipathConnection, Options, PathClose, PathFailure, PathSpec,
-    Scheduler, Server, Trust,
+    Client, Congestion, EcnCodepoint, Identity, MultipathConnection, Options, PathClose,
+    PathFailure, PathSpec, Scheduler, Server, Trust,
 };
 
 const PAYLOAD: usize = 24 << 20;
@@ -208,6 +208,52 @@ async fn coupled_controllers_carry_data_on_both_paths_and_report_state() {
             report.paths.iter().all(|p| p.rtt_p50_ms.is_some()),
             "RTT samples recorded: {report:?}"
         );
+        conn.connection().close(0u32.into(), b"");
+        serving.await.unwrap();
+    }
+}
+
+/// The ECN-capable codepoint reaches the wire as chosen: the controller's own (ECT(0) for
+/// AMP) unless the options override it (ECT(1) for DCTCP here), every path's packets arrive
+/// with it (the peer's ECN counts, read back from its ACK frames) and never with the other,
+/// and ECN stays validated (a path whose validation failed would stop counting).
+#[tokio::test]
+async fn every_path_sends_the_chosen_ecn_codepoint() {
+    for (controller, codepoint, sent) in
+        [("amp", None, EcnCodepoint::Ect0), ("dctcp", Some(EcnCodepoint::Ect1), EcnCodepoint::Ect1)]
+    {
+        let options = Options {
+            congestion: controller.parse().unwrap(),
+            scheduler: Scheduler::RoundRobin,
+            ecn_codepoint: codepoint,
+            ..Options::default()
+        };
+        let (conn, _client, serving) = pair_with(options).await;
+        let (mut send, mut recv) = conn.connection().open_bi().await.unwrap();
+        send.write_all(&payload()).await.unwrap();
+        send.finish().unwrap();
+        assert_eq!(read_answer(&mut recv).await.0, PAYLOAD as u64);
+        let report = conn.report();
+        for path in &report.paths {
+            let [ect0, ect1] = path.ect_packets.expect("our controller counts codepoints");
+            let (ours, other) = match sent {
+                EcnCodepoint::Ect0 => (ect0, ect1),
+                EcnCodepoint::Ect1 => (ect1, ect0),
+            };
+            // Every data packet of the path, less the few sent before ECN was validated.
+            let floor = path.packets_sent * 9 / 10;
+            assert!(
+                ours >= floor,
+                "{controller}: path {} {sent:?} {ours} of {}",
+                path.id,
+                path.packets_sent
+            );
+            assert_eq!(
+                other, 0,
+                "{controller}: path {} got the other codepoint: {report:?}",
+                path.id
+            );
+        }
         conn.connection().close(0u32.into(), b"");
         serving.await.unwrap();
     }

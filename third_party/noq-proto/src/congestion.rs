@@ -1,7 +1,7 @@
 //! Logic for controlling the rate at which data is sent
 
 use crate::connection::RttEstimator;
-use crate::{Duration, Instant};
+use crate::{Duration, EcnCodepoint, Instant};
 use alloc::{boxed::Box, sync::Arc};
 use core::any::Any;
 
@@ -89,15 +89,26 @@ pub trait Controller: Send + Sync + core::fmt::Debug {
         largest_lost_pn: u64,
     );
 
-    /// An ACK frame raised the peer's ECN counts for this path: `ect` more of our packets
-    /// arrived ECT(0)/ECT(1)-marked and `ce` more arrived CE-marked since the last ACK frame
-    /// processed in order (mpquic patch: the counts, not only the "raised CE" of
+    /// An ACK frame raised the peer's ECN counts for this path: `ect0` more of our packets
+    /// arrived ECT(0)-marked, `ect1` more ECT(1)-marked and `ce` more CE-marked since the last
+    /// ACK frame processed in order (mpquic patch: the counts, not only the "raised CE" of
     /// `on_congestion_event`, which follows for the same frame when `ce > 0`)
     ///
-    /// Controllers that react to the fraction of marked packets (DCTCP, RFC 8257) need the
-    /// counts; a GSO batch or a delayed ACK covers several packets per frame.
+    /// Controllers that react to the fraction of marked packets (DCTCP, RFC 8257; Prague,
+    /// RFC 9331) need the counts; a GSO batch or a delayed ACK covers several packets per frame.
     #[allow(unused_variables)]
-    fn on_ecn_counts(&mut self, now: Instant, ect: u64, ce: u64) {}
+    fn on_ecn_counts(&mut self, now: Instant, ect0: u64, ect1: u64, ce: u64) {}
+
+    /// The ECN-capable codepoint this path's packets carry while ECN is in use (mpquic patch):
+    /// ECT(0), the classic one (RFC 3168, the default), or ECT(1), the L4S identifier
+    /// (RFC 9331), which asks an L4S bottleneck for its shallow, immediate marking and tells it
+    /// the sender responds to each mark in proportion. ECN validation (RFC 9000 section
+    /// 13.4.2) then expects the peer's counts of this codepoint and CE to grow. `Ce` is not a
+    /// codepoint to send and is taken as ECT(0). Asked per datagram: it must not change over a
+    /// path's life, or validation would see the other codepoint's count grow and stop ECN.
+    fn ecn_codepoint(&self) -> EcnCodepoint {
+        EcnCodepoint::Ect0
+    }
 
     /// One packet was just lost
     #[allow(unused_variables)]

@@ -1375,7 +1375,7 @@ impl Connection {
             destination: network_path.remote,
             size: transmit.len(),
             ecn: if self.path_data(path_id).sending_ecn {
-                Some(EcnCodepoint::Ect0)
+                Some(self.ecn_codepoint(path_id))
             } else {
                 None
             },
@@ -3277,9 +3277,10 @@ impl Connection {
         largest_sent_time: Instant,
         largest_sent_pn: u64,
     ) {
+        let sent = self.ecn_codepoint(path);
         match self.spaces[space]
             .for_path(path)
-            .detect_ecn(newly_acked_pn, ecn)
+            .detect_ecn(newly_acked_pn, ecn, sent)
         {
             Err(e) => {
                 debug!("halting ECN due to verification failure: {}", e);
@@ -3289,11 +3290,14 @@ impl Connection {
                 // future attempts to use ECN on new paths.
                 self.spaces[space].for_path(path).ecn_feedback = frame::EcnCounts::ZERO;
             }
-            Ok((ect, ce)) => {
-                self.path_data_mut(path)
-                    .congestion
-                    .on_ecn_counts(now, ect, ce);
-                if ce == 0 {
+            Ok(increase) => {
+                self.path_data_mut(path).congestion.on_ecn_counts(
+                    now,
+                    increase.ect0,
+                    increase.ect1,
+                    increase.ce,
+                );
+                if increase.ce == 0 {
                     return;
                 }
                 self.path_stats.get_mut(path).congestion_events += 1;
@@ -3306,6 +3310,14 @@ impl Connection {
                     largest_sent_pn,
                 );
             }
+        }
+    }
+
+    /// The ECN-capable codepoint path `path_id` sends: its controller's choice (mpquic patch).
+    fn ecn_codepoint(&self, path_id: PathId) -> EcnCodepoint {
+        match self.path_data(path_id).congestion.ecn_codepoint() {
+            EcnCodepoint::Ce => EcnCodepoint::Ect0,
+            codepoint => codepoint,
         }
     }
 

@@ -21,7 +21,7 @@ use crate::{
     frame::{self, AddAddress, RemoveAddress},
     packet::SpaceId,
     range_set::ArrayRangeSet,
-    shared::IssuedCid,
+    shared::{EcnCodepoint, IssuedCid},
 };
 
 pub(super) struct PacketSpace {
@@ -416,13 +416,15 @@ impl PacketNumberSpace {
     }
 
     /// Verifies sanity of an ECN block and returns whether congestion was encountered.
-    /// Check the peer's new ECN counts and take them; returns the increase of the ECT(0)+ECT(1)
-    /// and of the CE counts.
+    /// Check the peer's new ECN counts against `sent`, the ECN-capable codepoint our packets
+    /// carry (mpquic patch: ECT(1) too, not only ECT(0)), and take them; returns the increases
+    /// of the ECT(0), ECT(1) and CE counts.
     pub(super) fn detect_ecn(
         &mut self,
         newly_acked: u64,
         ecn: frame::EcnCounts,
-    ) -> Result<(u64, u64), &'static str> {
+        sent: EcnCodepoint,
+    ) -> Result<frame::EcnCounts, &'static str> {
         let ect0_increase = ecn
             .ect0
             .checked_sub(self.ecn_feedback.ect0)
@@ -439,7 +441,13 @@ impl PacketNumberSpace {
         if total_increase < newly_acked {
             return Err("ECN bleaching");
         }
-        if (ect0_increase + ce_increase) < newly_acked || ect1_increase != 0 {
+        // RFC 9000 section 13.4.2.1: the acknowledged packets arrived with the codepoint we
+        // sent or CE, and the count of the codepoint we did not send does not grow.
+        let (ours, other) = match sent {
+            EcnCodepoint::Ect1 => (ect1_increase, ect0_increase),
+            EcnCodepoint::Ect0 | EcnCodepoint::Ce => (ect0_increase, ect1_increase),
+        };
+        if (ours + ce_increase) < newly_acked || other != 0 {
             return Err("ECN corruption");
         }
         // If total_increase > newly_acked (which happens when ACKs are lost), this is required by
@@ -447,7 +455,11 @@ impl PacketNumberSpace {
         // to count CE packets as CE or ECT0. Recording them as CE is more consistent and keeps the
         // congestion check obvious.
         self.ecn_feedback = ecn;
-        Ok((ect0_increase + ect1_increase, ce_increase))
+        Ok(frame::EcnCounts {
+            ect0: ect0_increase,
+            ect1: ect1_increase,
+            ce: ce_increase,
+        })
     }
 
     /// Stop tracking sent packet `number`, and return what we knew about it

@@ -244,59 +244,74 @@ fn stats_include_congestion_controller_bandwidth_estimate() {
     assert_eq!(stats.bandwidth_estimate, Some(BANDWIDTH_ESTIMATE));
 }
 
-/// mpquic patch: an ACK frame's ECN section reaches the controller as counts. Every packet of a
-/// flight is CE-marked; the peer acknowledges several packets per frame, so the boolean
-/// congestion events (one per frame that raised CE) undercount, the counts do not.
-#[test]
-fn controller_gets_the_ecn_counts_of_each_ack_frame() {
-    use std::sync::Mutex;
+/// mpquic patch: a controller that counts the ECN increases each ACK frame reports, and sends
+/// the ECN-capable codepoint it is given.
+#[derive(Debug, Clone)]
+struct CountingController {
+    /// The ECT(0), ECT(1) and CE increases reported so far
+    counts: Arc<std::sync::Mutex<[u64; 3]>>,
+    codepoint: EcnCodepoint,
+}
 
-    #[derive(Debug, Clone, Default)]
-    struct CountingController {
-        /// (ECT, CE) counts reported so far
-        counts: Arc<Mutex<(u64, u64)>>,
+impl CountingController {
+    fn new(codepoint: EcnCodepoint) -> Self {
+        Self { counts: Arc::default(), codepoint }
     }
+}
 
-    impl Controller for CountingController {
-        fn on_congestion_event(&mut self, _: Instant, _: Instant, _: bool, _: bool, _: u64, _: u64) {
-        }
-        fn on_ecn_counts(&mut self, _now: Instant, ect: u64, ce: u64) {
-            let mut counts = self.counts.lock().unwrap();
-            counts.0 += ect;
-            counts.1 += ce;
-        }
-        fn on_mtu_update(&mut self, _new_mtu: u16) {}
-        fn window(&self) -> u64 {
-            1_000_000
-        }
-        fn clone_box(&self) -> Box<dyn Controller> {
-            Box::new(self.clone())
-        }
-        fn initial_window(&self) -> u64 {
-            1_000_000
-        }
-        fn into_any(self: Box<Self>) -> Box<dyn Any> {
-            self
+impl Controller for CountingController {
+    fn on_congestion_event(&mut self, _: Instant, _: Instant, _: bool, _: bool, _: u64, _: u64) {}
+    fn on_ecn_counts(&mut self, _now: Instant, ect0: u64, ect1: u64, ce: u64) {
+        let mut counts = self.counts.lock().unwrap();
+        for (count, increase) in counts.iter_mut().zip([ect0, ect1, ce]) {
+            *count += increase;
         }
     }
-
-    impl ControllerFactory for CountingController {
-        fn build(self: Arc<Self>, _now: Instant, _current_mtu: u16) -> Box<dyn Controller> {
-            Box::new((*self).clone())
-        }
+    fn ecn_codepoint(&self) -> EcnCodepoint {
+        self.codepoint
     }
+    fn on_mtu_update(&mut self, _new_mtu: u16) {}
+    fn window(&self) -> u64 {
+        1_000_000
+    }
+    fn clone_box(&self) -> Box<dyn Controller> {
+        Box::new(self.clone())
+    }
+    fn initial_window(&self) -> u64 {
+        1_000_000
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
 
-    let _guard = subscribe();
-    let controller = CountingController::default();
-    let counts = controller.counts.clone();
+impl ControllerFactory for CountingController {
+    fn build(self: Arc<Self>, _now: Instant, _current_mtu: u16) -> Box<dyn Controller> {
+        Box::new((*self).clone())
+    }
+}
+
+/// A connected pair whose client runs `controller`.
+fn pair_with_controller(controller: &CountingController) -> (Pair, ConnectionHandle) {
     let mut transport = TransportConfig::default();
-    transport.congestion_controller_factory(Arc::new(controller));
+    transport.congestion_controller_factory(Arc::new(controller.clone()));
     let mut config = client_config();
     config.transport_config(Arc::new(transport));
     let mut pair = Pair::default();
     let (client_ch, _) = pair.connect_with(config);
     pair.drive();
-    let (_, ce_before) = *counts.lock().unwrap();
+    (pair, client_ch)
+}
+
+/// mpquic patch: an ACK frame's ECN section reaches the controller as counts. Every packet of a
+/// flight is CE-marked; the peer acknowledges several packets per frame, so the boolean
+/// congestion events (one per frame that raised CE) undercount, the counts do not.
+#[test]
+fn controller_gets_the_ecn_counts_of_each_ack_frame() {
+    let _guard = subscribe();
+    let controller = CountingController::new(EcnCodepoint::Ect0);
+    let (mut pair, client_ch) = pair_with_controller(&controller);
+    let ce_before = controller.counts.lock().unwrap()[2];
     assert_eq!(ce_before, 0, "nothing was marked yet");
     let before = pair.client_conn_mut(client_ch).path_stats(PathId::ZERO).unwrap();
 
@@ -310,13 +325,40 @@ fn controller_gets_the_ecn_counts_of_each_ack_frame() {
     let after = pair.client_conn_mut(client_ch).path_stats(PathId::ZERO).unwrap();
     let marked_packets = after.sent_packets - before.sent_packets;
     let frames_that_raised_ce = after.congestion_events - before.congestion_events;
-    let (_, ce) = *counts.lock().unwrap();
+    let ce = controller.counts.lock().unwrap()[2];
     assert!(marked_packets >= 25, "the flight was {marked_packets} packets");
     assert!(
         frames_that_raised_ce < marked_packets,
         "the peer acknowledged several packets per frame ({frames_that_raised_ce} frames)"
     );
     assert_eq!(ce, marked_packets, "every marked packet is counted once");
+}
+
+/// mpquic patch: a controller that asks for ECT(1), the L4S identifier, gets it on the wire
+/// (the peer counts ECT(1), never ECT(0)), its CE marks counted, and ECN stays validated. Before,
+/// the stack sent ECT(0) only and took any ECT(1) increase for corruption, turning ECN off.
+#[test]
+fn an_ect1_controller_sends_ect1_and_ecn_stays_validated() {
+    let _guard = subscribe();
+    let controller = CountingController::new(EcnCodepoint::Ect1);
+    let (mut pair, client_ch) = pair_with_controller(&controller);
+    let s = pair.client_streams(client_ch).open(Dir::Uni).unwrap();
+    pair.client_send(client_ch, s).write(&[0xab; 40_000]).unwrap();
+    pair.drive();
+    let [ect0, ect1, ce] = *controller.counts.lock().unwrap();
+    assert_eq!((ect0, ce), (0, 0), "ECT(1) sent, none marked: ECT(0) {ect0}, CE {ce}");
+    assert!(ect1 >= 25, "the flight's packets arrived ECT(1): {ect1}");
+    assert!(pair.client_conn_mut(client_ch).using_ecn(), "ECN validation failed");
+
+    pair.client_send(client_ch, s).write(&[0xcd; 40_000]).unwrap();
+    pair.congestion_experienced = true;
+    pair.drive_client();
+    pair.congestion_experienced = false;
+    pair.drive();
+    let [ect0, _, ce] = *controller.counts.lock().unwrap();
+    assert_eq!(ect0, 0, "no ECT(0) was sent");
+    assert!(ce >= 25, "the marked flight's packets arrived CE: {ce}");
+    assert!(pair.client_conn_mut(client_ch).using_ecn(), "ECN validation failed after CE");
 }
 
 #[test]
