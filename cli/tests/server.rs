@@ -463,9 +463,11 @@ fn a_killed_server_leaves_nothing_after_restart_and_sigterm_is_reported() {
     let store = tempfile::tempdir().unwrap();
     let dir = store.path().to_str().unwrap();
     let mut server = ServerProcess::start(&["127.0.0.1"], &["--insecure", "--dir", dir]);
+    // Capped, the upload lasts 16 s on any host, so the kill below lands mid-upload; unpaced, a
+    // fast host could finish 1 GiB first.
     let sender = Command::new(BIN)
         .args(["send", "--generate", "1G", "--name", "big.bin", "--insecure", "--json"])
-        .args(["--server", &server.addr("127.0.0.1"), "--no-resume"])
+        .args(["--server", &server.addr("127.0.0.1"), "--no-resume", "--bwlimit", "64M"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
