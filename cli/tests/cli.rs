@@ -40,6 +40,7 @@ fn every_controller_moves_a_file_intact_over_two_paths() {
             "--json",
             "--cc",
             cc,
+            "--no-failover",
             // Loopback does not congest: noq's own order would leave everything on path 0.
             "--scheduler",
             "round-robin",
