@@ -83,11 +83,9 @@ pub struct BatchArgs {
 }
 
 impl BatchArgs {
-    /// The cap, if one is asked for: a first burst of one chunk (what one write moves), then
-    /// the rate.
+    /// The cap, if one is asked for.
     pub fn limiter(&self) -> Option<crate::ratelimit::ByteRate> {
-        const BURST: u64 = 256 << 10;
-        self.bwlimit.map(|rate| crate::ratelimit::ByteRate::new(rate, BURST))
+        crate::ratelimit::ByteRate::bwlimit(self.bwlimit)
     }
 }
 
@@ -506,6 +504,13 @@ pub struct ServeArgs {
     /// shared by its processes: a testbed lines the receiver's rate up with its own samples).
     #[arg(long, value_name = "MS", requires = "json", value_parser = clap::value_parser!(u64).range(1..))]
     pub received_series: Option<u64>,
+    /// Cap the file data sent and received, over all transfers of the server (uploads and
+    /// downloads, every client's), at RATE bytes per second (like rsync's, not iperf3's bits:
+    /// 50M is 50 MiB/s, about 420 Mbit/s; K, M, G are powers of 1024). The cap applies to what
+    /// the server reads and writes, not to QUIC's packets, so headers and retransmissions come
+    /// on top. Timed sends (send --time) into a --sink are not capped: they measure.
+    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    pub bwlimit: Option<u64>,
     /// Serve Prometheus metrics over HTTP on this address (e.g. 127.0.0.1:9464; GET
     /// http://ADDR/metrics), sampled every second and summed over connections; per path
     /// (label `path`): mpquic_path_{sent,received}_bytes_total,

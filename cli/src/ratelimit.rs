@@ -71,6 +71,13 @@ impl ByteRate {
         ByteRate { per_second: per_second as f64, burst: burst as f64, state: Mutex::new(bucket) }
     }
 
+    /// `--bwlimit`'s cap (send, get and serve alike), if one is asked for: a first burst of one
+    /// chunk (what one write moves), then `per_second`.
+    pub fn bwlimit(per_second: Option<u64>) -> Option<Self> {
+        const BURST: u64 = 256 << 10;
+        per_second.map(|rate| ByteRate::new(rate, BURST))
+    }
+
     /// How long to wait at `now` before moving `n` bytes: their share of the debt. Taken at
     /// once, so concurrent callers queue behind each other's bytes.
     pub fn delay(&self, n: u64, now: Instant) -> Duration {

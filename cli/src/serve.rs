@@ -20,7 +20,7 @@ use crate::errors::one_line;
 use crate::files::{Dir, PartialFile};
 use crate::output::TransferResult;
 use crate::progress::{self, Sink};
-use crate::ratelimit::LogLimiter;
+use crate::ratelimit::{ByteRate, LogLimiter};
 use crate::received::ReceivedSeries;
 use crate::resume::Offer;
 use crate::transfer::{
@@ -65,6 +65,8 @@ pub struct Policy {
     pub failures: LogLimiter,
     /// Record each upload's bytes over time at this interval (`--received-series`).
     pub received_series: Option<Duration>,
+    /// The cap on file data sent and received, shared by every transfer (`--bwlimit`).
+    pub rate: Option<ByteRate>,
 }
 
 impl Policy {
@@ -80,6 +82,7 @@ impl Policy {
             // A burst of 20 failure lines, then one a second.
             failures: LogLimiter::new(20, 1.0),
             received_series: None,
+            rate: None,
         }
     }
 
@@ -91,6 +94,7 @@ impl Policy {
             idle_close: ServeArgs::seconds(args.idle_close, "--idle-close")?,
             transfers: Semaphore::new(args.max_active_transfers as usize),
             received_series: args.received_series.map(Duration::from_millis),
+            rate: ByteRate::bwlimit(args.bwlimit),
             ..Policy::new(store)
         })
     }
@@ -335,7 +339,7 @@ async fn serve_stream(
         }
         Request::Get { name, resume } => {
             let offer_from = resume.then_some((&mut recv, policy.header_timeout));
-            let outcome = upload(&mut send, offer_from, &name, &policy.store).await;
+            let outcome = upload(&mut send, offer_from, &name, policy).await;
             let size = outcome.as_ref().map_or(0, |&(size, _)| size);
             ("upload", name, size, outcome.map(|(_, start)| start), None)
         }
@@ -373,13 +377,14 @@ async fn receive(
     policy: &Policy,
     progress: impl FnMut(u64),
 ) -> Result<()> {
+    let rate = policy.rate.as_ref();
     let Some((dir, name)) = upload_target(&policy.store, name, policy)? else {
-        return receive_body(recv, size, &mut tokio::io::sink(), None, progress).await;
+        return receive_body(recv, size, &mut tokio::io::sink(), rate, progress).await;
     };
     check_room(&dir, size)?;
     let mut partial = PartialFile::create(dir)?;
     partial.reserve(size)?;
-    receive_body(recv, size, partial.file(), None, progress).await?;
+    receive_body(recv, size, partial.file(), rate, progress).await?;
     partial.commit(name, policy.overwrite).await
 }
 
@@ -421,11 +426,12 @@ async fn receive_resumable(
     policy: &Policy,
     progress: impl FnMut(u64),
 ) -> Result<u64> {
+    let rate = policy.rate.as_ref();
     let Some((dir, file_name)) = upload_target(&policy.store, name, policy)? else {
         write_reply(send, &Ok(())).await?;
         Offer::empty(size).write(send).await?;
         let start = timeout(policy, Offer::empty(size).read_start(recv)).await?;
-        return receive_body(recv, size - start, &mut tokio::io::sink(), None, progress)
+        return receive_body(recv, size - start, &mut tokio::io::sink(), rate, progress)
             .await
             .map(|()| 0);
     };
@@ -437,7 +443,7 @@ async fn receive_resumable(
     offer.write(send).await?;
     let start = timeout(policy, offer.read_start(recv)).await?;
     let seen = partial.resume_at(start, size).await?;
-    receive_into(recv, &mut partial, size - start, seen, None, progress).await?;
+    receive_into(recv, &mut partial, size - start, seen, rate, progress).await?;
     partial.commit(file_name, policy.overwrite).await?;
     Ok(start)
 }
@@ -519,14 +525,16 @@ async fn list(send: &mut SendStream, path: &str, store: &Store) -> Result<()> {
 
 /// Reply, then send the file; returns its size and where its data started. With `offer_from`
 /// (a resumable download: the stream to read the receiver's offer from, and how long to wait
-/// for it), the data starts where the receiver's partial copy stops matching the file.
+/// for it), the data starts where the receiver's partial copy stops matching the file. The
+/// file's data waits for its share of the policy's cap, if any.
 async fn upload(
     send: &mut SendStream,
     offer_from: Option<(&mut RecvStream, Duration)>,
     name: &str,
-    store: &Store,
+    policy: &Policy,
 ) -> Result<(u64, u64)> {
-    let opened = served(store)
+    let rate = policy.rate.as_ref();
+    let opened = served(&policy.store)
         .and_then(|top| beneath(top, name, false))
         .and_then(|(dir, name)| dir.open_regular(name));
     let file = match opened {
@@ -539,7 +547,7 @@ async fn upload(
     send.write_all(&size.to_be_bytes()).await?;
     let start = match offer_from {
         None => {
-            send_body(&mut file, size, send, None, |_| {}).await?;
+            send_body(&mut file, size, send, rate, |_| {}).await?;
             0
         }
         Some((recv, wait)) => {
@@ -549,7 +557,7 @@ async fn upload(
             let resume = offer.answer(&mut file).await?;
             resume.write_start(send).await?;
             let mut rest = (&resume.unsent[..]).chain(&mut file);
-            send_rest(&mut rest, size - resume.start, resume.seen, send, None, |_| {}).await?;
+            send_rest(&mut rest, size - resume.start, resume.seen, send, rate, |_| {}).await?;
             resume.start
         }
     };

@@ -1,5 +1,5 @@
-//! The exit codes scripts rely on, one test per code that loopback can produce; `--bwlimit`;
-//! shell completions.
+//! The exit codes scripts rely on, one test per code that loopback can produce; `--bwlimit`
+//! (the client's and `serve`'s); shell completions.
 
 mod common;
 
@@ -187,6 +187,33 @@ fn bwlimit_caps_uploads_and_downloads_from_below() {
         std::fs::read(copy).unwrap(),
         std::fs::read(store.path().join("capped.bin")).unwrap()
     );
+}
+
+/// `serve --bwlimit` caps what the server reads and writes, whoever asks: an upload to it and
+/// a download from it, each uncapped at the client, take the server's time.
+#[test]
+fn serve_bwlimit_caps_what_the_server_receives_and_sends() {
+    let store = tempfile::tempdir().unwrap();
+    let dir = store.path().to_str().unwrap();
+    let server =
+        ServerProcess::start(&["127.0.0.1"], &["--insecure", "--dir", dir, "--bwlimit", "1M"]);
+    let addr = server.addr("127.0.0.1");
+    let tmp = tempfile::tempdir().unwrap();
+    const SIZE: f64 = 3.0 * 1048576.0;
+    const RATE: f64 = 1048576.0;
+    // As for the client's cap: the burst (256 KiB) and one chunk before the wait. The bucket
+    // is the server's, shared by both transfers, so the second gets no more than the first.
+    let floor = (SIZE - 2.0 * 262144.0) / RATE;
+    let file = random_file(tmp.path(), "capped.bin", SIZE as usize);
+    let copy = tmp.path().join("copy.bin");
+    let (file, copy) = (file.to_str().unwrap(), copy.to_str().unwrap());
+    for command in [vec!["send", file], vec!["get", "capped.bin", "-o", copy]] {
+        let uncapped = ["--server", &addr, "--insecure", "--json"];
+        let result = json(&mpquic(&[&command[..], &uncapped].concat()));
+        let fct = result["fct_s"].as_f64().unwrap();
+        assert!(fct >= floor, "{}: 3 MiB from a server at 1 MiB/s took {fct} s", command[0]);
+    }
+    assert_eq!(std::fs::read(copy).unwrap(), std::fs::read(file).unwrap());
 }
 
 #[test]

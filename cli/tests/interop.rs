@@ -60,10 +60,11 @@ const PATH_UNSTABLE_OR_POOR: u64 = 0x3e76;
 /// with room first) would leave path 1 idle whenever the peer keeps up (as `mpquic demo`).
 const SCHEDULER: &str = "round-robin";
 
-/// mpquic's sends and reads are paced to this rate (`--bwlimit`, bytes/s): an application-limited
-/// sender never fills a path's window, so round-robin deals its packets evenly over the paths
-/// whatever the host's speed (unpaced, the split against picoquic ranged from 2% to 98%), and
-/// every transfer outlives a re-open however fast the host.
+/// mpquic's sends and reads are paced to this rate (`--bwlimit`, bytes/s, on the clients and on
+/// `mpquic serve` alike): an application-limited sender never fills a path's window, so
+/// round-robin deals its packets evenly over the paths whatever the host's speed (unpaced, the
+/// split against picoquic ranged from 2% to 98%), and every transfer outlives a re-open however
+/// fast the host.
 const BWLIMIT: &str = "4M";
 
 /// Each of at least two paths must carry this share of the bytes.
@@ -341,6 +342,10 @@ fn picoquic_client_uploads_to_and_downloads_from_mpquic_serve() {
     let original = lab.file("up.bin", 12 << 20);
     let store = lab.path("mpquic-store");
     retrying_peer_crashes(|| {
+        // The download is mpquic's to split, so the server is set up as the mpquic clients
+        // are: paced at BWLIMIT, so that round-robin's even split holds whatever the host's
+        // speed (unpaced, one path took as little as 2%), and uncoupled (reno), so that an
+        // early loss on one path does not rightly move the data off it.
         let server = ServerProcess::start(
             &["127.0.0.1"],
             &[
@@ -353,6 +358,10 @@ fn picoquic_client_uploads_to_and_downloads_from_mpquic_serve() {
                 "2",
                 "--scheduler",
                 SCHEDULER,
+                "--bwlimit",
+                BWLIMIT,
+                "--cc",
+                "reno",
             ],
         );
         let addr = server.addr("127.0.0.1");

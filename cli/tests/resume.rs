@@ -15,8 +15,17 @@ use serde_json::Value;
 const SIZE: usize = 256 << 20;
 /// The first run's cap: the kill lands between half and the end, wherever the host's speed.
 const FIRST_RUN_CAP: &str = "64M";
-/// At most this share of the file is sent again after a kill past half of it.
+/// At most this share of the file's bytes is sent again after a kill past half of it (the
+/// resumed transfer's own count: the file's size less what the receiver kept).
 const MAX_RESENT: f64 = 0.55;
+/// At most this share of the file's size goes on the wire (the connection's count of QUIC
+/// bytes) in the resumed transfer: the rest (at most `MAX_RESENT` of the file) plus QUIC's
+/// headers (~3%) and retransmissions. A loaded host's loopback drops datagrams from full
+/// socket buffers, and what it retransmits is the host's, not mpquic's: 0.8 leaves a quarter
+/// of the file (45% of the rest) for them, where 0.55 left 5%. It still tells a resumed
+/// transfer from one that sent the partial's bytes again: those are half the file or more,
+/// so the whole file or more would go on the wire.
+const MAX_ON_WIRE: f64 = 0.8;
 
 /// The receiver's resumable partial file of `name` in `dir` (a hash of the name, by design:
 /// the next transfer of the name finds it).
@@ -63,7 +72,12 @@ fn resent(result: &Value, direction: &str) -> u64 {
         result["paths"].as_array().unwrap().iter().map(|p| p[direction].as_u64().unwrap()).sum();
     assert!(on_wire >= bytes - kept, "{on_wire} bytes on the wire, {} to send", bytes - kept);
     assert!(
-        (on_wire as f64) <= MAX_RESENT * bytes as f64,
+        ((bytes - kept) as f64) <= MAX_RESENT * bytes as f64,
+        "{} of the file's {bytes} bytes sent again: {result}",
+        bytes - kept
+    );
+    assert!(
+        (on_wire as f64) <= MAX_ON_WIRE * bytes as f64,
         "{on_wire} bytes on the wire for {} of payload: {result}",
         bytes - kept
     );

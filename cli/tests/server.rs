@@ -297,10 +297,14 @@ fn server_interval_lines_name_the_peer_and_its_certificate() {
         args.extend_from_slice(json);
         let server = ServerProcess::start(&["127.0.0.1"], &args);
         let addr = server.addr("127.0.0.1");
+        // Sized by time, not bytes: 20 MiB at 10 MiB/s last 2 s (about 40 intervals) on any
+        // host, where 200 MB unpaced passed in a few intervals on a fast one.
         let sent = mpquic(&[
             "send",
             "--generate",
-            "200M",
+            "20M",
+            "--bwlimit",
+            "10M",
             "--server",
             &addr,
             "--ca",
@@ -463,9 +467,11 @@ fn a_killed_server_leaves_nothing_after_restart_and_sigterm_is_reported() {
     let store = tempfile::tempdir().unwrap();
     let dir = store.path().to_str().unwrap();
     let mut server = ServerProcess::start(&["127.0.0.1"], &["--insecure", "--dir", dir]);
+    // Capped, the upload lasts 16 s on any host, so the kill below lands mid-upload; unpaced, a
+    // fast host could finish 1 GiB first.
     let sender = Command::new(BIN)
         .args(["send", "--generate", "1G", "--name", "big.bin", "--insecure", "--json"])
-        .args(["--server", &server.addr("127.0.0.1"), "--no-resume"])
+        .args(["--server", &server.addr("127.0.0.1"), "--no-resume", "--bwlimit", "64M"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -542,8 +548,17 @@ fn a_hostile_client_cannot_crash_the_server() {
             (send, recv)
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(300));
-    let busy = stranger.ask(&conn, &header(b'P', b"y", Some(1)), false).unwrap_err();
+    // The holders take their slots when the server has read their headers, in its own time:
+    // ask until a third upload is refused as busy (deadline 20 s). A third that still finds a
+    // slot free ends at once (its stream ends before the byte it announced), freeing it.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let busy = loop {
+        let reply = stranger.ask(&conn, &header(b'P', b"y", Some(1)), true).unwrap_err();
+        if reply.contains("server busy") || Instant::now() > deadline {
+            break reply;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     assert!(busy.contains("server busy"), "{busy}");
     drop(holders);
     // Stray datagrams at the server's port.
@@ -558,13 +573,23 @@ fn a_hostile_client_cannot_crash_the_server() {
     let ok = send_file(&server, &source, "ok.bin", &["--json"]);
     assert!(ok.status.success(), "the server still serves: {}", stderr(&ok));
     drop(idle);
-    // A failure after a pause is logged, with the count of the lines held back before it.
+    // A failure after a pause is logged, with the count of the lines held back before it. The
+    // pause is a lower bound (the budget refills at one line a second, so the line is let
+    // through however long the host takes); the garbage above held lines back, as long as its
+    // 200 requests took less than the 180 s the budget would need to let them all through.
+    // The line reaches the log after the reply: wait for it (deadline 20 s).
     std::thread::sleep(Duration::from_millis(1100));
     assert!(stranger.ask(&conn, b"not a request", true).is_err());
-    std::thread::sleep(Duration::from_millis(200));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let log = loop {
+        let log = server.stderr.lock().unwrap().clone();
+        if log.contains("similar lines not shown") || Instant::now() > deadline {
+            break log;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     let mut server = server;
     assert!(server.child.try_wait().unwrap().is_none(), "the server is alive");
-    let log = server.stderr.lock().unwrap().clone();
     assert!(log.lines().count() < 100, "{} log lines for 200 bad requests", log.lines().count());
     assert!(log.contains("similar lines not shown"), "{log}");
 }

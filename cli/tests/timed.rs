@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -91,22 +92,41 @@ fn sigterm_ends_a_timed_send_early_and_cleanly_with_its_report() {
         &["127.0.0.1"],
         &["--insecure", "--sink", "--json", "--max-transfers", "1", "--received-series", "50"],
     );
-    let sender = Command::new(BIN)
+    let mut sender = Command::new(BIN)
         .args(["send", "--time", "60", "--server", &server.addr("127.0.0.1")])
-        .args(["--insecure", "--json"])
+        .args(["--insecure", "--json", "--interval", "0.1"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Let it connect and send for a while, then stop it as a testbed or a user would.
-    std::thread::sleep(Duration::from_millis(1500));
+    // Its stdout, line by line as it comes: interval lines, then the result.
+    let (tx, lines_rx) = std::sync::mpsc::channel();
+    let stdout = BufReader::new(sender.stdout.take().unwrap());
+    std::thread::spawn(move || stdout.lines().map_while(Result::ok).try_for_each(|l| tx.send(l)));
+    // Stop it as a testbed or a user would, once it has sent for a while: not after a fixed
+    // time, which a loaded host can spend connecting, but once an interval line shows data
+    // flowing (more than keep-alives: 1 Mbit/s), and 0.5 s later, so that the sink's series
+    // (every 50 ms) has samples between its start and its end on any host.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seen = Vec::new();
+    let flowing = |line: &Value| line["kind"] == "path" && line["mbit_s"].as_f64() > Some(1.0);
+    while !seen.iter().any(flowing) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match lines_rx.recv_timeout(left) {
+            Ok(line) => seen.push(serde_json::from_str::<Value>(&line).expect(&line)),
+            Err(e) => panic!("no interval line with data flowing within 20 s ({e}): {seen:?}"),
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
     let status = Command::new("kill").args(["-TERM", &sender.id().to_string()]).status().unwrap();
     assert!(status.success());
     let stopped = Instant::now();
     let out = sender.wait_with_output().unwrap();
     assert!(stopped.elapsed() < Duration::from_secs(10), "it ended {:?} after SIGTERM", stopped);
-    let sent = json(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rest: Vec<String> = lines_rx.iter().collect();
+    let sent: Value = serde_json::from_str(rest.last().expect("a result line")).unwrap();
     assert_eq!(sent["ended_by"], "SIGTERM");
     assert!(sent_bytes(&sent) > 0, "{sent}");
     assert!(sent["fct_s"].as_f64().unwrap() < 30.0, "{sent}");

@@ -10,10 +10,28 @@ use mpquic::{
     Server, Trust,
 };
 
+use tokio::sync::broadcast::error::TryRecvError;
+
 mod common;
 use common::{ip, relay};
 
-const PAYLOAD: usize = 48 << 20;
+/// The writer's piece, and its pause after each: about 20 MB/s, so that data is always in
+/// flight on both paths, and the server's longest wait between reads measures the failover.
+const PIECE: usize = 1 << 20;
+const PAUSE: Duration = Duration::from_millis(50);
+
+/// How long the writer waits for the dead path to come back before the test fails: noq's
+/// re-probe timers (0.5 s, doubling while unanswered) bring it back within a few seconds of the
+/// black hole's end, even on a loaded host.
+const RECOVERY_DEADLINE: Duration = Duration::from_secs(20);
+
+/// Pieces written after the recovery, so that the new path carries data before the end.
+const PIECES_AFTER_RECOVERY: usize = 10;
+
+/// Byte `i` of the upload: every position distinct from its neighbours.
+fn byte(i: usize) -> u8 {
+    (i * 7 + i / 4099) as u8
+}
 
 /// What the receiving server saw: bytes, their sum, and the longest wait between two reads.
 struct Received {
@@ -22,9 +40,10 @@ struct Received {
     longest_stall: Duration,
 }
 
-/// Upload `PAYLOAD` bytes over two relayed paths and black-hole path `dead` for 1.5 s, 300 ms
-/// into the transfer; the sender's idle timeout (3 s) is shorter than the server's (10 s).
-/// Returns the client's report at the end of the transfer.
+/// Upload over two relayed paths and black-hole path `dead` for 1.5 s, 300 ms into the
+/// transfer, writing until the connection reports the dead path recovered and a little more;
+/// the sender's idle timeout (3 s) is shorter than the server's (10 s). Returns the client's
+/// report at the end of the transfer.
 async fn transfer_with_black_hole(dead: usize) -> (Received, ConnectionReport) {
     let listen = [SocketAddr::new(ip("127.0.0.1"), 0), SocketAddr::new(ip("127.0.0.2"), 0)];
     let server = Server::bind(
@@ -74,6 +93,7 @@ async fn transfer_with_black_hole(dead: usize) -> (Received, ConnectionReport) {
     let (conn, failures) =
         client.connect("localhost", &paths, &options, Duration::from_secs(5)).await.unwrap();
     assert!(failures.is_empty(), "{failures:?}");
+    let mut failovers = conn.failover_events();
 
     let switch = forwarding[dead].clone();
     tokio::spawn(async move {
@@ -82,12 +102,42 @@ async fn transfer_with_black_hole(dead: usize) -> (Received, ConnectionReport) {
         tokio::time::sleep(Duration::from_millis(1500)).await;
         switch.store(true, Ordering::Relaxed);
     });
-    let data: Vec<u8> = (0..PAYLOAD).map(|i| (i * 7 + i / 4099) as u8).collect();
     let (mut send, mut recv) = conn.connection().open_bi().await.unwrap();
-    // Paced in 1 MB pieces so that the transfer outlasts the black hole on loopback.
-    for piece in data.chunks(1 << 20) {
-        send.write_all(piece).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    // The transfer lasts until the event it is about: the writer keeps writing (paced, so that
+    // data flows throughout) until the connection reports the dead path recovered, however
+    // long noq's re-probe timers take on this host, then a little more. Sized by bytes (48
+    // pieces, 2.4 s at best), it could end before the re-probe that brings the path back.
+    let (mut sent, mut expected) = (0usize, 0u64);
+    let started = Instant::now();
+    let mut after_recovery = None;
+    while after_recovery != Some(0) {
+        let piece: Vec<u8> = (sent..sent + PIECE).map(byte).collect();
+        send.write_all(&piece).await.unwrap();
+        sent += PIECE;
+        expected += piece.iter().map(|&b| u64::from(b)).sum::<u64>();
+        tokio::time::sleep(PAUSE).await;
+        let mut recovered = false;
+        loop {
+            match failovers.try_recv() {
+                Ok(event) => recovered |= recovers(&event, dead),
+                // Events missed: the report has them all.
+                Err(TryRecvError::Lagged(_)) => {
+                    recovered |= conn.report().failovers.iter().any(|e| recovers(e, dead))
+                }
+                Err(_) => break,
+            }
+        }
+        if recovered && after_recovery.is_none() {
+            after_recovery = Some(PIECES_AFTER_RECOVERY);
+        }
+        match &mut after_recovery {
+            Some(left) => *left -= 1,
+            None => assert!(
+                started.elapsed() < RECOVERY_DEADLINE,
+                "path {dead} not recovered within {RECOVERY_DEADLINE:?}: {:?}",
+                conn.report().failovers
+            ),
+        }
     }
     send.finish().unwrap();
     assert_eq!(recv.read_to_end(16).await.unwrap(), b"ok");
@@ -106,9 +156,13 @@ async fn transfer_with_black_hole(dead: usize) -> (Received, ConnectionReport) {
         );
     }
     assert!(trace.contains("\"reason\":\"failed\""), "no path closed as failed in the qlog");
-    let expected: u64 = data.iter().map(|&b| u64::from(b)).sum();
-    assert_eq!((received.len, received.sum), (PAYLOAD as u64, expected), "data corrupted");
+    assert_eq!((received.len, received.sum), (sent as u64, expected), "data corrupted");
     (received, report)
+}
+
+/// Whether `event` is a path over the addresses of path `dead` coming back.
+fn recovers(event: &FailoverEvent, dead: usize) -> bool {
+    matches!(event, FailoverEvent::PathRecovered { failed_path, .. } if *failed_path as usize == dead)
 }
 
 /// Every trace file in `dir`, concatenated.

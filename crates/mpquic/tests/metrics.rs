@@ -14,20 +14,32 @@ fn ip(s: &str) -> IpAddr {
 }
 
 /// Upload `PAYLOAD` bytes over two loopback paths with `options` on both ends; returns the
-/// client's connection (closed) once the server has read everything and closed its own.
-async fn upload(options: &Options) -> MultipathConnection {
+/// client's connection (closed) once the server has read everything and closed its own. With
+/// metrics on, `handle` renders them: the upload ends only once they show both paths, and the
+/// server holds its endpoint until they show no connection open.
+async fn upload(options: &Options, handle: Option<&PrometheusHandle>) -> MultipathConnection {
     let listen = [SocketAddr::new(ip("127.0.0.1"), 0), SocketAddr::new(ip("127.0.0.2"), 0)];
     let identity = Identity::self_signed(&["localhost".into()]).unwrap();
     let server = Server::bind(&listen, &identity, options.clone()).unwrap();
     let port = server.local_addr().unwrap().port();
+    let server_handle = handle.cloned();
     let serving = tokio::spawn(async move {
         let conn = server.accept().await.unwrap().established().await.unwrap();
         let mut recv = conn.connection().accept_uni().await.unwrap();
         let data = recv.read_to_end(usize::MAX).await.unwrap();
         assert_eq!(data.len(), PAYLOAD);
         conn.connection().close(0u32.into(), b"");
-        // Held until the reporter has seen it closed (one more interval).
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        // Held (and with it the connection, which its reporter follows) until the reporters of
+        // both ends have started and seen their ends closed, with a last sample, however long
+        // the host takes to run them: a fixed hold could end first on a loaded host.
+        if let Some(handle) = server_handle {
+            let (text, closed) = eventually(&handle, |text| {
+                value(text, "mpquic_connections_opened_total") == Some(2.0)
+                    && value(text, "mpquic_connections") == Some(0.0)
+            })
+            .await;
+            assert!(closed, "the reporters never saw the connection closed:\n{text}");
+        }
     });
     let client = Client::new(&Trust::InsecureAnyCertificate, ip("127.0.0.1")).unwrap();
     let paths = [
@@ -39,9 +51,22 @@ async fn upload(options: &Options) -> MultipathConnection {
     assert!(failures.is_empty(), "{failures:?}");
     let mut send = conn.connection().open_uni().await.unwrap();
     send.write_all(&vec![7u8; PAYLOAD]).await.unwrap();
-    // Both paths stay open for several sampling intervals whatever the host's speed: on a fast
-    // host the upload ended before the first sample saw path 1, which then had no gauges.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Both paths stay open until the samples have seen them, whatever the host's speed: on a
+    // fast host the upload ended before the first sample saw path 1, which then had no
+    // gauges; on a loaded one a fixed hold can pass before the reporter runs.
+    if let Some(handle) = handle {
+        let (text, seen) = eventually(handle, |text| {
+            ["0", "1"].iter().all(|path| {
+                let series = |name: &str| value(text, &format!("{name}{{path=\"{path}\"}}"));
+                series("mpquic_path_sent_bytes_total") > Some(0.0)
+                    && series("mpquic_path_received_bytes_total") > Some(0.0)
+                    && series("mpquic_path_cwnd_bytes") > Some(0.0)
+                    && series("mpquic_path_rtt_seconds_count") > Some(0.0)
+            })
+        })
+        .await;
+        assert!(seen, "the samples never saw both paths carry data:\n{text}");
+    }
     send.finish().unwrap();
     conn.connection().closed().await;
     serving.await.unwrap();
@@ -73,11 +98,11 @@ async fn metrics_are_reported_only_when_asked_for_and_leave_with_the_connection(
     metrics::set_global_recorder(recorder).unwrap();
     let base = Options { scheduler: Scheduler::RoundRobin, ..Options::default() };
 
-    let _quiet = upload(&base).await;
+    let _quiet = upload(&base, None).await;
     assert!(!handle.render().contains("mpquic_"), "metrics off: {}", handle.render());
 
     let on = Options { metrics: Some(Duration::from_millis(50)), ..base };
-    let conn = upload(&on).await;
+    let conn = upload(&on, Some(&handle)).await;
     // Both ends of the connection report into this process's recorder.
     let sent = conn.report().paths.iter().map(|p| p.bytes_sent).sum::<u64>();
     assert!(sent >= PAYLOAD as u64);

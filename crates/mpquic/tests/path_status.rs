@@ -203,7 +203,16 @@ async fn failover_tells_the_peer_the_path_is_poor() {
 /// promoted to available, when that path is black-holed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backup_path_takes_over_when_the_available_one_fails() {
-    let (server, port) = server(Options::default());
+    // Failover is under test, but only path 0's, after it is black-holed: a failure declared
+    // before (a host starved of CPU can leave loopback silent past the default rule's 200 ms)
+    // would put data on the backup while path 0 worked. 1 s holds on a loaded host, and the
+    // take-over still shows: the upload cannot end before the black-holed path is declared
+    // failed (its data is lost until then), and what is written after goes to the backup.
+    let options = Options {
+        path_failure: Some(PathFailure { min: Duration::from_secs(1), ..PathFailure::default() }),
+        ..Options::default()
+    };
+    let (server, port) = server(options.clone());
     let forwarding = Arc::new(AtomicBool::new(true));
     let relayed =
         relay(ip("127.0.0.3"), SocketAddr::new(ip("127.0.0.1"), port), forwarding.clone()).await;
@@ -211,7 +220,7 @@ async fn a_backup_path_takes_over_when_the_available_one_fails() {
         PathSpec::new(Some(ip("127.0.0.1")), relayed),
         PathSpec::new(Some(ip("127.0.0.2")), SocketAddr::new(ip("127.0.0.1"), port)).as_backup(),
     ];
-    let pair = connect(server, &paths, &Options::default()).await;
+    let pair = connect(server, &paths, &options).await;
     let server_sees_backup = report_when(&pair.server_conn, "saw path 1 as backup", |r| {
         path(r, 1).is_some_and(|p| p.status == PathStatus::Backup)
     });
