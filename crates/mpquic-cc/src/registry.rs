@@ -3,6 +3,10 @@
 //! accepted wherever a built-in name is (the library's controller strings, the command line, the
 //! simulator, the scenario files), with its `key=value` parameters checked as a built-in's are.
 //!
+//! Controllers this crate adds on the same API (Prague, `crate::alg::prague`) are registered the
+//! same way, with the same checks, when the registry is first used: nothing distinguishes them
+//! from a user's but that their names are taken from the start.
+//!
 //! The registry is process-wide because the places that parse controller names (the `mpquic`
 //! command line, the scenario validator, the simulator) share no context object; it only grows
 //! (a registered name stays registered, as a loaded kernel module's does until unloaded).
@@ -18,7 +22,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, LazyLock, RwLock};
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
@@ -99,7 +103,15 @@ struct Entry {
     build: Arc<Build>,
 }
 
-static REGISTRY: RwLock<BTreeMap<&'static str, Arc<Entry>>> = RwLock::new(BTreeMap::new());
+/// Registered controllers by name, the crate's own first.
+static REGISTRY: LazyLock<RwLock<BTreeMap<&'static str, Arc<Entry>>>> = LazyLock::new(|| {
+    let mut registry = BTreeMap::new();
+    for registration in [crate::alg::prague::Prague::registration()] {
+        let entry = checked(registration).expect("a controller of this crate fails registration");
+        registry.insert(entry.name, Arc::new(entry));
+    }
+    RwLock::new(registry)
+});
 
 /// Whether `name` fits the grammar of names in controller strings (`name:key=value,...`):
 /// lowercase ASCII letters, digits, `-` and `_`, starting with a letter. Other registries
@@ -146,12 +158,28 @@ pub fn is_valid_name(name: &str) -> bool {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn register(registration: Registration) -> Result<(), RegisterError> {
+    if lookup(registration.name).is_some() {
+        return Err(RegisterError::Taken(registration.name.to_owned()));
+    }
+    let entry = checked(registration)?;
+    let name = entry.name;
+    let mut registry = REGISTRY.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+    // Checked again under the write lock: two threads may register the same name at once.
+    if registry.contains_key(name) {
+        return Err(RegisterError::Taken(name.to_owned()));
+    }
+    registry.insert(name, Arc::new(entry));
+    Ok(())
+}
+
+/// The entry of a registration that passes every check but the registry's own names (see the
+/// module docs).
+fn checked(registration: Registration) -> Result<Entry, RegisterError> {
     let Registration { name, parameters, build } = registration;
     if !is_valid_name(name) {
         return Err(RegisterError::BadName(name.to_owned()));
     }
-    let builtin = name.parse::<ControllerKind>().is_ok() || TRANSPORT_NAMES.contains(&name);
-    if builtin || lookup(name).is_some() {
+    if name.parse::<ControllerKind>().is_ok() || TRANSPORT_NAMES.contains(&name) {
         return Err(RegisterError::Taken(name.to_owned()));
     }
     for (k, param) in parameters.iter().enumerate() {
@@ -168,13 +196,7 @@ pub fn register(registration: Registration) -> Result<(), RegisterError> {
         let reported = built.name().to_owned();
         return Err(RegisterError::NameMismatch { registered: name.to_owned(), reported });
     }
-    let mut registry = REGISTRY.write().unwrap_or_else(|poisoned| poisoned.into_inner());
-    // Checked again under the write lock: two threads may register the same name at once.
-    if registry.contains_key(name) {
-        return Err(RegisterError::Taken(name.to_owned()));
-    }
-    registry.insert(name, Arc::new(entry));
-    Ok(())
+    Ok(entry)
 }
 
 /// The names registered so far, sorted.

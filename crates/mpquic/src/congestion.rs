@@ -83,9 +83,6 @@ pub struct SlotReport {
     pub inactive: Duration,
     /// Whether the controller has eliminated the slot (MPTCP-D's ESE) and not released it.
     pub eliminated: bool,
-    /// Bytes in flight on the path as the stack last told the adapter (at its latest send rank:
-    /// noq ranks every path each time it looks for a packet to send).
-    pub in_flight: u64,
     /// Packets the peer received ECT(0)- and ECT(1)-marked (not CE), from the ACK frames' ECN
     /// counts: the codepoint the path sent, seen from the other end.
     pub ect_packets: [u64; 2],
@@ -196,7 +193,6 @@ impl SharedController {
             rtt_us: p.rtt_us.clone(),
             inactive: p.inactive_before + open,
             eliminated: p.eliminated,
-            in_flight: state.loads[slot.0 as usize].in_flight,
             ect_packets: p.ect_packets,
         })
     }

@@ -15,5 +15,6 @@ pub(crate) mod lia;
 pub(crate) mod mmptcp;
 pub(crate) mod mptcp_d;
 pub(crate) mod olia;
+pub(crate) mod prague;
 pub(crate) mod reno;
 pub(crate) mod xmp;
