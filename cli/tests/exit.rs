@@ -165,32 +165,35 @@ fn a_signal_is_130_for_ctrl_c_and_143_for_sigterm_and_leaves_no_file() {
     assert!(left.iter().all(|name| name.starts_with(".mpquic-part-resume-")), "{left:?}");
 }
 
-#[test]
-fn bwlimit_caps_uploads_and_downloads_from_below() {
-    let (server, store) = store_server();
-    let addr = server.addr("127.0.0.1");
-    let tmp = tempfile::tempdir().unwrap();
+/// A 3 MiB send to `addr` and the get of it back, each with `client_args` added, take at least
+/// what a cap of 1 MiB/s allows (less its only slack: the burst of 256 KiB and one chunk read
+/// before the first wait), and the copy fetched is the file sent.
+fn assert_capped_at_one_mib_per_second(addr: &str, client_args: &[&str], who: &str) {
     const SIZE: f64 = 3.0 * 1048576.0;
     const RATE: f64 = 1048576.0;
-    // The cap's burst (256 KiB) and one chunk read before the wait: the only slack allowed.
     let floor = (SIZE - 2.0 * 262144.0) / RATE;
+    let tmp = tempfile::tempdir().unwrap();
     let file = random_file(tmp.path(), "capped.bin", SIZE as usize);
     let copy = tmp.path().join("copy.bin");
     let (file, copy) = (file.to_str().unwrap(), copy.to_str().unwrap());
     for command in [vec!["send", file], vec!["get", "capped.bin", "-o", copy]] {
-        let capped = ["--bwlimit", "1M", "--server", &addr, "--insecure", "--json"];
-        let result = json(&mpquic(&[&command[..], &capped].concat()));
-        let fct = result["fct_s"].as_f64().unwrap();
-        assert!(fct >= floor, "{}: 3 MiB at 1 MiB/s took {fct} s", command[0]);
+        let args = [&command[..], client_args, &["--server", addr, "--insecure", "--json"]];
+        let fct = json(&mpquic(&args.concat()))["fct_s"].as_f64().unwrap();
+        assert!(fct >= floor, "{}: 3 MiB {who} took {fct} s", command[0]);
     }
-    assert_eq!(
-        std::fs::read(copy).unwrap(),
-        std::fs::read(store.path().join("capped.bin")).unwrap()
-    );
+    assert_eq!(std::fs::read(copy).unwrap(), std::fs::read(file).unwrap());
+}
+
+#[test]
+fn bwlimit_caps_uploads_and_downloads_from_below() {
+    let (server, _store) = store_server();
+    let addr = server.addr("127.0.0.1");
+    assert_capped_at_one_mib_per_second(&addr, &["--bwlimit", "1M"], "at 1 MiB/s");
 }
 
 /// `serve --bwlimit` caps what the server reads and writes, whoever asks: an upload to it and
-/// a download from it, each uncapped at the client, take the server's time.
+/// a download from it, each uncapped at the client, take the server's time (its bucket is
+/// shared by both transfers, so the second gets no more than the first).
 #[test]
 fn serve_bwlimit_caps_what_the_server_receives_and_sends() {
     let store = tempfile::tempdir().unwrap();
@@ -198,22 +201,7 @@ fn serve_bwlimit_caps_what_the_server_receives_and_sends() {
     let server =
         ServerProcess::start(&["127.0.0.1"], &["--insecure", "--dir", dir, "--bwlimit", "1M"]);
     let addr = server.addr("127.0.0.1");
-    let tmp = tempfile::tempdir().unwrap();
-    const SIZE: f64 = 3.0 * 1048576.0;
-    const RATE: f64 = 1048576.0;
-    // As for the client's cap: the burst (256 KiB) and one chunk before the wait. The bucket
-    // is the server's, shared by both transfers, so the second gets no more than the first.
-    let floor = (SIZE - 2.0 * 262144.0) / RATE;
-    let file = random_file(tmp.path(), "capped.bin", SIZE as usize);
-    let copy = tmp.path().join("copy.bin");
-    let (file, copy) = (file.to_str().unwrap(), copy.to_str().unwrap());
-    for command in [vec!["send", file], vec!["get", "capped.bin", "-o", copy]] {
-        let uncapped = ["--server", &addr, "--insecure", "--json"];
-        let result = json(&mpquic(&[&command[..], &uncapped].concat()));
-        let fct = result["fct_s"].as_f64().unwrap();
-        assert!(fct >= floor, "{}: 3 MiB from a server at 1 MiB/s took {fct} s", command[0]);
-    }
-    assert_eq!(std::fs::read(copy).unwrap(), std::fs::read(file).unwrap());
+    assert_capped_at_one_mib_per_second(&addr, &[], "from a server at 1 MiB/s");
 }
 
 #[test]

@@ -533,7 +533,7 @@ impl ControllerConfig {
             ControllerConfig::Olia => Box::new(Coupled::new(Olia)),
             ControllerConfig::Balia => Box::new(Coupled::new(Balia)),
             ControllerConfig::Dctcp(c) => {
-                Box::new(Coupled::new(Dctcp { g: c.g }).with_min_window(c.cwnd_min))
+                Box::new(Coupled::new(Dctcp { g: c.g, l4s: None }).with_min_window(c.cwnd_min))
             }
             ControllerConfig::Reno => Box::new(Coupled::new(Reno)),
         })

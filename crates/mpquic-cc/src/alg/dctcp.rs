@@ -3,28 +3,55 @@
 //! Reno's increase ([`reno_step`]); per round, `alpha` from the marked fraction; on CE, once per
 //! round, `w = w * (1 - alpha / 2)` (RFC 8257 section 3.3; estimator in [`alpha`]).
 //! Loss halves, as in RFC 8257 section 3.4.
+//!
+//! Prague (RFC 9331, [`super::prague`]) is this response made fit for the Internet: the same
+//! algorithm with [`L4s`] set (ECT(1), and the increase scaled for RTT independence).
 
 use super::alpha::{self, Alpha};
 use super::reno::reno_step;
 use crate::coupled::{Algorithm, Core, RoundStats, Slot};
-use crate::ControllerKind;
+use crate::{ControllerKind, EcnCodepoint};
 
-/// DCTCP with EWMA gain `g`.
+/// DCTCP with EWMA gain `g`; Prague with `l4s`.
 #[derive(Debug, Clone)]
 pub(crate) struct Dctcp {
     pub g: f64,
+    pub l4s: Option<L4s>,
+}
+
+/// What Prague adds to DCTCP (see [`super::prague`]): packets carry ECT(1), and below
+/// `rtt_target` seconds (0: never) the congestion-avoidance increase is scaled by
+/// `(srtt / rtt_target)^2`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct L4s {
+    pub rtt_target: f64,
+}
+
+impl L4s {
+    /// How much of Reno's increase a path at smoothed RTT `srtt` (seconds) takes:
+    /// `min(1, (srtt / rtt_target)^2)`, 1 without a target or an RTT sample.
+    pub(crate) fn rtt_scale(self, srtt: f64) -> f64 {
+        if self.rtt_target <= 0.0 || srtt <= 0.0 {
+            return 1.0;
+        }
+        (srtt / self.rtt_target).min(1.0).powi(2)
+    }
 }
 
 impl Algorithm for Dctcp {
     type Path = Alpha;
 
     fn name(&self) -> &'static str {
-        ControllerKind::Dctcp.name()
+        match self.l4s {
+            Some(_) => super::prague::NAME,
+            None => ControllerKind::Dctcp.name(),
+        }
     }
 
     fn ca_increase(&self, core: &Core<Alpha>, s: Slot, bytes: u64) -> f64 {
         let p = core.path(s);
-        reno_step(p.mss_f(), bytes, p.cwnd())
+        let scale = self.l4s.map_or(1.0, |l4s| l4s.rtt_scale(p.srtt()));
+        reno_step(p.mss_f(), bytes, p.cwnd()) * scale
     }
 
     fn ecn_target(&self, core: &Core<Alpha>, s: Slot) -> f64 {
@@ -41,6 +68,13 @@ impl Algorithm for Dctcp {
 
     fn alpha(&self, path: &Alpha) -> Option<f64> {
         Some(path.0)
+    }
+
+    fn ecn_codepoint(&self) -> EcnCodepoint {
+        match self.l4s {
+            Some(_) => EcnCodepoint::Ect1,
+            None => EcnCodepoint::Ect0,
+        }
     }
 }
 

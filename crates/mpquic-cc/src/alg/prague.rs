@@ -2,13 +2,13 @@
 //! uncoupled on every path: DCTCP's scalable response to ECT(1) marks, made fit for the shared
 //! Internet.
 //!
-//! Per path: packets carry ECT(1); `alpha` is a 1/16-gain EWMA of each round's CE fraction
-//! ([`alpha`]); on CE, at most once per round, `w = w * (1 - alpha / 2)`; on loss, Reno's halving
-//! (the core's common ground); in congestion avoidance Reno's increase scaled by
-//! `min(1, (srtt / rtt_target)^2)`.
+//! It is DCTCP ([`super::dctcp`]) with Prague's additions ([`L4s`]). Per path: packets carry
+//! ECT(1); `alpha` is a 1/16-gain EWMA of each round's CE fraction (`super::alpha`); on CE, at
+//! most once per round, `w = w * (1 - alpha / 2)`; on loss, Reno's halving (the core's common
+//! ground); in congestion avoidance Reno's increase scaled by `min(1, (srtt / rtt_target)^2)`.
 //!
 //! Readings (RFC 9331 section 4.3's requirements, and where each is met):
-//! - **ECT(1) identifier**: [`Algorithm::ecn_codepoint`]; the stack sends it on every path and
+//! - **ECT(1) identifier**: `Algorithm::ecn_codepoint`; the stack sends it on every path and
 //!   validates the peer's counts against it (noq-proto patch 9).
 //! - **Accurate ECN feedback**: QUIC's ACK frames carry cumulative counts; the stack hands the
 //!   controller exact CE increases (patch 1), so `alpha` counts every mark.
@@ -33,92 +33,43 @@
 //!   named here so that an operator who puts Prague through a classic ECN queue knows it.
 //! - `alpha` starts at 1, as DCTCP's: the first mark halves, before any estimate exists.
 
-use super::alpha::{self, Alpha};
-use super::reno::reno_step;
-use crate::coupled::{Algorithm, Core, Coupled, RoundStats, Slot};
-use crate::{ConfigError, EcnCodepoint, Params, Registration};
+use super::dctcp::{Dctcp, L4s};
+use crate::coupled::Coupled;
+use crate::{ConfigError, Params, Registration};
 
 /// The name Prague is registered under.
 pub(crate) const NAME: &str = "prague";
 
-/// Prague with EWMA gain `g` and RTT-independence below `rtt_target` seconds (0: off).
-#[derive(Debug, Clone)]
-pub(crate) struct Prague {
-    pub g: f64,
-    pub rtt_target: f64,
+/// RFC 9331 / the Prague draft's gain.
+const G: f64 = 1.0 / 16.0;
+/// quiche's and Linux Prague's RTT target, seconds.
+const RTT_TARGET: f64 = 0.025;
+
+/// The registration: `prague:g=0.0625,rtt_target=25` (`rtt_target` in milliseconds, 0: off).
+pub(crate) fn registration() -> Registration {
+    Registration::new(NAME, &["g", "rtt_target"], |params| {
+        Ok(Box::new(Coupled::new(prague(params)?)))
+    })
 }
 
-impl Prague {
-    /// RFC 9331 / the Prague draft's gain, and quiche's and Linux Prague's RTT target.
-    pub(crate) const DEFAULT: Prague = Prague { g: 1.0 / 16.0, rtt_target: 0.025 };
-
-    /// How much of Reno's increase a path at smoothed RTT `srtt` (seconds) takes:
-    /// `min(1, (srtt / rtt_target)^2)`, 1 without a target or an RTT sample.
-    pub(crate) fn rtt_scale(&self, srtt: f64) -> f64 {
-        if self.rtt_target <= 0.0 || srtt <= 0.0 {
-            return 1.0;
-        }
-        (srtt / self.rtt_target).min(1.0).powi(2)
-    }
-
-    /// The registration: `prague:g=1/16,rtt_target=25` (`rtt_target` in milliseconds).
-    pub(crate) fn registration() -> Registration {
-        Registration::new(NAME, &["g", "rtt_target"], |params| {
-            Ok(Box::new(Coupled::new(Prague::from_params(params)?)))
-        })
-    }
-
-    fn from_params(params: &Params) -> Result<Prague, ConfigError> {
-        let d = Prague::DEFAULT;
-        let g = params.get_or("g", d.g, |&g: &f64| g > 0.0 && g <= 1.0, "must be in (0, 1]")?;
-        let target_ms = params.get_or(
-            "rtt_target",
-            d.rtt_target * 1e3,
-            |&ms: &f64| (0.0..=10_000.0).contains(&ms),
-            "must be 0 (off) to 10000 ms",
-        )?;
-        Ok(Prague { g, rtt_target: target_ms / 1e3 })
-    }
-}
-
-impl Algorithm for Prague {
-    type Path = Alpha;
-
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn ca_increase(&self, core: &Core<Alpha>, s: Slot, bytes: u64) -> f64 {
-        let p = core.path(s);
-        reno_step(p.mss_f(), bytes, p.cwnd()) * self.rtt_scale(p.srtt())
-    }
-
-    fn ecn_target(&self, core: &Core<Alpha>, s: Slot) -> f64 {
-        alpha::cut(core, s)
-    }
-
-    fn on_ce_signal(&mut self, core: &mut Core<Alpha>, s: Slot) {
-        alpha::end_round_before_cut(core, s, self.g);
-    }
-
-    fn on_round_end(&mut self, core: &mut Core<Alpha>, s: Slot, round: &RoundStats) {
-        alpha::update(core, s, round, self.g);
-    }
-
-    fn alpha(&self, path: &Alpha) -> Option<f64> {
-        Some(path.0)
-    }
-
-    fn ecn_codepoint(&self) -> EcnCodepoint {
-        EcnCodepoint::Ect1
-    }
+/// DCTCP with Prague's additions ([`L4s`]), from the registration's parameters.
+fn prague(params: &Params) -> Result<Dctcp, ConfigError> {
+    let g = params.get_or("g", G, |&g: &f64| g > 0.0 && g <= 1.0, "must be in (0, 1]")?;
+    let target_ms = params.get_or(
+        "rtt_target",
+        RTT_TARGET * 1e3,
+        |&ms: &f64| (0.0..=10_000.0).contains(&ms),
+        "must be 0 (off) to 10000 ms",
+    )?;
+    Ok(Dctcp { g, l4s: Some(L4s { rtt_target: target_ms / 1e3 }) })
 }
 
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
 
-    use super::Prague;
+    use super::RTT_TARGET;
+    use crate::alg::dctcp::L4s;
     use crate::testkit::Driver;
     use crate::{ControllerChoice, EcnCodepoint, Notice, PathId};
 
@@ -219,8 +170,8 @@ mod tests {
             grown("rtt_target=25", rtt_ms) / rtt / (10.0 * rtt)
         };
         assert!((rate_growth(5) / rate_growth(25) - 1.0).abs() < 0.05);
-        assert!((Prague::DEFAULT.rtt_scale(0.005) - expected).abs() < 1e-12);
-        assert_eq!(Prague { rtt_target: 0.0, ..Prague::DEFAULT }.rtt_scale(0.005), 1.0);
+        assert!((L4s { rtt_target: RTT_TARGET }.rtt_scale(0.005) - expected).abs() < 1e-12);
+        assert_eq!(L4s { rtt_target: 0.0 }.rtt_scale(0.005), 1.0);
     }
 
     #[test]
