@@ -106,7 +106,7 @@ struct Entry {
 /// Registered controllers by name, the crate's own first.
 static REGISTRY: LazyLock<RwLock<BTreeMap<&'static str, Arc<Entry>>>> = LazyLock::new(|| {
     let mut registry = BTreeMap::new();
-    for registration in [crate::alg::prague::registration()] {
+    for registration in crate::alg::registrations() {
         let entry = checked(registration).expect("a controller of this crate fails registration");
         registry.insert(entry.name, Arc::new(entry));
     }

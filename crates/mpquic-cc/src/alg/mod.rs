@@ -18,3 +18,9 @@ pub(crate) mod olia;
 pub(crate) mod prague;
 pub(crate) mod reno;
 pub(crate) mod xmp;
+
+/// The controllers this crate adds through the public registry, as a user's are
+/// ([`crate::register`]): the registry starts with them.
+pub(crate) fn registrations() -> Vec<crate::Registration> {
+    vec![prague::registration()]
+}
