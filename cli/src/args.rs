@@ -108,7 +108,7 @@ fn parse_rate(s: &str) -> Result<u64, String> {
 /// How the connection behaves: controller, scheduler, ECN precision, qlog.
 #[derive(Args, Debug, Clone)]
 pub struct TransportArgs {
-    /// Congestion controller: amp, xmp, dcm, mptcp-d, mmptcp, lia, olia, balia, dctcp, reno, prague (L4S: ECT(1), RFC 9331), cubic (noq's own, uncoupled), or a name the embedding program registered; with its parameters in the same string (`amp:beta=4,tau=8`) or as --cc-param.
+    /// Congestion controller: amp, xmp, dcm, mptcp-d, mmptcp, lia, olia, balia, dctcp, reno, prague (L4S: ECT(1), RFC 9331), cprague (Prague coupled over the paths), cubic (noq's own, uncoupled), or a name the embedding program registered; with its parameters in the same string (`amp:beta=4,tau=8`) or as --cc-param.
     #[arg(long, default_value = "amp")]
     pub cc: String,
     /// Controller parameter as key=value (repeatable), e.g. --cc-param beta=4.

@@ -92,7 +92,7 @@ impl FromStr for ControllerKind {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ConfigError {
     /// No controller has this name.
-    #[error("unknown controller `{0}` (known: amp, xmp, dcm, mptcp-d, mmptcp, lia, olia, balia, dctcp, reno, prague, or a registered name)")]
+    #[error("unknown controller `{0}` (known: amp, xmp, dcm, mptcp-d, mmptcp, lia, olia, balia, dctcp, reno, prague, cprague, or a registered name)")]
     UnknownController(String),
     /// The controller has no parameter of this name.
     #[error("controller `{controller}` has no parameter `{param}` (it has: {known})")]

@@ -3,9 +3,10 @@
 //! accepted wherever a built-in name is (the library's controller strings, the command line, the
 //! simulator, the scenario files), with its `key=value` parameters checked as a built-in's are.
 //!
-//! Controllers this crate adds on the same API (Prague, `crate::alg::prague`) are registered the
-//! same way, with the same checks, when the registry is first used: nothing distinguishes them
-//! from a user's but that their names are taken from the start.
+//! Controllers this crate adds on the same API (Prague and the coupled cprague,
+//! `crate::alg::prague` and `crate::alg::cprague`) are registered the same way, with the same
+//! checks, when the registry is first used: nothing distinguishes them from a user's but that
+//! their names are taken from the start.
 //!
 //! The registry is process-wide because the places that parse controller names (the `mpquic`
 //! command line, the scenario validator, the simulator) share no context object; it only grows

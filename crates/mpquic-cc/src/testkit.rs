@@ -25,6 +25,15 @@ pub(crate) struct FluidPath {
     pub mark: f64,
 }
 
+/// A bottleneck shared by every path of several connections ([`shared_step_link`]), with a
+/// step marker: `bdp` packets fill the pipe, and a packet that arrives while more than
+/// `threshold` packets wait in the queue is CE-marked (DCTCP's K, the L queue of L4S).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StepLink {
+    pub bdp: u64,
+    pub threshold: u64,
+}
+
 #[derive(Debug, Clone)]
 struct Flight {
     mss: u64,
@@ -205,6 +214,21 @@ impl<C: Controller> Driver<C> {
         sent.iter().map(|&b| b as f64 / span).collect()
     }
 
+    /// Send on every path of `path_count` a round's window (at least one packet), as
+    /// [`fluid_rates`](Driver::fluid_rates) does; the packets sent, per path.
+    fn send_windows(&mut self, path_count: u32) -> Vec<u64> {
+        (0..path_count)
+            .map(|id| {
+                if !self.cc.may_send(PathId(id)) {
+                    return 0;
+                }
+                let packets = (self.window(id) / self.flight(id).mss).max(1);
+                self.send(id, packets);
+                packets
+            })
+            .collect()
+    }
+
     pub(crate) fn window(&self, path: u32) -> u64 {
         self.cc.window(PathId(path))
     }
@@ -247,4 +271,61 @@ impl<A: Algorithm> Driver<Coupled<A>> {
     pub(crate) fn cwnd(&self, path: u32) -> f64 {
         self.state(path).cwnd()
     }
+}
+
+/// Drive connections whose paths all cross one [`StepLink`], in rounds of one common RTT: every
+/// path sends its window, the packets of all paths arrive interleaved (each path's spread over
+/// the round, as a pacer spreads them), the queue builds by what exceeds the pipe, and the last
+/// `sum - bdp - threshold` packets of the round are marked (those that found the queue above
+/// the threshold). Each packet is acknowledged in its own frame, in arrival order. `flows`
+/// pairs each connection with its number of paths (opened here as 0, 1, ...); returns each
+/// connection's mean packets per round over the second half of `rounds`.
+pub(crate) fn shared_step_link(
+    flows: &mut [(&mut Driver, u32)],
+    link: StepLink,
+    rtt: Duration,
+    rounds: u32,
+) -> Vec<f64> {
+    for (driver, paths) in flows.iter_mut() {
+        for id in 0..*paths {
+            driver.add_path(id);
+            driver.set_rtt(id, rtt);
+        }
+    }
+    let warm_up = rounds / 2;
+    let mut sent = vec![0u64; flows.len()];
+    for round in 0..rounds {
+        // (position in the round, connection, path) of every packet sent this round.
+        // Each path's packets are evenly spaced at a phase drawn afresh for every path and
+        // round (a fixed pseudo-random sequence), so that no path's packets sit at the round's
+        // end, where the marks fall, more often than another's.
+        let mut arrivals = Vec::new();
+        let mut stream = 0u64;
+        for (f, (driver, paths)) in flows.iter_mut().enumerate() {
+            for (path, &n) in driver.send_windows(*paths).iter().enumerate() {
+                stream += 1;
+                let phase = unit_interval(u64::from(round) << 20 | stream);
+                arrivals.extend((0..n).map(|j| ((j as f64 + phase) / n as f64, f, path as u32)));
+                if round >= warm_up {
+                    sent[f] += n;
+                }
+            }
+        }
+        arrivals.sort_by(|a, b| a.0.total_cmp(&b.0));
+        // The queue holds what exceeds the pipe; the arrivals past `bdp + threshold` find it
+        // above the threshold.
+        let marked_from = (link.bdp + link.threshold) as usize;
+        for (i, &(_, f, path)) in arrivals.iter().enumerate() {
+            flows[f].0.ack(path, 1, u64::from(i >= marked_from));
+        }
+    }
+    sent.iter().map(|&n| n as f64 / (rounds - warm_up) as f64).collect()
+}
+
+/// A number in [0, 1) that looks random and depends only on `seed` (splitmix64's finaliser).
+fn unit_interval(seed: u64) -> f64 {
+    let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) as f64 / 2f64.powi(64)
 }

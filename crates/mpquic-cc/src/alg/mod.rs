@@ -9,6 +9,7 @@
 pub(crate) mod alpha;
 pub(crate) mod amp;
 pub(crate) mod balia;
+pub(crate) mod cprague;
 pub(crate) mod dcm;
 pub(crate) mod dctcp;
 pub(crate) mod lia;
@@ -22,5 +23,5 @@ pub(crate) mod xmp;
 /// The controllers this crate adds through the public registry, as a user's are
 /// ([`crate::register`]): the registry starts with them.
 pub(crate) fn registrations() -> Vec<crate::Registration> {
-    vec![prague::registration()]
+    vec![prague::registration(), cprague::registration()]
 }

@@ -47,13 +47,14 @@ const RTT_TARGET: f64 = 0.025;
 
 /// The registration: `prague:g=0.0625,rtt_target=25` (`rtt_target` in milliseconds, 0: off).
 pub(crate) fn registration() -> Registration {
-    Registration::new(NAME, &["g", "rtt_target"], |params| {
-        Ok(Box::new(Coupled::new(prague(params)?)))
-    })
+    Registration::new(NAME, PARAMETERS, |params| Ok(Box::new(Coupled::new(prague(params)?))))
 }
 
+/// The parameters of `prague` and `cprague`.
+pub(crate) const PARAMETERS: &[&str] = &["g", "rtt_target"];
+
 /// DCTCP with Prague's additions ([`L4s`]), from the registration's parameters.
-fn prague(params: &Params) -> Result<Dctcp, ConfigError> {
+pub(crate) fn prague(params: &Params) -> Result<Dctcp, ConfigError> {
     let g = params.get_or("g", G, |&g: &f64| g > 0.0 && g <= 1.0, "must be in (0, 1]")?;
     let target_ms = params.get_or(
         "rtt_target",
