@@ -219,6 +219,11 @@ fn topology(e: &Expanded) -> (Topology, Vec<(String, String, LinkConfig)>) {
 /// scenario's `[link]` fills what the link and the overrides leave out).
 fn link_params(config: &LinkConfig, scale: &NetnsSettings) -> Result<LinkParams, String> {
     let missing = |f: &str| format!("no {f} (set it in [link])");
+    if config.aqm == Some(lang::model::Aqm::Dualq) {
+        return Err("aqm = \"dualq\": the netns testbed builds no dual queue yet (the simulator \
+                    runs it; issue 39)"
+            .into());
+    }
     let frame = scale.frame_bytes;
     let k = config.k.ok_or_else(|| missing("k"))?;
     let buffer = config.buffer.ok_or_else(|| missing("buffer"))?;

@@ -146,9 +146,16 @@ pub struct LinkOutcome {
     pub rate_bps: f64,
     /// Packets it sent (the testbed, which counts bytes: its bytes over a full packet's frame).
     pub sent_packets: u64,
+    /// A dual queue's (`aqm = "dualq"`) sojourn in its L queue, microseconds (`None` on a
+    /// step-marked FIFO).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l_sojourn_us: Option<QueueOutcome>,
+    /// A dual queue's sojourn in its classic queue, microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub c_sojourn_us: Option<QueueOutcome>,
 }
 
-/// Queue length over the run, packets.
+/// Queue length over the run, packets (or a dual queue's sojourns, microseconds).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct QueueOutcome {
     /// Median.

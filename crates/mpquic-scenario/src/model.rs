@@ -31,6 +31,36 @@ pub struct LinkConfig {
     /// jitter and refuses a non-zero value).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jitter: Option<Dur>,
+    /// The queue's discipline: `"step"` (the default: one FIFO, CE above `k`) or `"dualq"`
+    /// (RFC 9332's DualQ Coupled AQM: ECT(1) and CE to a low-latency queue, step-marked at
+    /// `l_step` of sojourn, the rest to a classic queue under a PI2 controller aiming at
+    /// `classic_target`; `k` is not used).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aqm: Option<Aqm>,
+    /// DualQ: the L queue's marking step, a sojourn time (default 1 ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub l_step: Option<Dur>,
+    /// DualQ: the classic queue's delay target (default 15 ms, RFC 9332's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub classic_target: Option<Dur>,
+}
+
+/// A link's queue discipline ([`LinkConfig::aqm`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Aqm {
+    /// One FIFO, CE-marked above the threshold `k` (DCTCP's marker).
+    #[default]
+    Step,
+    /// RFC 9332's DualQ Coupled AQM.
+    Dualq,
+}
+
+impl Aqm {
+    /// The L queue's default step (1 ms of sojourn).
+    pub const L_STEP: Dur = Dur::us(1000);
+    /// The classic queue's default delay target (RFC 9332: 15 ms).
+    pub const CLASSIC_TARGET: Dur = Dur::us(15_000);
 }
 
 impl LinkConfig {
@@ -43,6 +73,9 @@ impl LinkConfig {
             k: self.k.or(base.k),
             loss: self.loss.or(base.loss),
             jitter: self.jitter.or(base.jitter),
+            aqm: self.aqm.or(base.aqm),
+            l_step: self.l_step.or(base.l_step),
+            classic_target: self.classic_target.or(base.classic_target),
         }
     }
 
@@ -55,6 +88,9 @@ impl LinkConfig {
             k: Some(Amount::Packets(10)),
             loss: Some(0.0),
             jitter: None,
+            aqm: None,
+            l_step: None,
+            classic_target: None,
         }
     }
 }

@@ -246,5 +246,10 @@ fn link(l: &LinkConfig, path: &str) -> Result<(), ScenarioError> {
     if l.buffer.is_some_and(|b| b.packets(1) == 0) {
         return Err(at(format!("{path}.buffer"), "must be > 0"));
     }
+    for (name, value) in [("l_step", l.l_step), ("classic_target", l.classic_target)] {
+        if value.is_some_and(|d| d.0 == 0) {
+            return Err(at(format!("{path}.{name}"), "must be > 0"));
+        }
+    }
     Ok(())
 }

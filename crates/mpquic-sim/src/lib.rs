@@ -9,6 +9,7 @@
 //! ([`crypto`]) with the real wire sizes. [`report`] turns a run into JSON and plots.
 
 pub mod crypto;
+pub mod dualq;
 pub mod exp;
 pub mod net;
 pub mod panels;

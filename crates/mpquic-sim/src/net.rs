@@ -12,8 +12,9 @@ use hdrhistogram::Histogram;
 use noq_proto::EcnCodepoint;
 use serde::Serialize;
 
+use crate::dualq::{DualQueue, DualqParams};
 use crate::rng::SimRng;
-use crate::scenario::{Expanded, HostSpec, LinkSpec, Scenario, ScenarioError};
+use crate::scenario::{Aqm, Expanded, HostSpec, LinkSpec, Scenario, ScenarioError};
 
 /// Virtual time in picoseconds, and picoseconds per microsecond.
 pub use mpquic_scenario::units::{Ps, PS_PER_US};
@@ -70,6 +71,8 @@ pub struct LinkParams {
     pub loss: f64,
     /// Whether queue-length samples are recorded for this link.
     pub monitor: bool,
+    /// RFC 9332's dual queue in place of the FIFO and its step marker (`ecn_k` unused).
+    pub dualq: Option<DualqParams>,
 }
 
 /// Counters and samples of one link.
@@ -111,12 +114,16 @@ impl Default for LinkStats {
     }
 }
 
-/// A unidirectional link with its FIFO.
+/// A unidirectional link with its FIFO, or its dual queue.
 ///
 /// The FIFO is served at a fixed rate, so each packet's departure is known when it is queued:
 /// the link keeps only the departure times of the packets it holds, and a packet's arrival at
 /// the far end is scheduled as soon as it is accepted. The queue length at any instant is the
 /// number of held packets that have not finished serialization.
+///
+/// A dual queue ([`DualQueue`]) serves its L queue ahead of older classic packets, so a
+/// departure is only known when the packet starts serialization: the link holds the packets,
+/// and the simulator asks it for the next one ([`Link::serve`]) whenever it falls idle.
 #[derive(Debug)]
 pub struct Link {
     /// Parameters.
@@ -130,12 +137,45 @@ pub struct Link {
     /// Bucket width of `stats.bytes_series`.
     bucket: Ps,
     rng: SimRng,
+    /// The dual queue, on a `dualq` link.
+    pub dual: Option<DualQueue>,
+}
+
+/// What became of a packet offered to a link.
+#[derive(Debug)]
+pub enum Offered {
+    /// Accepted into the FIFO: it reaches the far end at `arrives`.
+    Sent {
+        /// The packet, CE-marked if the marker marked it.
+        packet: Packet,
+        /// When it reaches the far end.
+        arrives: Ps,
+    },
+    /// Held in the dual queue; `wake` if the link was idle and must be served now.
+    Queued {
+        /// Whether the caller must call [`Link::serve`] now.
+        wake: bool,
+    },
+    /// Lost (random loss, or a full buffer).
+    Dropped,
+}
+
+/// A packet a dual-queue link started to serialize ([`Link::serve`]).
+#[derive(Debug)]
+pub struct Served {
+    /// The packet, CE-marked if the AQM marked it.
+    pub packet: Packet,
+    /// When it reaches the far end.
+    pub arrives: Ps,
+    /// When the link is free for the next one.
+    pub free_at: Ps,
 }
 
 impl Link {
     /// A new idle link. `rng` drives its random loss; `bucket` is the width of the byte-count
     /// time series.
     pub fn new(params: LinkParams, rng: SimRng, bucket: Ps) -> Self {
+        let dual = params.dualq.map(DualQueue::new);
         Link {
             params,
             departures: VecDeque::new(),
@@ -143,11 +183,15 @@ impl Link {
             stats: LinkStats::default(),
             bucket: bucket.max(1),
             rng,
+            dual,
         }
     }
 
     /// Packets in the buffer at `now`, counting the one being serialized.
     pub fn occupancy(&mut self, now: Ps) -> usize {
+        if let Some(dual) = &self.dual {
+            return dual.len() + usize::from(self.busy_until > now);
+        }
         while self.departures.front().is_some_and(|&end| end <= now) {
             self.departures.pop_front();
         }
@@ -168,29 +212,51 @@ impl Link {
         }
     }
 
-    /// Offer a packet at `now`: random loss, tail drop, ECN marking, then FIFO. Returns the time
-    /// the packet reaches the far end, or `None` if it was dropped.
-    pub fn offer(&mut self, now: Ps, packet: &mut Packet) -> Option<Ps> {
+    /// Offer a packet at `now`: random loss, tail drop, then the FIFO with its step marker (the
+    /// packet's departure is known at once) or the dual queue (it is known when
+    /// [`serve`](Link::serve) takes the packet).
+    pub fn offer(&mut self, now: Ps, mut packet: Packet) -> Offered {
         if self.params.loss > 0.0 && self.rng.next_f64() < self.params.loss {
             self.stats.dropped_random += 1;
-            return None;
+            return Offered::Dropped;
         }
         let occupancy = self.occupancy(now);
         if occupancy >= self.params.buffer_packets {
             self.stats.dropped_overflow += 1;
-            return None;
+            return Offered::Dropped;
+        }
+        self.stats.enqueued += 1;
+        if let Some(dual) = &mut self.dual {
+            dual.push(packet, now);
+            return Offered::Queued { wake: occupancy == 0 };
         }
         let ect = matches!(packet.ecn, Some(EcnCodepoint::Ect0 | EcnCodepoint::Ect1));
         if ect && self.params.ecn_k.is_some_and(|k| occupancy > k) {
             packet.ecn = Some(EcnCodepoint::Ce);
             self.stats.marked += 1;
         }
-        let bytes = packet.wire_bytes();
         let start = self.busy_until.max(now);
+        let end = self.serialize(start, packet.wire_bytes());
+        self.departures.push_back(end);
+        Offered::Sent { packet, arrives: end + self.params.delay_ps }
+    }
+
+    /// On a dual-queue link that is idle at `now`, start serializing the next packet the AQM
+    /// lets through; `None` if the link is busy, has no dual queue or nothing waits.
+    pub fn serve(&mut self, now: Ps) -> Option<Served> {
+        if self.busy_until > now {
+            return None;
+        }
+        let dequeued = self.dual.as_mut()?.pop(now, &mut self.rng)?;
+        self.stats.marked += u64::from(dequeued.marked);
+        let free_at = self.serialize(now, dequeued.packet.wire_bytes());
+        Some(Served { packet: dequeued.packet, arrives: free_at + self.params.delay_ps, free_at })
+    }
+
+    /// Account for `bytes` serialized from `start`; returns when serialization ends.
+    fn serialize(&mut self, start: Ps, bytes: usize) -> Ps {
         let end = start + self.serialization(bytes);
         self.busy_until = end;
-        self.departures.push_back(end);
-        self.stats.enqueued += 1;
         self.stats.sent_packets += 1;
         self.stats.sent_bytes += bytes as u64;
         let bucket = (start / self.bucket) as usize;
@@ -198,7 +264,7 @@ impl Link {
             self.stats.bytes_series.resize(bucket + 1, 0);
         }
         self.stats.bytes_series[bucket] += bytes as u64;
-        Some(end + self.params.delay_ps)
+        end
     }
 
     /// Record one queue-length sample.
@@ -409,6 +475,10 @@ fn build_links(
                 },
                 loss: config.loss.unwrap_or(0.0),
                 monitor,
+                dualq: (config.aqm == Some(Aqm::Dualq) && !host_queue).then(|| DualqParams {
+                    l_step: config.l_step.unwrap_or(Aqm::L_STEP).0,
+                    classic_target: config.classic_target.unwrap_or(Aqm::CLASSIC_TARGET).0,
+                }),
             };
             let rng = SimRng::new(scenario.seed, 0x4c4b_0000 + id as u64);
             links.push(Link::new(params, rng, scenario.output.goodput_interval.0));
@@ -523,6 +593,7 @@ mod tests {
                 ecn_k: k,
                 loss: 0.0,
                 monitor: true,
+                dualq: None,
             },
             SimRng::new(1, 1),
             1_000_000_000,
@@ -545,30 +616,59 @@ mod tests {
         assert_eq!(link(None, 10).serialization(1 << 22), (1u64 << 22) * 800);
     }
 
+    /// Where an offered packet arrives and with which codepoint (`None`: dropped).
+    fn sent(l: &mut Link, p: Packet) -> Option<(Ps, Option<EcnCodepoint>)> {
+        match l.offer(0, p) {
+            Offered::Sent { packet, arrives } => Some((arrives, packet.ecn)),
+            Offered::Dropped => None,
+            Offered::Queued { .. } => panic!("a FIFO link queued a packet"),
+        }
+    }
+
     #[test]
     fn fifo_timing_marking_and_tail_drop() {
         let mut l = link(Some(2), 4);
-        let mut out = vec![];
-        for _ in 0..5 {
-            let mut p = packet(Some(EcnCodepoint::Ect0));
-            out.push((l.offer(0, &mut p), p.ecn));
-        }
+        let out: Vec<_> = (0..5).map(|_| sent(&mut l, packet(Some(EcnCodepoint::Ect0)))).collect();
         // Back to back: arrivals one serialization apart, after the propagation delay.
-        assert_eq!(out[0].0, Some(1_142_400 + 2 * PS_PER_US));
-        assert_eq!(out[1].0, Some(2 * 1_142_400 + 2 * PS_PER_US));
+        assert_eq!(out[0].unwrap().0, 1_142_400 + 2 * PS_PER_US);
+        assert_eq!(out[1].unwrap().0, 2 * 1_142_400 + 2 * PS_PER_US);
         // Occupancy before each arrival: 0, 1, 2, 3 (> K: marked), 4 (full: dropped).
-        assert_eq!(out[2].1, Some(EcnCodepoint::Ect0));
-        assert_eq!(out[3].1, Some(EcnCodepoint::Ce));
-        assert_eq!(out[4].0, None);
+        assert_eq!(out[2].unwrap().1, Some(EcnCodepoint::Ect0));
+        assert_eq!(out[3].unwrap().1, Some(EcnCodepoint::Ce));
+        assert_eq!(out[4], None);
         assert_eq!((l.stats.marked, l.stats.dropped_overflow), (1, 1));
         // Once the first packet has left, there is room again.
         assert_eq!(l.occupancy(1_142_400), 3);
         // Not-ECT packets are never marked.
         let mut l = link(Some(0), 10);
         for _ in 0..3 {
-            l.offer(0, &mut packet(None));
+            sent(&mut l, packet(None));
         }
         assert_eq!(l.stats.marked, 0);
+    }
+
+    /// A dual-queue link holds what it is offered and hands packets out one serialization
+    /// apart, the L packet ahead of the classic ones queued before it; the buffer is shared.
+    #[test]
+    fn a_dual_queue_link_serves_when_idle_l_first() {
+        let mut l = link(None, 3);
+        l.dual = Some(DualQueue::new(DualqParams {
+            l_step: 1000 * PS_PER_US,
+            classic_target: 15_000 * PS_PER_US,
+        }));
+        assert!(matches!(
+            l.offer(0, packet(Some(EcnCodepoint::Ect0))),
+            Offered::Queued { wake: true }
+        ));
+        let first = l.serve(0).expect("idle with a packet waiting");
+        assert_eq!((first.free_at, first.arrives), (1_142_400, 1_142_400 + 2 * PS_PER_US));
+        assert!(l.serve(10).is_none(), "busy until the first is through");
+        assert!(matches!(l.offer(10, packet(None)), Offered::Queued { wake: false }));
+        assert!(matches!(l.offer(20, packet(Some(EcnCodepoint::Ect1))), Offered::Queued { .. }));
+        assert!(matches!(l.offer(30, packet(None)), Offered::Dropped), "3 held: full");
+        let second = l.serve(first.free_at).expect("the link is free again");
+        assert_eq!(second.packet.ecn, Some(EcnCodepoint::Ect1), "the L packet first");
+        assert_eq!(l.occupancy(first.free_at), 2);
     }
 
     #[test]

@@ -240,6 +240,19 @@ pub struct GroupReport {
     pub jct_us: Option<Percentiles>,
 }
 
+impl From<&Percentiles> for QueueOutcome {
+    fn from(p: &Percentiles) -> Self {
+        QueueOutcome {
+            p50: p.p50 as f64,
+            p90: p.p90 as f64,
+            p99: p.p99 as f64,
+            mean: p.mean,
+            p5: p.p5 as f64,
+            p95: p.p95 as f64,
+        }
+    }
+}
+
 /// One link's counters.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct LinkReport {
@@ -261,6 +274,20 @@ pub struct LinkReport {
     pub dropped_random: u64,
     /// Queue length in packets from periodic samples (monitored links only).
     pub queue: Option<Percentiles>,
+    /// A dual queue's L and classic sojourns and its AQM's drops.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dualq: Option<DualqReport>,
+}
+
+/// What a dual-queue link ([`crate::dualq`]) measured.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DualqReport {
+    /// Sojourn of every packet served from the L queue, microseconds.
+    pub l_sojourn_us: Percentiles,
+    /// Sojourn of every packet served from the classic queue, microseconds.
+    pub c_sojourn_us: Percentiles,
+    /// Not-ECT classic packets the AQM dropped.
+    pub aqm_dropped: u64,
 }
 
 /// A whole run.
@@ -421,17 +448,12 @@ impl Report {
                 marked: l.marked,
                 dropped: l.dropped_overflow,
                 utilization: l.utilization,
-                queue: l.queue.as_ref().map(|q| QueueOutcome {
-                    p50: q.p50 as f64,
-                    p90: q.p90 as f64,
-                    p99: q.p99 as f64,
-                    mean: q.mean,
-                    p5: q.p5 as f64,
-                    p95: q.p95 as f64,
-                }),
+                queue: l.queue.as_ref().map(QueueOutcome::from),
                 sent_bytes: l.sent_bytes,
                 rate_bps: l.rate_bps as f64,
                 sent_packets: l.sent_packets,
+                l_sojourn_us: l.dualq.as_ref().map(|d| QueueOutcome::from(&d.l_sojourn_us)),
+                c_sojourn_us: l.dualq.as_ref().map(|d| QueueOutcome::from(&d.c_sojourn_us)),
             })
             .collect();
         let mtu = f64::from(self.scenario.transport.mtu);
@@ -642,6 +664,11 @@ fn link_reports(sim: &Sim, end: Ps) -> Vec<LinkReport> {
             dropped_random: l.stats.dropped_random,
             queue: (l.params.monitor && !l.stats.queue_hist.is_empty())
                 .then(|| Percentiles::of(&l.stats.queue_hist)),
+            dualq: l.dual.as_ref().map(|d| DualqReport {
+                l_sojourn_us: Percentiles::of(&d.l_sojourn_us),
+                c_sojourn_us: Percentiles::of(&d.c_sojourn_us),
+                aqm_dropped: d.dropped,
+            }),
         })
         .collect()
 }

@@ -28,7 +28,7 @@ use noq_proto::{
 use slab::Slab;
 
 use crate::crypto::{NullClientConfig, NullHmacKey, NullServerConfig, NullTokenKey};
-use crate::net::{ecmp_hash, Link, LinkId, Network, Node, NodeId, Packet, Ps};
+use crate::net::{ecmp_hash, Link, LinkId, Network, Node, NodeId, Offered, Packet, Ps};
 use crate::rng::SimRng;
 use crate::scenario::{
     expand_workloads, CryptoSuite, FlowSpec, RepeatOver, Scenario, ScenarioError,
@@ -262,6 +262,8 @@ struct Ep {
 enum Ev {
     /// A packet (parked in `Sim::packets`) reaches the far end of a link.
     Arrive(LinkId, usize),
+    /// A dual-queue link finished serializing: it takes its next packet.
+    LinkFree(LinkId),
     /// A packet (parked in `Sim::packets`) reaches an endpoint after the host's jitter.
     Deliver(usize, usize),
     Timer(usize, Ps),
@@ -932,6 +934,7 @@ impl Sim {
                 let packet = self.packets.remove(key);
                 self.deliver(ep, packet);
             }
+            Ev::LinkFree(link) => self.serve(link),
             Ev::Timer(ep, at) => self.on_timer(ep, at),
             Ev::Supervise(ep, at) => self.on_supervise(ep, at),
             Ev::BlackHole(link) => self.links[link].params.loss = 1.0,
@@ -1384,10 +1387,23 @@ impl Sim {
         self.enqueue(link, packet);
     }
 
-    fn enqueue(&mut self, link: LinkId, mut packet: Packet) {
-        if let Some(at) = self.links[link].offer(self.now, &mut packet) {
-            let key = self.packets.insert(packet);
-            self.schedule(at, Ev::Arrive(link, key));
+    fn enqueue(&mut self, link: LinkId, packet: Packet) {
+        match self.links[link].offer(self.now, packet) {
+            Offered::Sent { packet, arrives } => {
+                let key = self.packets.insert(packet);
+                self.schedule(arrives, Ev::Arrive(link, key));
+            }
+            Offered::Queued { wake: true } => self.serve(link),
+            Offered::Queued { wake: false } | Offered::Dropped => {}
+        }
+    }
+
+    /// A dual-queue link is idle: send its next packet on, and come back when it is through.
+    fn serve(&mut self, link: LinkId) {
+        if let Some(served) = self.links[link].serve(self.now) {
+            let key = self.packets.insert(served.packet);
+            self.schedule(served.arrives, Ev::Arrive(link, key));
+            self.schedule(served.free_at, Ev::LinkFree(link));
         }
     }
 }

@@ -28,12 +28,16 @@ pub enum Source {
     Both,
     /// Only the netns testbed, for the reason given: the simulator's value is NaN.
     Netns(&'static str),
+    /// Only the simulator, for the reason given: the testbed's value is NaN.
+    Sim(&'static str),
 }
 
 /// The host a run measures: the simulator's host is no part of the run.
 const HOST: &str = "the host's load and CPU steal: the simulator runs in virtual time";
 /// Processes' CPU time.
 const CPU: &str = "CPU time of sending and receiving processes: the simulator has none";
+/// A dual queue's sojourns.
+const DUALQ: &str = "a dual queue's sojourns: the netns testbed builds no dual queue yet";
 /// The testbed's own delay line.
 const DELAY_LINE: &str = "the testbed's delay line: the simulator's links delay exactly";
 
@@ -134,6 +138,14 @@ pub const CATALOGUE: &[Metric] = &[
     both("queue_p90", "90th percentile queue, packets", |i| i.queue(|q| q.p90)),
     both("queue_p99", "99th percentile queue, packets", |i| i.queue(|q| q.p99)),
     both("queue_mean", "mean queue, packets", |i| i.queue(|q| q.mean)),
+    sim("l_sojourn_p50_us", "median sojourn in the report's link's L queue (aqm = \"dualq\"), us",
+        DUALQ, |i| i.sojourn(|l| &l.l_sojourn_us, |q| q.p50)),
+    sim("l_sojourn_p99_us", "99th percentile sojourn in the L queue, us", DUALQ,
+        |i| i.sojourn(|l| &l.l_sojourn_us, |q| q.p99)),
+    sim("c_sojourn_p50_us", "median sojourn in the report's link's classic queue (aqm = \"dualq\"), \
+        us", DUALQ, |i| i.sojourn(|l| &l.c_sojourn_us, |q| q.p50)),
+    sim("c_sojourn_p99_us", "99th percentile sojourn in the classic queue, us", DUALQ,
+        |i| i.sojourn(|l| &l.c_sojourn_us, |q| q.p99)),
     both("lost", "packets the flows' senders declared lost", |i| i.sum(|f| f.lost_packets)),
     both("drops_all", "drops summed over every monitored link",
         |i| i.monitored().map(|l| l.dropped).sum::<u64>() as f64),
@@ -229,6 +241,16 @@ const fn netns(
     Metric { name, meaning, source: Source::Netns(why), compute }
 }
 
+/// A metric only the simulator measures (`why` the testbed does not).
+const fn sim(
+    name: &'static str,
+    meaning: &'static str,
+    why: &'static str,
+    compute: fn(&Input) -> f64,
+) -> Metric {
+    Metric { name, meaning, source: Source::Sim(why), compute }
+}
+
 /// The catalogue's metric `name`.
 pub fn find(name: &str) -> Option<&'static Metric> {
     CATALOGUE.iter().find(|m| m.name == name)
@@ -309,6 +331,15 @@ impl Input<'_> {
 
     fn queue(&self, x: impl Fn(&QueueOutcome) -> f64) -> f64 {
         self.link.and_then(|l| l.queue.as_ref()).map_or(f64::NAN, x)
+    }
+
+    /// A statistic of one of the report's link's dual-queue sojourns (NaN without one).
+    fn sojourn(
+        &self,
+        queue: impl Fn(&LinkOutcome) -> &Option<QueueOutcome>,
+        x: impl Fn(&QueueOutcome) -> f64,
+    ) -> f64 {
+        self.link.and_then(|l| queue(l).as_ref()).map_or(f64::NAN, x)
     }
 
     /// The monitored links: those with a sampled queue.
@@ -529,8 +560,9 @@ mod tests {
     }
 
     /// A monitored link direction.
-    fn link(name: &str) -> LinkOutcome {
+    fn link(name: &str, backend: Backend) -> LinkOutcome {
         let q = QueueOutcome { p50: 5.0, p90: 9.0, p99: 12.0, mean: 5.5, p5: 1.0, p95: 10.0 };
+        let sojourn = (backend == Backend::Sim).then(|| q.clone());
         LinkOutcome {
             name: name.into(),
             marked: 10,
@@ -540,6 +572,8 @@ mod tests {
             sent_bytes: 10_000_000,
             rate_bps: 1e10,
             sent_packets: 7000,
+            l_sojourn_us: sojourn.clone(),
+            c_sojourn_us: sojourn,
         }
     }
 
@@ -554,7 +588,7 @@ mod tests {
                 flow("f1", 0, 12.0, true, backend),
                 flow("f2", 1, 300.0, false, backend),
             ],
-            links: vec![link("a->dst"), link("b->dst")],
+            links: vec![link("a->dst", backend), link("b->dst", backend)],
             duration_s: 1.0,
             host_load_1min: netns.then_some(1.5),
             host_steal_pct: netns.then_some(0.4),
@@ -582,7 +616,11 @@ mod tests {
                     selector,
                 };
                 let value = (m.compute)(&input);
-                let unmeasured = backend == Backend::Sim && matches!(m.source, Source::Netns(_));
+                let unmeasured = match m.source {
+                    Source::Both => false,
+                    Source::Netns(_) => backend == Backend::Sim,
+                    Source::Sim(_) => backend == Backend::Netns,
+                };
                 match unmeasured {
                     true => assert!(value.is_nan(), "{}: {value} on {}", m.name, backend.name()),
                     false => {
