@@ -192,6 +192,7 @@ fn soak(
     work: &Path,
     logs: &Path,
 ) -> Result<(String, serde_json::Value, bool)> {
+    let (commit, date) = (report::commit(), utc_now());
     let t0 = Instant::now();
     let server_dir = work.join("server");
     let certs = work.join("certs");
@@ -256,6 +257,9 @@ fn soak(
         findings,
         panics: report::panics(logs),
         client_errors,
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        commit,
+        date,
     };
     Ok(report::render(&run))
 }
@@ -404,6 +408,12 @@ fn make_certs(program: &str, dir: &Path, clients: usize) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The time now, UTC, as `date -u` prints it.
+fn utc_now() -> String {
+    let out = std::process::Command::new("date").args(["-u", "+%Y-%m-%d %H:%M UTC"]).output();
+    out.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default()
 }
 
 /// Every file beneath `dir`.

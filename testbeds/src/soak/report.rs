@@ -31,6 +31,10 @@ pub struct Run<'a> {
     pub findings: Findings,
     pub panics: Vec<String>,
     pub client_errors: Vec<String>,
+    /// How it was run: the command line, the commit (`commit()`), the UTC start.
+    pub command: String,
+    pub commit: String,
+    pub date: String,
 }
 
 /// One check: what, whether it held, the numbers behind it.
@@ -97,6 +101,22 @@ fn header(run: &Run, md: &mut String) {
         a.restarts,
         run.load_end_s,
     );
+    let _ = writeln!(md, "\nCommand: `{}`; {}; started {}.", run.command, run.commit, run.date);
+}
+
+/// The commit of the tree this binary was built in, and whether that tree had changes.
+pub fn commit() -> String {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git").arg("-C").arg(root).args(args).output();
+        out.ok().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default()
+    };
+    let dirty = if git(&["status", "--porcelain", "--untracked-files=no"]).is_empty() {
+        ""
+    } else {
+        " with uncommitted changes"
+    };
+    format!("commit {}{dirty}", git(&["rev-parse", "--short", "HEAD"]))
 }
 
 /// Per kind of command: started, completed, resumed, completed after a cut, failed.
