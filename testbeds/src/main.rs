@@ -160,14 +160,7 @@ fn main() -> Result<()> {
             print!("{}", torn_down(|run_id| startup::run_startup(&args, run_id))?);
             eprintln!("wrote {}", args.out.join("startup.md").display());
         }
-        Cmd::Soak(args) => {
-            let (table, ok) = torn_down(|run_id| soak::run_soak(&args, run_id))?;
-            print!("{table}");
-            eprintln!("wrote {}", args.out.join("soak.md").display());
-            if !ok {
-                anyhow::bail!("the soak failed a check (see the table)");
-            }
-        }
+        Cmd::Soak(args) => soak_main(&args)?,
         Cmd::Cleanup { all } => {
             let removed = cleanup::cleanup_stale(all);
             println!("removed {} item(s): {:?}", removed.len(), removed);
@@ -200,6 +193,17 @@ fn main() -> Result<()> {
         Cmd::Send { server, proto, cc, bytes, for_s } => {
             flows::send_main(runner::parse_addr(&server)?, proto == "mptcp", &cc, bytes, for_s)?
         }
+    }
+    Ok(())
+}
+
+/// `soak`: the table on stdout; an error when a check failed.
+fn soak_main(args: &soak::SoakArgs) -> Result<()> {
+    let (table, ok) = torn_down(|run_id| soak::run_soak(args, run_id))?;
+    print!("{table}");
+    eprintln!("wrote {}", args.out.join("soak.md").display());
+    if !ok {
+        anyhow::bail!("the soak failed a check (see the table)");
     }
     Ok(())
 }

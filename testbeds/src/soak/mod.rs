@@ -219,28 +219,7 @@ fn soak(
         max_file: args.max_file,
         kill_probability: args.kill_probability,
     });
-    let mut clients = make_clients(args, site, &ctx)?;
-    // One listing first, so that what a server opens at its first connection counts in its
-    // idle level of descriptors and memory (the level a quiet server returns to).
-    clients[0].warm_up(&ctx)?;
-    quiesce(&server);
-    let idle = server.lock().unwrap().sample().context("the server's idle sample")?;
-    let timeline = schedule::timeline(args.seed, args.duration_s, site.pairs.len(), args.restarts);
-    let faults = run_faults(site, &server, &timeline, t0);
-    let clients = start_clients(clients, &ctx);
-    let mut client_errors = Vec::new();
-    for (i, c) in clients.into_iter().enumerate() {
-        match c.join() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => client_errors.push(format!("client {i}: {e:#}")),
-            Err(_) => client_errors.push(format!("client {i}: its thread panicked")),
-        }
-    }
-    let load_end_s = t0.elapsed().as_secs_f64();
-    let events = faults.join().map_err(|_| anyhow::anyhow!("the fault thread panicked"))??;
-    let quiet = quiesce(&server);
-    let samples = monitor.finish(idle, quiet);
-    server.lock().unwrap().stop()?;
+    let (samples, events, client_errors, load_end_s) = drive(args, site, &server, &ctx, monitor)?;
     let findings = watch.finish();
     let tally = std::mem::take(&mut *ctx.shared.lock().unwrap());
     let instances = server.lock().unwrap().instances.clone();
@@ -248,7 +227,7 @@ fn soak(
         args,
         site: site.describe(),
         faultable: site.faultable(),
-        timeline: &timeline,
+        timeline: &schedule::timeline(args.seed, args.duration_s, site.pairs.len(), args.restarts),
         events,
         tally,
         instances,
@@ -262,6 +241,44 @@ fn soak(
         date,
     };
     Ok(report::render(&run))
+}
+
+/// Output of `drive`: the server's samples, the faults applied, the clients' harness errors,
+/// and when the last client finished.
+type Driven = (report::Samples, Vec<(f64, String)>, Vec<String>, f64);
+
+/// The clients and the faults, from the warm-up until the server is quiet and stopped.
+fn drive(
+    args: &SoakArgs,
+    site: &Site,
+    server: &Arc<Mutex<Server>>,
+    ctx: &Arc<Ctx>,
+    monitor: Monitor,
+) -> Result<Driven> {
+    let t0 = ctx.t0;
+    let mut clients = make_clients(args, site, ctx)?;
+    // One listing first, so that what a server opens at its first connection counts in its
+    // idle level of descriptors and memory (the level a quiet server returns to).
+    clients[0].warm_up(ctx)?;
+    quiesce(server);
+    let idle = server.lock().unwrap().sample().context("the server's idle sample")?;
+    let timeline = schedule::timeline(args.seed, args.duration_s, site.pairs.len(), args.restarts);
+    let faults = run_faults(site, server, &timeline, t0);
+    let clients = start_clients(clients, ctx);
+    let mut client_errors = Vec::new();
+    for (i, c) in clients.into_iter().enumerate() {
+        match c.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => client_errors.push(format!("client {i}: {e:#}")),
+            Err(_) => client_errors.push(format!("client {i}: its thread panicked")),
+        }
+    }
+    let load_end_s = t0.elapsed().as_secs_f64();
+    let events = faults.join().map_err(|_| anyhow::anyhow!("the fault thread panicked"))??;
+    let quiet = quiesce(server);
+    let samples = monitor.finish(idle, quiet);
+    server.lock().unwrap().stop()?;
+    Ok((samples, events, client_errors, load_end_s))
 }
 
 /// Every client, each over 2, 3 or 4 of the paths (by its number), path 0 drawn.

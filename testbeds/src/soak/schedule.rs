@@ -90,4 +90,12 @@ mod tests {
         assert!(faults > 10, "{faults} black holes in 30 minutes");
         assert_eq!(tl.iter().filter(|(_, a)| matches!(a, Action::Restart { .. })).count(), 2);
     }
+
+    /// The suite's short soak (tests/soak.rs: seed 7, 120 s) has both kinds of path fault.
+    #[test]
+    fn the_short_soak_black_holes_and_grays_a_path() {
+        let tl = timeline(7, 120.0, 4, 1);
+        assert!(tl.iter().any(|(t, a)| matches!(a, Action::Blackhole(_)) && *t < 110.0));
+        assert!(tl.iter().any(|(t, a)| matches!(a, Action::Lose(..)) && *t < 110.0));
+    }
 }
