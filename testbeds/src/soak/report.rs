@@ -55,6 +55,7 @@ pub fn render(run: &Run) -> (String, serde_json::Value, bool) {
     failures(run, &mut md);
     faults(run, &mut md);
     server(run, &mut md);
+    over_time(run, &mut md);
     let _ = writeln!(md, "\n{}", byte_note(run));
     let _ = writeln!(md, "\n### Checks\n\n| check | held | numbers |\n|---|---|---|");
     for c in &checks {
@@ -258,6 +259,29 @@ fn server(run: &Run, md: &mut String) {
             total(&inst.metrics, "mpquic_path_received_bytes_total"),
             total(&inst.metrics, "mpquic_path_sent_bytes_total"),
             inst.transfers_logged,
+        );
+    }
+}
+
+/// The server over time: the idle sample, then about every twelfth of the run, and the last.
+fn over_time(run: &Run, md: &mut String) {
+    let _ = writeln!(
+        md,
+        "\n| t (s) | instance | RSS (MiB) | open fds | connections | host load |\n|---|---|---|---|---|---|"
+    );
+    let during = &run.samples.during;
+    let step = (during.len() / 12).max(1);
+    let picked = during.iter().enumerate().filter(|(i, _)| i % step == 0 || *i + 1 == during.len());
+    for s in std::iter::once(&run.samples.idle).chain(picked.map(|(_, s)| s)) {
+        let _ = writeln!(
+            md,
+            "| {:.0} | {} | {:.1} | {} | {} | {:.1} |",
+            s.t_s,
+            s.instance,
+            s.rss_kib as f64 / 1024.0,
+            s.fds,
+            s.connections.map_or("-".into(), |c| c.to_string()),
+            s.load
         );
     }
 }
