@@ -781,8 +781,9 @@ fn a_get_reports_the_bytes_each_path_received() {
         let target = tmp.path().join(output);
         let (one, two) = (server.addr("127.0.0.1"), server.addr("127.0.0.2"));
         let (one, two) = (format!("127.0.0.1={one}"), format!("127.0.0.2={two}"));
+        let first = server.addr("127.0.0.1");
         let mut args = vec!["get", "big.bin", "-o", target.to_str().unwrap()];
-        args.extend(["--path", &one, "--path", &two, "--server", &server.addr("127.0.0.1")]);
+        args.extend(["--path", &one, "--path", &two, "--server", &first]);
         args.push("--insecure");
         if json {
             args.push("--json");
