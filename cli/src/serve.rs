@@ -15,7 +15,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use mpquic::noq::{RecvStream, SendStream};
+use futures_util::StreamExt;
+use mpquic::noq::{PathEvent, PathId, RecvStream, SendStream};
 use mpquic::{Accepting, MultipathConnection, Server};
 use tokio::io::AsyncReadExt;
 use tokio::sync::{Notify, Semaphore};
@@ -34,7 +35,7 @@ use crate::transfer::{
 };
 
 /// The bidirectional streams a peer may have open at once on a connection: noq's
-/// `TransportConfig` default (unidirectional ones are refused, see `refuse_unused`).
+/// `TransportConfig` default (unidirectional ones are refused, see `watch_peer`).
 const QUIC_MAX_STREAMS: u32 = 100;
 
 /// How the server reports each finished transfer.
@@ -74,6 +75,8 @@ pub struct Policy {
     pub streams_per_connection: usize,
     /// End a transfer whose data has not moved for this long (`--stall-timeout`).
     pub stall_timeout: Duration,
+    /// Close a connection whose peer opened this many paths (`--max-paths-opened`).
+    pub max_paths_opened: u32,
     /// The budget of log lines about failures.
     pub failures: LogLimiter,
     /// Record each upload's bytes over time at this interval (`--received-series`).
@@ -94,6 +97,7 @@ impl Policy {
             transfers: Semaphore::new(64),
             streams_per_connection: 16,
             stall_timeout: Duration::from_secs(30),
+            max_paths_opened: 256,
             // A burst of 20 failure lines, then one a second.
             failures: LogLimiter::new(20, 1.0),
             received_series: None,
@@ -110,6 +114,7 @@ impl Policy {
             transfers: Semaphore::new(args.max_active_transfers as usize),
             streams_per_connection: args.max_streams_per_connection as usize,
             stall_timeout: ServeArgs::seconds(args.stall_timeout, "--stall-timeout")?,
+            max_paths_opened: args.max_paths_opened,
             received_series: args.received_series.map(Duration::from_millis),
             rate: ByteRate::bwlimit(args.bwlimit),
             ..Policy::new(store)
@@ -217,13 +222,15 @@ fn announce(args: &ServeArgs, port: u16, max_paths: u32) {
 fn limits(args: &ServeArgs, max_paths: u32) -> String {
     format!(
         "limits: {} connections, {} per IP address (--max-connections, --max-connections-per-ip); \
-         per connection {max_paths} paths (initial_max_path_id {}) and {QUIC_MAX_STREAMS} streams \
+         per connection {max_paths} paths at once (initial_max_path_id {}), {} in all \
+         (--max-paths-opened) and {QUIC_MAX_STREAMS} streams \
          (MAX_STREAMS), {} served at once (--max-streams-per-connection); {} transfers in all \
          (--max-active-transfers); a request header within {}s (--header-timeout), data moving \
          within {}s (--stall-timeout), a transfer within {}s of the last (--idle-close)",
         args.max_connections,
         args.max_connections_per_ip,
         max_paths.saturating_sub(1),
+        args.max_paths_opened,
         args.max_streams_per_connection,
         args.max_active_transfers,
         args.header_timeout,
@@ -345,13 +352,29 @@ async fn wait_for_a_stream_place(
     }
 }
 
-/// Refuse the unidirectional streams and drop the datagrams a peer sends: the file protocol
-/// uses neither, and unread they would each hold a receive window of the server's memory.
-async fn refuse_unused(conn: MultipathConnection, policy: Arc<Policy>) {
+/// Watch what a peer does beside its streams: refuse the unidirectional streams and drop the
+/// datagrams it sends (the file protocol uses neither, and unread they would each hold a
+/// receive window of the server's memory), and close the connection once it has opened
+/// `policy.max_paths_opened` paths (path ids count up from 0, one per path opened).
+async fn watch_peer(conn: MultipathConnection, policy: Arc<Policy>) {
     let quic = conn.connection();
     let mut said = false;
+    let mut paths = quic.path_events();
+    let cap = policy.max_paths_opened;
     loop {
         tokio::select! {
+            event = paths.next() => match event {
+                Some(Ok(PathEvent::Established { id, .. })) if id >= PathId::from(cap - 1) => {
+                    let peer = conn.remote().map_or_else(|| "a peer".into(), |p| p.to_string());
+                    policy.failures.eprint(|| {
+                        format!("mpquic: closed the connection from {peer}: {cap} paths opened (--max-paths-opened)")
+                    });
+                    quic.close(0u32.into(), b"too many paths opened");
+                    return;
+                }
+                Some(_) => {}
+                None => return,
+            },
             uni = quic.accept_uni() => {
                 let Ok(mut recv) = uni else { return };
                 let _ = recv.stop(1u32.into());
@@ -419,7 +442,7 @@ pub async fn serve_connection(
 ) {
     let on_done = Arc::new(on_done);
     let activity = Activity::new();
-    tokio::spawn(refuse_unused(conn.clone(), policy.clone()));
+    tokio::spawn(watch_peer(conn.clone(), policy.clone()));
     let mut said = false;
     loop {
         wait_for_a_stream_place(&conn, &activity, &policy, &mut said).await;
