@@ -1,16 +1,22 @@
 //! `mpquic serve`: receive files into a directory (or a sink) and serve them for download.
 //!
 //! A server faces strangers: every request header has a deadline, a connection without a
-//! running transfer is closed after `--idle-close`, connections and concurrent transfers are
-//! capped (beyond the caps new ones are refused, not queued), uploads are checked against the
-//! free space before any byte is written, and the log lines a peer can cause are rate-limited.
+//! running transfer is closed after `--idle-close`, connections (in all and per address) and
+//! concurrent transfers are capped (beyond the caps new ones are refused, not queued), one
+//! connection's streams are served a few at a time, a transfer whose data stops moving is ended
+//! after `--stall-timeout`, streams and datagrams the protocol does not use are refused or
+//! dropped, uploads are checked against the free space before any byte is written, and the log
+//! lines a peer can cause are rate-limited.
 
+use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use mpquic::noq::{RecvStream, SendStream};
+use futures_util::StreamExt;
+use mpquic::noq::{PathEvent, PathId, RecvStream, SendStream};
 use mpquic::{Accepting, MultipathConnection, Server};
 use tokio::io::AsyncReadExt;
 use tokio::sync::{Notify, Semaphore};
@@ -27,6 +33,10 @@ use crate::transfer::{
     check_path, receive_body, receive_into, receive_stream, send_body, send_rest, write_listing,
     write_reply, Request, MAX_LISTING,
 };
+
+/// The bidirectional streams a peer may have open at once on a connection: noq's
+/// `TransportConfig` default (unidirectional ones are refused, see `watch_peer`).
+const QUIC_MAX_STREAMS: u32 = 100;
 
 /// How the server reports each finished transfer.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -61,6 +71,12 @@ pub struct Policy {
     pub idle_close: Duration,
     /// One permit per running transfer, over all connections.
     pub transfers: Semaphore,
+    /// Streams of one connection served at once (`--max-streams-per-connection`).
+    pub streams_per_connection: usize,
+    /// End a transfer whose data has not moved for this long (`--stall-timeout`).
+    pub stall_timeout: Duration,
+    /// Close a connection whose peer opened this many paths (`--max-paths-opened`).
+    pub max_paths_opened: u32,
     /// The budget of log lines about failures.
     pub failures: LogLimiter,
     /// Record each upload's bytes over time at this interval (`--received-series`).
@@ -79,6 +95,9 @@ impl Policy {
             header_timeout: Duration::from_secs(10),
             idle_close: Duration::from_secs(30),
             transfers: Semaphore::new(64),
+            streams_per_connection: 16,
+            stall_timeout: Duration::from_secs(30),
+            max_paths_opened: 256,
             // A burst of 20 failure lines, then one a second.
             failures: LogLimiter::new(20, 1.0),
             received_series: None,
@@ -93,6 +112,9 @@ impl Policy {
             header_timeout: ServeArgs::seconds(args.header_timeout, "--header-timeout")?,
             idle_close: ServeArgs::seconds(args.idle_close, "--idle-close")?,
             transfers: Semaphore::new(args.max_active_transfers as usize),
+            streams_per_connection: args.max_streams_per_connection as usize,
+            stall_timeout: ServeArgs::seconds(args.stall_timeout, "--stall-timeout")?,
+            max_paths_opened: args.max_paths_opened,
             received_series: args.received_series.map(Duration::from_millis),
             rate: ByteRate::bwlimit(args.bwlimit),
             ..Policy::new(store)
@@ -120,20 +142,33 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
     }
     let policy = Arc::new(Policy::from_args(&args, store)?);
     let clients = args.client_auth()?;
+    let max_paths = options.max_paths;
     let server = Server::bind_for(&args.listen_addrs(), &args.identity()?, &clients, options)?;
-    announce(&args, server.local_addr()?.port());
+    announce(&args, server.local_addr()?.port(), max_paths);
     let done = Arc::new(Notify::new());
     let transfers = Arc::new(AtomicU64::new(0));
     let limit = args.max_transfers;
     let reporting = if args.json { Reporting::Json } else { Reporting::Table };
     let max_connections = args.max_connections;
     let connections = Arc::new(Semaphore::new(max_connections as usize));
+    let per_address = Arc::new(PerAddress::new(args.max_connections_per_ip));
     let accept_loop = async {
         while let Some(accepting) = server.accept().await {
+            let peer = accepting.remote();
             let Ok(permit) = connections.clone().try_acquire_owned() else {
-                let peer = accepting.remote();
                 policy.failures.eprint(|| {
                     format!("mpquic: refused a connection from {peer}: {max_connections} open (--max-connections)")
+                });
+                accepting.refuse();
+                continue;
+            };
+            let Some(address_permit) = per_address.take(peer.ip()) else {
+                let cap = per_address.cap;
+                policy.failures.eprint(|| {
+                    format!(
+                        "mpquic: refused a connection from {peer}: {cap} open from {} (--max-connections-per-ip)",
+                        peer.ip()
+                    )
                 });
                 accepting.refuse();
                 continue;
@@ -151,7 +186,7 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
                     let _live = progress::start(&conn, interval, Sink::server(json, &conn));
                     serve_connection(conn, policy, reporting, on_done).await;
                 }
-                drop(permit);
+                drop((permit, address_permit));
             });
         }
     };
@@ -166,7 +201,7 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
 }
 
 /// Say where the server listens (with port 0, the OS chose one) and what it does with files.
-fn announce(args: &ServeArgs, port: u16) {
+fn announce(args: &ServeArgs, port: u16, max_paths: u32) {
     let addrs: Vec<String> = args
         .listen_addrs()
         .iter()
@@ -178,6 +213,30 @@ fn announce(args: &ServeArgs, port: u16) {
         (None, _) => ", verifying and discarding uploads".into(),
     };
     eprintln!("mpquic: serving on {} (controller {}){files}", addrs.join(", "), args.transport.cc);
+    eprintln!("mpquic: {}", limits(args, max_paths));
+}
+
+/// The limits a peer meets, for the log: the server's own caps, and what the QUIC stack
+/// advertises (paths as initial_max_path_id, one more per path abandoned; streams as MAX_STREAMS,
+/// one more per stream ended).
+fn limits(args: &ServeArgs, max_paths: u32) -> String {
+    format!(
+        "limits: {} connections, {} per IP address (--max-connections, --max-connections-per-ip); \
+         per connection {max_paths} paths at once (initial_max_path_id {}), {} in all \
+         (--max-paths-opened) and {QUIC_MAX_STREAMS} streams \
+         (MAX_STREAMS), {} served at once (--max-streams-per-connection); {} transfers in all \
+         (--max-active-transfers); a request header within {}s (--header-timeout), data moving \
+         within {}s (--stall-timeout), a transfer within {}s of the last (--idle-close)",
+        args.max_connections,
+        args.max_connections_per_ip,
+        max_paths.saturating_sub(1),
+        args.max_paths_opened,
+        args.max_streams_per_connection,
+        args.max_active_transfers,
+        args.header_timeout,
+        args.stall_timeout,
+        args.idle_close,
+    )
 }
 
 /// Run the handshake; a failure (e.g. a client without a valid certificate) is logged.
@@ -196,29 +255,179 @@ async fn handshake(accepting: Accepting, policy: &Policy) -> Option<MultipathCon
     }
 }
 
-/// The transfers running on one connection, and since when it has had none.
-struct Activity(Mutex<(usize, Instant)>);
+/// The connections open from each IP address, capped (`--max-connections-per-ip`).
+struct PerAddress {
+    open: Mutex<HashMap<IpAddr, u32>>,
+    cap: u32,
+}
+
+impl PerAddress {
+    fn new(cap: u32) -> Self {
+        PerAddress { open: Mutex::new(HashMap::new()), cap }
+    }
+
+    /// A place for one more connection from `ip`, or `None` when it has `cap` open.
+    fn take(self: &Arc<Self>, ip: IpAddr) -> Option<AddressPermit> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let count = open.entry(ip).or_insert(0);
+        if *count >= self.cap {
+            return None;
+        }
+        *count += 1;
+        Some(AddressPermit(self.clone(), ip))
+    }
+}
+
+/// One open connection from an address; its end frees the place (and the map's entry with it).
+struct AddressPermit(Arc<PerAddress>, IpAddr);
+
+impl Drop for AddressPermit {
+    fn drop(&mut self) {
+        let mut open = self.0.open.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(count) = open.get_mut(&self.1) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&self.1);
+            }
+        }
+    }
+}
+
+/// The streams being served on one connection, since when it has had none, and a signal
+/// when one ends.
+struct Activity {
+    state: Mutex<(usize, Instant)>,
+    ended: Notify,
+}
 
 impl Activity {
+    fn new() -> Arc<Self> {
+        Arc::new(Activity { state: Mutex::new((0, Instant::now())), ended: Notify::new() })
+    }
+
     fn begin(self: &Arc<Self>) -> ActiveTransfer {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).0 += 1;
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).0 += 1;
         ActiveTransfer(self.clone())
+    }
+
+    fn running(&self) -> usize {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).0
     }
 
     /// How long the connection has had no transfer running; `None` while one runs.
     fn idle_for(&self) -> Option<Duration> {
-        let (running, since) = *self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let (running, since) = *self.state.lock().unwrap_or_else(|e| e.into_inner());
         (running == 0).then(|| since.elapsed())
     }
 }
 
-/// A running transfer; its end restarts the connection's idle clock.
+/// A stream being served; its end restarts the connection's idle clock.
 struct ActiveTransfer(Arc<Activity>);
 
 impl Drop for ActiveTransfer {
     fn drop(&mut self) {
-        let mut state = self.0 .0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
         *state = (state.0 - 1, Instant::now());
+        self.0.ended.notify_one();
+    }
+}
+
+/// Wait while the connection has its share of streams served; says so in the log (once per
+/// connection), since a peer that never ends them holds its further streams back.
+async fn wait_for_a_stream_place(
+    conn: &MultipathConnection,
+    activity: &Activity,
+    policy: &Policy,
+    said: &mut bool,
+) {
+    let cap = policy.streams_per_connection;
+    while activity.running() >= cap {
+        if !std::mem::replace(said, true) {
+            let peer = conn.remote().map_or_else(|| "a peer".into(), |p| p.to_string());
+            policy.failures.eprint(|| {
+                format!("mpquic: {peer} has {cap} streams served at once (--max-streams-per-connection): its next ones wait")
+            });
+        }
+        activity.ended.notified().await;
+    }
+}
+
+/// Watch what a peer does beside its streams: refuse the unidirectional streams and drop the
+/// datagrams it sends (the file protocol uses neither, and unread they would each hold a
+/// receive window of the server's memory), and close the connection once it has opened
+/// `policy.max_paths_opened` paths (path ids count up from 0, one per path opened).
+async fn watch_peer(conn: MultipathConnection, policy: Arc<Policy>) {
+    let quic = conn.connection();
+    let mut said = false;
+    let mut paths = quic.path_events();
+    let cap = policy.max_paths_opened;
+    loop {
+        tokio::select! {
+            event = paths.next() => match event {
+                Some(Ok(PathEvent::Established { id, .. })) if id >= PathId::from(cap - 1) => {
+                    let peer = conn.remote().map_or_else(|| "a peer".into(), |p| p.to_string());
+                    policy.failures.eprint(|| {
+                        format!("mpquic: closed the connection from {peer}: {cap} paths opened (--max-paths-opened)")
+                    });
+                    quic.close(0u32.into(), b"too many paths opened");
+                    return;
+                }
+                Some(_) => {}
+                None => return,
+            },
+            uni = quic.accept_uni() => {
+                let Ok(mut recv) = uni else { return };
+                let _ = recv.stop(1u32.into());
+                if !std::mem::replace(&mut said, true) {
+                    let peer = conn.remote().map_or_else(|| "a peer".into(), |p| p.to_string());
+                    policy.failures.eprint(|| {
+                        format!("mpquic: refused a unidirectional stream from {peer}: the file protocol uses none")
+                    });
+                }
+            }
+            datagram = quic.read_datagram() => if datagram.is_err() { return },
+        }
+    }
+}
+
+/// Tracks when a transfer's data last moved, to end one that stalls (`--stall-timeout`).
+struct Watchdog {
+    started: Instant,
+    /// Milliseconds from `started` to the last move.
+    moved: AtomicU64,
+}
+
+impl Watchdog {
+    fn new() -> Self {
+        Watchdog { started: Instant::now(), moved: AtomicU64::new(0) }
+    }
+
+    fn moved(&self) {
+        self.moved.store(self.started.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    fn last_move(&self) -> Instant {
+        self.started + Duration::from_millis(self.moved.load(Ordering::Relaxed))
+    }
+
+    /// `work`'s output, or an error once nothing has moved for `stall`.
+    async fn guard<T>(
+        &self,
+        stall: Duration,
+        work: impl std::future::Future<Output = T>,
+    ) -> Result<T> {
+        let mut work = std::pin::pin!(work);
+        loop {
+            let deadline = self.last_move() + stall;
+            tokio::select! {
+                out = &mut work => return Ok(out),
+                _ = tokio::time::sleep_until(deadline.into()) => {
+                    if self.last_move() + stall <= Instant::now() {
+                        bail!("no data moved for {stall:?} (--stall-timeout)");
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -232,8 +441,11 @@ pub async fn serve_connection(
     on_done: impl Fn(&TransferResult) + Send + Sync + 'static,
 ) {
     let on_done = Arc::new(on_done);
-    let activity = Arc::new(Activity(Mutex::new((0, Instant::now()))));
+    let activity = Activity::new();
+    tokio::spawn(watch_peer(conn.clone(), policy.clone()));
+    let mut said = false;
     loop {
+        wait_for_a_stream_place(&conn, &activity, &policy, &mut said).await;
         let wait = match activity.idle_for() {
             Some(idle) if idle >= policy.idle_close => {
                 let reason = format!("no transfer for {:?}", policy.idle_close);
@@ -292,7 +504,11 @@ async fn read_request(recv: &mut RecvStream, policy: &Policy) -> Result<Request>
     }
 }
 
-/// Serve one stream: a transfer (its result) or a listing (`None`).
+/// What a finished transfer was: direction, name, size, where it resumed, who ended it.
+type Done = (&'static str, String, u64, u64, Option<&'static str>);
+
+/// Serve one stream: a transfer (its result) or a listing (`None`). A transfer whose data
+/// stops moving for `policy.stall_timeout` is ended (both directions reset).
 async fn serve_stream(
     conn: &MultipathConnection,
     mut send: SendStream,
@@ -308,50 +524,84 @@ async fn serve_stream(
         let busy = anyhow!("server busy: too many transfers running; try again later");
         return Err(refuse(&mut send, &mut recv, busy).await);
     };
+    let watchdog = Watchdog::new();
     let mut series = policy.received_series.map(ReceivedSeries::new);
-    let mut count = |n| {
+    let count = |n| {
+        watchdog.moved();
         if let Some(series) = &mut series {
             series.add(n)
         }
     };
-    let (direction, name, size, outcome, ended_by) = match request {
-        Request::List { dir } => {
-            list(&mut send, &dir, &policy.store).await.with_context(|| format!("list {dir:?}"))?;
-            return Ok(None);
-        }
-        Request::Put { name, size, resume: false } => {
-            let outcome = receive(&mut recv, &name, size, policy, &mut count).await;
-            answer(&mut send, &mut recv, &outcome).await?;
-            ("receive", name, size, outcome.map(|()| 0), None)
-        }
-        Request::Put { name, size, resume: true } => {
-            let outcome =
-                receive_resumable(&mut send, &mut recv, &name, size, policy, &mut count).await;
-            answer(&mut send, &mut recv, &outcome).await?;
-            ("receive", name, size, outcome, None)
-        }
-        Request::Stream { name } => {
-            let received = receive_stream_into_sink(&mut recv, &policy.store, &mut count).await;
-            let size = received.as_ref().map_or(0, |&size| size);
-            let outcome = received.map(drop);
-            answer(&mut send, &mut recv, &outcome).await?;
-            ("receive", name, size, outcome.map(|()| 0), Some("sender"))
-        }
-        Request::Get { name, resume } => {
-            let offer_from = resume.then_some((&mut recv, policy.header_timeout));
-            let outcome = upload(&mut send, offer_from, &name, policy).await;
-            let size = outcome.as_ref().map_or(0, |&(size, _)| size);
-            ("upload", name, size, outcome.map(|(_, start)| start), None)
-        }
+    let stall = policy.stall_timeout;
+    let work = transfer(request, &mut send, &mut recv, policy, count);
+    let done = match watchdog.guard(stall, work).await {
+        Ok(done) => done?,
+        Err(stalled) => return Err(stalled_out(&mut send, &mut recv, stalled)),
     };
-    let resumed_from = outcome.with_context(|| format!("{direction} {name:?}"))?;
+    let Some((direction, name, size, resumed_from, ended_by)) = done else { return Ok(None) };
     // The peer acknowledging the stream's end is the end of the transfer.
-    let _ = send.stopped().await;
+    if tokio::time::timeout(stall, send.stopped()).await.is_err() {
+        let unacknowledged =
+            anyhow!("the end of the stream unacknowledged for {stall:?} (--stall-timeout)");
+        return Err(stalled_out(
+            &mut send,
+            &mut recv,
+            unacknowledged.context(format!("{direction} {name:?}")),
+        ));
+    }
     let mut result = TransferResult::new(direction, name, size, started.elapsed(), conn.report());
     result.resumed(resumed_from);
     result.ended_by = ended_by;
     result.received_series = series.map_or_else(Vec::new, ReceivedSeries::finish);
     Ok(Some(result))
+}
+
+/// End both directions of a stalled stream, dropping what waits in its buffers.
+fn stalled_out(send: &mut SendStream, recv: &mut RecvStream, e: anyhow::Error) -> anyhow::Error {
+    let _ = send.reset(2u32.into());
+    let _ = recv.stop(2u32.into());
+    e
+}
+
+/// Carry out a request; `count` is told of every chunk of file data moved.
+async fn transfer(
+    request: Request,
+    send: &mut SendStream,
+    recv: &mut RecvStream,
+    policy: &Policy,
+    mut count: impl FnMut(u64),
+) -> Result<Option<Done>> {
+    let (direction, name, size, outcome, ended_by) = match request {
+        Request::List { dir } => {
+            list(send, &dir, &policy.store).await.with_context(|| format!("list {dir:?}"))?;
+            return Ok(None);
+        }
+        Request::Put { name, size, resume: false } => {
+            let outcome = receive(recv, &name, size, policy, &mut count).await;
+            answer(send, recv, &outcome).await?;
+            ("receive", name, size, outcome.map(|()| 0), None)
+        }
+        Request::Put { name, size, resume: true } => {
+            let outcome = receive_resumable(send, recv, &name, size, policy, &mut count).await;
+            answer(send, recv, &outcome).await?;
+            ("receive", name, size, outcome, None)
+        }
+        Request::Stream { name } => {
+            let received = receive_stream_into_sink(recv, &policy.store, &mut count).await;
+            let size = received.as_ref().map_or(0, |&size| size);
+            let outcome = received.map(drop);
+            answer(send, recv, &outcome).await?;
+            ("receive", name, size, outcome.map(|()| 0), Some("sender"))
+        }
+        Request::Get { name, resume } => {
+            let offer_from = resume.then_some((&mut *recv, policy.header_timeout));
+            let outcome = upload(send, offer_from, &name, policy, &mut count).await;
+            let size = outcome.as_ref().map_or(0, |&(size, _)| size);
+            ("upload", name, size, outcome.map(|(_, start)| start), None)
+        }
+    };
+    let resumed_from = outcome.with_context(|| format!("{direction} {name:?}"))?;
+    Ok(Some((direction, name, size, resumed_from, ended_by)))
 }
 
 /// Reply to an upload; a failed one is also told to stop sending (nothing more will be read).
@@ -532,6 +782,7 @@ async fn upload(
     offer_from: Option<(&mut RecvStream, Duration)>,
     name: &str,
     policy: &Policy,
+    mut progress: impl FnMut(u64),
 ) -> Result<(u64, u64)> {
     let rate = policy.rate.as_ref();
     let opened = served(&policy.store)
@@ -547,7 +798,7 @@ async fn upload(
     send.write_all(&size.to_be_bytes()).await?;
     let start = match offer_from {
         None => {
-            send_body(&mut file, size, send, rate, |_| {}).await?;
+            send_body(&mut file, size, send, rate, progress).await?;
             0
         }
         Some((recv, wait)) => {
@@ -557,7 +808,8 @@ async fn upload(
             let resume = offer.answer(&mut file).await?;
             resume.write_start(send).await?;
             let mut rest = (&resume.unsent[..]).chain(&mut file);
-            send_rest(&mut rest, size - resume.start, resume.seen, send, rate, |_| {}).await?;
+            send_rest(&mut rest, size - resume.start, resume.seen, send, rate, &mut progress)
+                .await?;
             resume.start
         }
     };
