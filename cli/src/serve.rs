@@ -4,6 +4,9 @@
 //! running transfer is closed after `--idle-close`, connections and concurrent transfers are
 //! capped (beyond the caps new ones are refused, not queued), uploads are checked against the
 //! free space before any byte is written, and the log lines a peer can cause are rate-limited.
+//! On SIGTERM or Ctrl-C it drains (`drain`): no new connections or requests, the running
+//! transfers finish up to `--drain`'s deadline. It never accepts 0-RTT early data (the
+//! library's server TLS allows none), so no request is ever replayable.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -16,6 +19,7 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::{Notify, Semaphore};
 
 use crate::args::ServeArgs;
+use crate::drain::{self, Shutdown};
 use crate::errors::one_line;
 use crate::files::{Dir, PartialFile};
 use crate::output::TransferResult;
@@ -61,6 +65,10 @@ pub struct Policy {
     pub idle_close: Duration,
     /// One permit per running transfer, over all connections.
     pub transfers: Semaphore,
+    /// The permits `transfers` started with.
+    pub max_active: usize,
+    /// Whether the server drains (stopping).
+    pub shutdown: Shutdown,
     /// The budget of log lines about failures.
     pub failures: LogLimiter,
     /// Record each upload's bytes over time at this interval (`--received-series`).
@@ -72,13 +80,16 @@ pub struct Policy {
 impl Policy {
     /// The defaults of `mpquic serve`, storing into `store`.
     pub fn new(store: Store) -> Self {
+        let max_active = 64;
         Policy {
             store,
             read_only: false,
             overwrite: false,
             header_timeout: Duration::from_secs(10),
             idle_close: Duration::from_secs(30),
-            transfers: Semaphore::new(64),
+            transfers: Semaphore::new(max_active),
+            max_active,
+            shutdown: Shutdown::default(),
             // A burst of 20 failure lines, then one a second.
             failures: LogLimiter::new(20, 1.0),
             received_series: None,
@@ -93,10 +104,16 @@ impl Policy {
             header_timeout: ServeArgs::seconds(args.header_timeout, "--header-timeout")?,
             idle_close: ServeArgs::seconds(args.idle_close, "--idle-close")?,
             transfers: Semaphore::new(args.max_active_transfers as usize),
+            max_active: args.max_active_transfers as usize,
             received_series: args.received_series.map(Duration::from_millis),
             rate: ByteRate::bwlimit(args.bwlimit),
             ..Policy::new(store)
         })
+    }
+
+    /// The transfers (and listings) running, over all connections.
+    fn running(&self) -> usize {
+        self.max_active - self.transfers.available_permits()
     }
 }
 
@@ -110,8 +127,10 @@ fn open_store(args: &ServeArgs) -> Result<Store> {
     Ok(Store::Dir(dir))
 }
 
-/// Serve until Ctrl-C / SIGTERM, or until `--max-transfers` transfers are done.
+/// Serve until `--max-transfers` transfers are done, or until Ctrl-C / SIGTERM and the drain
+/// after it (`drain::drain`: its error says when transfers were cut off).
 pub async fn serve(args: ServeArgs) -> Result<()> {
+    let deadline = ServeArgs::seconds(args.drain, "--drain")?;
     let store = open_store(&args)?;
     let mut options = args.transport.options()?;
     if let Some(addr) = args.metrics {
@@ -130,6 +149,14 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
     let connections = Arc::new(Semaphore::new(max_connections as usize));
     let accept_loop = async {
         while let Some(accepting) = server.accept().await {
+            if policy.shutdown.draining() {
+                let peer = accepting.remote();
+                policy.failures.eprint(|| {
+                    format!("mpquic: refused a connection from {peer}: the server is shutting down")
+                });
+                accepting.refuse();
+                continue;
+            }
             let Ok(permit) = connections.clone().try_acquire_owned() else {
                 let peer = accepting.remote();
                 policy.failures.eprint(|| {
@@ -155,14 +182,27 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
             });
         }
     };
-    tokio::select! {
-        _ = accept_loop => {}
-        _ = done.notified() => {}
-        signal = crate::termination() => eprintln!("mpquic: shutting down ({signal})"),
-    }
+    let mut accept_loop = std::pin::pin!(accept_loop);
+    let signal = tokio::select! {
+        _ = &mut accept_loop => None,
+        _ = done.notified() => None,
+        signal = crate::termination() => Some(signal),
+    };
+    let outcome = match signal {
+        None => Ok(()),
+        Some(signal) => {
+            policy.shutdown.begin();
+            tokio::select! {
+                // The loop goes on meanwhile, refusing the connections that come.
+                _ = &mut accept_loop => Ok(()),
+                drained = drain::drain(signal, || policy.running(), deadline) => drained,
+            }
+        }
+    };
+    // Closing cuts off what still runs: its receivers keep their resumable partial copies.
     server.close();
     let _ = tokio::time::timeout(Duration::from_secs(1), server.wait_idle()).await;
-    Ok(())
+    outcome
 }
 
 /// Say where the server listens (with port 0, the OS chose one) and what it does with files.
@@ -234,16 +274,27 @@ pub async fn serve_connection(
     let on_done = Arc::new(on_done);
     let activity = Arc::new(Activity(Mutex::new((0, Instant::now()))));
     loop {
+        let draining = policy.shutdown.draining();
         let wait = match activity.idle_for() {
+            Some(_) if draining => {
+                conn.connection().close(0u32.into(), b"the server is shutting down");
+                return;
+            }
             Some(idle) if idle >= policy.idle_close => {
                 let reason = format!("no transfer for {:?}", policy.idle_close);
                 conn.connection().close(0u32.into(), reason.as_bytes());
                 return;
             }
             Some(idle) => policy.idle_close - idle,
+            // Draining, look again soon: the connection closes once its transfers end.
+            None if draining => DRAINING_LOOK,
             None => policy.idle_close,
         };
-        let (send, recv) = match tokio::time::timeout(wait, conn.connection().accept_bi()).await {
+        let accepted = tokio::select! {
+            accepted = tokio::time::timeout(wait, conn.connection().accept_bi()) => accepted,
+            _ = policy.shutdown.begun(), if !draining => continue,
+        };
+        let (send, recv) = match accepted {
             Err(_) => continue,
             Ok(Ok(streams)) => streams,
             Ok(Err(e)) => return tracing::debug!("connection ended: {e}"),
@@ -272,6 +323,9 @@ pub async fn serve_connection(
         });
     }
 }
+
+/// How often a draining connection with transfers running looks whether they have ended.
+const DRAINING_LOOK: Duration = Duration::from_millis(100);
 
 /// Tell the peer why its request is refused and stop both directions; returns the reason.
 async fn refuse(
@@ -304,6 +358,10 @@ async fn serve_stream(
         Ok(request) => request,
         Err(e) => return Err(refuse(&mut send, &mut recv, e).await),
     };
+    if policy.shutdown.draining() {
+        let stopping = anyhow!("the server is shutting down: try again once it is back");
+        return Err(refuse(&mut send, &mut recv, stopping).await);
+    }
     let Ok(_slot) = policy.transfers.try_acquire() else {
         let busy = anyhow!("server busy: too many transfers running; try again later");
         return Err(refuse(&mut send, &mut recv, busy).await);
