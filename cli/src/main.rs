@@ -18,6 +18,7 @@ mod received;
 mod report;
 mod resume;
 mod serve;
+mod takeover;
 mod transfer;
 
 use std::process::ExitCode;

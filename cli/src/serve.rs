@@ -27,6 +27,7 @@ use crate::progress::{self, Sink};
 use crate::ratelimit::{ByteRate, LogLimiter};
 use crate::received::ReceivedSeries;
 use crate::resume::Offer;
+use crate::takeover::Receivers;
 use crate::transfer::{
     check_path, receive_body, receive_into, receive_stream, send_body, send_rest, write_listing,
     write_reply, Request, MAX_LISTING,
@@ -69,6 +70,8 @@ pub struct Policy {
     pub max_active: usize,
     /// Whether the server drains (stopping).
     pub shutdown: Shutdown,
+    /// The resumable uploads being received, for a new request of one to take it over.
+    pub receivers: Receivers,
     /// The budget of log lines about failures.
     pub failures: LogLimiter,
     /// Record each upload's bytes over time at this interval (`--received-series`).
@@ -90,6 +93,7 @@ impl Policy {
             transfers: Semaphore::new(max_active),
             max_active,
             shutdown: Shutdown::default(),
+            receivers: Receivers::default(),
             // A burst of 20 failure lines, then one a second.
             failures: LogLimiter::new(20, 1.0),
             received_series: None,
@@ -383,8 +387,8 @@ async fn serve_stream(
             ("receive", name, size, outcome.map(|()| 0), None)
         }
         Request::Put { name, size, resume: true } => {
-            let outcome =
-                receive_resumable(&mut send, &mut recv, &name, size, policy, &mut count).await;
+            let upload = Upload { name: &name, size, identity: conn.peer_certificate_name() };
+            let outcome = receive_resumable(&mut send, &mut recv, upload, policy, &mut count).await;
             answer(&mut send, &mut recv, &outcome).await?;
             ("receive", name, size, outcome, None)
         }
@@ -473,19 +477,26 @@ fn check_room(dir: &Dir, size: u64) -> Result<()> {
     Ok(())
 }
 
+/// A resumable upload: its name, its size, and the client's identity (its certificate's name).
+struct Upload<'a> {
+    name: &'a str,
+    size: u64,
+    identity: Option<String>,
+}
+
 /// Receive a resumable upload: offer what an interrupted upload of the name left, then take
 /// the rest; returns where the sender resumed. An upload cut off keeps its partial file for
-/// the next one.
+/// the next one. A partial file another transfer holds is taken over when this one shows it
+/// continues the same upload (`takeover`).
 async fn receive_resumable(
     send: &mut SendStream,
     recv: &mut RecvStream,
-    name: &str,
-    size: u64,
+    upload: Upload<'_>,
     policy: &Policy,
-    progress: impl FnMut(u64),
+    mut progress: impl FnMut(u64),
 ) -> Result<u64> {
-    let rate = policy.rate.as_ref();
-    let Some((dir, file_name)) = upload_target(&policy.store, name, policy)? else {
+    let (rate, size) = (policy.rate.as_ref(), upload.size);
+    let Some((dir, file_name)) = upload_target(&policy.store, upload.name, policy)? else {
         write_reply(send, &Ok(())).await?;
         Offer::empty(size).write(send).await?;
         let start = timeout(policy, Offer::empty(size).read_start(recv)).await?;
@@ -493,15 +504,36 @@ async fn receive_resumable(
             .await
             .map(|()| 0);
     };
-    let mut partial = PartialFile::resumable(dir.clone(), file_name)?;
+    let mut partial = PartialFile::open_resumable(dir.clone(), file_name)?;
+    let key = partial.key()?;
+    if !partial.locked() {
+        let busy = || anyhow!("{:?} is being received by another transfer", upload.name);
+        policy.receivers.may_take_over(key, &upload.identity, busy).await?;
+    }
     let offer = partial.offer(size).await?;
     check_room(&dir, size - offer.bytes())?;
     partial.reserve(size)?;
     write_reply(send, &Ok(())).await?;
     offer.write(send).await?;
     let start = timeout(policy, offer.read_start(recv)).await?;
+    if !partial.locked() {
+        if start < offer.bytes() {
+            bail!("the partial copy another transfer holds differs from this upload's data");
+        }
+        policy.receivers.stop(key);
+        partial.lock_within(policy.header_timeout, upload.name).await?;
+        tracing::info!(name = upload.name, start, "took a resumable upload over from a silent one");
+    }
+    let claim = policy.receivers.claim(key, upload.identity);
     let seen = partial.resume_at(start, size).await?;
-    receive_into(recv, &mut partial, size - start, seen, rate, progress).await?;
+    let count = |n| {
+        claim.received();
+        progress(n)
+    };
+    tokio::select! {
+        received = receive_into(recv, &mut partial, size - start, seen, rate, count) => received?,
+        _ = claim.stopped() => bail!("a newer transfer of the same upload took it over"),
+    }
     partial.commit(file_name, policy.overwrite).await?;
     Ok(start)
 }
