@@ -489,6 +489,13 @@ pub struct ServeArgs {
     /// do not count).
     #[arg(long, default_value_t = 30.0, value_name = "SECS")]
     pub idle_close: f64,
+    /// On SIGTERM or Ctrl-C, let the transfers running finish for up to this many seconds:
+    /// meanwhile new connections and requests are refused. Then it cuts off the rest (an
+    /// upload keeps its partial copy: the client's next send resumes from it) and exits with 6;
+    /// with every transfer finished, 0. A second signal ends at once (143, or 130 for Ctrl-C),
+    /// partial copies kept alike. (0-RTT early data is never accepted: nothing is replayable.)
+    #[arg(long, default_value_t = 30.0, value_name = "SECS")]
+    pub drain: f64,
     /// Refuse new connections beyond this many open ones.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..), value_name = "N")]
     pub max_connections: u32,

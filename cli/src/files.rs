@@ -14,6 +14,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use tokio::io::AsyncSeekExt;
@@ -27,7 +28,7 @@ const TEMP_PREFIX: &str = ".mpquic-part-";
 const RESUME_PREFIX: &str = ".mpquic-part-resume-";
 /// A server starting up keeps resumable temporaries written to this recently, for their
 /// transfers to resume, and removes older ones with the other stale temporaries.
-const RESUMABLE_FOR: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
+const RESUMABLE_FOR: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// An open directory.
 #[derive(Debug)]
@@ -242,15 +243,14 @@ impl Dir {
     /// Whether `name` was written to within `RESUMABLE_FOR`.
     fn recently_written(&self, name: &str) -> bool {
         let Ok(stat) = self.stat(name) else { return false };
-        let written = std::time::UNIX_EPOCH + std::time::Duration::from_secs(stat.st_mtime as u64);
+        let written = std::time::UNIX_EPOCH + Duration::from_secs(stat.st_mtime as u64);
         written.elapsed().map_or(true, |age| age < RESUMABLE_FOR)
     }
 
     /// Whether `name` in this directory is the file open as `file` (same device and inode).
-    fn names_file(&self, name: &str, file: &File) -> bool {
-        use std::os::unix::fs::MetadataExt;
-        match (self.stat(name), file.metadata()) {
-            (Ok(stat), Ok(meta)) => stat.st_dev == meta.dev() && stat.st_ino == meta.ino(),
+    fn names_file(&self, name: &str, file: &impl AsRawFd) -> bool {
+        match (self.stat(name), identity(file)) {
+            (Ok(stat), Ok(id)) => (stat.st_dev, stat.st_ino) == id,
             _ => false,
         }
     }
@@ -289,17 +289,27 @@ impl Dir {
 }
 
 /// Take the exclusive lock of `file` without waiting.
-fn lock(file: &File) -> io::Result<()> {
+fn lock(file: &impl AsRawFd) -> io::Result<()> {
     // SAFETY: a valid descriptor.
     check(unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) }).map(drop)
 }
 
-/// The length of an open file, without waiting (a drop cannot).
-fn length(file: &impl AsRawFd) -> io::Result<u64> {
+/// An open file's status, without waiting (a drop cannot).
+fn fstat(file: &impl AsRawFd) -> io::Result<libc::stat> {
     // SAFETY: a valid descriptor and a zeroed stat to fill.
     let mut stat: libc::stat = unsafe { std::mem::zeroed() };
     check(unsafe { libc::fstat(file.as_raw_fd(), &mut stat) })?;
-    Ok(stat.st_size as u64)
+    Ok(stat)
+}
+
+/// The length of an open file.
+fn length(file: &impl AsRawFd) -> io::Result<u64> {
+    fstat(file).map(|stat| stat.st_size as u64)
+}
+
+/// An open file's identity on its host: (device, inode).
+fn identity(file: &impl AsRawFd) -> io::Result<(u64, u64)> {
+    fstat(file).map(|stat| (stat.st_dev, stat.st_ino))
 }
 
 /// 128 random bits as hex, from the kernel.
@@ -313,6 +323,14 @@ fn random_suffix() -> io::Result<String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// Why a name's resumable temporary cannot be had now.
+fn busy(name: &str) -> String {
+    format!(
+        "{name:?} is being received by another transfer (one cut off lately holds it until its \
+         connection times out, or a new transfer of the same upload takes it over: try again then)"
+    )
+}
+
 /// Held while a partial file's space is reserved (see [`PartialFile::reserve`]).
 static RESERVING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -323,6 +341,9 @@ pub struct PartialFile {
     file: Option<tokio::fs::File>,
     /// Kept when dropped uncommitted (if not empty), for the next transfer to resume.
     keep: bool,
+    /// Whether this value holds the file's lock; one that does not never writes, cuts or
+    /// removes the file (`open_resumable`).
+    locked: bool,
 }
 
 impl PartialFile {
@@ -341,7 +362,7 @@ impl PartialFile {
             let _ = dir.remove(&temp);
             bail!("cannot lock a temporary file: {e}");
         }
-        Ok(PartialFile { dir, temp, file: Some(file.into()), keep: false })
+        Ok(PartialFile { dir, temp, file: Some(file.into()), keep: false, locked: true })
     }
 
     /// The temporary of the file `name` in `dir`: `resumable`'s, or else a new one of
@@ -358,6 +379,17 @@ impl PartialFile {
     /// transfer of `name` left (or a new, empty one), locked. Another transfer holding it is
     /// refused. Dropped uncommitted, it stays (unless empty) for the next transfer to resume.
     pub fn resumable(dir: Arc<Dir>, name: &str) -> Result<Self> {
+        let partial = Self::open_resumable(dir, name)?;
+        if !partial.locked {
+            bail!("{}", busy(name));
+        }
+        Ok(partial)
+    }
+
+    /// As `resumable`, but a temporary another transfer holds is opened unlocked (`locked()`
+    /// false): it can be read and offered, and taken over with `lock_within` once its holder
+    /// lets go, but not written.
+    pub fn open_resumable(dir: Arc<Dir>, name: &str) -> Result<Self> {
         let temp = format!("{RESUME_PREFIX}{}", &blake3::hash(name.as_bytes()).to_hex()[..32]);
         // A holder may commit (rename) or remove it between our open and our lock: then the
         // name no longer leads to what we locked, and we open again.
@@ -365,17 +397,40 @@ impl PartialFile {
             let file = dir
                 .open_at(&temp, libc::O_RDWR | libc::O_CREAT)
                 .map_err(|e| anyhow!("cannot open the partial file of {name:?}: {e}"))?;
-            if lock(&file).is_err() {
-                bail!(
-                    "{name:?} is being received by another transfer (one cut off lately holds it \
-                     until its connection times out: try again then)"
-                );
-            }
-            if dir.names_file(&temp, &file) {
-                return Ok(PartialFile { dir, temp, file: Some(file.into()), keep: true });
+            let locked = lock(&file).is_ok();
+            if !locked || dir.names_file(&temp, &file) {
+                return Ok(PartialFile { dir, temp, file: Some(file.into()), keep: true, locked });
             }
         }
         bail!("cannot lock the partial file of {name:?}: it keeps changing")
+    }
+
+    /// Whether this transfer holds the file (see `open_resumable`).
+    pub fn locked(&self) -> bool {
+        self.locked
+    }
+
+    /// The file's identity on its host (device, inode): the same for every transfer of it.
+    pub fn key(&mut self) -> Result<(u64, u64)> {
+        Ok(identity(self.file())?)
+    }
+
+    /// Take the lock of a file opened unlocked, waiting up to `within` for its holder to let
+    /// go. A holder lets go only once its descriptor is closed, after its last write: nothing
+    /// it wrote can land after this returns. `name` is the file's, for errors.
+    pub async fn lock_within(&mut self, within: Duration, name: &str) -> Result<()> {
+        let deadline = tokio::time::Instant::now() + within;
+        while lock(self.file()).is_err() {
+            if tokio::time::Instant::now() >= deadline {
+                bail!("{}", busy(name));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        self.locked = true;
+        if !self.dir.names_file(&self.temp, self.file.as_ref().expect("open until commit")) {
+            bail!("the partial file of {name:?} went away while it was taken over");
+        }
+        Ok(())
     }
 
     /// What a receiver holding this copy of a file of `size` bytes offers the sender.
@@ -389,6 +444,9 @@ impl PartialFile {
     /// Keep the first `start` bytes (the sender resumes there) of a file of `size` bytes and
     /// return their hash state; what follows is written after them.
     pub async fn resume_at(&mut self, start: u64, size: u64) -> Result<blake3::Hasher> {
+        if !self.locked {
+            bail!("the partial file is held by another transfer");
+        }
         let file = self.file();
         if file.metadata().await.context("reading the partial file")?.len() > start {
             file.set_len(start).await.context("cutting the partial file")?;
@@ -464,7 +522,7 @@ impl Drop for PartialFile {
         // Not committed: remove the partial data so nothing half-written remains, unless a
         // later transfer may resume from it. Removed while still locked, so no other transfer
         // has it open.
-        if let Some(file) = self.file.take() {
+        if let Some(file) = self.file.take().filter(|_| self.locked) {
             let empty = length(&file).map_or(true, |len| len == 0);
             if !self.keep || empty {
                 let _ = self.dir.remove(&self.temp);

@@ -6,6 +6,7 @@ mod batch;
 mod cert;
 mod client;
 mod demo;
+mod drain;
 mod errors;
 mod exit;
 mod files;
@@ -17,6 +18,7 @@ mod received;
 mod report;
 mod resume;
 mod serve;
+mod takeover;
 mod transfer;
 
 use std::process::ExitCode;
@@ -114,16 +116,20 @@ pub async fn unless_stopped<T>(
     Err(Interrupted(signal).into())
 }
 
-/// Resolves on Ctrl-C or SIGTERM, naming which.
-pub async fn termination() -> &'static str {
-    let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-    else {
-        let _ = tokio::signal::ctrl_c().await;
-        return "Ctrl-C";
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => "Ctrl-C",
-        _ = term.recv() => "SIGTERM",
+/// Resolves on Ctrl-C or SIGTERM, naming which. It listens from the call on, not from its
+/// first poll: a signal sent once the caller has said it listens is never missed.
+pub fn termination() -> impl std::future::Future<Output = &'static str> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let listening = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()));
+    async move {
+        let (Ok(mut int), Ok(mut term)) = listening else {
+            let _ = tokio::signal::ctrl_c().await;
+            return "Ctrl-C";
+        };
+        tokio::select! {
+            _ = int.recv() => "Ctrl-C",
+            _ = term.recv() => "SIGTERM",
+        }
     }
 }
 

@@ -6,7 +6,10 @@
 //! connection's streams are served a few at a time, a transfer whose data stops moving is ended
 //! after `--stall-timeout`, streams and datagrams the protocol does not use are refused or
 //! dropped, uploads are checked against the free space before any byte is written, and the log
-//! lines a peer can cause are rate-limited.
+//! lines a peer can cause are rate-limited. On SIGTERM or Ctrl-C it drains (`drain`): no new
+//! connections or requests, the running transfers finish up to `--drain`'s deadline. It never
+//! accepts 0-RTT early data (the library's server TLS allows none), so no request is ever
+//! replayable.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -22,6 +25,7 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::{Notify, Semaphore};
 
 use crate::args::ServeArgs;
+use crate::drain::{self, Shutdown};
 use crate::errors::one_line;
 use crate::files::{Dir, PartialFile};
 use crate::output::TransferResult;
@@ -29,6 +33,7 @@ use crate::progress::{self, Sink};
 use crate::ratelimit::{ByteRate, LogLimiter};
 use crate::received::ReceivedSeries;
 use crate::resume::Offer;
+use crate::takeover::Receivers;
 use crate::transfer::{
     check_path, receive_body, receive_into, receive_stream, send_body, send_rest, write_listing,
     write_reply, Request, MAX_LISTING,
@@ -77,6 +82,12 @@ pub struct Policy {
     pub stall_timeout: Duration,
     /// Close a connection whose peer opened this many paths (`--max-paths-opened`).
     pub max_paths_opened: u32,
+    /// The permits `transfers` started with.
+    pub max_active: usize,
+    /// Whether the server drains (stopping).
+    pub shutdown: Shutdown,
+    /// The resumable uploads being received, for a new request of one to take it over.
+    pub receivers: Receivers,
     /// The budget of log lines about failures.
     pub failures: LogLimiter,
     /// Record each upload's bytes over time at this interval (`--received-series`).
@@ -88,16 +99,20 @@ pub struct Policy {
 impl Policy {
     /// The defaults of `mpquic serve`, storing into `store`.
     pub fn new(store: Store) -> Self {
+        let max_active = 64;
         Policy {
             store,
             read_only: false,
             overwrite: false,
             header_timeout: Duration::from_secs(10),
             idle_close: Duration::from_secs(30),
-            transfers: Semaphore::new(64),
+            transfers: Semaphore::new(max_active),
             streams_per_connection: 16,
             stall_timeout: Duration::from_secs(30),
             max_paths_opened: 256,
+            max_active,
+            shutdown: Shutdown::default(),
+            receivers: Receivers::default(),
             // A burst of 20 failure lines, then one a second.
             failures: LogLimiter::new(20, 1.0),
             received_series: None,
@@ -115,10 +130,18 @@ impl Policy {
             streams_per_connection: args.max_streams_per_connection as usize,
             stall_timeout: ServeArgs::seconds(args.stall_timeout, "--stall-timeout")?,
             max_paths_opened: args.max_paths_opened,
+            max_active: args.max_active_transfers as usize,
             received_series: args.received_series.map(Duration::from_millis),
             rate: ByteRate::bwlimit(args.bwlimit),
             ..Policy::new(store)
         })
+    }
+}
+
+impl Policy {
+    /// The transfers (and listings) running, over all connections.
+    fn running(&self) -> usize {
+        self.max_active - self.transfers.available_permits()
     }
 }
 
@@ -132,8 +155,10 @@ fn open_store(args: &ServeArgs) -> Result<Store> {
     Ok(Store::Dir(dir))
 }
 
-/// Serve until Ctrl-C / SIGTERM, or until `--max-transfers` transfers are done.
+/// Serve until `--max-transfers` transfers are done, or until Ctrl-C / SIGTERM and the drain
+/// after it (`drain::drain`: its error says when transfers were cut off).
 pub async fn serve(args: ServeArgs) -> Result<()> {
+    let deadline = ServeArgs::seconds(args.drain, "--drain")?;
     let store = open_store(&args)?;
     let mut options = args.transport.options()?;
     if let Some(addr) = args.metrics {
@@ -155,6 +180,13 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
     let accept_loop = async {
         while let Some(accepting) = server.accept().await {
             let peer = accepting.remote();
+            if policy.shutdown.draining() {
+                policy.failures.eprint(|| {
+                    format!("mpquic: refused a connection from {peer}: the server is shutting down")
+                });
+                accepting.refuse();
+                continue;
+            }
             let Ok(permit) = connections.clone().try_acquire_owned() else {
                 policy.failures.eprint(|| {
                     format!("mpquic: refused a connection from {peer}: {max_connections} open (--max-connections)")
@@ -190,14 +222,27 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
             });
         }
     };
-    tokio::select! {
-        _ = accept_loop => {}
-        _ = done.notified() => {}
-        signal = crate::termination() => eprintln!("mpquic: shutting down ({signal})"),
-    }
+    let mut accept_loop = std::pin::pin!(accept_loop);
+    let signal = tokio::select! {
+        _ = &mut accept_loop => None,
+        _ = done.notified() => None,
+        signal = crate::termination() => Some(signal),
+    };
+    let outcome = match signal {
+        None => Ok(()),
+        Some(signal) => {
+            policy.shutdown.begin();
+            tokio::select! {
+                // The loop goes on meanwhile, refusing the connections that come.
+                _ = &mut accept_loop => Ok(()),
+                drained = drain::drain(signal, || policy.running(), deadline) => drained,
+            }
+        }
+    };
+    // Closing cuts off what still runs: its receivers keep their resumable partial copies.
     server.close();
     let _ = tokio::time::timeout(Duration::from_secs(1), server.wait_idle()).await;
-    Ok(())
+    outcome
 }
 
 /// Say where the server listens (with port 0, the OS chose one) and what it does with files.
@@ -446,16 +491,27 @@ pub async fn serve_connection(
     let mut said = false;
     loop {
         wait_for_a_stream_place(&conn, &activity, &policy, &mut said).await;
+        let draining = policy.shutdown.draining();
         let wait = match activity.idle_for() {
+            Some(_) if draining => {
+                conn.connection().close(0u32.into(), b"the server is shutting down");
+                return;
+            }
             Some(idle) if idle >= policy.idle_close => {
                 let reason = format!("no transfer for {:?}", policy.idle_close);
                 conn.connection().close(0u32.into(), reason.as_bytes());
                 return;
             }
             Some(idle) => policy.idle_close - idle,
+            // Draining, look again soon: the connection closes once its transfers end.
+            None if draining => DRAINING_LOOK,
             None => policy.idle_close,
         };
-        let (send, recv) = match tokio::time::timeout(wait, conn.connection().accept_bi()).await {
+        let accepted = tokio::select! {
+            accepted = tokio::time::timeout(wait, conn.connection().accept_bi()) => accepted,
+            _ = policy.shutdown.begun(), if !draining => continue,
+        };
+        let (send, recv) = match accepted {
             Err(_) => continue,
             Ok(Ok(streams)) => streams,
             Ok(Err(e)) => return tracing::debug!("connection ended: {e}"),
@@ -484,6 +540,9 @@ pub async fn serve_connection(
         });
     }
 }
+
+/// How often a draining connection with transfers running looks whether they have ended.
+const DRAINING_LOOK: Duration = Duration::from_millis(100);
 
 /// Tell the peer why its request is refused and stop both directions; returns the reason.
 async fn refuse(
@@ -520,6 +579,10 @@ async fn serve_stream(
         Ok(request) => request,
         Err(e) => return Err(refuse(&mut send, &mut recv, e).await),
     };
+    if policy.shutdown.draining() {
+        let stopping = anyhow!("the server is shutting down: try again once it is back");
+        return Err(refuse(&mut send, &mut recv, stopping).await);
+    }
     let Ok(_slot) = policy.transfers.try_acquire() else {
         let busy = anyhow!("server busy: too many transfers running; try again later");
         return Err(refuse(&mut send, &mut recv, busy).await);
@@ -533,7 +596,8 @@ async fn serve_stream(
         }
     };
     let stall = policy.stall_timeout;
-    let work = transfer(request, &mut send, &mut recv, policy, count);
+    let identity = conn.peer_certificate_name();
+    let work = transfer(request, identity, &mut send, &mut recv, policy, count);
     let done = match watchdog.guard(stall, work).await {
         Ok(done) => done?,
         Err(stalled) => return Err(stalled_out(&mut send, &mut recv, stalled)),
@@ -563,9 +627,11 @@ fn stalled_out(send: &mut SendStream, recv: &mut RecvStream, e: anyhow::Error) -
     e
 }
 
-/// Carry out a request; `count` is told of every chunk of file data moved.
+/// Carry out a request of the peer known as `identity` (its certificate's name, under mutual
+/// TLS); `count` is told of every chunk of file data moved.
 async fn transfer(
     request: Request,
+    identity: Option<String>,
     send: &mut SendStream,
     recv: &mut RecvStream,
     policy: &Policy,
@@ -582,7 +648,8 @@ async fn transfer(
             ("receive", name, size, outcome.map(|()| 0), None)
         }
         Request::Put { name, size, resume: true } => {
-            let outcome = receive_resumable(send, recv, &name, size, policy, &mut count).await;
+            let upload = Upload { name: &name, size, identity };
+            let outcome = receive_resumable(send, recv, upload, policy, &mut count).await;
             answer(send, recv, &outcome).await?;
             ("receive", name, size, outcome, None)
         }
@@ -665,19 +732,26 @@ fn check_room(dir: &Dir, size: u64) -> Result<()> {
     Ok(())
 }
 
+/// A resumable upload: its name, its size, and the client's identity (its certificate's name).
+struct Upload<'a> {
+    name: &'a str,
+    size: u64,
+    identity: Option<String>,
+}
+
 /// Receive a resumable upload: offer what an interrupted upload of the name left, then take
 /// the rest; returns where the sender resumed. An upload cut off keeps its partial file for
-/// the next one.
+/// the next one. A partial file another transfer holds is taken over when this one shows it
+/// continues the same upload (`takeover`).
 async fn receive_resumable(
     send: &mut SendStream,
     recv: &mut RecvStream,
-    name: &str,
-    size: u64,
+    upload: Upload<'_>,
     policy: &Policy,
-    progress: impl FnMut(u64),
+    mut progress: impl FnMut(u64),
 ) -> Result<u64> {
-    let rate = policy.rate.as_ref();
-    let Some((dir, file_name)) = upload_target(&policy.store, name, policy)? else {
+    let (rate, size) = (policy.rate.as_ref(), upload.size);
+    let Some((dir, file_name)) = upload_target(&policy.store, upload.name, policy)? else {
         write_reply(send, &Ok(())).await?;
         Offer::empty(size).write(send).await?;
         let start = timeout(policy, Offer::empty(size).read_start(recv)).await?;
@@ -685,15 +759,36 @@ async fn receive_resumable(
             .await
             .map(|()| 0);
     };
-    let mut partial = PartialFile::resumable(dir.clone(), file_name)?;
+    let mut partial = PartialFile::open_resumable(dir.clone(), file_name)?;
+    let key = partial.key()?;
+    if !partial.locked() {
+        let busy = || anyhow!("{:?} is being received by another transfer", upload.name);
+        policy.receivers.may_take_over(key, &upload.identity, busy).await?;
+    }
     let offer = partial.offer(size).await?;
     check_room(&dir, size - offer.bytes())?;
     partial.reserve(size)?;
     write_reply(send, &Ok(())).await?;
     offer.write(send).await?;
     let start = timeout(policy, offer.read_start(recv)).await?;
+    if !partial.locked() {
+        if start < offer.bytes() {
+            bail!("the partial copy another transfer holds differs from this upload's data");
+        }
+        policy.receivers.stop(key);
+        partial.lock_within(policy.header_timeout, upload.name).await?;
+        tracing::info!(name = upload.name, start, "took a resumable upload over from a silent one");
+    }
+    let claim = policy.receivers.claim(key, upload.identity);
     let seen = partial.resume_at(start, size).await?;
-    receive_into(recv, &mut partial, size - start, seen, rate, progress).await?;
+    let count = |n| {
+        claim.received();
+        progress(n)
+    };
+    tokio::select! {
+        received = receive_into(recv, &mut partial, size - start, seen, rate, count) => received?,
+        _ = claim.stopped() => bail!("a newer transfer of the same upload took it over"),
+    }
     partial.commit(file_name, policy.overwrite).await?;
     Ok(start)
 }

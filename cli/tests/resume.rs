@@ -124,6 +124,39 @@ fn an_upload_killed_midway_resumes_and_sends_only_the_rest() {
     assert_eq!(files_in(store.path()), ["big.bin"], "the partial file took the name");
 }
 
+/// Issue 41, part 5: a client SIGKILLed mid-upload and run again at once is not refused as
+/// busy until the server times the dead connection out: the new request (the same name, the
+/// same anonymous identity, data matching the partial copy) takes the copy over from the silent
+/// transfer, sends at most 55% of the file and stores it whole; the silent transfer is told.
+#[test]
+fn an_upload_killed_midway_and_run_again_at_once_takes_its_partial_copy_over() {
+    let store = tempfile::tempdir().unwrap();
+    let server = store_server(store.path());
+    let local = tempfile::tempdir().unwrap();
+    let source = random_file(local.path(), "big.bin", SIZE);
+    let addr = server.addr("127.0.0.1");
+    let send = ["send", source.to_str().unwrap(), "--server", &addr, "--insecure"];
+    let first = spawn(&[&send[..], &["--bwlimit", FIRST_RUN_CAP]].concat());
+    let held = kill_past_half(first, &partial_of(store.path(), "big.bin"));
+
+    let out = mpquic(&[&send[..], &["--json"]].concat());
+    assert!(out.status.success(), "taken over, not refused: {}", stderr(&out));
+    let resent = resent(&json(&out), "bytes_sent");
+    assert!(resent <= SIZE as u64 - held + (1 << 20), "kept all but the last chunk of {held}");
+    same_contents(&source, &store.path().join("big.bin"));
+    assert_eq!(files_in(store.path()), ["big.bin"], "the partial file took the name");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !server
+        .stderr
+        .lock()
+        .unwrap()
+        .contains("a newer transfer of the same upload took it over")
+    {
+        assert!(Instant::now() < deadline, "{}", server.stderr.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn a_download_killed_midway_resumes_and_receives_only_the_rest() {
     let store = tempfile::tempdir().unwrap();
