@@ -66,15 +66,27 @@ fn partials(dir: &Path) -> Vec<u64> {
     found
 }
 
-/// Start the 20 uploads, capped, and return once every one has data on the server.
-fn start_uploads(server: &ServerProcess, store: &Path, dirs: &[PathBuf]) -> Vec<Child> {
+/// The 20 uploads running, capped, into a server drained with `--drain` `drain`.
+struct Running {
+    _local: tempfile::TempDir,
+    store: tempfile::TempDir,
+    dirs: Vec<PathBuf>,
+    server: ServerProcess,
+    clients: Vec<Child>,
+}
+
+/// Start the 20 uploads and return once every one has data on the server.
+fn start_uploads(drain: &str) -> Running {
+    let (local, store) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let dirs = sources(local.path());
+    let server = store_server(store.path(), drain);
     let clients: Vec<Child> =
-        dirs.iter().map(|dir| send(server, &[dir], Some(CAP)).spawn().unwrap()).collect();
+        dirs.iter().map(|dir| send(&server, &[dir], Some(CAP)).spawn().unwrap()).collect();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let held = partials(store);
+        let held = partials(store.path());
         if held.len() == CLIENTS * FILES && held.iter().all(|&n| n > 0) {
-            return clients;
+            return Running { _local: local, store, dirs, server, clients };
         }
         assert!(Instant::now() < deadline, "uploads did not all start: {held:?}");
         std::thread::sleep(Duration::from_millis(10));
@@ -154,10 +166,7 @@ fn complete_after_restart(store: &Path, dirs: &[PathBuf]) -> usize {
 /// finishes whole and the server exits 0; meanwhile a new connection is refused.
 #[test]
 fn a_drain_lets_the_uploads_running_finish() {
-    let (local, store) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let dirs = sources(local.path());
-    let mut server = store_server(store.path(), "60");
-    let clients = start_uploads(&server, store.path(), &dirs);
+    let Running { _local, store, dirs, mut server, clients } = start_uploads("60");
     sigterm(&server.child);
     wait_for_line(&server, "draining");
     let late = mpquic(&["ls", "--insecure", "--server", &server.addr("127.0.0.1")]);
@@ -176,10 +185,7 @@ fn a_drain_lets_the_uploads_running_finish() {
 /// half-received has its final name, and every upload cut off resumes to identical.
 #[test]
 fn a_drain_deadline_cuts_uploads_off_as_resumable_partial_copies() {
-    let (local, store) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let dirs = sources(local.path());
-    let mut server = store_server(store.path(), "1");
-    let clients = start_uploads(&server, store.path(), &dirs);
+    let Running { _local, store, dirs, mut server, clients } = start_uploads("1");
     sigterm(&server.child);
     assert_eq!(exit_code(&mut server, Duration::from_secs(30)), 6);
     let log = server.stderr.lock().unwrap().clone();
@@ -194,10 +200,7 @@ fn a_drain_deadline_cuts_uploads_off_as_resumable_partial_copies() {
 /// off resume to identical.
 #[test]
 fn a_second_sigterm_ends_the_drain_at_once() {
-    let (local, store) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let dirs = sources(local.path());
-    let mut server = store_server(store.path(), "600");
-    let clients = start_uploads(&server, store.path(), &dirs);
+    let Running { _local, store, dirs, mut server, clients } = start_uploads("600");
     sigterm(&server.child);
     wait_for_line(&server, "draining");
     sigterm(&server.child);
