@@ -20,6 +20,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use tokio::io::AsyncSeekExt;
 
 use crate::resume::{hash_prefix, Offer};
+use crate::transfer::Listing;
 
 /// Temporaries start with this; a server removes unlocked ones left by a killed process.
 const TEMP_PREFIX: &str = ".mpquic-part-";
@@ -147,31 +148,39 @@ impl Dir {
         Ok(Dir { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
     }
 
-    /// The regular files beneath this directory, as (`prefix` + relative path, size), sorted;
-    /// links and other special files are left out and not followed. At most `limit` files.
-    pub fn walk(&self, prefix: &str, limit: usize) -> Result<Vec<(String, u64)>> {
-        let mut files = Vec::new();
-        self.walk_into(prefix, &mut files, limit)?;
-        files.sort();
-        Ok(files)
+    /// The regular files beneath this directory, as (`prefix` + relative path, size), and
+    /// the directories beneath which none is (this one included, unless `prefix` is empty),
+    /// sorted; links and other special files are left out and not followed. At most `limit`
+    /// entries.
+    pub fn walk(&self, prefix: &str, limit: usize) -> Result<Listing> {
+        let mut listing = Listing::default();
+        self.walk_into(prefix, &mut listing, limit)?;
+        listing.files.sort();
+        listing.empty_dirs.sort();
+        Ok(listing)
     }
 
-    fn walk_into(&self, prefix: &str, files: &mut Vec<(String, u64)>, limit: usize) -> Result<()> {
+    fn walk_into(&self, prefix: &str, listing: &mut Listing, limit: usize) -> Result<()> {
+        let before = listing.files.len() + listing.empty_dirs.len();
         // Hidden names are neither asked for nor served (the temporaries among them).
         for name in self.names()?.into_iter().filter(|name| !name.starts_with('.')) {
             let Ok(stat) = self.stat(&name) else { continue };
             let path = format!("{prefix}{name}");
             match stat.st_mode & libc::S_IFMT {
-                libc::S_IFREG => files.push((path, stat.st_size as u64)),
+                libc::S_IFREG => listing.files.push((path, stat.st_size as u64)),
                 libc::S_IFDIR => {
                     let dir = self.subdir(&name, false)?;
-                    dir.walk_into(&format!("{path}/"), files, limit)?;
+                    dir.walk_into(&format!("{path}/"), listing, limit)?;
                 }
                 _ => continue,
             }
-            if files.len() > limit {
+            if listing.files.len() + listing.empty_dirs.len() > limit {
                 bail!("more than {limit} files: list a directory within");
             }
+        }
+        let empty = listing.files.len() + listing.empty_dirs.len() == before;
+        if let Some(dir) = prefix.strip_suffix('/').filter(|_| empty) {
+            listing.empty_dirs.push(dir.to_owned());
         }
         Ok(())
     }
@@ -608,9 +617,16 @@ mod tests {
         std::fs::write(tmp.path().join(".hidden"), b"x").unwrap();
         std::os::unix::fs::symlink("/etc", tmp.path().join("a/etc")).unwrap();
         std::os::unix::fs::symlink("/etc/passwd", tmp.path().join("a/passwd")).unwrap();
-        let files = top.walk("", 100).unwrap();
-        assert_eq!(files, [("a/b/f.bin".to_string(), 0), ("top.bin".to_string(), 5)]);
-        assert_eq!(top.beneath(&["a"], false).unwrap().walk("a/", 100).unwrap().len(), 1);
+        top.beneath(&["a", "empty", "deeper"], true).unwrap();
+        let listing = top.walk("", 100).unwrap();
+        let files = [("a/b/f.bin".to_string(), 0), ("top.bin".to_string(), 5)];
+        assert_eq!(
+            (listing.files, listing.empty_dirs),
+            (files.to_vec(), vec!["a/empty/deeper".into()])
+        );
+        assert_eq!(top.beneath(&["a"], false).unwrap().walk("a/", 100).unwrap().files.len(), 1);
+        let alone = top.beneath(&["a", "empty"], false).unwrap().walk("a/empty/", 100).unwrap();
+        assert_eq!(alone.empty_dirs, ["a/empty/deeper"]);
         let refused = top.beneath(&["a", "etc"], true).unwrap_err().to_string();
         assert!(refused.contains("not a directory (links are not followed)"), "{refused}");
         assert!(top.beneath(&["none"], false).unwrap_err().to_string().contains("no directory"));

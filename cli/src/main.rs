@@ -182,6 +182,10 @@ fn fail(error: anyhow::Error) -> ExitCode {
     } else if text.contains("unknown request type 0x53") {
         // 'S', a timed send's stream, is newer than the server.
         " (this server predates timed sends: update it, or send --generate SIZE)"
+    } else if text.contains("unknown request type 0x4d") {
+        // 'M', an empty directory of a sent tree, is newer than the server.
+        " (this server predates empty directories: the files went, the empty directory did not; \
+         update the server)"
     } else if text.contains("unknown request type 0x55")
         || text.contains("unknown request type 0x44")
     {

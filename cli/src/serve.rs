@@ -36,7 +36,7 @@ use crate::resume::Offer;
 use crate::takeover::Receivers;
 use crate::transfer::{
     check_path, receive_body, receive_into, receive_stream, send_body, send_rest, write_listing,
-    write_reply, Request, MAX_LISTING,
+    write_reply, Listing, Request, MAX_LISTING,
 };
 
 /// The bidirectional streams a peer may have open at once on a connection: noq's
@@ -638,8 +638,15 @@ async fn transfer(
     mut count: impl FnMut(u64),
 ) -> Result<Option<Done>> {
     let (direction, name, size, outcome, ended_by) = match request {
-        Request::List { dir } => {
-            list(send, &dir, &policy.store).await.with_context(|| format!("list {dir:?}"))?;
+        Request::List { dir, tree } => {
+            let listed = list(send, &dir, tree, &policy.store).await;
+            listed.with_context(|| format!("list {dir:?}"))?;
+            return Ok(None);
+        }
+        Request::MakeDir { dir } => {
+            let made = upload_dir(&dir, policy);
+            answer(send, recv, &made).await?;
+            made.with_context(|| format!("make directory {dir:?}"))?;
             return Ok(None);
         }
         Request::Put { name, size, resume: false } => {
@@ -842,28 +849,42 @@ async fn decline(send: &mut SendStream, e: anyhow::Error) -> Result<anyhow::Erro
     Ok(e)
 }
 
+/// Make the directory `path` of an uploaded tree (an empty one: the others come with their
+/// files), its parents too; a sink has nothing to make.
+fn upload_dir(path: &str, policy: &Policy) -> Result<()> {
+    let Store::Dir(top) = &policy.store else { return Ok(()) };
+    if policy.read_only {
+        bail!("this server is read-only: uploads are refused");
+    }
+    top.beneath(&check_path(path)?, true).map(drop)
+}
+
 /// The regular files at or beneath `path` (everything served when empty), as paths from the
-/// served directory.
-fn listing(top: &Arc<Dir>, path: &str) -> Result<Vec<(String, u64)>> {
+/// served directory, and the empty directories.
+fn listing(top: &Arc<Dir>, path: &str) -> Result<Listing> {
     if path.is_empty() {
         return top.walk("", MAX_LISTING);
     }
     let (parent, name) = beneath(top, path, false)?;
     match parent.beneath(&[name], false) {
         Ok(dir) => dir.walk(&format!("{path}/"), MAX_LISTING),
-        Err(_) => Ok(vec![(path.to_owned(), parent.open_regular(name)?.metadata()?.len())]),
+        Err(_) => {
+            let size = parent.open_regular(name)?.metadata()?.len();
+            Ok(Listing { files: vec![(path.to_owned(), size)], empty_dirs: Vec::new() })
+        }
     }
 }
 
-/// Reply, then list the regular files at or beneath `path`.
-async fn list(send: &mut SendStream, path: &str, store: &Store) -> Result<()> {
+/// Reply, then list the regular files at or beneath `path` (and with `tree`, the empty
+/// directories).
+async fn list(send: &mut SendStream, path: &str, tree: bool, store: &Store) -> Result<()> {
     let listed = served(store).and_then(|top| listing(top, path));
     let files = match listed {
         Ok(files) => files,
         Err(e) => return Err(decline(send, e).await?),
     };
     write_reply(send, &Ok(())).await?;
-    write_listing(send, &files).await?;
+    write_listing(send, &files, tree).await?;
     send.finish()?;
     Ok(())
 }
