@@ -37,6 +37,15 @@ fn dataset(root: &Path) {
     }
 }
 
+/// A server storing files into a new directory, and a new local directory: (store, server,
+/// local).
+fn store_server() -> (tempfile::TempDir, ServerProcess, tempfile::TempDir) {
+    let store = tempfile::tempdir().unwrap();
+    let dir = store.path().to_str().unwrap();
+    let server = ServerProcess::start(&["127.0.0.1"], &["--insecure", "--dir", dir]);
+    (store, server, tempfile::tempdir().unwrap())
+}
+
 fn connect_args(server: &ServerProcess) -> Vec<String> {
     ["--server", &server.addr("127.0.0.1"), "--insecure"].map(str::to_owned).to_vec()
 }
@@ -50,12 +59,7 @@ fn run(args: &[&str], server: &ServerProcess) -> std::process::Output {
 
 #[test]
 fn a_nested_directory_goes_up_and_comes_back_byte_identical_over_one_connection() {
-    let store = tempfile::tempdir().unwrap();
-    let server = ServerProcess::start(
-        &["127.0.0.1"],
-        &["--insecure", "--dir", store.path().to_str().unwrap()],
-    );
-    let local = tempfile::tempdir().unwrap();
+    let (store, server, local) = store_server();
     let root = local.path().join("dataset");
     dataset(&root);
     let extra = random_file(local.path(), "extra.bin", 70_000);
@@ -100,12 +104,7 @@ fn a_nested_directory_goes_up_and_comes_back_byte_identical_over_one_connection(
 
 #[test]
 fn a_link_in_the_tree_or_an_escaping_name_is_refused_in_one_line_and_nothing_is_written() {
-    let store = tempfile::tempdir().unwrap();
-    let server = ServerProcess::start(
-        &["127.0.0.1"],
-        &["--insecure", "--dir", store.path().to_str().unwrap()],
-    );
-    let local = tempfile::tempdir().unwrap();
+    let (store, server, local) = store_server();
     let root = local.path().join("tree");
     dataset(&root);
     std::os::unix::fs::symlink("/etc/passwd", root.join("level1-0/passwd")).unwrap();
@@ -153,12 +152,7 @@ fn empty_dirs(dir: &Path) -> Vec<String> {
 /// directory that is empty as a whole goes both ways too.
 #[test]
 fn empty_directories_go_up_and_come_back() {
-    let store = tempfile::tempdir().unwrap();
-    let server = ServerProcess::start(
-        &["127.0.0.1"],
-        &["--insecure", "--dir", store.path().to_str().unwrap()],
-    );
-    let local = tempfile::tempdir().unwrap();
+    let (store, server, local) = store_server();
     let root = local.path().join("tree");
     std::fs::create_dir_all(root.join("sub")).unwrap();
     random_file(&root.join("sub"), "f.bin", 1000);
