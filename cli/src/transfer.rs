@@ -310,7 +310,7 @@ pub async fn send_rest(
             bail!("the source ended {left} bytes early (was it truncated while sending?)");
         }
         hasher.update(&buf[..n]);
-        ratelimit::take(rate, n as u64).await;
+        ratelimit::take(rate, n as u64, &mut progress).await;
         send.write_all(&buf[..n]).await.context("sending data")?;
         left -= n as u64;
         progress(n as u64);
@@ -439,7 +439,7 @@ pub async fn receive_rest(
         sink.write_all(&buf[..n]).await.context("writing data")?;
         left -= n as u64;
         progress(n as u64);
-        ratelimit::take(rate, n as u64).await;
+        ratelimit::take(rate, n as u64, &mut progress).await;
     }
     let mut expected = [0u8; 32];
     recv.read_exact(&mut expected).await.context("receiving the hash")?;

@@ -378,3 +378,19 @@ fn a_download_nobody_reads_is_ended() {
     readers.abort();
     assert_rss_bounded(&server, "unread downloads");
 }
+
+/// The other side of --stall-timeout: a transfer waiting for its share of the server's own
+/// --bwlimit is not stalled. At 128 KiB/s each 256 KiB chunk after the first waits 2 s, twice
+/// the stall timeout; both directions complete.
+#[test]
+fn a_transfer_paced_by_the_server_is_not_stalled() {
+    let store = tempfile::tempdir().unwrap();
+    let server = start_server(store.path(), &["--bwlimit", "128K", "--stall-timeout", "1"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let source = random_file(tmp.path(), "paced.bin", 1 << 20);
+    let took = good_round_trip(&server, store.path(), &source, "paced.bin");
+    // 2 x (1 MiB - the 256 KiB burst) at 128 KiB/s: 12 s at least.
+    assert!(took >= Duration::from_secs(10), "the server's cap was not applied: {took:?}");
+    let log = server.stderr.lock().unwrap().clone();
+    assert!(!log.contains("no data moved"), "{log}");
+}
