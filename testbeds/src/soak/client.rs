@@ -414,16 +414,25 @@ impl OpRecord {
     }
 }
 
-/// A command's end from its exit code and output (`mpquic --help`'s exit codes).
+/// A command's end from its exit code and output (`mpquic --help`'s exit codes). A command of
+/// several files names only its first failure on stderr; its JSON result has every file's, so
+/// it is busy if any file was refused as busy, and "exists" only if every failed file was.
 fn classify(code: Option<i32>, stderr: &str, last: Option<&String>) -> Ended {
     let why = error_line(stderr);
+    let report: Option<serde_json::Value> = last.and_then(|l| serde_json::from_str(l).ok());
+    let errors: Vec<String> = match report.as_ref().and_then(|r| r["files"].as_array()) {
+        Some(files) => files.iter().filter_map(|f| f["error"].as_str().map(String::from)).collect(),
+        None => vec![stderr.to_string()],
+    };
+    let busy = errors.iter().any(|e| e.contains("being received by another transfer"));
+    let exists = errors.iter().all(|e| e.contains("already exists"));
     match code {
-        Some(0) => match last.and_then(|l| serde_json::from_str(l).ok()) {
+        Some(0) => match report {
             Some(report) => Ended::Ok(report),
             None => Ended::Other("exit 0 without a JSON result".into()),
         },
-        Some(4) if stderr.contains("being received by another transfer") => Ended::Busy,
-        Some(4) if stderr.contains("already exists") => Ended::Exists,
+        Some(4) if busy => Ended::Busy,
+        Some(4) if exists => Ended::Exists,
         Some(3) => Ended::Connection(why),
         code => Ended::Other(format!("exit {code:?}: {why}")),
     }
@@ -503,6 +512,14 @@ mod tests {
             Ended::Connection(why) => assert_eq!(why, "mpquic: error: connection lost: timed out"),
             _ => panic!("exit 3 is a connection failure"),
         }
+        // A directory whose re-run found some files whole and one still held by the killed
+        // run: busy (run again later), not done.
+        let batch = r#"{"files": [{"error": "peer: a file named \"f1.bin\" already exists"},
+            {"error": "peer: \"f3.bin\" is being received by another transfer"}]}"#;
+        let first = "mpquic: error: 2 of 2 files failed, the first: peer: a file named \"f1.bin\" already exists";
+        assert!(matches!(classify(Some(4), first, Some(&batch.replace('\n', ""))), Ended::Busy));
+        let whole = r#"{"files": [{"error": "peer: a file named \"f1.bin\" already exists"}, {"bytes": 3}]}"#;
+        assert!(matches!(classify(Some(4), first, Some(&whole.to_string())), Ended::Exists));
         let ok = r#"{"bytes": 10, "resumed_from": 4}"#.to_string();
         assert!(matches!(classify(Some(0), "", Some(&ok)), Ended::Ok(_)));
         assert!(matches!(classify(Some(5), "bad hash", None), Ended::Other(_)));

@@ -47,6 +47,9 @@ const SAMPLE_EVERY: Duration = Duration::from_secs(2);
 /// How long the end waits for the server's connections to close (a killed client's lingers
 /// until the server's idle timeout).
 const QUIESCE: Duration = Duration::from_secs(60);
+/// How long a quiet server may take to close its last descriptors (a metrics scrape's socket,
+/// a stream's file a cut connection held) before the count is compared with idle.
+const FD_SETTLE: Duration = Duration::from_secs(15);
 
 #[derive(clap::Args, Debug, Clone, serde::Serialize)]
 pub struct SoakArgs {
@@ -262,6 +265,7 @@ fn drive(
     clients[0].warm_up(ctx)?;
     quiesce(server);
     let idle = server.lock().unwrap().sample().context("the server's idle sample")?;
+    let idle_fds = server.lock().unwrap().pid().map(server::fd_targets).unwrap_or_default();
     let timeline = schedule::timeline(args.seed, args.duration_s, site.pairs.len(), args.restarts);
     let faults = run_faults(site, server, &timeline, t0);
     let clients = start_clients(clients, ctx);
@@ -276,7 +280,8 @@ fn drive(
     let load_end_s = t0.elapsed().as_secs_f64();
     let events = faults.join().map_err(|_| anyhow::anyhow!("the fault thread panicked"))??;
     let quiet = quiesce(server);
-    let samples = monitor.finish(idle, quiet);
+    let mut samples = monitor.finish(idle, quiet);
+    settle_fds(server, &mut samples, idle_fds);
     server.lock().unwrap().stop()?;
     Ok((samples, events, client_errors, load_end_s))
 }
@@ -375,6 +380,23 @@ fn quiesce(server: &Arc<Mutex<Server>>) -> Option<f64> {
     }
 }
 
+/// Waits up to `FD_SETTLE` for the quiet server's descriptors to come back to the idle count,
+/// then keeps its last sample as the run's end and names the descriptors held beyond idle.
+fn settle_fds(server: &Arc<Mutex<Server>>, samples: &mut report::Samples, idle_fds: Vec<String>) {
+    let start = Instant::now();
+    let mut last = None;
+    while start.elapsed() < FD_SETTLE {
+        last = server.lock().unwrap().sample();
+        if last.as_ref().is_some_and(|s| s.fds <= samples.idle.fds) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let end_fds = server.lock().unwrap().pid().map(server::fd_targets).unwrap_or_default();
+    samples.extra_fds = report::extra(&end_fds, &idle_fds);
+    samples.during.extend(last);
+}
+
 /// Samples the server every `SAMPLE_EVERY` in a thread of its own.
 struct Monitor {
     stop: Arc<AtomicBool>,
@@ -401,7 +423,7 @@ impl Monitor {
     fn finish(self, idle: Sample, quiet: Option<f64>) -> report::Samples {
         self.stop.store(true, Ordering::Relaxed);
         let during = self.thread.join().unwrap_or_default();
-        report::Samples { idle, during, quiet_connections: quiet }
+        report::Samples { idle, during, quiet_connections: quiet, extra_fds: Vec::new() }
     }
 }
 

@@ -14,6 +14,23 @@ pub struct Samples {
     pub during: Vec<Sample>,
     /// The connections gauge once the clients were done (0 when every connection closed).
     pub quiet_connections: Option<f64>,
+    /// What the descriptors the quiet server held beyond its idle set referred to.
+    pub extra_fds: Vec<String>,
+}
+
+/// The entries of sorted `end` not matched one for one in sorted `idle`.
+pub fn extra(end: &[String], idle: &[String]) -> Vec<String> {
+    let mut left = idle.to_vec();
+    end.iter()
+        .filter(|t| match left.iter().position(|i| i == *t) {
+            Some(at) => {
+                left.remove(at);
+                false
+            }
+            None => true,
+        })
+        .cloned()
+        .collect()
 }
 
 /// Everything a run leaves for its table.
@@ -369,7 +386,16 @@ fn memory_checks(run: &Run) -> Vec<Check> {
         Check {
             what: "server's open fds back to idle once quiet (last instance)",
             ok: fds_end <= idle,
-            detail: format!("idle {idle} (after one warm-up listing, before the clients), {fds_end} at the end"),
+            detail: format!(
+                "idle {idle} (after one warm-up listing, before the clients), {fds_end} at the end \
+                 (up to {}s after the last connection closed){}",
+                super::FD_SETTLE.as_secs(),
+                if run.samples.extra_fds.is_empty() {
+                    String::new()
+                } else {
+                    format!(", beyond idle: {}", run.samples.extra_fds.join(", "))
+                }
+            ),
         },
     ]
 }
@@ -431,4 +457,18 @@ pub fn panics(logs: &Path) -> Vec<String> {
         }
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::extra;
+
+    #[test]
+    fn extra_descriptors_are_those_not_matched_one_for_one() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let idle = s(&["/dev/null", "anon_inode", "socket", "socket"]);
+        let end = s(&["/dev/null", "/srv/a.part", "anon_inode", "socket", "socket", "socket"]);
+        assert_eq!(extra(&end, &idle), s(&["/srv/a.part", "socket"]));
+        assert!(extra(&idle, &idle).is_empty());
+    }
 }

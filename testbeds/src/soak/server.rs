@@ -202,6 +202,24 @@ pub fn fd_count(pid: u32) -> Option<usize> {
     Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count())
 }
 
+/// What each open descriptor of `pid` refers to ("socket:[..]" as "socket"), sorted: the
+/// report names the ones a quiet server holds beyond its idle set.
+pub fn fd_targets(pid: u32) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return Vec::new() };
+    let mut targets: Vec<String> = dir
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .map(|t| {
+            let t = t.display().to_string();
+            match t.split_once(":[") {
+                Some((kind, _)) => kind.to_string(),
+                None => t,
+            }
+        })
+        .collect();
+    targets.sort();
+    targets
+}
+
 /// A thread inside the server's namespace (when it has one) that fetches the metrics page on
 /// request: a socket belongs to the namespace of the thread that makes it.
 struct Scraper {
