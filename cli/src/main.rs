@@ -6,18 +6,15 @@ mod batch;
 mod cert;
 mod client;
 mod demo;
-mod errors;
-mod exit;
-mod files;
 mod metrics;
 mod output;
 mod progress;
-mod ratelimit;
 mod received;
 mod report;
-mod resume;
 mod serve;
-mod transfer;
+
+// The protocol modules live in the library (src/lib.rs), for the fuzz targets.
+use mpquic_cli::{errors, exit, files, ratelimit, resume, transfer};
 
 use std::process::ExitCode;
 
