@@ -1,14 +1,14 @@
 //! The choice specs of command lines and scenario files: a controller (`amp:beta=4,tau=8`), a
-//! scheduler name and an ECN precision, each parsed from the same text. A spec that parses
-//! must also work: a controller builds (as `ControllerConfig::build` promises) and takes a
-//! short run of events without panicking.
+//! scheduler name, an ECN precision and an ECN codepoint, each parsed from the same text. A
+//! spec that parses must also work: a controller builds (as `ControllerConfig::build` promises)
+//! and takes a short run of events without panicking; a name reads back as itself.
 
 #![no_main]
 
 use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
-use mpquic::{Congestion, EcnPrecision, Scheduler};
+use mpquic::{Congestion, EcnCodepoint, EcnPrecision, Scheduler};
 use mpquic_cc::{ControllerConfig, Event, PathId, RttSample};
 
 fuzz_target!(|data: &[u8]| {
@@ -16,6 +16,7 @@ fuzz_target!(|data: &[u8]| {
     controller(spec);
     scheduler(spec);
     ecn_precision(spec);
+    ecn_codepoint(spec);
 });
 
 fn controller(spec: &str) {
@@ -24,7 +25,8 @@ fn controller(spec: &str) {
         Ok(_) => {}
         Err(e) => drop(e.to_string()),
     }
-    // mpquic-cc's own entry point, split as `Congestion`'s `FromStr` splits.
+    // mpquic-cc's own entry point, split as `Congestion`'s `FromStr` splits but with the empty
+    // parameters kept (`amp:,beta=4`), which it must refuse or read, never panic on.
     let (name, params) = spec.split_once(':').unwrap_or((spec, ""));
     match ControllerConfig::parse(name.trim(), params.split(',').map(str::trim)) {
         Ok(config) => drive(&config),
@@ -69,5 +71,11 @@ fn scheduler(spec: &str) {
 fn ecn_precision(spec: &str) {
     if let Ok(precision) = spec.parse::<EcnPrecision>() {
         assert_eq!(precision.name().parse::<EcnPrecision>(), Ok(precision));
+    }
+}
+
+fn ecn_codepoint(spec: &str) {
+    if let Ok(codepoint) = spec.parse::<EcnCodepoint>() {
+        assert_eq!(codepoint.name().parse::<EcnCodepoint>(), Ok(codepoint));
     }
 }
