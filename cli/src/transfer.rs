@@ -647,7 +647,8 @@ mod tests {
     }
 
     /// A peer's reason is printed on one line: its control characters arrive escaped.
-    /// (fuzz/regressions/transfer/reply-control-characters: a NUL, found by the fuzz target.)
+    /// (A NUL, found by the `transfer` fuzz target; its input is fuzz/corpus/transfer/
+    /// reply-control-characters.)
     #[test]
     fn a_reply_cannot_send_control_characters_to_the_terminal() {
         assert!(reply_result(0, b"").is_ok());
