@@ -7,19 +7,16 @@ mod cert;
 mod client;
 mod demo;
 mod drain;
-mod errors;
-mod exit;
-mod files;
 mod metrics;
 mod output;
 mod progress;
-mod ratelimit;
 mod received;
 mod report;
-mod resume;
 mod serve;
 mod takeover;
-mod transfer;
+
+// The protocol modules live in the library (src/lib.rs), for the fuzz targets.
+use mpquic_cli::{errors, exit, files, ratelimit, resume, transfer};
 
 use std::process::ExitCode;
 

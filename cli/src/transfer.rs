@@ -207,6 +207,12 @@ impl Request {
 /// Send the reply: `Ok(())` or an error message, its status saying whether the data failed
 /// its check (peers from before status 2 read any non-zero status as an error).
 pub async fn write_reply<T>(send: &mut SendStream, result: &Result<T>) -> Result<()> {
+    send.write_all(&encode_reply(result)).await?;
+    Ok(())
+}
+
+/// The reply's bytes; the message is cut to what its length field holds.
+pub fn encode_reply<T>(result: &Result<T>) -> Vec<u8> {
     let (status, msg) = match result {
         Ok(_) => (0u8, String::new()),
         Err(e) if e.chain().any(|c| c.is::<IntegrityFailed>()) => (2u8, one_line(e)),
@@ -216,8 +222,7 @@ pub async fn write_reply<T>(send: &mut SendStream, result: &Result<T>) -> Result
     let mut reply = vec![status];
     reply.extend_from_slice(&(msg.len() as u16).to_be_bytes());
     reply.extend_from_slice(msg);
-    send.write_all(&reply).await?;
-    Ok(())
+    reply
 }
 
 /// Read the peer's reply; an error reply becomes an error naming the peer's reason.
@@ -226,17 +231,40 @@ pub async fn read_reply(recv: &mut RecvStream) -> Result<()> {
     recv.read_exact(&mut fixed).await.context("the peer closed the stream without replying")?;
     let mut msg = vec![0u8; u16::from_be_bytes([fixed[1], fixed[2]]) as usize];
     recv.read_exact(&mut msg).await.context("reading the peer's reply")?;
-    let msg = String::from_utf8_lossy(&msg).into_owned();
-    match fixed[0] {
+    reply_result(fixed[0], &msg)
+}
+
+/// What a reply of `status` with the message `msg` says: `Ok(())`, or an error naming the
+/// peer's reason. (Apart from `read_reply`, which reads them from a QUIC stream, so that its
+/// read errors keep the stream's error types that `exit` classifies.) The reason is printed, so
+/// its control characters are escaped, as names are refused (`check_name`): a peer cannot
+/// forge lines or send escape sequences to the user's terminal.
+pub fn reply_result(status: u8, msg: &[u8]) -> Result<()> {
+    let msg = printable(&String::from_utf8_lossy(msg));
+    match status {
         0 => Ok(()),
         2 => Err(IntegrityFailed(format!("peer: {msg}")).into()),
         _ => Err(Refused(msg).into()),
     }
 }
 
+/// `text` with its control characters escaped as Rust writes them (`\n`, `\0`, `\u{1b}`).
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { c.escape_debug().collect() } else { c.to_string() })
+        .collect()
+}
+
 /// Send a listing's entries (after the OK reply), its empty directories with `tree`; the
 /// caller ends the stream.
 pub async fn write_listing(send: &mut SendStream, listing: &Listing, tree: bool) -> Result<()> {
+    send.write_all(&encode_listing(listing, tree)).await.context("sending the listing")?;
+    Ok(())
+}
+
+/// A listing's entries as bytes: the files, then (with `tree`) each empty directory as an
+/// entry named "dir/".
+pub fn encode_listing(listing: &Listing, tree: bool) -> Vec<u8> {
     let dirs = listing.empty_dirs.iter().filter(|_| tree).map(|dir| (format!("{dir}/"), 0));
     let mut bytes = Vec::new();
     for (name, size) in listing.files.iter().cloned().chain(dirs) {
@@ -244,8 +272,7 @@ pub async fn write_listing(send: &mut SendStream, listing: &Listing, tree: bool)
         bytes.extend_from_slice(&(name.len() as u16).to_be_bytes());
         bytes.extend_from_slice(name.as_bytes());
     }
-    send.write_all(&bytes).await.context("sending the listing")?;
-    Ok(())
+    bytes
 }
 
 /// Read a listing's entries up to the stream's end; every name is checked as a request's is.
@@ -654,6 +681,20 @@ mod tests {
         assert!(check_name(&"x".repeat(MAX_NAME)).is_ok());
         assert!(check_name(&"x".repeat(MAX_NAME + 1)).is_err());
         assert!(check_name("report-2026.tar.gz").is_ok());
+    }
+
+    /// A peer's reason is printed on one line: its control characters arrive escaped.
+    /// (A NUL, found by the `transfer` fuzz target; its input is fuzz/corpus/transfer/
+    /// reply-control-characters.)
+    #[test]
+    fn a_reply_cannot_send_control_characters_to_the_terminal() {
+        assert!(reply_result(0, b"").is_ok());
+        let err = reply_result(1, b"no such file `x.b\0\0\0 in`\n\x1b[2Jforged").unwrap_err();
+        assert_eq!(err.to_string(), "peer: no such file `x.b\\0\\0\\0 in`\\n\\u{1b}[2Jforged");
+        assert!(err.is::<Refused>());
+        let err = reply_result(2, "\u{9b}31m é".as_bytes()).unwrap_err();
+        assert_eq!(err.to_string(), "peer: \\u{9b}31m é");
+        assert!(err.is::<IntegrityFailed>());
     }
 
     #[test]
