@@ -822,6 +822,39 @@ mod tests {
         assert!(congestion(&["--cc", "amp:alpha=1"]).unwrap_err().contains("alpha"));
     }
 
+    /// What the testbed launches the CLI with, the choices written by their one formatter
+    /// (`Congestion::spec`, the schedulers' and ECN precisions' names), reads back as the same
+    /// choices: every controller name the parser knows, parametrised specs, every scheduler and
+    /// ECN precision.
+    #[test]
+    fn the_formatted_choices_read_back_identically() {
+        #[derive(clap::Parser)]
+        struct T {
+            #[command(flatten)]
+            transport: TransportArgs,
+        }
+        let options = |args: &[&str]| {
+            let t = <T as clap::Parser>::try_parse_from(["t"].iter().chain(args)).unwrap();
+            t.transport.options().unwrap()
+        };
+        let mut specs: Vec<String> = Congestion::names().into_iter().map(String::from).collect();
+        specs.extend(
+            ["amp:beta=8,tau=4,ssr=false,initial_window=shared", "mptcp-d:alpha=1.25,ese=false"]
+                .map(String::from),
+        );
+        for text in specs {
+            let congestion: Congestion = text.parse().unwrap();
+            let read = options(&["--cc", &congestion.spec()]).congestion;
+            assert_eq!(read, congestion, "{text} as {}", congestion.spec());
+        }
+        for scheduler in Scheduler::ALL {
+            assert_eq!(options(&["--scheduler", scheduler.name()]).scheduler, scheduler);
+        }
+        for ecn in EcnPrecision::ALL {
+            assert_eq!(options(&["--ecn", ecn.name()]).ecn, ecn);
+        }
+    }
+
     /// `--receive-window` reaches the library's options; a window the stack cannot carry is
     /// refused with the option's name, not at the first connection.
     #[test]

@@ -142,8 +142,9 @@ pub enum FlowKind {
     KernelMptcp,
 }
 
-/// An mpquic controller as the library parsed it, with the text it was parsed from: the CLI
-/// the runner starts takes that text (`--cc amp:beta=4`) and parses it again in its process.
+/// An mpquic controller as the library parsed it, with the text it was parsed from (what the
+/// plan records); the CLI the runner starts gets the parsed value back through its one
+/// formatter ([`MpquicController::spec`], `--cc amp:beta=8.0`), which the CLI's tests read back.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MpquicController {
     congestion: Congestion,
@@ -164,15 +165,21 @@ impl MpquicController {
         self.congestion.name()
     }
 
-    /// The text the CLI's `--cc` takes: name and parameters (`amp:beta=4`).
+    /// The text it was parsed from, as the experiment file wrote it (`amp:beta=4`).
     pub fn text(&self) -> &str {
         &self.text
+    }
+
+    /// What the CLI's `--cc` takes: the parsed value written back by
+    /// [`mpquic::Congestion::spec`] (`amp` for `amp:beta=4`, whose `beta` is the default).
+    pub fn spec(&self) -> String {
+        self.congestion.spec()
     }
 }
 
 impl Serialize for MpquicController {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.text)
+        s.serialize_str(self.text())
     }
 }
 

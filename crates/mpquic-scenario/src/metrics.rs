@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use mpquic::PathClose;
+use mpquic_choice::PathClose;
 use serde::{Deserialize, Serialize};
 
 mod catalogue;

@@ -303,7 +303,7 @@ pub struct FlowSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub backup_paths: Vec<usize>,
     /// Controller with its parameters in one string, as the library reads it
-    /// (`mpquic::Congestion`): `newreno`, `cubic` (the stack's own, uncoupled per path), or an
+    /// (`mpquic_choice::Congestion`): `newreno`, `cubic` (the stack's own, uncoupled per path), or an
     /// mpquic-cc name with parameters, `"amp:beta=4,tau=8"`, or the name of a controller the
     /// program registered (`mpquic_cc::register`). Kernel flows: the kernel's name.
     #[serde(default)]
@@ -563,7 +563,7 @@ pub struct TransportSettings {
     /// `exact` is its old name, `batched` the old name of `auto`).
     pub ecn: String,
     /// The mpquic packet scheduler over the coupled controller: `stack`, `lowest-rtt`,
-    /// `round-robin`, `ecf`, or a name the program registered (`mpquic::register_scheduler`)
+    /// `round-robin`, `ecf`, or a name the program registered (`mpquic_choice::register_scheduler`)
     /// (mpquic-cc controllers only).
     pub scheduler: String,
     /// The data-center ACK profile: the `max_ack_delay` each end asks its peer to use (QUIC's
@@ -784,10 +784,10 @@ fn over_paper_default<'de, D: serde::Deserializer<'de>>(d: D) -> Result<LinkConf
     LinkConfig::deserialize(d).map(|l| l.or(&LinkConfig::paper_default()))
 }
 
-/// The library's default controller (`mpquic::Congestion::default()`, AMP), as the CLI's: one
+/// The library's default controller (`mpquic_choice::Congestion::default()`, AMP), as the CLI's: one
 /// default everywhere.
 fn default_controller() -> String {
-    mpquic::Congestion::default().name().into()
+    mpquic_choice::Congestion::default().name().into()
 }
 fn default_host_buffer() -> usize {
     10_000

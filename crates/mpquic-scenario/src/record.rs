@@ -6,7 +6,7 @@
 //! differently (the simulator's exact buckets against the testbed's samples), the difference is
 //! in the data a backend fills, stated at each field, not in two computations.
 
-use mpquic::PathClose;
+use mpquic_choice::PathClose;
 use serde::{Deserialize, Serialize};
 
 use crate::metrics::Outcome;

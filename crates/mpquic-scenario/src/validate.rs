@@ -13,10 +13,10 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
         return Err(at("duration", "must be > 0"));
     }
     controller(&s.controller, "controller")?;
-    s.transport.ecn.parse::<mpquic::EcnPrecision>().map_err(|e| at("transport.ecn", e))?;
+    s.transport.ecn.parse::<mpquic_choice::EcnPrecision>().map_err(|e| at("transport.ecn", e))?;
     s.transport
         .scheduler
-        .parse::<mpquic::Scheduler>()
+        .parse::<mpquic_choice::Scheduler>()
         .map_err(|e| at("transport.scheduler", e.to_string()))?;
     link(&s.link, "link")?;
     let expanded = s.topology.expand().map_err(|e| at("topology", e.to_string()))?;
@@ -223,7 +223,7 @@ fn some(list: &[&str]) -> String {
 
 /// A controller string as the library reads it.
 fn controller(spec: &str, path: &str) -> Result<(), ScenarioError> {
-    spec.parse::<mpquic::Congestion>()
+    spec.parse::<mpquic_choice::Congestion>()
         .map(|_| ())
         .map_err(|e| at(path, format!("controller `{spec}`: {e}")))
 }

@@ -1,6 +1,6 @@
 //! The report metrics over a hand-made outcome: what each computes, per round and per job.
 
-use mpquic::PathClose;
+use mpquic_choice::PathClose;
 use mpquic_scenario::experiment::TableSpec;
 use mpquic_scenario::metrics::{
     comparison_table, compute, summarize, DelayLineSecond, FlowOutcome, LinkOutcome, Metrics,

@@ -179,7 +179,7 @@ impl Supervision {
 fn failed_at_peer(reason: &PathAbandonReason) -> bool {
     match reason {
         PathAbandonReason::RemoteAbandoned { error_code } => {
-            PathClose::of_peer_abandon(*error_code) == PathClose::Failed
+            mpquic::path_close_of_peer_abandon(*error_code) == PathClose::Failed
         }
         _ => false,
     }

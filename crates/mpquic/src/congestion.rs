@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 use mpquic_cc::{ConnectionSnapshot, Controller, EcnCodepoint, Event, Notice, PathId, RttSample};
 use noq::congestion::{self as noq_cc, ControllerFactory, ControllerMetrics, SendContext};
 
-use crate::scheduler::{ConnectionLoad, PathLoad, PathScheduler, Scheduler};
+use crate::{ConnectionLoad, PathLoad, PathScheduler, Scheduler};
 
 /// Called with every notice the controller produces, with the time it was drained.
 pub type NoticeSink = Box<dyn FnMut(Instant, &Notice) + Send>;
@@ -557,7 +557,7 @@ mod tests {
     use noq::congestion::{Controller as _, ControllerFactory, SendContext};
 
     use super::{slot_of, CoupledFactory, PathHandle, SharedController};
-    use crate::scheduler::Scheduler;
+    use crate::Scheduler;
 
     /// What the recorder saw, in order.
     type Log = Arc<std::sync::Mutex<Vec<(PathId, Event)>>>;

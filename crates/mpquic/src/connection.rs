@@ -19,8 +19,9 @@ use tracing::Instrument;
 use crate::congestion::{slot_of, SharedController, SlotReport};
 pub use crate::failover::FailoverEvent;
 use crate::options::Transport;
-use crate::path_close::PathClose;
+use crate::path_close::of_abandon;
 use crate::supervisor::{PathSupervisor, PathView, SupervisorAction};
+use crate::PathClose;
 
 /// One path to open: a remote address and, optionally, the local address to send from.
 ///
@@ -534,7 +535,7 @@ impl MultipathConnection {
             let mut ledger = self.ledger();
             ledger.get_mut(&id).map(|r| {
                 let close = if connection_open {
-                    PathClose::of_abandon(reason, r.failing)
+                    of_abandon(reason, r.failing)
                 } else {
                     PathClose::ConnectionEnd
                 };

@@ -45,7 +45,6 @@ mod options;
 mod path_close;
 #[cfg(feature = "qlog")]
 pub mod qlog;
-mod scheduler;
 mod supervisor;
 pub mod tls;
 
@@ -57,13 +56,17 @@ pub use endpoint::{Accepting, Client, Error, Server};
 pub use failover::PathFailure;
 pub use mpquic_cc;
 pub use mpquic_cc::EcnCodepoint;
-pub use noq;
-pub use options::{Congestion, EcnPrecision, InvalidOptions, Options};
-pub use path_close::PathClose;
-pub use scheduler::{
-    register_scheduler, registered_schedulers, ConnectionLoad, CustomScheduler, Ecf, PathLoad,
-    PathScheduler, RegisterSchedulerError, Scheduler, UnknownScheduler,
+pub use mpquic_choice;
+/// The choices a connection is made of, with their parsers: `mpquic_choice`'s, shared with the
+/// command line and the experiment language.
+pub use mpquic_choice::{
+    register_scheduler, registered_schedulers, Congestion, ConnectionLoad, CustomScheduler, Ecf,
+    EcnPrecision, PathClose, PathLoad, PathScheduler, RegisterSchedulerError, Scheduler,
+    UnknownScheduler,
 };
+pub use noq;
+pub use options::{InvalidOptions, Options};
+pub use path_close::path_close_of_peer_abandon;
 pub use tls::{CertRole, ClientAuth, Identity, PemPair, TlsError, Trust};
 
 /// The crate README's example (the README of the repository repeats it) compiles.

@@ -1,155 +1,16 @@
 //! Per-connection transport options and the noq `TransportConfig` they make.
 
-use std::fmt;
 use std::path::PathBuf;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mpquic_cc::{ConfigError, ControllerChoice, ControllerConfig, ControllerKind, EcnCodepoint};
+use mpquic_cc::EcnCodepoint;
 use noq::{AckFrequencyConfig, TransportConfig, VarInt};
 use serde::Serialize;
 
 use crate::congestion::{CoupledFactory, SharedController};
 use crate::failover::PathFailure;
-use crate::scheduler::Scheduler;
-
-/// Which congestion control a connection runs.
-///
-/// Parsed from one string, `name` or `name:key=value,key=value`, as the command line takes it;
-/// bad names and parameters are refused with the reason:
-///
-/// ```
-/// use mpquic::Congestion;
-///
-/// let amp: Congestion = "amp:beta=8,tau=4".parse()?;
-/// assert_eq!(amp.name(), "amp");
-/// assert_eq!("cubic".parse(), Ok(Congestion::StackCubic));
-/// // The same from a name and separate parameters:
-/// assert_eq!(Congestion::parse("amp", ["beta=8", "tau=4"]), Ok(amp));
-///
-/// let err = "amp:alpha=1".parse::<Congestion>().unwrap_err();
-/// assert!(err.to_string().contains("no parameter `alpha`"), "{err}");
-/// # Ok::<(), mpquic::mpquic_cc::ConfigError>(())
-/// ```
-///
-/// A controller registered with [`mpquic_cc::register`] is chosen by its name the same way, from
-/// this parser and so from every command line, simulator run and scenario file that takes a
-/// controller string (see `Write your own controller` in the README).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(untagged)]
-pub enum Congestion {
-    /// One of mpquic-cc's controllers, coupled across the connection's paths.
-    Coupled(ControllerConfig),
-    /// A controller registered by the program ([`mpquic_cc::register`]), with its parameters.
-    Custom(ControllerChoice),
-    /// noq's own Cubic on every path, uncoupled: the "no coupling" baseline.
-    StackCubic,
-    /// noq's own NewReno on every path, uncoupled.
-    StackNewReno,
-}
-
-impl Congestion {
-    /// Parse a controller name (`cubic`, `newreno`, any mpquic-cc name or a registered one) and
-    /// `key=value` parameters.
-    pub fn parse<'a>(
-        name: &str,
-        params: impl IntoIterator<Item = &'a str>,
-    ) -> Result<Self, ConfigError> {
-        let stack = match name.to_ascii_lowercase().as_str() {
-            "cubic" => Congestion::StackCubic,
-            "newreno" => Congestion::StackNewReno,
-            _ if name.parse::<ControllerKind>().is_err() => {
-                return ControllerChoice::parse(name, params).map(Congestion::Custom)
-            }
-            _ => return ControllerConfig::parse(name, params).map(Congestion::Coupled),
-        };
-        match params.into_iter().next() {
-            Some(param) => Err(ConfigError::UnknownParameter {
-                controller: stack.name(),
-                param: param.split('=').next().unwrap_or(param).to_owned(),
-                known: "none",
-            }),
-            None => Ok(stack),
-        }
-    }
-
-    /// The controller's name.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Congestion::Coupled(config) => config.kind().name(),
-            Congestion::Custom(choice) => choice.name(),
-            Congestion::StackCubic => "cubic",
-            Congestion::StackNewReno => "newreno",
-        }
-    }
-}
-
-impl fmt::Display for Congestion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Congestion {
-    type Err = ConfigError;
-
-    /// A controller spec in one string: `name` or `name:key=value,key=value` (`amp:beta=4,tau=8`).
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let (name, params) = s.split_once(':').unwrap_or((s, ""));
-        Congestion::parse(name.trim(), params.split(',').map(str::trim).filter(|p| !p.is_empty()))
-    }
-}
-
-impl Default for Congestion {
-    fn default() -> Self {
-        Congestion::Coupled(ControllerConfig::with_defaults(ControllerKind::Amp))
-    }
-}
-
-/// How the sender's ACK feedback is shaped for ECN.
-///
-/// The controller always gets exact CE counts: the stack hands over the increase of the peer's
-/// CE count with every ACK frame (`third_party/noq-proto`, patch 1), whatever the frame covers.
-/// What this chooses is only the granularity the network and the receiver see.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum EcnPrecision {
-    /// GSO batches and the stack's ACK frequency: the counts are exact, at the stack's speed.
-    #[default]
-    Auto,
-    /// A measurement option: one packet per datagram and an ACK for every packet, so that a
-    /// queue that marks whole GSO batches (one skb) marks single packets instead. Costs 2-3x the
-    /// CPU per byte. `exact` is its name from before the counts came from the ACK frame.
-    PerPacket,
-}
-
-impl EcnPrecision {
-    /// Every setting.
-    pub const ALL: [EcnPrecision; 2] = [EcnPrecision::Auto, EcnPrecision::PerPacket];
-
-    /// The name used on command lines.
-    pub fn name(self) -> &'static str {
-        match self {
-            EcnPrecision::Auto => "auto",
-            EcnPrecision::PerPacket => "per-packet",
-        }
-    }
-}
-
-impl FromStr for EcnPrecision {
-    type Err = String;
-
-    /// Also reads the names of earlier releases, with the same wire behaviour: `exact` (GSO off,
-    /// an ACK per packet) and `batched` (the stack's defaults).
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.to_ascii_lowercase().as_str() {
-            "auto" | "batched" => Ok(EcnPrecision::Auto),
-            "per-packet" | "exact" => Ok(EcnPrecision::PerPacket),
-            _ => Err(format!("unknown ECN precision `{s}` (known: auto, per-packet)")),
-        }
-    }
-}
+use crate::{Congestion, EcnPrecision, Scheduler};
 
 /// Everything that shapes one connection's transport.
 ///
@@ -436,20 +297,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_controller_spec_is_one_string_with_its_parameters() {
-        let Ok(Congestion::Coupled(ControllerConfig::Amp(amp))) = "amp:beta=8, tau=4".parse()
-        else {
-            panic!("not amp")
-        };
-        assert_eq!((amp.beta, amp.tau), (8.0, 4));
-        assert_eq!("newreno".parse::<Congestion>().map(|c| c.name()), Ok("newreno"));
-        assert_eq!("cubic".parse::<Congestion>().map(|c| c.name()), Ok("cubic"));
-        let err = "cubic:beta=1".parse::<Congestion>().unwrap_err().to_string();
-        assert!(err.contains("beta"), "{err}");
-        assert!("vegas".parse::<Congestion>().is_err());
-    }
-
-    #[test]
     fn the_ack_profile_asks_the_peer_only_when_told_to() {
         let options = Options::default();
         assert!(options.ack_frequency().is_none(), "noq's defaults, no extension frames");
@@ -468,15 +315,5 @@ mod tests {
         assert!(err.contains("outside noq's 1 ms ..= 25 ms"), "{err}");
         let too_large = Options { receive_window: Some(u64::MAX), ..Options::default() };
         assert!(too_large.validate().unwrap_err().to_string().contains("too large"));
-    }
-
-    #[test]
-    fn ecn_precision_reads_its_old_names_with_the_same_wire_behaviour() {
-        assert_eq!("exact".parse(), Ok(EcnPrecision::PerPacket));
-        assert_eq!("batched".parse(), Ok(EcnPrecision::Auto));
-        for p in EcnPrecision::ALL {
-            assert_eq!(p.name().parse(), Ok(p));
-        }
-        assert!("sometimes".parse::<EcnPrecision>().unwrap_err().contains("per-packet"));
     }
 }

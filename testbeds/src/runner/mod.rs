@@ -282,7 +282,7 @@ fn host(net: &Net, name: &str) -> Result<usize> {
 /// The CLI's controller, its parameters, the CE-count precision and the run's shared QUIC
 /// settings, as arguments.
 fn transport_args(controller: &MpquicController, ecn: EcnPrecision, quic: &Quic) -> Vec<String> {
-    let mut args = ["--cc", controller.text(), "--ecn", ecn.name()].map(String::from).to_vec();
+    let mut args = ["--cc", &controller.spec(), "--ecn", ecn.name()].map(String::from).to_vec();
     args.extend(quic.args());
     args
 }

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use mpquic::PathClose;
+use mpquic_choice::PathClose;
 
 use super::{DelayLineSecond, FlowOutcome, LinkOutcome, Outcome, PathOutcome, QueueOutcome};
 

@@ -124,7 +124,7 @@ impl fmt::Debug for CustomScheduler {
     }
 }
 
-/// A packet-scheduling policy, chosen per connection ([`crate::Options::scheduler`]).
+/// A packet-scheduling policy, chosen per connection (`mpquic::Options::scheduler`).
 #[derive(Debug, Clone, Default)]
 pub enum Scheduler {
     /// noq's order: the lowest path id with window room sends. A path opened mid-transfer gets
@@ -266,7 +266,7 @@ pub enum RegisterSchedulerError {
 /// whose marks pass a fifth is kept from new data while another path can send.
 ///
 /// ```
-/// use mpquic::{register_scheduler, ConnectionLoad, PathLoad, PathScheduler, Scheduler};
+/// use mpquic_choice::{register_scheduler, ConnectionLoad, PathLoad, PathScheduler, Scheduler};
 ///
 /// #[derive(Debug)]
 /// struct Coolest;
@@ -289,8 +289,8 @@ pub enum RegisterSchedulerError {
 ///
 /// register_scheduler("coolest", || Box::new(Coolest))?;
 /// // From now on the name works wherever a built-in's does:
-/// let options = mpquic::Options { scheduler: "coolest".parse()?, ..Default::default() };
-/// assert_eq!(options.scheduler.name(), "coolest");
+/// let scheduler: Scheduler = "coolest".parse()?;
+/// assert_eq!(scheduler.name(), "coolest");
 /// // A connection of the program's own can also take it unregistered:
 /// let _ = Scheduler::custom("coolest", || Box::new(Coolest));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
