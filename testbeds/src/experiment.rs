@@ -239,7 +239,7 @@ fn write(c: &Compiled, out: &Path, rounds: Option<usize>, g: Gathered) -> Result
     results.failed = g.failed;
     results.analyses = g.analysed;
     let tables = results.write(out).map_err(anyhow::Error::msg)?;
-    mpquic_plot::sweep::write_sweep_plot(&out.join("sweep.svg"), e, &results.summary)?;
+    mpquic_scenario::sweep_plot::write_sweep_plot(&out.join("sweep.svg"), e, &results.summary)?;
     if let Some(link) = e.base.report.as_ref().and_then(|r| r.link.as_deref()) {
         let points = e.points.iter().map(|p| p.name()).zip(g.queues).collect();
         plots::queue_cdf(&out.join("queue-cdf.svg"), link, points)?;

@@ -17,7 +17,8 @@ use plotters::prelude::*;
 pub struct PlotError(String);
 
 impl PlotError {
-    pub(crate) fn of(e: impl Display) -> PlotError {
+    /// The backend's error, for callers that draw into the areas of [`stacked_svg`] themselves.
+    pub fn of(e: impl Display) -> PlotError {
         PlotError(e.to_string())
     }
 }

@@ -5,10 +5,10 @@
 //! path has one colour everywhere, and its charts from [`chart`]: a captioned panel with a mesh
 //! ([`chart::panel`]), line plots for time series and CDFs ([`chart::write_line_plot`]), sweep
 //! lines with min-max error bars ([`chart::draw_sweep_lines`]), and the legend. An experiment
-//! file's `[plot]` is drawn by [`sweep::write_sweep_plot`], for the simulator and the testbed.
+//! file's `[plot]` is drawn from these by `mpquic_scenario::sweep_plot`, for the simulator and
+//! the testbed: this crate knows nothing of experiments, so the CLI's report builds without them.
 
 pub mod chart;
 pub mod palette;
-pub mod sweep;
 
 pub use chart::PlotError;

@@ -36,6 +36,7 @@ pub mod results;
 pub mod rng;
 pub mod shift;
 pub mod shift_time;
+pub mod sweep_plot;
 pub mod tables;
 pub mod units;
 pub mod validate;

@@ -5,16 +5,16 @@
 
 use std::path::Path;
 
-use mpquic_scenario::experiment::PanelSpec;
-use mpquic_scenario::metrics::SummaryRow;
-use mpquic_scenario::Experiment;
+use mpquic_plot::chart::{self, Axes, PlotError, SweepLine, SweepPoint};
+use mpquic_plot::palette::controller_color;
 use plotters::prelude::{IntoLogRange, SeriesLabelPosition};
 
-use crate::chart::{self, Axes, PlotError, SweepLine, SweepPoint};
-use crate::palette::controller_color;
+use crate::experiment::PanelSpec;
+use crate::metrics::SummaryRow;
+use crate::Experiment;
 
 /// Draw the `[plot]` of `e` into `path` from `summary`, one row per point of `e` in order (its
-/// series and x are the point's place, [`mpquic_scenario::experiment::Point::place`]). Draws
+/// series and x are the point's place, [`crate::experiment::Point::place`]). Draws
 /// nothing when the file has no `[plot]`.
 pub fn write_sweep_plot(
     path: &Path,

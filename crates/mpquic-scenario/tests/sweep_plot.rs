@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use mpquic_plot::palette::controller_color;
-use mpquic_plot::sweep::write_sweep_plot;
 use mpquic_scenario::metrics::{Spread, SummaryRow};
+use mpquic_scenario::sweep_plot::write_sweep_plot;
 use mpquic_scenario::Experiment;
 
 const INCAST: &str = r#"name = "E1 incast"

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use mpquic_plot::sweep::write_sweep_plot;
+use mpquic_scenario::sweep_plot::write_sweep_plot;
 
 use mpquic_scenario::analyses::{self, Backend};
 use mpquic_scenario::metrics::compute;
