@@ -15,31 +15,11 @@
 //! file naming an analysis or metric not declared here is refused at its line in both backends.
 
 use crate::error::{at, ScenarioError};
-use crate::experiment::ReportSpec;
 use crate::metrics::{in_group, Metrics};
 use crate::record::RunRecord;
-use crate::Scenario;
+use crate::sections::ReportSpec;
 
-/// What an analysis reads of one run.
-#[derive(Debug, Clone, Copy)]
-pub struct Run<'a> {
-    /// The run's record.
-    pub record: &'a RunRecord,
-    /// The point's scenario (its sweep values applied; the testbed's `[netns] set` too).
-    pub point: &'a Scenario,
-    /// The experiment file's scenario as written (before the sweep).
-    pub file: &'a Scenario,
-}
-
-/// One metric (`metric`, with its `[selector]`) of a run over the given flows (indices into
-/// [`RunRecord::flows`]); NaN where it cannot say.
-pub type Compute = fn(&Run, &str, Option<&str>, &[usize]) -> f64;
-
-/// One row of an analysis's table: (column, value) in column order.
-pub type Row = Vec<(&'static str, serde_json::Value)>;
-
-/// An analysis's rows of one run (every row has the same columns), or why there are none.
-pub type Rows = fn(&Run) -> Result<Vec<Row>, String>;
+pub use crate::record::{Compute, Row, Rows, Run};
 
 /// A backend that runs experiment files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

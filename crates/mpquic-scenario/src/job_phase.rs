@@ -19,8 +19,7 @@
 //!   the aggregator, else 0: the jobs never ran beside a background that was done;
 //! - `bg_paths_open`, `bg_paths`: their reported paths still open at the end, and all of them.
 
-use crate::analyses::Run;
-use crate::record::{AggregatorFacts, FlowFacts, JobFacts, LinkSample, RunRecord};
+use crate::record::{AggregatorFacts, FlowFacts, JobFacts, LinkSample, Run, RunRecord};
 
 /// The `job_phase` metric `metric` of the run, the given flows being the background.
 pub fn compute(run: &Run, metric: &str, _: Option<&str>, flows: &[usize]) -> f64 {

@@ -8,6 +8,7 @@
 //!   testbed's scaling).
 //! - [`expand`]: topology shapes into hosts, switches and links; host ranges, counts and
 //!   workloads into flows.
+//! - [`sections`]: the file's sweep axes, report and plot sections.
 //! - [`experiment`]: sweep axes and seeds into runs; [`Experiment::load`] checks a file and
 //!   reports `file:line:column: reason`.
 //! - [`validate`]: the checks of one scenario.
@@ -34,6 +35,7 @@ pub mod phases;
 pub mod record;
 pub mod results;
 pub mod rng;
+pub mod sections;
 pub mod shift;
 pub mod shift_time;
 pub mod sweep_plot;

@@ -173,7 +173,8 @@ pub struct QueueOutcome {
 }
 
 /// Whether the report names known metrics, the plot and tables only report metrics, and the
-/// plot's x is an axis.
+/// plot's x is an axis (the analyses' metrics are [`crate::analyses::check`]'s, which the
+/// experiment asks first).
 pub fn check_report(s: &Scenario) -> Result<(), ScenarioError> {
     let Some(report) = &s.report else {
         return match &s.plot {
@@ -181,7 +182,6 @@ pub fn check_report(s: &Scenario) -> Result<(), ScenarioError> {
             None => Ok(()),
         };
     };
-    crate::analyses::check(report)?;
     for (i, m) in report.metrics.iter().enumerate() {
         for operand in operands(m).into_iter().filter(|o| o.parse::<f64>().is_err()) {
             let name = operand.split_once('@').map_or(operand, |(n, _)| n);

@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::experiment::{Axis, PlotSpec, ReportSpec};
+use crate::sections::{Axis, PlotSpec, ReportSpec};
 use crate::units::{de_bytes, de_bytes_opt, Amount, Dur, Rate};
 
 /// Link parameters; every field may be left out to take the scenario's default.

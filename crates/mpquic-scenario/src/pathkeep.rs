@@ -7,8 +7,7 @@
 
 use serde_json::json;
 
-use crate::analyses::{Row, Run};
-use crate::record::{LinkSample, PathFacts, RunRecord};
+use crate::record::{LinkSample, PathFacts, Row, Run, RunRecord};
 
 const NAME: &str = "pathkeep";
 

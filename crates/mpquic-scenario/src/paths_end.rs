@@ -6,7 +6,7 @@
 //! where a closed path is not active), summed over the metric's flows; NaN where none runs
 //! such a controller.
 
-use crate::analyses::Run;
+use crate::record::Run;
 
 /// The `paths_end` metric `metric` of the run over the given flows.
 pub fn compute(run: &Run, metric: &str, _: Option<&str>, flows: &[usize]) -> f64 {

@@ -16,9 +16,8 @@
 //! by the middle are its path openings by then (NaN where the backend does not record them:
 //! the testbed's kernel MPTCP flows).
 
-use crate::analyses::Run;
 use crate::model::Scenario;
-use crate::record::{FlowFacts, FlowSeries, PathEventKind, RunRecord};
+use crate::record::{FlowFacts, FlowSeries, PathEventKind, Run, RunRecord};
 use crate::units::Dur;
 
 /// The instants at which a scenario's timeline changes (flow starts and stops, path openings),
@@ -152,7 +151,7 @@ mod tests {
 
     /// E4's timeline: f1 opens paths at 0, 5 and 15 s, f2 starts at 20 s, f4 at 10 s; 25 s.
     fn e4() -> Scenario {
-        crate::parse_scenario(
+        toml::from_str(
             r#"
 name = "e4"
 duration = "25s"

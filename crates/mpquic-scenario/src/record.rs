@@ -10,6 +10,7 @@ use mpquic_choice::PathClose;
 use serde::{Deserialize, Serialize};
 
 use crate::metrics::Outcome;
+use crate::model::Scenario;
 use crate::units::Dur;
 
 /// One (point, seed) run, in the backends' common terms.
@@ -246,6 +247,29 @@ pub fn closed_at_end(
         })
         .collect()
 }
+
+/// What an analysis ([`crate::analyses`]) reads of one run: the record and the scenarios it
+/// ran. Here, with the record, so that each analysis module and the table of analyses import it
+/// from below rather than from each other.
+#[derive(Debug, Clone, Copy)]
+pub struct Run<'a> {
+    /// The run's record.
+    pub record: &'a RunRecord,
+    /// The point's scenario (its sweep values applied; the testbed's `[netns] set` too).
+    pub point: &'a Scenario,
+    /// The experiment file's scenario as written (before the sweep).
+    pub file: &'a Scenario,
+}
+
+/// One metric (`metric`, with its `[selector]`) of a run over the given flows (indices into
+/// [`RunRecord::flows`]); NaN where it cannot say.
+pub type Compute = fn(&Run, &str, Option<&str>, &[usize]) -> f64;
+
+/// One row of an analysis's table: (column, value) in column order.
+pub type Row = Vec<(&'static str, serde_json::Value)>;
+
+/// An analysis's rows of one run (every row has the same columns), or why there are none.
+pub type Rows = fn(&Run) -> Result<Vec<Row>, String>;
 
 #[cfg(test)]
 mod tests {

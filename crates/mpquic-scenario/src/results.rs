@@ -16,9 +16,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use crate::analyses::{self, Backend};
-use crate::experiment::{ReportSpec, TableSpec};
 use crate::metrics::{short, summarize, Metrics, SummaryRow, CATALOGUE};
 use crate::model::FlowKind;
+use crate::sections::{ReportSpec, TableSpec};
 use crate::tables::markdown;
 use crate::Experiment;
 

@@ -26,8 +26,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::analyses::Run;
-use crate::record::{FlowSeries, RunRecord};
+use crate::record::{FlowSeries, Run, RunRecord};
 
 /// The width of a bin, seconds.
 pub const BIN_S: f64 = 0.01;

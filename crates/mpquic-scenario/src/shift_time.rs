@@ -18,9 +18,8 @@
 //! sent nothing on either path do not count as moved. `during_share` and `during_rate_gbps`
 //! are over the second half of the cross flow's time.
 
-use crate::analyses::Run;
 use crate::phases::timeline;
-use crate::record::{PathFacts, RunRecord};
+use crate::record::{PathFacts, Run, RunRecord};
 use crate::units::{Dur, Ps};
 
 /// "Moved": the crossed path's share below this fraction of its pre-cross value...

@@ -9,8 +9,8 @@ use mpquic_plot::chart::{self, Axes, PlotError, SweepLine, SweepPoint};
 use mpquic_plot::palette::controller_color;
 use plotters::prelude::{IntoLogRange, SeriesLabelPosition};
 
-use crate::experiment::PanelSpec;
 use crate::metrics::SummaryRow;
+use crate::sections::PanelSpec;
 use crate::Experiment;
 
 /// Draw the `[plot]` of `e` into `path` from `summary`, one row per point of `e` in order (its

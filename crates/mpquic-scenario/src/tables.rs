@@ -3,9 +3,9 @@
 //! of one axis ([`crate::experiment::TableSpec`]).
 
 use crate::error::{at, ScenarioError};
-use crate::experiment::{label, Compare, TableSpec};
 use crate::metrics::{cell, short, Spread, SummaryRow};
 use crate::model::Scenario;
+use crate::sections::{label, Compare, TableSpec};
 
 /// One column of a table.
 pub enum Column<'a> {
