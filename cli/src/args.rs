@@ -105,11 +105,22 @@ fn parse_rate(s: &str) -> Result<u64, String> {
     }
 }
 
+/// The help of `--cc`: every name the controller parser takes, from the library's one list
+/// (`mpquic_cc::names`: the built-ins, the registered ones, the embedding program's included, and
+/// the stack's own).
+fn cc_help() -> String {
+    let names = mpquic::mpquic_cc::names().join(", ");
+    format!(
+        "Congestion controller: {names}; with its parameters in the same string \
+         (`amp:beta=4,tau=8`) or as --cc-param."
+    )
+}
+
 /// How the connection behaves: controller, scheduler, ECN precision, qlog.
 #[derive(Args, Debug, Clone)]
 pub struct TransportArgs {
-    /// Congestion controller: amp, xmp, dcm, mptcp-d, mmptcp, lia, olia, balia, dctcp, reno, prague (L4S: ECT(1), RFC 9331), cprague (Prague coupled over the paths), cubic (noq's own, uncoupled), or a name the embedding program registered; with its parameters in the same string (`amp:beta=4,tau=8`) or as --cc-param.
-    #[arg(long, default_value = "amp")]
+    /// Congestion controller (the help lists every name: [`cc_help`]).
+    #[arg(long, default_value = Congestion::default().name(), help = cc_help())]
     pub cc: String,
     /// Controller parameter as key=value (repeatable), e.g. --cc-param beta=4.
     #[arg(long = "cc-param", value_name = "KEY=VALUE")]
@@ -837,7 +848,8 @@ mod tests {
             let t = <T as clap::Parser>::try_parse_from(["t"].iter().chain(args)).unwrap();
             t.transport.options().unwrap()
         };
-        let mut specs: Vec<String> = Congestion::names().into_iter().map(String::from).collect();
+        let names = mpquic::mpquic_cc::names();
+        let mut specs: Vec<String> = names.into_iter().map(String::from).collect();
         specs.extend(
             ["amp:beta=8,tau=4,ssr=false,initial_window=shared", "mptcp-d:alpha=1.25,ese=false"]
                 .map(String::from),

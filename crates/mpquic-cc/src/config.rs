@@ -40,34 +40,38 @@ pub enum ControllerKind {
 }
 
 impl ControllerKind {
-    /// Every kind, in the order they are documented.
-    pub const ALL: [ControllerKind; 10] = [
-        ControllerKind::Amp,
-        ControllerKind::Xmp,
-        ControllerKind::Dcm,
-        ControllerKind::MptcpD,
-        ControllerKind::Mmptcp,
-        ControllerKind::Lia,
-        ControllerKind::Olia,
-        ControllerKind::Balia,
-        ControllerKind::Dctcp,
-        ControllerKind::Reno,
+    /// Every kind with its name on command lines and in results, in the order they are
+    /// documented: the one table of built-in names ([`ControllerKind::ALL`],
+    /// [`ControllerKind::name`], error messages and help texts through [`crate::names`]).
+    const TABLE: [(ControllerKind, &'static str); 10] = [
+        (ControllerKind::Amp, "amp"),
+        (ControllerKind::Xmp, "xmp"),
+        (ControllerKind::Dcm, "dcm"),
+        (ControllerKind::MptcpD, "mptcp-d"),
+        (ControllerKind::Mmptcp, "mmptcp"),
+        (ControllerKind::Lia, "lia"),
+        (ControllerKind::Olia, "olia"),
+        (ControllerKind::Balia, "balia"),
+        (ControllerKind::Dctcp, "dctcp"),
+        (ControllerKind::Reno, "reno"),
     ];
+
+    /// Every kind, in the order they are documented.
+    pub const ALL: [ControllerKind; 10] = {
+        let mut all = [ControllerKind::Amp; 10];
+        let mut i = 0;
+        while i < all.len() {
+            // The table lists the kinds in declaration order, so that `name` can index it.
+            assert!(ControllerKind::TABLE[i].0 as usize == i);
+            all[i] = ControllerKind::TABLE[i].0;
+            i += 1;
+        }
+        all
+    };
 
     /// The name used on command lines and in results.
     pub fn name(self) -> &'static str {
-        match self {
-            ControllerKind::Amp => "amp",
-            ControllerKind::Xmp => "xmp",
-            ControllerKind::Dcm => "dcm",
-            ControllerKind::MptcpD => "mptcp-d",
-            ControllerKind::Mmptcp => "mmptcp",
-            ControllerKind::Lia => "lia",
-            ControllerKind::Olia => "olia",
-            ControllerKind::Balia => "balia",
-            ControllerKind::Dctcp => "dctcp",
-            ControllerKind::Reno => "reno",
-        }
+        ControllerKind::TABLE[self as usize].1
     }
 }
 
@@ -92,7 +96,7 @@ impl FromStr for ControllerKind {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ConfigError {
     /// No controller has this name.
-    #[error("unknown controller `{0}` (known: amp, xmp, dcm, mptcp-d, mmptcp, lia, olia, balia, dctcp, reno, prague, cprague, or a registered name)")]
+    #[error("unknown controller `{0}` (known: {known})", known = crate::names().join(", "))]
     UnknownController(String),
     /// The controller has no parameter of this name.
     #[error("controller `{controller}` has no parameter `{param}` (it has: {known})")]
@@ -704,6 +708,20 @@ mod tests {
                 initial_window: InitialWindow::PerPath,
                 cwnd_min: 2
             })
+        );
+    }
+
+    #[test]
+    fn an_unknown_name_is_refused_with_every_name_from_the_one_table() {
+        let err = ControllerConfig::parse("vegas", []).unwrap_err().to_string();
+        for name in crate::names() {
+            assert!(err.contains(name), "{name} missing: {err}");
+        }
+        assert!(err.contains("amp, xmp, dcm, mptcp-d, mmptcp, lia, olia, balia, dctcp, reno"));
+        assert!(["prague", "cprague", "cubic", "newreno"].iter().all(|n| err.contains(n)), "{err}");
+        assert_eq!(
+            ControllerKind::ALL.map(ControllerKind::name),
+            ControllerKind::TABLE.map(|(_, n)| n)
         );
     }
 

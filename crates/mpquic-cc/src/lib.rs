@@ -98,8 +98,8 @@ pub mod coupled {
     pub use crate::core::{Core, Coupling, PathState, RoundStats, Slot, Sums};
 }
 pub use registry::{
-    is_valid_name, register, registered, ControllerChoice, Params, RegisterError, Registration,
-    TRANSPORT_NAMES,
+    is_valid_name, names, register, registered, ControllerChoice, Params, RegisterError,
+    Registration, TRANSPORT_NAMES,
 };
 pub use snapshot::{ConnectionSnapshot, PathSnapshot};
 

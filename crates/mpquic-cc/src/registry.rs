@@ -205,6 +205,15 @@ pub fn registered() -> Vec<&'static str> {
     REGISTRY.read().unwrap_or_else(|poisoned| poisoned.into_inner()).keys().copied().collect()
 }
 
+/// Every controller name a controller string may take, in the order they are documented: the
+/// built-ins ([`ControllerKind::ALL`]), the registered ones (this crate's Prague and cprague, and
+/// the program's), and the transport's own ([`TRANSPORT_NAMES`]). Error messages, help texts
+/// and plots list these, so a name is written once.
+pub fn names() -> Vec<&'static str> {
+    let builtins = ControllerKind::ALL.iter().map(|kind| kind.name());
+    builtins.chain(registered()).chain(TRANSPORT_NAMES).collect()
+}
+
 fn lookup(name: &str) -> Option<Arc<Entry>> {
     let registry = REGISTRY.read().unwrap_or_else(|poisoned| poisoned.into_inner());
     registry.get(name.to_ascii_lowercase().as_str()).cloned()

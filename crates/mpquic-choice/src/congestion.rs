@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use mpquic_cc::{ConfigError, ControllerChoice, ControllerConfig, ControllerKind};
+use mpquic_cc::{ConfigError, ControllerChoice, ControllerConfig, ControllerKind, TRANSPORT_NAMES};
 use serde::Serialize;
 
 /// Which congestion control a connection runs.
@@ -42,6 +42,10 @@ pub enum Congestion {
     StackNewReno,
 }
 
+/// The transport's own controllers, in the order of [`TRANSPORT_NAMES`], the names mpquic-cc
+/// keeps from registrations: their one table of names.
+const STACK: [Congestion; 2] = [Congestion::StackCubic, Congestion::StackNewReno];
+
 impl Congestion {
     /// Parse a controller name (`cubic`, `newreno`, any mpquic-cc name or a registered one) and
     /// `key=value` parameters.
@@ -49,13 +53,12 @@ impl Congestion {
         name: &str,
         params: impl IntoIterator<Item = &'a str>,
     ) -> Result<Self, ConfigError> {
-        let stack = match name.to_ascii_lowercase().as_str() {
-            "cubic" => Congestion::StackCubic,
-            "newreno" => Congestion::StackNewReno,
-            _ if name.parse::<ControllerKind>().is_err() => {
+        let stack = match TRANSPORT_NAMES.iter().position(|n| n.eq_ignore_ascii_case(name)) {
+            Some(i) => STACK[i].clone(),
+            None if name.parse::<ControllerKind>().is_err() => {
                 return ControllerChoice::parse(name, params).map(Congestion::Custom)
             }
-            _ => return ControllerConfig::parse(name, params).map(Congestion::Coupled),
+            None => return ControllerConfig::parse(name, params).map(Congestion::Coupled),
         };
         match params.into_iter().next() {
             Some(param) => Err(ConfigError::UnknownParameter {
@@ -65,15 +68,6 @@ impl Congestion {
             }),
             None => Ok(stack),
         }
-    }
-
-    /// Every controller name the parser takes, in the order they are documented: mpquic-cc's
-    /// built-ins, the controllers registered so far (those mpquic-cc adds on the registry
-    /// first) and the transport's own. Help texts, error messages and plots list these.
-    pub fn names() -> Vec<&'static str> {
-        let builtins = ControllerKind::ALL.iter().map(|kind| kind.name());
-        let registered = mpquic_cc::registered();
-        builtins.chain(registered).chain(mpquic_cc::TRANSPORT_NAMES).collect()
     }
 
     /// The spec in one string, as [`FromStr`] reads it back to this value: the name, then
@@ -109,8 +103,8 @@ impl Congestion {
         match self {
             Congestion::Coupled(config) => config.kind().name(),
             Congestion::Custom(choice) => choice.name(),
-            Congestion::StackCubic => "cubic",
-            Congestion::StackNewReno => "newreno",
+            Congestion::StackCubic => TRANSPORT_NAMES[0],
+            Congestion::StackNewReno => TRANSPORT_NAMES[1],
         }
     }
 }
@@ -180,7 +174,7 @@ mod tests {
     /// Every name the parser knows (built-ins, the transport's, the registered), and specs
     /// with parameters of every kind of value.
     fn specs() -> Vec<String> {
-        let mut specs: Vec<String> = Congestion::names().into_iter().map(String::from).collect();
+        let mut specs: Vec<String> = mpquic_cc::names().into_iter().map(String::from).collect();
         specs.extend(
             [
                 "amp:beta=8,tau=4,gamma=3,ssr=false,cwnd_min=1,initial_window=shared",
@@ -216,5 +210,8 @@ mod tests {
         assert_eq!(mmptcp.spec(), "mmptcp:deal=single");
         assert_eq!(Congestion::default().spec(), "amp");
         assert_eq!("cubic".parse::<Congestion>().unwrap().spec(), "cubic");
+        for stack in STACK {
+            assert_eq!(stack.name().parse::<Congestion>(), Ok(stack.clone()));
+        }
     }
 }

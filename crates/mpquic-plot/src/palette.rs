@@ -31,6 +31,8 @@ const MORE: [RGBColor; 2] = [RGBColor(174, 199, 232), RGBColor(255, 187, 120)];
 
 /// Which controller takes which colour: the controllers of the first plots keep theirs, and
 /// controllers added later take the next ones (a plot's colours do not change when one is added).
+/// An assignment of colours, not a list of controllers: the names are `mpquic_cc::names`'s (a
+/// test checks each is one), and a controller not here is drawn in [`OTHER`].
 const COLOUR_ORDER: [&str; 11] =
     ["amp", "xmp", "dcm", "mptcp-d", "mmptcp", "lia", "dctcp", "reno", "cubic", "olia", "balia"];
 
@@ -77,6 +79,14 @@ mod tests {
         // The colours of the first plots stay where they were.
         assert_eq!(controller_color("reno"), TAB10[8]);
         assert_eq!(controller_color("cubic"), TAB10[9]);
+    }
+
+    #[test]
+    fn every_coloured_name_is_a_controller_the_parser_knows() {
+        let names = mpquic_cc::names();
+        for name in COLOUR_ORDER {
+            assert!(names.contains(&name), "`{name}` has a colour but is no controller");
+        }
     }
 
     #[test]
