@@ -295,12 +295,7 @@ impl<'a> Point<'a> {
         scale: &'a NetnsSettings,
         net: &'a crate::topology::Net,
     ) -> Result<Self, ScenarioError> {
-        let ecn = s.transport.ecn.parse().map_err(|e: String| at("transport.ecn", e))?;
-        let scheduler = s
-            .transport
-            .scheduler
-            .parse()
-            .map_err(|e: mpquic::UnknownScheduler| at("transport.scheduler", e.to_string()))?;
+        let (ecn, scheduler) = (s.transport.ecn, s.transport.scheduler.clone());
         Ok(Point { s, scale, net, ecn, scheduler })
     }
 

@@ -2,7 +2,7 @@
 
 use std::str::FromStr;
 
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// How the sender's ACK feedback is shaped for ECN.
 ///
@@ -48,6 +48,14 @@ impl FromStr for EcnPrecision {
     }
 }
 
+/// From its name, through [`FromStr`] (the one parser: old names and any case too).
+impl<'de> Deserialize<'de> for EcnPrecision {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,5 +68,12 @@ mod tests {
             assert_eq!(p.name().parse(), Ok(p));
         }
         assert!("sometimes".parse::<EcnPrecision>().unwrap_err().contains("per-packet"));
+        let read: EcnPrecision = serde_json::from_str(r#""Exact""#).unwrap();
+        assert_eq!(read, EcnPrecision::PerPacket);
+        for p in EcnPrecision::ALL {
+            let json = serde_json::to_string(&p).unwrap();
+            assert_eq!(json, format!("\"{}\"", p.name()));
+            assert_eq!(serde_json::from_str::<EcnPrecision>(&json).unwrap(), p);
+        }
     }
 }

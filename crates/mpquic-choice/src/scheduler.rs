@@ -26,7 +26,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use mpquic_cc::PathId;
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 pub use ecf::Ecf;
 
@@ -193,6 +193,14 @@ impl Eq for Scheduler {}
 impl Serialize for Scheduler {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(self.name())
+    }
+}
+
+/// From its name, through [`FromStr`] (the one parser: a registered name too, once registered).
+impl<'de> Deserialize<'de> for Scheduler {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
     }
 }
 
@@ -410,6 +418,11 @@ pub(crate) mod tests {
         let err = "fastest".parse::<Scheduler>().unwrap_err();
         assert_eq!(err, UnknownScheduler("fastest".into()));
         assert!(err.to_string().contains("stack, lowest-rtt, round-robin, ecf"), "{err}");
+        for s in Scheduler::ALL {
+            let json = serde_json::to_string(&s).unwrap();
+            assert_eq!(serde_json::from_str::<Scheduler>(&json).unwrap(), s);
+        }
+        assert!(serde_json::from_str::<Scheduler>(r#""fastest""#).is_err());
     }
 
     /// The path with the most window room first.

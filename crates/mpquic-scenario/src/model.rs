@@ -7,6 +7,7 @@
 //! veth pairs, addresses, shaped egress queues). The standard shapes (many-to-one, dumbbell,
 //! two-path, fat-tree) are generators that expand into that list.
 
+use mpquic_choice::{EcnPrecision, Scheduler};
 use serde::{Deserialize, Serialize};
 
 use crate::sections::{Axis, PlotSpec, ReportSpec};
@@ -558,14 +559,14 @@ pub struct TransportSettings {
     /// default it keeps the CLI's (noq's 1.25 MB per stream), since a timed send stopped at a
     /// run's end first delivers all the window let it buffer.
     pub window: u64,
-    /// ACK shaping for ECN (the mpquic library's `EcnPrecision`): `auto` (GSO batches, the
-    /// stack's ACKs; counts are exact either way) or `per-packet` (GSO off, an ACK per packet;
-    /// `exact` is its old name, `batched` the old name of `auto`).
-    pub ecn: String,
+    /// ACK shaping for ECN, parsed when the file is read ([`EcnPrecision`]): `auto` (GSO
+    /// batches, the stack's ACKs; counts are exact either way) or `per-packet` (GSO off, an ACK
+    /// per packet; `exact` is its old name, `batched` the old name of `auto`).
+    pub ecn: EcnPrecision,
     /// The mpquic packet scheduler over the coupled controller: `stack`, `lowest-rtt`,
     /// `round-robin`, `ecf`, or a name the program registered (`mpquic_choice::register_scheduler`)
-    /// (mpquic-cc controllers only).
-    pub scheduler: String,
+    /// (mpquic-cc controllers only), parsed when the file is read ([`Scheduler`]).
+    pub scheduler: Scheduler,
     /// The data-center ACK profile: the `max_ack_delay` each end asks its peer to use (QUIC's
     /// ACK frequency extension, which noq implements: an ACK_FREQUENCY frame after the
     /// handshake), e.g. `"1ms"`. The probe timeout adds the peer's max_ack_delay, so noq's
@@ -600,8 +601,8 @@ impl Default for TransportSettings {
             mtu: 1400,
             initial_rtt: Dur::ms(1),
             window: 8 << 20,
-            ecn: "auto".into(),
-            scheduler: "stack".into(),
+            ecn: EcnPrecision::default(),
+            scheduler: Scheduler::default(),
             max_ack_delay: None,
             crypto: CryptoSuite::Null,
         }

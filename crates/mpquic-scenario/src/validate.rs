@@ -13,11 +13,6 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
         return Err(at("duration", "must be > 0"));
     }
     controller(&s.controller, "controller")?;
-    s.transport.ecn.parse::<mpquic_choice::EcnPrecision>().map_err(|e| at("transport.ecn", e))?;
-    s.transport
-        .scheduler
-        .parse::<mpquic_choice::Scheduler>()
-        .map_err(|e| at("transport.scheduler", e.to_string()))?;
     link(&s.link, "link")?;
     let expanded = s.topology.expand().map_err(|e| at("topology", e.to_string()))?;
     let names = Names::of(&expanded);

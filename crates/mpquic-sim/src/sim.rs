@@ -843,11 +843,8 @@ impl Sim {
         let invalid = ScenarioError::Invalid;
         let options = mpquic::Options {
             congestion: congestion.clone(),
-            scheduler: t
-                .scheduler
-                .parse()
-                .map_err(|e: mpquic::UnknownScheduler| invalid(e.to_string()))?,
-            ecn: t.ecn.parse().map_err(invalid)?,
+            scheduler: t.scheduler.clone(),
+            ecn: t.ecn,
             max_ack_delay: t.max_ack_delay.map(|d| Duration::from_nanos(d.0 / 1000)),
             receive_window: Some(t.window),
             max_paths: paths as u32,

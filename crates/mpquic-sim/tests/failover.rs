@@ -31,7 +31,7 @@ fn many_to_one_amp() -> Scenario {
         },
     );
     s.host_jitter = Dur::us(5);
-    s.transport.ecn = "per-packet".into();
+    s.transport.ecn = mpquic::EcnPrecision::PerPacket;
     for i in 0..4 {
         let mut f = FlowSpec::bulk(&format!("s{i}"), "r");
         f.controller = Some("amp".into());
@@ -94,7 +94,7 @@ fn two_path_amp(name: &str, backup_paths: Vec<usize>) -> Scenario {
         },
     );
     s.host_jitter = Dur::us(1);
-    s.transport.scheduler = "round-robin".into();
+    s.transport.scheduler = mpquic::Scheduler::RoundRobin;
     let mut flow = FlowSpec::bulk("src", "dst");
     flow.paths = 2;
     flow.backup_paths = backup_paths;
