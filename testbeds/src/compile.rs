@@ -271,7 +271,7 @@ fn spread_paths(f: &lang::FlowSpec, pairs: usize) -> Result<(usize, usize), Scen
 
 /// The controller of a kernel flow: the one it names, else [`KERNEL_DEFAULT`].
 fn kernel_controller(f: &lang::FlowSpec) -> Controller {
-    Controller::Kernel(f.controller.clone().unwrap_or_else(|| KERNEL_DEFAULT.to_string()))
+    Controller::Kernel(f.controller.as_ref().map_or(KERNEL_DEFAULT, |c| c.text()).to_string())
 }
 
 /// The controller of kernel flows that name none: Linux's default. The library's default
@@ -299,10 +299,15 @@ impl<'a> Point<'a> {
         Ok(Point { s, scale, net, ecn, scheduler })
     }
 
-    /// The mpquic controller `written` (none: the document's), parsed by the library.
-    fn mpquic_controller(&self, written: Option<&str>) -> Result<MpquicController, ScenarioError> {
-        let text = written.unwrap_or(&self.s.controller);
-        text.parse().map_err(|e| ScenarioError::Invalid(format!("netns: controller `{text}`: {e}")))
+    /// The mpquic controller `written` (none: the document's), as the library parsed it when
+    /// the file was read.
+    fn mpquic_controller(
+        &self,
+        written: Option<&lang::ControllerSpec>,
+    ) -> Result<MpquicController, ScenarioError> {
+        let spec = written.unwrap_or(&self.s.controller);
+        let invalid = |e| ScenarioError::Invalid(format!("netns: controller `{spec}`: {e}"));
+        Ok(MpquicController::new(spec.congestion().map_err(invalid)?.clone(), spec.text()))
     }
 
     /// One expanded flow as the runner starts it.
@@ -310,7 +315,7 @@ impl<'a> Point<'a> {
         let (kind, controller) = match f.kind {
             lang::FlowKind::Mpquic => (
                 FlowKind::Mpquic,
-                Controller::Mpquic(self.mpquic_controller(f.controller.as_deref())?),
+                Controller::Mpquic(self.mpquic_controller(f.controller.as_ref())?),
             ),
             lang::FlowKind::KernelTcp => (FlowKind::KernelTcp, kernel_controller(f)),
             lang::FlowKind::KernelMptcp => (FlowKind::KernelMptcp, kernel_controller(f)),
@@ -374,7 +379,7 @@ impl<'a> Point<'a> {
         else {
             return None;
         };
-        let controller = match self.mpquic_controller(controller.as_deref()) {
+        let controller = match self.mpquic_controller(controller.as_ref()) {
             Ok(c) => c,
             Err(e) => return Some(Err(at(format!("workloads.{i}.controller"), e.to_string()))),
         };

@@ -151,15 +151,12 @@ pub struct MpquicController {
     text: String,
 }
 
-impl std::str::FromStr for MpquicController {
-    type Err = mpquic::mpquic_cc::ConfigError;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Ok(MpquicController { congestion: text.parse()?, text: text.to_string() })
-    }
-}
-
 impl MpquicController {
+    /// The controller the library parsed from `text`.
+    pub fn new(congestion: Congestion, text: &str) -> Self {
+        MpquicController { congestion, text: text.to_string() }
+    }
+
     /// The controller's name (`amp`).
     pub fn name(&self) -> &'static str {
         self.congestion.name()
@@ -308,7 +305,7 @@ impl Flow {
             kind: FlowKind::Mpquic,
             from: "s".into(),
             to: "d".into(),
-            controller: Controller::Mpquic("amp".parse().unwrap()),
+            controller: Controller::Mpquic(MpquicController::new(Congestion::default(), "amp")),
             bytes,
             for_s,
             start_s: 0.0,

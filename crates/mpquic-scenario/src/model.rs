@@ -7,8 +7,11 @@
 //! veth pairs, addresses, shaped egress queues). The standard shapes (many-to-one, dumbbell,
 //! two-path, fat-tree) are generators that expand into that list.
 
-use mpquic_choice::{EcnPrecision, Scheduler};
+use std::fmt;
+
+use mpquic_choice::{Congestion, EcnPrecision, Scheduler};
 use serde::{Deserialize, Serialize};
+use serde::{Deserializer, Serializer};
 
 use crate::sections::{Axis, PlotSpec, ReportSpec};
 use crate::units::{de_bytes, de_bytes_opt, Amount, Dur, Rate};
@@ -253,6 +256,55 @@ pub enum Topology {
     },
 }
 
+/// A controller as a file names it, parsed once when the file is read: the library's controller
+/// spec ([`Congestion`]), or why the library does not take the name (a kernel flow may still:
+/// the kernel's `bbr`). The text as written stays with it: results, labels and the kernel's
+/// flows read that.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ControllerSpec {
+    text: String,
+    parsed: Result<Congestion, String>,
+}
+
+impl ControllerSpec {
+    /// The name and parameters as the file wrote them (`"amp:beta=4"`).
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The library's controller, or why the library does not take this name.
+    pub fn congestion(&self) -> Result<&Congestion, &str> {
+        self.parsed.as_ref().map_err(String::as_str)
+    }
+}
+
+impl From<&str> for ControllerSpec {
+    /// Parsed here, once ([`Congestion`]'s `FromStr`).
+    fn from(text: &str) -> Self {
+        let parsed = text.parse::<Congestion>().map_err(|e| e.to_string());
+        ControllerSpec { text: text.to_owned(), parsed }
+    }
+}
+
+impl fmt::Display for ControllerSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// As the text it was read from, so that results name it as the file did.
+impl Serialize for ControllerSpec {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.text)
+    }
+}
+
+impl<'de> Deserialize<'de> for ControllerSpec {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(|text| ControllerSpec::from(text.as_str()))
+    }
+}
+
 /// One flow: a QUIC connection from `from` (client, sends `bytes`) to `to` (server, answers
 /// `response_bytes`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -308,7 +360,7 @@ pub struct FlowSpec {
     /// mpquic-cc name with parameters, `"amp:beta=4,tau=8"`, or the name of a controller the
     /// program registered (`mpquic_cc::register`). Kernel flows: the kernel's name.
     #[serde(default)]
-    pub controller: Option<String>,
+    pub controller: Option<ControllerSpec>,
     /// When the client starts sending.
     #[serde(default)]
     pub start: Dur,
@@ -469,7 +521,7 @@ pub enum Workload {
         paths: usize,
         /// Controller.
         #[serde(default)]
-        controller: Option<String>,
+        controller: Option<ControllerSpec>,
     },
     /// Jobs: the aggregator sends `request_bytes` to each worker, each answers
     /// `response_bytes`; `parallel` jobs start every `interval`.
@@ -501,7 +553,7 @@ pub enum Workload {
         paths: usize,
         /// Controller.
         #[serde(default)]
-        controller: Option<String>,
+        controller: Option<ControllerSpec>,
     },
     /// Short flows of `bytes` between random distinct hosts (or from random hosts to
     /// `receiver`), Poisson arrivals at `rate` per second, from `start` to `stop`.
@@ -528,7 +580,7 @@ pub enum Workload {
         paths: usize,
         /// Controller.
         #[serde(default)]
-        controller: Option<String>,
+        controller: Option<ControllerSpec>,
         /// Run the handshake at the arrival (default true for short flows).
         #[serde(default = "yes")]
         handshake_at_start: bool,
@@ -729,7 +781,7 @@ pub struct Scenario {
     pub duration: Dur,
     /// Default controller of flows and workloads that name none (`"amp:beta=4"`).
     #[serde(default = "default_controller")]
-    pub controller: String,
+    pub controller: ControllerSpec,
     /// Switch routing.
     #[serde(default)]
     pub routing: Routing,
@@ -787,8 +839,8 @@ fn over_paper_default<'de, D: serde::Deserializer<'de>>(d: D) -> Result<LinkConf
 
 /// The library's default controller (`mpquic_choice::Congestion::default()`, AMP), as the CLI's: one
 /// default everywhere.
-fn default_controller() -> String {
-    mpquic_choice::Congestion::default().name().into()
+fn default_controller() -> ControllerSpec {
+    ControllerSpec::from(Congestion::default().name())
 }
 fn default_host_buffer() -> usize {
     10_000

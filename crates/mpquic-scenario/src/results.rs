@@ -215,7 +215,7 @@ fn kernel_flows_run_as_quic(e: &Experiment, backend: Backend) -> Vec<String> {
         let s = &point.scenario;
         let name = if point.labels.is_empty() { s.name.clone() } else { point.name() };
         for (i, flow) in s.flows.iter().enumerate().filter(|(_, f)| f.kind != FlowKind::Mpquic) {
-            let controller = flow.controller.as_deref().unwrap_or(&s.controller);
+            let controller = flow.controller.as_ref().unwrap_or(&s.controller).text();
             notes.push(format!(
                 "sim: {name}: flows.{i} (kind = {}) ran as an mpquic connection with the \
                  library's `{controller}` (the simulator has no kernel stack)",

@@ -5,7 +5,9 @@
 use crate::error::{at, ScenarioError};
 use crate::expand::host_range;
 use crate::expand::Expanded;
-use crate::model::{FlowKind, FlowSpec, LinkConfig, NetnsSettings, RepeatOver, Scenario, Workload};
+use crate::model::{
+    ControllerSpec, FlowKind, FlowSpec, LinkConfig, NetnsSettings, RepeatOver, Scenario, Workload,
+};
 
 /// Check `s`; the first problem found, at its field.
 pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
@@ -196,13 +198,13 @@ fn netns(n: &NetnsSettings) -> Result<(), ScenarioError> {
 
 fn paths_and_controller(
     paths: usize,
-    c: &Option<String>,
+    c: &Option<ControllerSpec>,
     here: &dyn Fn(&str) -> String,
 ) -> Result<(), ScenarioError> {
     if paths == 0 {
         return Err(at(here("paths"), "must be >= 1"));
     }
-    c.as_deref().map_or(Ok(()), |c| controller(c, &here("controller")))
+    c.as_ref().map_or(Ok(()), |c| controller(c, &here("controller")))
 }
 
 /// A few names of `list`, for error messages.
@@ -216,11 +218,9 @@ fn some(list: &[&str]) -> String {
     format!("hosts: {}{more}", shown.join(", "))
 }
 
-/// A controller string as the library reads it.
-fn controller(spec: &str, path: &str) -> Result<(), ScenarioError> {
-    spec.parse::<mpquic_choice::Congestion>()
-        .map(|_| ())
-        .map_err(|e| at(path, format!("controller `{spec}`: {e}")))
+/// A controller the library takes (parsed when the file was read).
+fn controller(spec: &ControllerSpec, path: &str) -> Result<(), ScenarioError> {
+    spec.congestion().map(|_| ()).map_err(|e| at(path, format!("controller `{spec}`: {e}")))
 }
 
 /// One set of link parameters in range.

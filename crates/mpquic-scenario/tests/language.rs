@@ -55,7 +55,9 @@ fn sweep_expands_axes_in_order_with_per_value_overrides() {
     let hosts = e.points[3].scenario.topology.expand().unwrap().hosts;
     let flows = expand_workloads(&e.points[3].scenario, &hosts).unwrap();
     assert_eq!(flows.len(), 8, "k = 4 senders x 2 rounds");
-    assert!(flows.iter().all(|f| f.paths == 1 && f.controller.as_deref() == Some("dctcp")));
+    assert!(flows
+        .iter()
+        .all(|f| f.paths == 1 && f.controller.as_ref().map(|c| c.text()) == Some("dctcp")));
     assert!(flows.iter().all(|f| f.bytes == Some(131_072)));
     let amp = expand_workloads(&e.points[0].scenario, &hosts).unwrap();
     assert!(amp.iter().all(|f| f.paths == 4), "the override is for dctcp only");
@@ -232,7 +234,7 @@ fn extends_merges_tables_by_key_and_arrays_of_tables_by_entry() {
     let hosts = e.base.topology.expand().unwrap().hosts;
     let flows = expand_workloads(&e.points[0].scenario, &hosts).unwrap();
     assert!(flows.iter().all(|f| f.bytes == Some(262_144) && f.paths == 1), "the parent's when");
-    assert!(flows.iter().all(|f| f.controller.as_deref() == Some("dctcp")));
+    assert!(flows.iter().all(|f| f.controller.as_ref().map(|c| c.text()) == Some("dctcp")));
     // An error of the merged document that the child does not write is placed in the parent.
     std::fs::write(
         dir.join("bad.toml"),

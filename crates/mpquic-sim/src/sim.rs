@@ -565,10 +565,10 @@ impl Sim {
         index: &HashMap<String, NodeId>,
     ) -> Result<(), ScenarioError> {
         let (client, server) = self.flow_hosts(i, &spec, index)?;
-        let controller =
-            spec.controller.clone().unwrap_or_else(|| self.scenario.controller.clone());
+        let written = spec.controller.as_ref().unwrap_or(&self.scenario.controller);
         let congestion: Congestion =
-            controller.parse().map_err(|e| ScenarioError::Invalid(format!("{e}")))?;
+            written.congestion().map_err(|e| ScenarioError::Invalid(e.into()))?.clone();
+        let controller = written.text().to_owned();
         let notices = Arc::new(Mutex::new(NoticeLog {
             limit: self.scenario.output.notice_limit,
             ..NoticeLog::default()
