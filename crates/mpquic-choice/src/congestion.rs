@@ -28,7 +28,7 @@ use serde::Serialize;
 ///
 /// A controller registered with [`mpquic_cc::register`] is chosen by its name the same way, from
 /// this parser and so from every command line, simulator run and scenario file that takes a
-/// controller string (see `Write your own controller` in the README).
+/// controller string (see `Write your own controller` in docs/LIBRARY.md).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Congestion {
