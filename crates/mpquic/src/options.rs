@@ -35,7 +35,7 @@ use crate::scheduler::Scheduler;
 ///
 /// A controller registered with [`mpquic_cc::register`] is chosen by its name the same way, from
 /// this parser and so from every command line, simulator run and scenario file that takes a
-/// controller string (see `Write your own controller` in the README).
+/// controller string (see `Write your own controller` in docs/LIBRARY.md).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Congestion {
