@@ -6,7 +6,7 @@
 #
 #   cargo build --release -p mpquic-cli && benches/ack-datagrams.sh [BINARY] [SIZE]
 #
-# README, "What paths cost": at 16 paths round-robin the sender gets ~11x the ACK datagrams of 1
+# docs/PERFORMANCE.md, "What paths cost": at 16 paths round-robin the sender gets ~11x the ACK datagrams of 1
 # path, each path's ACKs riding that path.
 set -euo pipefail
 bin=$(realpath "${1:-target/release/mpquic}")

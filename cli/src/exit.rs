@@ -61,7 +61,7 @@ impl Exit {
         }
     }
 
-    /// What the code means, as `--help` and the README say it.
+    /// What the code means, as `--help` and docs/CLI.md say it.
     pub fn meaning(self) -> &'static str {
         match self {
             Exit::Success => "success: every file transferred and verified",

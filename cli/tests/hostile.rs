@@ -12,7 +12,7 @@
 //!   tighter factor would measure the host; an unprotected server fails it by far more (a
 //!   stalled slot is held until the connection dies, a refused connection never completes).
 //! - Memory is the server's peak RSS (VmHWM), which no sampling can miss. `RSS_BOUND` is about
-//!   10 x what a server serving these tests peaks at here (13-23 MiB; values in the README), and
+//!   10 x what a server serving these tests peaks at here (13-23 MiB; values in docs/SERVER.md), and
 //!   a tenth of what the unbounded case it guards would reach (100 unread streams hold 1.25 MB
 //!   each per connection; 32 connections of them, 4 GB).
 

@@ -250,22 +250,33 @@ impl MultipathConnection {
         this
     }
 
-    /// Report the connection's measures every `interval` until it closes (or is dropped); the
-    /// reporter then takes its share of the summed gauges back out.
+    /// Report the connection's measures every `interval` until it closes (or is dropped), then
+    /// its final per-path byte and packet totals; the reporter then takes its share of the
+    /// summed gauges back out.
+    ///
+    /// The final totals come from noq's `on_closed`, which does not keep the connection alive
+    /// and resolves with every path's statistics at the close, implicit (the last handle
+    /// dropped) or not: without it the counters missed whatever moved after the last sample,
+    /// up to an interval of every connection a server closes and drops.
     fn spawn_metrics(&self, interval: Duration, span: tracing::Span) {
         let follower = self.clone_weak();
+        let mut closed = self.conn.on_closed();
         tokio::spawn(
             async move {
                 let mut reporter = crate::metrics::Reporter::new();
                 let mut tick = tokio::time::interval(interval);
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 loop {
-                    tick.tick().await;
-                    let Some(this) = follower.upgrade() else { break };
-                    reporter.record(&this.report(), &this.in_flight());
-                    if this.conn.close_reason().is_some() {
-                        break;
+                    tokio::select! {
+                        _ = tick.tick() => {}
+                        closed = &mut closed => {
+                            let paths = closed.path_stats.iter();
+                            reporter.record_final(paths.map(|(id, s)| (path_number(*id), s)));
+                            break;
+                        }
                     }
+                    let Some(this) = follower.upgrade() else { continue };
+                    reporter.record(&this.report(), &this.in_flight());
                 }
             }
             .instrument(span),

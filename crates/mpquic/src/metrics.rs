@@ -19,8 +19,9 @@
 //! `path`, the path's number within its connection (`"0"` to `"15"`, and `"16+"` for the
 //! paths a long-lived connection opens after many failovers), so a server's series are sums over
 //! its connections: counters add up, and gauges (windows, bytes in flight, rates) are each
-//! connection's contribution, taken back out when it ends. A counter moves at the next sample, so
-//! the last interval of a connection that is dropped without being closed may go uncounted.
+//! connection's contribution, taken back out when it ends. A counter moves at each sample and
+//! once more when the connection closes (implicitly too, by being dropped): the byte and packet
+//! counters then hold every path's totals at the close.
 //!
 //! | name | kind | labels | what |
 //! |---|---|---|---|
@@ -47,6 +48,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Instant;
 
 use ::metrics::{counter, gauge, histogram, Label};
+
+use noq::PathStats;
 
 use crate::connection::{ConnectionReport, PathReport};
 
@@ -121,6 +124,23 @@ impl Reporter {
         self.count_connection(report);
         self.set_gauges(gauges);
         self.last_sample = Some(now);
+    }
+
+    /// The connection's last word: each path's byte and packet totals at its close, so that
+    /// the counters end where the connection did (CE marks and inactive time, which the
+    /// controller keeps, stay at their last sample).
+    pub(crate) fn record_final<'a>(&mut self, paths: impl Iterator<Item = (u32, &'a PathStats)>) {
+        for (id, stats) in paths {
+            let totals = [
+                ("mpquic_path_sent_bytes_total", stats.sent_bytes),
+                ("mpquic_path_received_bytes_total", stats.udp_rx.bytes),
+                ("mpquic_path_sent_packets_total", stats.sent_packets),
+                ("mpquic_path_lost_packets_total", stats.lost_packets),
+            ];
+            for (name, total) in totals {
+                self.count(name, Some(id), vec![path_label(id)], total);
+            }
+        }
     }
 
     /// The per-path counters, moved to the path's totals.

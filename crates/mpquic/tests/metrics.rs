@@ -1,5 +1,6 @@
 //! Metrics through the `metrics` facade: nothing without `Options::metrics`, per-path series
-//! with it, and a closed connection's gauges taken back out. One test: the recorder is global.
+//! with it, a closed connection's gauges taken back out and its counters brought to its final
+//! totals. One test: the recorder is global.
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
@@ -101,7 +102,7 @@ async fn metrics_are_reported_only_when_asked_for_and_leave_with_the_connection(
     let _quiet = upload(&base, None).await;
     assert!(!handle.render().contains("mpquic_"), "metrics off: {}", handle.render());
 
-    let on = Options { metrics: Some(Duration::from_millis(50)), ..base };
+    let on = Options { metrics: Some(Duration::from_millis(50)), ..base.clone() };
     let conn = upload(&on, Some(&handle)).await;
     // Both ends of the connection report into this process's recorder.
     let sent = conn.report().paths.iter().map(|p| p.bytes_sent).sum::<u64>();
@@ -124,4 +125,29 @@ async fn metrics_are_reported_only_when_asked_for_and_leave_with_the_connection(
     }
     assert_eq!(value(&text, "mpquic_connections_opened_total"), Some(2.0), "{text}");
     assert_eq!(value(&text, "mpquic_paths{state=\"active\"}"), Some(0.0), "{text}");
+
+    // Sampled once at the start and never again before the close: the counters must still end
+    // where the connections did, from their final statistics.
+    let total = |text: &str, name: &str| {
+        (0..2).filter_map(|p| value(text, &format!("{name}{{path=\"{p}\"}}"))).sum::<f64>()
+    };
+    let before = handle.render();
+    let rare = Options { metrics: Some(Duration::from_secs(3600)), ..base };
+    let conn = upload(&rare, None).await;
+    let sent = conn.report().paths.iter().map(|p| p.bytes_sent).sum::<u64>() as f64;
+    drop(conn);
+    let grown = |text: &str, name| total(text, name) - total(&before, name);
+    let (text, counted) = eventually(&handle, |text| {
+        value(text, "mpquic_connections") == Some(0.0)
+            && grown(text, "mpquic_path_sent_bytes_total") >= sent
+            && grown(text, "mpquic_path_received_bytes_total") >= PAYLOAD as f64
+    })
+    .await;
+    assert!(
+        counted,
+        "an upload of {PAYLOAD} bytes ({sent} sent by the client) between two samples counted \
+         {} sent and {} received:\n{text}",
+        grown(&text, "mpquic_path_sent_bytes_total"),
+        grown(&text, "mpquic_path_received_bytes_total"),
+    );
 }

@@ -424,9 +424,9 @@ fn metric_checks(run: &Run) -> Vec<Check> {
 }
 
 /// The byte counters against the file bytes the clients moved: reported, not asserted. The
-/// library samples a connection's counters every second and stops when the connection is
-/// dropped, without a last sample (`Connection::spawn_metrics`), so the last second of every
-/// connection goes uncounted: for the soak's short transfers, a large share of their bytes.
+/// library brings a connection's counters to its final totals when it closes (since 2026-11-29;
+/// before, the last second of every connection went uncounted, 0.64-0.85x here), but each
+/// instance's last scrape is taken before its SIGTERM, so what moves during a drain is missed.
 fn byte_note(run: &Run) -> String {
     let sum = |name| run.instances.iter().map(|i| total(&i.metrics, name)).sum::<f64>();
     let payload = |up: bool| {
@@ -437,8 +437,8 @@ fn byte_note(run: &Run) -> String {
     let (received, sent) =
         (sum("mpquic_path_received_bytes_total"), sum("mpquic_path_sent_bytes_total"));
     format!(
-        "Prometheus bytes, not asserted (the library takes no last sample of a connection when it \
-         is dropped, so up to its last second goes uncounted): received {received:.0} for \
+        "Prometheus bytes, not asserted (each instance's last scrape precedes its SIGTERM, so \
+         what moves during a drain is missed): received {received:.0} for \
          {up:.0} file bytes uploaded ({:.3}x), sent {sent:.0} for {down:.0} downloaded ({:.3}x).",
         received / up.max(1.0),
         sent / down.max(1.0)
