@@ -445,8 +445,8 @@ mod tests {
         (0..values.len()).max_by(|&a, &b| values[a].total_cmp(&values[b])).expect("paths")
     }
 
-    /// MPTCP-D Theorem 1 (mptcp-d-paper.txt eq. 3): at the equilibrium of the fluid model (eq.
-    /// 1) a connection's total rate is no more than a regular TCP's on its best path, `sum_k
+    /// MPTCP-D Theorem 1 (mptcp-d-paper.txt eq. 3): at the equilibrium of the fluid model of
+    /// eq. 1 a connection's total rate is no more than a regular TCP's on its best path, `sum_k
     /// x*_k <= sqrt(2 / lambda_h) / RTT_h`, `h = argmax_k x*_k`. The controller is driven with a
     /// fixed RTT and a fixed mark probability per path (the theorem's exogenous `RTT_r` and
     /// `lambda_r`) for 400 rounds of the slowest path and measured over the second half, in
