@@ -153,8 +153,6 @@ impl Algorithm for MptcpD {
 mod tests {
     use std::time::Duration;
 
-    use proptest::prelude::*;
-
     use super::MptcpD;
     use crate::coupled::Coupled;
     use crate::testkit::{Driver, FluidPath};
@@ -408,65 +406,116 @@ mod tests {
         (rates, reno)
     }
 
-    /// Theorem 1's bound in the discrete controller, against the fluid model's equality: whole
-    /// packets per round and marks at fixed spacing put the measured ratio at 0.93-1.002 over
-    /// a grid of 1-4 paths, RTTs 100-800 us and mark rates 0.001-0.02 (2026-11-26).
-    const THEOREM_1_TOLERANCE: f64 = 0.02;
+    /// Cases of the Theorem 1 sweep ([`theorem_1_sweep`]): 1-4 paths each, drawn from a fixed
+    /// seed, so that the counts the write-up quotes (mptcp-d-theorem1.md) re-derive exactly.
+    const THEOREM_1_CASES: usize = 4000;
 
-    /// Paths of random RTT (50 us to 1 ms) and per-packet mark probability (0.001 to 0.02,
-    /// single-path Reno windows of ~10 to ~45 packets, above the 2-packet floor).
-    fn fluid_paths() -> impl Strategy<Value = Vec<FluidPath>> {
-        prop::collection::vec((50u64..1000, 0.001f64..0.02), 1..=4).prop_map(|paths| {
-            paths.into_iter().map(|(rtt, mark)| FluidPath { rtt: us(rtt), mark }).collect()
-        })
+    /// How far the discrete controller's total rate exceeds single-path Reno's on the best path
+    /// in the sweep, at most: 2.89% (measured 2026-11-29, see [`theorem_1_sweep`]). This is
+    /// the bound failing, not an allowance the theorem grants: it is asserted only so that a
+    /// change which makes the failure larger is noticed.
+    const THEOREM_1_MEASURED_EXCESS: f64 = 0.029;
+
+    /// A path of random RTT (50 us to 1 ms) and per-packet mark probability (0.001 to 0.02,
+    /// single-path Reno windows of ~10 to ~45 packets), drawn with splitmix64.
+    fn theorem_1_case(state: &mut u64) -> Vec<FluidPath> {
+        let mut next = || {
+            *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = *state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        };
+        let paths = 1 + (next() % 4) as usize;
+        (0..paths)
+            .map(|_| {
+                let rtt = us(50 + next() % 950);
+                let mark = 0.001 + (next() >> 11) as f64 / (1u64 << 53) as f64 * 0.019;
+                FluidPath { rtt, mark }
+            })
+            .collect()
     }
 
-    /// The rate the 2-packet window floor forces on a path (scripted MSS 1200 bytes).
-    fn floor_rate(path: &FluidPath) -> f64 {
-        2.0 * 1200.0 / path.rtt.as_secs_f64()
-    }
-
-    /// The connection's total rate over single-path Reno's on path `h`, less what the window
-    /// floor forces on the other paths (the fluid model, which has no floor, may drive them
-    /// to zero).
-    fn over_reno_on(h: usize, paths: &[FluidPath], rates: &[f64], reno: &[f64]) -> f64 {
-        let floor: f64 =
-            (0..paths.len()).filter(|&r| r != h).map(|r| rates[r].min(floor_rate(&paths[r]))).sum();
-        (rates.iter().sum::<f64>() - floor) / reno[h]
+    /// The connection's total rate over single-path Reno's on path `h`: no allowance.
+    fn over_reno_on(h: usize, rates: &[f64], reno: &[f64]) -> f64 {
+        rates.iter().sum::<f64>() / reno[h]
     }
 
     fn argmax(values: &[f64]) -> usize {
         (0..values.len()).max_by(|&a, &b| values[a].total_cmp(&values[b])).expect("paths")
     }
 
-    proptest! {
-        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
-
-        /// MPTCP-D Theorem 1 (mptcp-d-paper.txt eq. 3): at equilibrium a connection's total
-        /// rate is no more than a regular TCP's on its best path, `sum_k x*_k <= sqrt(2 /
-        /// lambda_h) / RTT_h`. The fluid model's equilibrium is reached by driving the
-        /// controller with a fixed RTT and a fixed mark probability per path (the theorem's
-        /// exogenous `RTT_r` and `lambda_r`) for 400 rounds of the slowest path and measuring
-        /// over the second half; "a regular TCP on path r" is single-path Reno driven by the
-        /// same script on r alone. Checked against both readings of "best path": the path the
-        /// connection uses most (the theorem's `h`) and the path where Reno alone does best
-        /// (RFC 6356's goal). Assumption the code cannot meet: the fluid model has no window
-        /// floor, so psi can drive a slow path's rate to zero, where the controller keeps
-        /// 2 packets per RTT on it (mark rates of 0.001-0.02 keep single-path Reno at ~10
-        /// packets or more). What is checked instead: the total less the floor's rate on the
-        /// paths other than the best (each path's rate, at most 2 packets per RTT) is within
-        /// the tolerance of Reno's on the best path. Without that allowance the total exceeds
-        /// the bound by 2.1% with two slow paths at the floor (paths of 204 / 811 / 889 us
-        /// and marks 0.017 / 0.014 / 0.007, found by this test).
-        #[test]
-        fn theorem_1_no_more_than_reno_on_the_best_path(paths in fluid_paths()) {
+    /// MPTCP-D Theorem 1 (mptcp-d-paper.txt eq. 3): at the equilibrium of the fluid model of
+    /// eq. 1 a connection's total rate is no more than a regular TCP's on its best path, `sum_k
+    /// x*_k <= sqrt(2 / lambda_h) / RTT_h`, `h = argmax_k x*_k`. The controller is driven with a
+    /// fixed RTT and a fixed mark probability per path (the theorem's exogenous `RTT_r` and
+    /// `lambda_r`) for 400 rounds of the slowest path and measured over the second half, in
+    /// 4000 seeded cases of 1-4 paths.
+    ///
+    /// Two right-hand sides, neither with an allowance:
+    /// - eq. 3 as printed, `sqrt(2 / lambda_h) / RTT_h` (the fluid model's TCP rate): asserted
+    ///   in every case;
+    /// - single-path Reno driven by the same script on the best path (both readings: `h`, the
+    ///   path the connection uses most, and the path where Reno alone does best, RFC 6356's
+    ///   goal). Reno's sawtooth sends less than the fluid rate, so this is the stricter
+    ///   comparison, and the discrete controller fails it: in the sweep the total exceeds Reno
+    ///   on the best path in 325 of 4000 cases, by up to 2.89%, every one with 2 or more paths
+    ///   (2 of them among the 99 multipath cases where no path but `h` is within half a packet
+    ///   of the 2-packet floor, by up to 0.71%). With one path the bound holds in every case.
+    ///
+    /// The window floor is no excuse the theorem's statement gives: add `x_r >= w_min /
+    /// RTT_r` to eq. 1 and, at an equilibrium where `h` is above its floor, `dx_h / dt = 0`
+    /// still gives `sum_k x_k = sqrt(2 psi_h / lambda_h) / RTT_h` (the floor paths' rate is in
+    /// the coupled sum, so it displaces `h`'s rate instead of adding to it), which is the bound.
+    /// The excess is the discrete controller's (whole packets, one halving per marked round,
+    /// the sawtooth the fluid model averages away); its mechanism is not traced.
+    #[test]
+    fn theorem_1_sweep() {
+        let mut state = 0x5EED_0001_u64;
+        let (mut over, mut worst, mut worst_case) = (0usize, 0.0f64, Vec::new());
+        let (mut single_worst, mut unfloored_worst, mut eq3_worst) = (0.0f64, 0.0f64, 0.0f64);
+        let (mut unfloored, mut unfloored_over, mut single) = (0usize, 0usize, 0usize);
+        for _ in 0..THEOREM_1_CASES {
+            let paths = theorem_1_case(&mut state);
             let (rates, reno) = theorem_1_rates(&paths);
-            for (reading, h) in [("Reno's best path", argmax(&reno)), ("h", argmax(&rates))] {
-                let ratio = over_reno_on(h, &paths, &rates, &reno);
-                prop_assert!(ratio <= 1.0 + THEOREM_1_TOLERANCE,
-                    "{reading}: {ratio} (rates {rates:?}, Reno {reno:?})");
+            let total: f64 = rates.iter().sum();
+            let h = argmax(&rates);
+            // eq. 3 as printed, in bytes per second (scripted MSS 1200 bytes).
+            let eq3 = 1200.0 * (2.0 / paths[h].mark).sqrt() / paths[h].rtt.as_secs_f64();
+            eq3_worst = eq3_worst.max(total / eq3);
+            assert!(total <= eq3, "eq. 3: {total} > {eq3} ({paths:?}, rates {rates:?})");
+            let ratio =
+                over_reno_on(argmax(&reno), &rates, &reno).max(over_reno_on(h, &rates, &reno));
+            // Paths other than h within half a packet of the 2-packet floor.
+            let floored = (0..paths.len())
+                .filter(|&r| r != h && rates[r] * paths[r].rtt.as_secs_f64() / 1200.0 <= 2.5)
+                .count();
+            if paths.len() == 1 {
+                single += 1;
+                single_worst = single_worst.max(ratio);
+            } else if floored == 0 {
+                unfloored_worst = unfloored_worst.max(ratio);
+                unfloored += 1;
+                unfloored_over += usize::from(ratio > 1.0);
+            }
+            if ratio > 1.0 {
+                over += 1;
+            }
+            if ratio > worst {
+                (worst, worst_case) = (ratio, paths.clone());
             }
         }
+        println!(
+            "theorem 1, {THEOREM_1_CASES} cases: total / Reno on the best path > 1 in {over}, \
+             worst {worst:.4} ({worst_case:?}); one path ({single} cases) worst {single_worst:.6}; 2+ paths, \
+             none but h at the floor: {unfloored_over} of {unfloored} over, worst \
+             {unfloored_worst:.6}; total / eq. 3's right side worst {eq3_worst:.4}"
+        );
+        assert!(single_worst <= 1.0 + 1e-9, "one path: {single_worst}");
+        assert!(
+            worst <= 1.0 + THEOREM_1_MEASURED_EXCESS,
+            "the bound's failure grew: {worst} ({worst_case:?})"
+        );
     }
 
     /// The Theorem 1 check can fail: uncoupled Reno on two equal paths sends about twice what
@@ -477,7 +526,7 @@ mod tests {
         let rates =
             Driver::new(ControllerConfig::Reno).fluid_rates(&[path, path], THEOREM_1_ROUNDS);
         let reno = Driver::new(ControllerConfig::Reno).fluid_rates(&[path], THEOREM_1_ROUNDS);
-        let ratio = over_reno_on(0, &[path, path], &rates, &[reno[0], reno[0]]);
+        let ratio = over_reno_on(0, &rates, &[reno[0], reno[0]]);
         assert!(ratio > 1.8, "uncoupled Reno on two paths: {ratio}");
     }
 }
