@@ -10,7 +10,7 @@
 //! with their start times: a process each, as the runner starts any flow.
 
 use crate::plan::{
-    Controller, CustomHost, CustomLink, Flow, FlowKind, Jobs, LinkOverride, LinkParams,
+    Controller, CustomHost, CustomLink, Dualq, Flow, FlowKind, Jobs, LinkOverride, LinkParams,
     MpquicController, Plan, Quic, Topology,
 };
 use mpquic::{EcnPrecision, Scheduler};
@@ -219,11 +219,6 @@ fn topology(e: &Expanded) -> (Topology, Vec<(String, String, LinkConfig)>) {
 /// scenario's `[link]` fills what the link and the overrides leave out).
 fn link_params(config: &LinkConfig, scale: &NetnsSettings) -> Result<LinkParams, String> {
     let missing = |f: &str| format!("no {f} (set it in [link])");
-    if config.aqm == Some(lang::model::Aqm::Dualq) {
-        return Err("aqm = \"dualq\": the netns testbed builds no dual queue yet (the simulator \
-                    runs it; issue 39)"
-            .into());
-    }
     let frame = scale.frame_bytes;
     let k = config.k.ok_or_else(|| missing("k"))?;
     let buffer = config.buffer.ok_or_else(|| missing("buffer"))?;
@@ -248,6 +243,23 @@ fn link_params(config: &LinkConfig, scale: &NetnsSettings) -> Result<LinkParams,
         loss: config.loss.unwrap_or(0.0),
         ecn: k != Amount::Packets(0) && k != Amount::Bytes(0),
         sender_offload: scale.sender_offload,
+        dualq: dualq(config, scale),
+    })
+}
+
+/// A dual queue's step and target at the testbed's time scale (the language's defaults where
+/// the scenario leaves them out, as in the simulator).
+fn dualq(config: &LinkConfig, scale: &NetnsSettings) -> Option<Dualq> {
+    use lang::model::Aqm;
+    if config.aqm != Some(Aqm::Dualq) {
+        return None;
+    }
+    let us = |d: Option<lang::Dur>, default: lang::Dur| {
+        d.unwrap_or(default).secs() * 1e6 * scale.time_scale
+    };
+    Some(Dualq {
+        l_step_us: us(config.l_step, Aqm::L_STEP),
+        classic_target_us: us(config.classic_target, Aqm::CLASSIC_TARGET),
     })
 }
 

@@ -12,6 +12,12 @@ const SOURCE: &str = include_str!("../bpf/ecn_marker.c");
 pub const CFG_RATE_BPS: u32 = 0;
 pub const CFG_K_BYTES: u32 = 1;
 pub const CFG_LOSS_U32: u32 = 2;
+pub const CFG_DUALQ: u32 = 3;
+pub const CFG_L_STEP_BYTES: u32 = 4;
+pub const CFG_PL_U32: u32 = 5;
+pub const CFG_PC_U32: u32 = 6;
+pub const CFG_PRIO_L: u32 = 7;
+pub const CFG_PRIO_C: u32 = 8;
 pub const ST_BACKLOG: u32 = 0;
 pub const ST_LAST_NS: u32 = 1;
 pub const ST_MARKS: u32 = 2;
@@ -22,6 +28,19 @@ pub const ST_LOSS_DROPS: u32 = 6;
 pub const ST_OVER_K: u32 = 7;
 pub const ST_MARKED_SEGS: u32 = 8;
 pub const ST_SKB_SEGS: u32 = 9;
+pub const ST_L_BACKLOG: u32 = 10;
+pub const ST_L_PACKETS: u32 = 11;
+pub const ST_L_MARKS: u32 = 12;
+pub const ST_L_STEP_MARKS: u32 = 13;
+pub const ST_C_MARKS: u32 = 14;
+pub const ST_C_DROPS: u32 = 15;
+
+/// RFC 9332 Appendix A's PI2, as the simulator runs it (`mpquic_sim::dualq`): the update
+/// interval, the integral and proportional gains, and the coupling factor.
+pub const PI2_T_UPDATE_NS: u64 = 16_000_000;
+pub const PI2_ALPHA: f64 = 0.16;
+pub const PI2_BETA: f64 = 3.2;
+pub const PI2_K: f64 = 2.0;
 
 /// Checks that the tools the marker needs are installed; the error names the Debian package.
 pub fn check_tools() -> Result<()> {
@@ -63,12 +82,70 @@ pub struct MarkerConfig {
     pub rate_bytes_per_s: u64,
     pub k_bytes: u64,
     pub loss: f64,
+    /// A dual queue (RFC 9332) instead of the single FIFO.
+    pub dualq: Option<DualMarker>,
+}
+
+/// A dual queue as the marker models it.
+#[derive(Debug, Clone, Copy)]
+pub struct DualMarker {
+    /// The L step as a backlog: the step's sojourn times the rate.
+    pub l_step_bytes: u64,
+    /// The classic queue's PI2 target, seconds.
+    pub classic_target_s: f64,
+    /// The htb class ids of the L and the classic class.
+    pub priorities: (u32, u32),
+}
+
+/// PI2's state, run on the resync loop's thread from the real backlogs.
+#[derive(Debug, Clone, Copy)]
+struct Pi2 {
+    target_s: f64,
+    /// `p'`.
+    base: f64,
+    last_qdelay_s: f64,
+    next_ns: u64,
+}
+
+impl Pi2 {
+    /// Brings `p'` up to `now_ns` on the classic delay `qdelay_s`: one step per elapsed
+    /// interval, `p' += ALPHA * (qdelay - target) + BETA * (qdelay - qdelay_prev)` clamped to
+    /// [0, 1], as the simulator's `DualQueue::update_base`. Whether it stepped.
+    fn update(&mut self, now_ns: u64, qdelay_s: f64) -> bool {
+        if self.next_ns == 0 {
+            self.next_ns = now_ns + PI2_T_UPDATE_NS;
+        }
+        let mut stepped = false;
+        while now_ns >= self.next_ns {
+            let d =
+                PI2_ALPHA * (qdelay_s - self.target_s) + PI2_BETA * (qdelay_s - self.last_qdelay_s);
+            self.base = (self.base + d).clamp(0.0, 1.0);
+            self.last_qdelay_s = qdelay_s;
+            self.next_ns += PI2_T_UPDATE_NS;
+            stepped = true;
+        }
+        stepped
+    }
+}
+
+/// A probability as the marker compares it with `bpf_get_prandom_u32()`.
+fn u32_prob(p: f64) -> u64 {
+    (p.clamp(0.0, 1.0) * u32::MAX as f64).round() as u64
+}
+
+/// What one dual-queue resync saw: the model's backlogs before it (bytes) and `p'`.
+#[derive(Debug, Clone, Copy)]
+pub struct DualSync {
+    pub model_l: i64,
+    pub model_c: i64,
+    pub base: f64,
 }
 
 /// A marker attached to one device; its maps opened.
 pub struct Marker {
     cfg: Array<MapData, u64>,
     state: Array<MapData, u64>,
+    pi2: Option<Pi2>,
 }
 
 fn open(path: &Path) -> Result<Array<MapData, u64>> {
@@ -128,11 +205,47 @@ impl Marker {
         cfg.set(CFG_K_BYTES, conf.k_bytes, 0)?;
         let loss_u32 = (conf.loss * u32::MAX as f64).round() as u64;
         cfg.set(CFG_LOSS_U32, loss_u32, 0)?;
-        Ok(Marker { cfg, state })
+        let pi2 = match conf.dualq {
+            Some(d) => {
+                cfg.set(CFG_L_STEP_BYTES, d.l_step_bytes, 0)?;
+                cfg.set(CFG_PRIO_L, d.priorities.0 as u64, 0)?;
+                cfg.set(CFG_PRIO_C, d.priorities.1 as u64, 0)?;
+                cfg.set(CFG_DUALQ, 1, 0)?;
+                let target_s = d.classic_target_s;
+                Some(Pi2 { target_s, base: 0.0, last_qdelay_s: 0.0, next_ns: 0 })
+            }
+            None => None,
+        };
+        Ok(Marker { cfg, state, pi2 })
     }
 
     pub fn get(&self, idx: u32) -> u64 {
         self.state.get(&idx, 0).unwrap_or(0)
+    }
+
+    /// Closes a dual queue's loop: writes the real L and classic backlogs into the model, steps
+    /// PI2 on the classic delay (both backlogs over the rate: L is served first) and writes
+    /// `p_L = min(K p', 1)` and `p_C = p'^2`. Returns the model before (drained to `now_ns`, L
+    /// first) and `p'`.
+    pub fn resync_dual(&mut self, real_l: u64, real_c: u64, now_ns: u64) -> Result<DualSync> {
+        let rate = self.cfg.get(&CFG_RATE_BPS, 0).unwrap_or(0);
+        let last = self.get(ST_LAST_NS);
+        let drained = (now_ns.saturating_sub(last) as u128 * rate as u128 / 1_000_000_000) as u64;
+        let (l, c) = (self.get(ST_L_BACKLOG), self.get(ST_BACKLOG));
+        let model_l = l.saturating_sub(drained);
+        let model_c = c.saturating_sub(drained - (l - model_l));
+        self.state.set(ST_L_BACKLOG, real_l, 0)?;
+        self.state.set(ST_BACKLOG, real_c, 0)?;
+        self.state.set(ST_LAST_NS, now_ns, 0)?;
+        let pi2 = self.pi2.as_mut().expect("resync_dual on a dual-queue marker");
+        let qdelay_s = if rate > 0 { (real_l + real_c) as f64 / rate as f64 } else { 0.0 };
+        if pi2.update(now_ns, qdelay_s) {
+            let base = pi2.base;
+            self.cfg.set(CFG_PL_U32, u32_prob(PI2_K * base), 0)?;
+            self.cfg.set(CFG_PC_U32, u32_prob(base * base), 0)?;
+        }
+        let base = self.pi2.map_or(0.0, |p| p.base);
+        Ok(DualSync { model_l: model_l as i64, model_c: model_c as i64, base })
     }
 
     /// Closes the loop: returns the model's backlog (drained to `now_ns`) and replaces it with

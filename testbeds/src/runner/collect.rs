@@ -245,7 +245,19 @@ pub fn link_result(s: &Series, b: &Bottleneck) -> LinkResult {
         },
         marker: s.final_marker.clone(),
         model_minus_real_pkts: mm,
+        l_sojourn_us: sojourn_us(s, b.rate_mbit, |i| s.l_backlog[i]),
+        c_sojourn_us: sojourn_us(s, b.rate_mbit, |i| s.l_backlog[i] + s.c_backlog[i]),
     }
+}
+
+/// A dual queue's sojourn over busy samples, microseconds: the bytes ahead of an arriving
+/// packet (`ahead` at sample i) over the link rate. `None` on a single queue.
+fn sojourn_us(s: &Series, rate_mbit: f64, ahead: impl Fn(usize) -> u32) -> Option<Summary> {
+    if s.l_backlog.len() != s.t.len() || s.t.is_empty() {
+        return None;
+    }
+    let us: Vec<f64> = s.busy().map(|i| ahead(i) as f64 * 8.0 / rate_mbit).collect();
+    Some(Summary::of(&us))
 }
 
 /// Every receiving host's counter deltas (after minus before), keyed by host name.
