@@ -489,9 +489,34 @@ pub struct ServeArgs {
     /// do not count).
     #[arg(long, default_value_t = 30.0, value_name = "SECS")]
     pub idle_close: f64,
+    /// On SIGTERM or Ctrl-C, let the transfers running finish for up to this many seconds:
+    /// meanwhile new connections and requests are refused. Then it cuts off the rest (an
+    /// upload keeps its partial copy: the client's next send resumes from it) and exits with 6;
+    /// with every transfer finished, 0. A second signal ends at once (143, or 130 for Ctrl-C),
+    /// partial copies kept alike. (0-RTT early data is never accepted: nothing is replayable.)
+    #[arg(long, default_value_t = 30.0, value_name = "SECS")]
+    pub drain: f64,
     /// Refuse new connections beyond this many open ones.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..), value_name = "N")]
     pub max_connections: u32,
+    /// Refuse new connections from an IP address that has this many open (a flood from one
+    /// address leaves room for the others under --max-connections).
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..), value_name = "N")]
+    pub max_connections_per_ip: u32,
+    /// Serve at most this many streams of one connection at once; its further streams wait
+    /// for one to end (a client's `--parallel` above it runs this many at a time).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..), value_name = "N")]
+    pub max_streams_per_connection: u32,
+    /// Close a connection once its peer has opened this many paths in all, the first one
+    /// included: a path is re-opened as a new one each time it fails and answers again (256
+    /// lets one flap every 4 s for 17 minutes), and each keeps a few KiB of the server's memory
+    /// for the connection's life, so a peer re-opening paths in a loop is cut off here.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(2..), value_name = "N")]
+    pub max_paths_opened: u32,
+    /// End a transfer whose data has not moved for this many seconds (a peer that stopped
+    /// reading a download or sending an upload), freeing its slot; an upload stays resumable.
+    #[arg(long, default_value_t = 30.0, value_name = "SECS")]
+    pub stall_timeout: f64,
     /// Refuse new transfers beyond this many running at once (over all connections).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..), value_name = "N")]
     pub max_active_transfers: u32,

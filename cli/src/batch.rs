@@ -10,6 +10,7 @@ use std::time::Instant;
 use anyhow::{anyhow, bail, Context, Result};
 use futures_util::StreamExt;
 use indicatif::ProgressBar;
+use mpquic::noq::RecvStream;
 use mpquic::MultipathConnection;
 
 use crate::args::{BatchArgs, ConnectArgs, GetArgs, LsArgs, SendArgs};
@@ -19,7 +20,7 @@ use crate::files::{Dir, PartialFile};
 use crate::output::{human_bytes, progress_bar, say, BatchResult, FileResult};
 use crate::progress::{self, Sink};
 use crate::ratelimit::ByteRate;
-use crate::transfer::{check_path, read_listing, read_reply, Request};
+use crate::transfer::{check_path, read_listing, read_reply, Listing, Request};
 
 /// Whether `send` moves several files (several paths, or a directory) rather than one.
 pub fn is_batch_send(args: &SendArgs) -> bool {
@@ -39,32 +40,44 @@ struct Item {
     size: u64,
 }
 
+/// What a command moves: the files, and the empty directories of the trees among them (the
+/// others arrive with their files), as `rsync -r` and `scp -r` make them.
+#[derive(Debug, Default)]
+struct Plan {
+    items: Vec<Item>,
+    /// Their paths: on the server for `send`, local for `get`.
+    empty_dirs: Vec<String>,
+}
+
 /// The files `send` moves, in order, each checked against the server's name rules before
 /// anything is sent: a directory's files under its name, links inside it refused.
-fn plan_send(paths: &[PathBuf]) -> Result<Vec<Item>> {
-    let mut items = Vec::new();
+fn plan_send(paths: &[PathBuf]) -> Result<Plan> {
+    let mut plan = Plan::default();
     for path in paths {
         // A path given by name is followed if it is a link, as a single file always was.
         let meta =
             std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
         let name = own_name(path, meta.is_dir())?;
         if meta.is_dir() {
-            walk_local(path, &name, &mut items)?;
+            walk_local(path, &name, &mut plan)?;
         } else if meta.is_file() {
-            items.push(Item { local: path.clone(), remote: name, size: meta.len() });
+            plan.items.push(Item { local: path.clone(), remote: name, size: meta.len() });
         } else {
             bail!("{} is not a regular file or a directory", path.display());
         }
     }
     let mut names = std::collections::HashSet::new();
-    for item in &items {
+    for item in &plan.items {
         check_path(&item.remote)
             .with_context(|| format!("{} cannot be sent", item.local.display()))?;
         if !names.insert(&item.remote) {
             bail!("two files would be sent as {:?}", item.remote);
         }
     }
-    Ok(items)
+    for dir in &plan.empty_dirs {
+        check_path(dir).with_context(|| format!("directory {dir:?} cannot be sent"))?;
+    }
+    Ok(plan)
 }
 
 /// The name `path` goes under: its last component (a directory's own, even as `.`).
@@ -77,11 +90,14 @@ fn own_name(path: &Path, is_dir: bool) -> Result<String> {
         .ok_or_else(|| anyhow!("{} has no name usable on the server", path.display()))
 }
 
-/// Add the files beneath `dir`, as `prefix/...`, sorted by name; a link or special file is an
-/// error naming it.
-fn walk_local(dir: &Path, prefix: &str, items: &mut Vec<Item>) -> Result<()> {
+/// Add the files beneath `dir`, as `prefix/...`, sorted by name (`dir` itself as `prefix`
+/// when empty); a link or special file is an error naming it.
+fn walk_local(dir: &Path, prefix: &str, plan: &mut Plan) -> Result<()> {
     let read = || std::fs::read_dir(dir)?.collect::<std::io::Result<Vec<_>>>();
     let mut entries = read().with_context(|| format!("cannot read {}", dir.display()))?;
+    if entries.is_empty() {
+        plan.empty_dirs.push(prefix.to_owned());
+    }
     entries.sort_by_key(|entry| entry.file_name());
     for entry in entries {
         let path = entry.path();
@@ -97,11 +113,11 @@ fn walk_local(dir: &Path, prefix: &str, items: &mut Vec<Item>) -> Result<()> {
                 path.display()
             );
         } else if kind.is_dir() {
-            walk_local(&path, &remote, items)?;
+            walk_local(&path, &remote, plan)?;
         } else if kind.is_file() {
             let size =
                 entry.metadata().with_context(|| format!("cannot read {}", path.display()))?;
-            items.push(Item { local: path, remote, size: size.len() });
+            plan.items.push(Item { local: path, remote, size: size.len() });
         } else {
             bail!("{} is not a regular file or a directory", path.display());
         }
@@ -196,24 +212,26 @@ pub async fn send(args: SendArgs) -> Result<()> {
     if args.repeat > 1 {
         bail!("--repeat repeats a single file; several files go once over one connection");
     }
-    let items = plan_send(&args.files)?;
+    let plan = plan_send(&args.files)?;
     let session = connect(&args.connect).await?;
-    let result = send_items(&session.conn, items, &args).await?;
+    let result = send_items(&session.conn, plan, &args).await?;
     session.close().await;
     result
 }
 
-/// Send the planned items; the outer error is a failure to report, the inner the files'.
-async fn send_items(
-    conn: &MultipathConnection,
-    items: Vec<Item>,
-    args: &SendArgs,
-) -> Result<Result<()>> {
-    let batch = Batch::start(conn, &items, &args.batch, &args.connect);
-    let (files, first) = run_all(items, args.batch.parallel, "sent", &batch.show, |item| {
-        put_file(conn, item, !args.batch.no_resume, batch.rate.as_ref(), &batch.show.bar)
-    })
-    .await;
+/// Send the planned items, then make the empty directories; the outer error is a failure to
+/// report, the inner the files' (or a directory's).
+async fn send_items(conn: &MultipathConnection, plan: Plan, args: &SendArgs) -> Result<Result<()>> {
+    let batch = Batch::start(conn, &plan.items, &args.batch, &args.connect);
+    let (files, mut first) =
+        run_all(plan.items, args.batch.parallel, "sent", &batch.show, |item| {
+            put_file(conn, item, !args.batch.no_resume, batch.rate.as_ref(), &batch.show.bar)
+        })
+        .await;
+    for dir in &plan.empty_dirs {
+        let made = make_dir(conn, dir).await.with_context(|| format!("directory {dir:?}"));
+        first = first.or(made.err());
+    }
     Ok(batch.finish("send", files, first, conn))
 }
 
@@ -267,32 +285,52 @@ async fn put_file(
     Ok(start)
 }
 
-/// Ask the server for the files at or beneath `path` (all it holds when empty).
-async fn list(conn: &MultipathConnection, path: &str) -> Result<Vec<(String, u64)>> {
+/// Ask the server for one thing: `request`'s reply, and the stream to read what follows.
+async fn ask(conn: &MultipathConnection, request: Request) -> Result<RecvStream> {
     let (mut send, mut recv) = conn.connection().open_bi().await.context("opening a stream")?;
-    Request::List { dir: path.to_owned() }.write(&mut send).await?;
+    request.write(&mut send).await?;
     send.finish().context("finishing the request")?;
     read_reply(&mut recv).await?;
+    Ok(recv)
+}
+
+/// Ask the server for the files at or beneath `path` (all it holds when empty); with `tree`,
+/// the empty directories too, from a server that lists them (an older one: the files only).
+async fn list(conn: &MultipathConnection, path: &str, tree: bool) -> Result<Listing> {
+    let dir = path.to_owned();
+    let mut recv = match ask(conn, Request::List { dir: dir.clone(), tree }).await {
+        Err(e) if tree && one_line(&e).contains("unknown request type 0x54") => {
+            ask(conn, Request::List { dir, tree: false }).await?
+        }
+        asked => asked?,
+    };
     read_listing(&mut recv).await
+}
+
+/// Make the directory `path` on the server (an empty one of a sent tree).
+async fn make_dir(conn: &MultipathConnection, path: &str) -> Result<()> {
+    ask(conn, Request::MakeDir { dir: path.to_owned() }).await.map(drop)
 }
 
 /// The files `get` moves: each name's, listed by the server, to be written under the name's
 /// last component (a directory's files beneath it). A directory without -r is an error.
-async fn plan_get(conn: &MultipathConnection, args: &GetArgs) -> Result<Vec<Item>> {
-    let mut items = Vec::new();
+async fn plan_get(conn: &MultipathConnection, args: &GetArgs) -> Result<Plan> {
+    let mut plan = Plan::default();
     for name in &args.names {
         let components = check_path(name)?;
         let parent_len = name.len() - components.last().expect("one at least").len();
-        let listed = list(conn, name).await.with_context(|| format!("get {name:?}"))?;
-        if !args.recursive && listed.iter().any(|(remote, _)| remote != name) {
+        let listed = list(conn, name, true).await.with_context(|| format!("get {name:?}"))?;
+        let a_dir = listed.files.iter().any(|(remote, _)| remote != name);
+        if !args.recursive && (a_dir || !listed.empty_dirs.is_empty()) {
             bail!("{name:?} is a directory (-r gets directories)");
         }
-        for (remote, size) in listed {
+        for (remote, size) in listed.files {
             let local = PathBuf::from(&remote[parent_len..]);
-            items.push(Item { local, remote, size });
+            plan.items.push(Item { local, remote, size });
         }
+        plan.empty_dirs.extend(listed.empty_dirs.iter().map(|dir| dir[parent_len..].to_owned()));
     }
-    Ok(items)
+    Ok(plan)
 }
 
 /// Download several files or directories over one connection into the output directory.
@@ -304,22 +342,25 @@ pub async fn get(args: GetArgs) -> Result<()> {
     }
     let session = connect(&args.connect).await?;
     let result = match plan_get(&session.conn, &args).await {
-        Ok(items) => get_items(&session.conn, items, top, &args).await,
+        Ok(plan) => get_items(&session.conn, plan, top, &args).await,
         Err(e) => Err(e),
     };
     session.close().await;
     result?
 }
 
-/// Download the planned items beneath `top`.
+/// Make the planned empty directories and download the planned items beneath `top`.
 async fn get_items(
     conn: &MultipathConnection,
-    items: Vec<Item>,
+    plan: Plan,
     top: Arc<Dir>,
     args: &GetArgs,
 ) -> Result<Result<()>> {
-    let batch = Batch::start(conn, &items, &args.batch, &args.connect);
-    let (files, first) = run_all(items, args.batch.parallel, "got", &batch.show, |item| {
+    for dir in &plan.empty_dirs {
+        top.beneath(&check_path(dir)?, true)?;
+    }
+    let batch = Batch::start(conn, &plan.items, &args.batch, &args.connect);
+    let (files, first) = run_all(plan.items, args.batch.parallel, "got", &batch.show, |item| {
         get_file(conn, item, &top, args, batch.rate.as_ref(), &batch.show.bar)
     })
     .await;
@@ -358,9 +399,9 @@ pub async fn ls(args: LsArgs) -> Result<()> {
         check_path(&path)?;
     }
     let session = connect(&args.connect).await?;
-    let listed = list(&session.conn, &path).await;
+    let listed = list(&session.conn, &path, false).await;
     session.close().await;
-    let files = listed?;
+    let files = listed?.files;
     if args.connect.json {
         let files: Vec<_> = files
             .iter()
@@ -388,8 +429,11 @@ mod tests {
         std::fs::write(root.join("sub/deeper/b.bin"), b"bbb").unwrap();
         std::fs::write(tmp.path().join("single.txt"), b"s").unwrap();
         let paths = [root.clone(), tmp.path().join("single.txt")];
+        std::fs::create_dir_all(root.join("empty/deeper")).unwrap();
+        let plan = plan_send(&paths).unwrap();
+        assert_eq!(plan.empty_dirs, ["data/empty/deeper"]);
         let names: Vec<(String, u64)> =
-            plan_send(&paths).unwrap().into_iter().map(|i| (i.remote, i.size)).collect();
+            plan.items.into_iter().map(|i| (i.remote, i.size)).collect();
         let expected = [("data/a.bin", 2), ("data/sub/deeper/b.bin", 3), ("single.txt", 1)];
         assert_eq!(names, expected.map(|(n, s)| (n.to_string(), s)));
 

@@ -24,6 +24,8 @@ pub enum Exit {
     Refused,
     /// Data arrived but its BLAKE3 hash did not match the sender's (either side found it).
     Verification,
+    /// A server's `--drain` deadline passed with transfers running: they were cut off.
+    CutOff,
     /// Stopped by Ctrl-C (SIGINT): 128 + 2, as shells report it.
     Interrupted,
     /// Stopped by SIGTERM: 128 + 15.
@@ -32,13 +34,14 @@ pub enum Exit {
 
 impl Exit {
     /// Every kind, in the order `--help` lists them.
-    pub const ALL: [Exit; 8] = [
+    pub const ALL: [Exit; 9] = [
         Exit::Success,
         Exit::Other,
         Exit::Usage,
         Exit::Connection,
         Exit::Refused,
         Exit::Verification,
+        Exit::CutOff,
         Exit::Interrupted,
         Exit::Terminated,
     ];
@@ -52,6 +55,7 @@ impl Exit {
             Exit::Connection => 3,
             Exit::Refused => 4,
             Exit::Verification => 5,
+            Exit::CutOff => 6,
             Exit::Interrupted => 130,
             Exit::Terminated => 143,
         }
@@ -69,6 +73,10 @@ impl Exit {
             }
             Exit::Refused => "refused by the server (no such file, exists, read-only, busy, full)",
             Exit::Verification => "verification failure: a BLAKE3 hash did not match",
+            Exit::CutOff => {
+                "serve only: the --drain deadline after SIGTERM or Ctrl-C cut transfers off \
+                 (uploads kept resumable)"
+            }
             Exit::Interrupted => "interrupted by Ctrl-C (SIGINT)",
             Exit::Terminated => "interrupted by SIGTERM",
         }
@@ -99,6 +107,9 @@ pub fn help() -> String {
 fn kind_of(cause: &(dyn std::error::Error + 'static)) -> Option<Exit> {
     if let Some(Interrupted(signal)) = cause.downcast_ref::<Interrupted>() {
         return Some(if *signal == "SIGTERM" { Exit::Terminated } else { Exit::Interrupted });
+    }
+    if cause.is::<CutOff>() {
+        return Some(Exit::CutOff);
     }
     if cause.is::<IntegrityFailed>() {
         return Some(Exit::Verification);
@@ -143,6 +154,23 @@ impl fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
+/// A draining server's deadline passed with this many transfers still running.
+#[derive(Debug)]
+pub struct CutOff(pub usize);
+
+impl fmt::Display for CutOff {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the --drain deadline passed with {} transfer(s) running: cut off (uploads keep \
+             their partial copy, to resume)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for CutOff {}
+
 /// The server (or client) refused a request; the text is the peer's reason.
 #[derive(Debug)]
 pub struct Refused(pub String);
@@ -186,6 +214,7 @@ mod tests {
         let corrupt = anyhow::Error::new(IntegrityFailed("hash mismatch".into()));
         assert_eq!(Exit::of(&corrupt.context("receiving")), Exit::Verification);
         assert_eq!(Exit::of(&anyhow::Error::new(Interrupted("SIGTERM"))), Exit::Terminated);
+        assert_eq!(Exit::of(&anyhow::Error::new(CutOff(3))), Exit::CutOff);
         assert_eq!(Exit::of(&anyhow::Error::new(Interrupted("Ctrl-C"))), Exit::Interrupted);
         let lost =
             anyhow::Error::new(noq::WriteError::ConnectionLost(noq::ConnectionError::TimedOut))

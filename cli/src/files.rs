@@ -14,11 +14,13 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use tokio::io::AsyncSeekExt;
 
 use crate::resume::{hash_prefix, Offer};
+use crate::transfer::Listing;
 
 /// Temporaries start with this; a server removes unlocked ones left by a killed process.
 const TEMP_PREFIX: &str = ".mpquic-part-";
@@ -27,7 +29,7 @@ const TEMP_PREFIX: &str = ".mpquic-part-";
 const RESUME_PREFIX: &str = ".mpquic-part-resume-";
 /// A server starting up keeps resumable temporaries written to this recently, for their
 /// transfers to resume, and removes older ones with the other stale temporaries.
-const RESUMABLE_FOR: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
+const RESUMABLE_FOR: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// An open directory.
 #[derive(Debug)]
@@ -146,31 +148,39 @@ impl Dir {
         Ok(Dir { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
     }
 
-    /// The regular files beneath this directory, as (`prefix` + relative path, size), sorted;
-    /// links and other special files are left out and not followed. At most `limit` files.
-    pub fn walk(&self, prefix: &str, limit: usize) -> Result<Vec<(String, u64)>> {
-        let mut files = Vec::new();
-        self.walk_into(prefix, &mut files, limit)?;
-        files.sort();
-        Ok(files)
+    /// The regular files beneath this directory, as (`prefix` + relative path, size), and
+    /// the directories beneath which none is (this one included, unless `prefix` is empty),
+    /// sorted; links and other special files are left out and not followed. At most `limit`
+    /// entries.
+    pub fn walk(&self, prefix: &str, limit: usize) -> Result<Listing> {
+        let mut listing = Listing::default();
+        self.walk_into(prefix, &mut listing, limit)?;
+        listing.files.sort();
+        listing.empty_dirs.sort();
+        Ok(listing)
     }
 
-    fn walk_into(&self, prefix: &str, files: &mut Vec<(String, u64)>, limit: usize) -> Result<()> {
+    fn walk_into(&self, prefix: &str, listing: &mut Listing, limit: usize) -> Result<()> {
+        let before = listing.files.len() + listing.empty_dirs.len();
         // Hidden names are neither asked for nor served (the temporaries among them).
         for name in self.names()?.into_iter().filter(|name| !name.starts_with('.')) {
             let Ok(stat) = self.stat(&name) else { continue };
             let path = format!("{prefix}{name}");
             match stat.st_mode & libc::S_IFMT {
-                libc::S_IFREG => files.push((path, stat.st_size as u64)),
+                libc::S_IFREG => listing.files.push((path, stat.st_size as u64)),
                 libc::S_IFDIR => {
                     let dir = self.subdir(&name, false)?;
-                    dir.walk_into(&format!("{path}/"), files, limit)?;
+                    dir.walk_into(&format!("{path}/"), listing, limit)?;
                 }
                 _ => continue,
             }
-            if files.len() > limit {
+            if listing.files.len() + listing.empty_dirs.len() > limit {
                 bail!("more than {limit} files: list a directory within");
             }
+        }
+        let empty = listing.files.len() + listing.empty_dirs.len() == before;
+        if let Some(dir) = prefix.strip_suffix('/').filter(|_| empty) {
+            listing.empty_dirs.push(dir.to_owned());
         }
         Ok(())
     }
@@ -242,15 +252,14 @@ impl Dir {
     /// Whether `name` was written to within `RESUMABLE_FOR`.
     fn recently_written(&self, name: &str) -> bool {
         let Ok(stat) = self.stat(name) else { return false };
-        let written = std::time::UNIX_EPOCH + std::time::Duration::from_secs(stat.st_mtime as u64);
+        let written = std::time::UNIX_EPOCH + Duration::from_secs(stat.st_mtime as u64);
         written.elapsed().map_or(true, |age| age < RESUMABLE_FOR)
     }
 
     /// Whether `name` in this directory is the file open as `file` (same device and inode).
-    fn names_file(&self, name: &str, file: &File) -> bool {
-        use std::os::unix::fs::MetadataExt;
-        match (self.stat(name), file.metadata()) {
-            (Ok(stat), Ok(meta)) => stat.st_dev == meta.dev() && stat.st_ino == meta.ino(),
+    fn names_file(&self, name: &str, file: &impl AsRawFd) -> bool {
+        match (self.stat(name), identity(file)) {
+            (Ok(stat), Ok(id)) => (stat.st_dev, stat.st_ino) == id,
             _ => false,
         }
     }
@@ -289,17 +298,27 @@ impl Dir {
 }
 
 /// Take the exclusive lock of `file` without waiting.
-fn lock(file: &File) -> io::Result<()> {
+fn lock(file: &impl AsRawFd) -> io::Result<()> {
     // SAFETY: a valid descriptor.
     check(unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) }).map(drop)
 }
 
-/// The length of an open file, without waiting (a drop cannot).
-fn length(file: &impl AsRawFd) -> io::Result<u64> {
+/// An open file's status, without waiting (a drop cannot).
+fn fstat(file: &impl AsRawFd) -> io::Result<libc::stat> {
     // SAFETY: a valid descriptor and a zeroed stat to fill.
     let mut stat: libc::stat = unsafe { std::mem::zeroed() };
     check(unsafe { libc::fstat(file.as_raw_fd(), &mut stat) })?;
-    Ok(stat.st_size as u64)
+    Ok(stat)
+}
+
+/// The length of an open file.
+fn length(file: &impl AsRawFd) -> io::Result<u64> {
+    fstat(file).map(|stat| stat.st_size as u64)
+}
+
+/// An open file's identity on its host: (device, inode).
+fn identity(file: &impl AsRawFd) -> io::Result<(u64, u64)> {
+    fstat(file).map(|stat| (stat.st_dev, stat.st_ino))
 }
 
 /// 128 random bits as hex, from the kernel.
@@ -313,6 +332,14 @@ fn random_suffix() -> io::Result<String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// Why a name's resumable temporary cannot be had now.
+fn busy(name: &str) -> String {
+    format!(
+        "{name:?} is being received by another transfer (one cut off lately holds it until its \
+         connection times out, or a new transfer of the same upload takes it over: try again then)"
+    )
+}
+
 /// Held while a partial file's space is reserved (see [`PartialFile::reserve`]).
 static RESERVING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -323,6 +350,9 @@ pub struct PartialFile {
     file: Option<tokio::fs::File>,
     /// Kept when dropped uncommitted (if not empty), for the next transfer to resume.
     keep: bool,
+    /// Whether this value holds the file's lock; one that does not never writes, cuts or
+    /// removes the file (`open_resumable`).
+    locked: bool,
 }
 
 impl PartialFile {
@@ -341,7 +371,7 @@ impl PartialFile {
             let _ = dir.remove(&temp);
             bail!("cannot lock a temporary file: {e}");
         }
-        Ok(PartialFile { dir, temp, file: Some(file.into()), keep: false })
+        Ok(PartialFile { dir, temp, file: Some(file.into()), keep: false, locked: true })
     }
 
     /// The temporary of the file `name` in `dir`: `resumable`'s, or else a new one of
@@ -358,6 +388,17 @@ impl PartialFile {
     /// transfer of `name` left (or a new, empty one), locked. Another transfer holding it is
     /// refused. Dropped uncommitted, it stays (unless empty) for the next transfer to resume.
     pub fn resumable(dir: Arc<Dir>, name: &str) -> Result<Self> {
+        let partial = Self::open_resumable(dir, name)?;
+        if !partial.locked {
+            bail!("{}", busy(name));
+        }
+        Ok(partial)
+    }
+
+    /// As `resumable`, but a temporary another transfer holds is opened unlocked (`locked()`
+    /// false): it can be read and offered, and taken over with `lock_within` once its holder
+    /// lets go, but not written.
+    pub fn open_resumable(dir: Arc<Dir>, name: &str) -> Result<Self> {
         let temp = format!("{RESUME_PREFIX}{}", &blake3::hash(name.as_bytes()).to_hex()[..32]);
         // A holder may commit (rename) or remove it between our open and our lock: then the
         // name no longer leads to what we locked, and we open again.
@@ -365,17 +406,40 @@ impl PartialFile {
             let file = dir
                 .open_at(&temp, libc::O_RDWR | libc::O_CREAT)
                 .map_err(|e| anyhow!("cannot open the partial file of {name:?}: {e}"))?;
-            if lock(&file).is_err() {
-                bail!(
-                    "{name:?} is being received by another transfer (one cut off lately holds it \
-                     until its connection times out: try again then)"
-                );
-            }
-            if dir.names_file(&temp, &file) {
-                return Ok(PartialFile { dir, temp, file: Some(file.into()), keep: true });
+            let locked = lock(&file).is_ok();
+            if !locked || dir.names_file(&temp, &file) {
+                return Ok(PartialFile { dir, temp, file: Some(file.into()), keep: true, locked });
             }
         }
         bail!("cannot lock the partial file of {name:?}: it keeps changing")
+    }
+
+    /// Whether this transfer holds the file (see `open_resumable`).
+    pub fn locked(&self) -> bool {
+        self.locked
+    }
+
+    /// The file's identity on its host (device, inode): the same for every transfer of it.
+    pub fn key(&mut self) -> Result<(u64, u64)> {
+        Ok(identity(self.file())?)
+    }
+
+    /// Take the lock of a file opened unlocked, waiting up to `within` for its holder to let
+    /// go. A holder lets go only once its descriptor is closed, after its last write: nothing
+    /// it wrote can land after this returns. `name` is the file's, for errors.
+    pub async fn lock_within(&mut self, within: Duration, name: &str) -> Result<()> {
+        let deadline = tokio::time::Instant::now() + within;
+        while lock(self.file()).is_err() {
+            if tokio::time::Instant::now() >= deadline {
+                bail!("{}", busy(name));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        self.locked = true;
+        if !self.dir.names_file(&self.temp, self.file.as_ref().expect("open until commit")) {
+            bail!("the partial file of {name:?} went away while it was taken over");
+        }
+        Ok(())
     }
 
     /// What a receiver holding this copy of a file of `size` bytes offers the sender.
@@ -389,6 +453,9 @@ impl PartialFile {
     /// Keep the first `start` bytes (the sender resumes there) of a file of `size` bytes and
     /// return their hash state; what follows is written after them.
     pub async fn resume_at(&mut self, start: u64, size: u64) -> Result<blake3::Hasher> {
+        if !self.locked {
+            bail!("the partial file is held by another transfer");
+        }
         let file = self.file();
         if file.metadata().await.context("reading the partial file")?.len() > start {
             file.set_len(start).await.context("cutting the partial file")?;
@@ -464,7 +531,7 @@ impl Drop for PartialFile {
         // Not committed: remove the partial data so nothing half-written remains, unless a
         // later transfer may resume from it. Removed while still locked, so no other transfer
         // has it open.
-        if let Some(file) = self.file.take() {
+        if let Some(file) = self.file.take().filter(|_| self.locked) {
             let empty = length(&file).map_or(true, |len| len == 0);
             if !self.keep || empty {
                 let _ = self.dir.remove(&self.temp);
@@ -550,9 +617,16 @@ mod tests {
         std::fs::write(tmp.path().join(".hidden"), b"x").unwrap();
         std::os::unix::fs::symlink("/etc", tmp.path().join("a/etc")).unwrap();
         std::os::unix::fs::symlink("/etc/passwd", tmp.path().join("a/passwd")).unwrap();
-        let files = top.walk("", 100).unwrap();
-        assert_eq!(files, [("a/b/f.bin".to_string(), 0), ("top.bin".to_string(), 5)]);
-        assert_eq!(top.beneath(&["a"], false).unwrap().walk("a/", 100).unwrap().len(), 1);
+        top.beneath(&["a", "empty", "deeper"], true).unwrap();
+        let listing = top.walk("", 100).unwrap();
+        let files = [("a/b/f.bin".to_string(), 0), ("top.bin".to_string(), 5)];
+        assert_eq!(
+            (listing.files, listing.empty_dirs),
+            (files.to_vec(), vec!["a/empty/deeper".into()])
+        );
+        assert_eq!(top.beneath(&["a"], false).unwrap().walk("a/", 100).unwrap().files.len(), 1);
+        let alone = top.beneath(&["a", "empty"], false).unwrap().walk("a/empty/", 100).unwrap();
+        assert_eq!(alone.empty_dirs, ["a/empty/deeper"]);
         let refused = top.beneath(&["a", "etc"], true).unwrap_err().to_string();
         assert!(refused.contains("not a directory (links are not followed)"), "{refused}");
         assert!(top.beneath(&["none"], false).unwrap_err().to_string().contains("no directory"));

@@ -6,18 +6,17 @@ mod batch;
 mod cert;
 mod client;
 mod demo;
-mod errors;
-mod exit;
-mod files;
+mod drain;
 mod metrics;
 mod output;
 mod progress;
-mod ratelimit;
 mod received;
 mod report;
-mod resume;
 mod serve;
-mod transfer;
+mod takeover;
+
+// The protocol modules live in the library (src/lib.rs), for the fuzz targets.
+use mpquic_cli::{errors, exit, files, ratelimit, resume, transfer};
 
 use std::process::ExitCode;
 
@@ -114,16 +113,20 @@ pub async fn unless_stopped<T>(
     Err(Interrupted(signal).into())
 }
 
-/// Resolves on Ctrl-C or SIGTERM, naming which.
-pub async fn termination() -> &'static str {
-    let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-    else {
-        let _ = tokio::signal::ctrl_c().await;
-        return "Ctrl-C";
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => "Ctrl-C",
-        _ = term.recv() => "SIGTERM",
+/// Resolves on Ctrl-C or SIGTERM, naming which. It listens from the call on, not from its
+/// first poll: a signal sent once the caller has said it listens is never missed.
+pub fn termination() -> impl std::future::Future<Output = &'static str> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let listening = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()));
+    async move {
+        let (Ok(mut int), Ok(mut term)) = listening else {
+            let _ = tokio::signal::ctrl_c().await;
+            return "Ctrl-C";
+        };
+        tokio::select! {
+            _ = int.recv() => "Ctrl-C",
+            _ = term.recv() => "SIGTERM",
+        }
     }
 }
 
@@ -176,6 +179,10 @@ fn fail(error: anyhow::Error) -> ExitCode {
     } else if text.contains("unknown request type 0x53") {
         // 'S', a timed send's stream, is newer than the server.
         " (this server predates timed sends: update it, or send --generate SIZE)"
+    } else if text.contains("unknown request type 0x4d") {
+        // 'M', an empty directory of a sent tree, is newer than the server.
+        " (this server predates empty directories: the files went, the empty directory did not; \
+         update the server)"
     } else if text.contains("unknown request type 0x55")
         || text.contains("unknown request type 0x44")
     {

@@ -108,9 +108,15 @@ impl TransferResult {
                 "CPU: {cpu:.2} s ({per_gb:.2} s per GB, sender and receiver together)"
             );
         }
-        paths_table(c, &mut out);
+        paths_table(c, receives(self.direction), &mut out);
         out
     }
+}
+
+/// Whether a transfer of this direction received the data: its table then shows, as iperf3
+/// `-R` does, the bytes each path received (a receiver's sent bytes are mostly ACKs).
+fn receives(direction: &str) -> bool {
+    matches!(direction, "get" | "receive")
 }
 
 /// Print a line above the progress bar (or on stderr when there is none on show).
@@ -151,8 +157,10 @@ fn controller_line(c: &ConnectionReport, out: &mut String) {
     }
 }
 
-/// One row per path: route, bytes, share, RTTs, CE marks, losses, window, state.
-fn paths_table(c: &ConnectionReport, out: &mut String) {
+/// One row per path: route, bytes, share, RTTs, CE marks, losses, window, state. The bytes
+/// and share are those received when `received` (the data's direction for a receiver), else
+/// those sent.
+fn paths_table(c: &ConnectionReport, received: bool, out: &mut String) {
     use std::fmt::Write;
     let _ = writeln!(
         out,
@@ -160,7 +168,7 @@ fn paths_table(c: &ConnectionReport, out: &mut String) {
         "path",
         "local -> remote",
         "opened",
-        "sent",
+        if received { "received" } else { "sent" },
         "share",
         "rtt min/p50/p99 ms",
         "CE ev/marked",
@@ -186,8 +194,8 @@ fn paths_table(c: &ConnectionReport, out: &mut String) {
             // When the path opened, after the connection (--path-delay, or a re-opened
             // path).
             p.opened_ms.map_or("-".into(), |ms| format!("{:.2}s", ms / 1000.0)),
-            human_bytes(p.bytes_sent),
-            p.share * 100.0,
+            human_bytes(if received { p.bytes_received } else { p.bytes_sent }),
+            if received { p.share_received } else { p.share } * 100.0,
             rtt,
             match (p.ce_events, p.ce_marked) {
                 (Some(events), Some(marked)) => format!("{events}/{marked}"),
@@ -301,7 +309,7 @@ impl BatchResult {
             self.connection.controller,
         );
         controller_line(&self.connection, &mut out);
-        paths_table(&self.connection, &mut out);
+        paths_table(&self.connection, receives(self.direction), &mut out);
         out
     }
 }

@@ -86,20 +86,20 @@ impl ByteRate {
         b.tokens -= n as f64;
         Duration::from_secs_f64((-b.tokens).max(0.0) / self.per_second)
     }
-
-    /// Wait until `n` more bytes may move.
-    pub async fn take(&self, n: u64) {
-        let wait = self.delay(n, Instant::now());
-        if !wait.is_zero() {
-            tokio::time::sleep(wait).await;
-        }
-    }
 }
 
-/// An optional cap: `take` returns at once without one.
-pub async fn take(rate: Option<&ByteRate>, n: u64) {
-    if let Some(rate) = rate {
-        rate.take(n).await;
+/// Wait for `n` bytes' share of an optional cap (at once without one), calling `progress(0)`
+/// every 100 ms of the wait: the wait is this end's, so a watchdog over the peer (the server's
+/// `--stall-timeout`) must not take it for a stall.
+pub async fn take(rate: Option<&ByteRate>, n: u64, progress: &mut impl FnMut(u64)) {
+    const SLICE: Duration = Duration::from_millis(100);
+    let Some(rate) = rate else { return };
+    let now = Instant::now();
+    let end = now + rate.delay(n, now);
+    while Instant::now() < end {
+        // Slices to a fixed end, so that their overshoots do not add up.
+        tokio::time::sleep_until(end.min(Instant::now() + SLICE).into()).await;
+        progress(0);
     }
 }
 

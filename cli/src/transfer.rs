@@ -10,6 +10,8 @@
 //!                  start:u64 data[start..size] blake3[32]
 //!   op 'S' (stream): data blake3[32] FIN               -> reply
 //!   op 'L' (list):                                     -> reply, and on OK: entry* FIN
+//!   op 'T' (tree):  as 'L', empty directories too: entries named "path/" (size 0)
+//!   op 'M' (make directory):                           -> reply
 //! entry    = size:u64 name_len:u16 name
 //! offer    = chunk:u64 count:u32 blake3[32]*count   (the receiver's, see `resume`)
 //! reply    = status:u8 (0 ok, 1 refused, 2 integrity check failed) msg_len:u16 msg
@@ -20,7 +22,9 @@
 //! names a directory (empty: the server's own) and answers with every regular file beneath it,
 //! as paths relative to it. Each file is its own stream, so many run at once over one
 //! connection. New request types are new ops: an older server refuses them by name ("unknown
-//! request type").
+//! request type"). 'T' and 'M' carry empty directories, as `rsync -r` and `scp -r` do: a
+//! client that meets a server from before them lists with 'L' (no empty directories) and
+//! reports the 'M' it refuses.
 //!
 //! 'U' and 'D' resume: the receiver keeps an interrupted transfer's partial file and offers the
 //! hashes of the whole chunks it holds; the sender checks them against its own data and sends
@@ -88,7 +92,24 @@ pub enum Request {
     List {
         /// The directory's path; empty for the server's directory itself.
         dir: String,
+        /// 'T': the empty directories beneath it too.
+        tree: bool,
     },
+    /// Make a directory (and its parents), as an empty directory of a sent tree arrives.
+    MakeDir {
+        /// The directory's path.
+        dir: String,
+    },
+}
+
+/// What a listing holds: the regular files (path, size) and, in a tree listing, the empty
+/// directories.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Listing {
+    /// The regular files.
+    pub files: Vec<(String, u64)>,
+    /// The directories beneath which no file is listed (a tree listing's only).
+    pub empty_dirs: Vec<String>,
 }
 
 /// Check that a path is relative and made of plain components (`check_name`), and return them.
@@ -136,7 +157,9 @@ impl Request {
             Request::Get { name, resume: false } => (b'G', name),
             Request::Get { name, resume: true } => (b'D', name),
             Request::Stream { name } => (b'S', name),
-            Request::List { dir } => (b'L', dir),
+            Request::List { dir, tree: false } => (b'L', dir),
+            Request::List { dir, tree: true } => (b'T', dir),
+            Request::MakeDir { dir } => (b'M', dir),
         };
         let mut header = Vec::with_capacity(7 + name.len() + 8);
         header.extend_from_slice(MAGIC);
@@ -163,7 +186,7 @@ impl Request {
         let mut name = vec![0u8; name_len];
         recv.read_exact(&mut name).await.context("reading file name")?;
         let name = String::from_utf8(name).map_err(|_| anyhow!("file name is not UTF-8"))?;
-        if !(fixed[4] == b'L' && name.is_empty()) {
+        if !(matches!(fixed[4], b'L' | b'T') && name.is_empty()) {
             check_path(&name)?;
         }
         match fixed[4] {
@@ -174,7 +197,8 @@ impl Request {
             }
             op @ (b'G' | b'D') => Ok(Request::Get { name, resume: op == b'D' }),
             b'S' => Ok(Request::Stream { name }),
-            b'L' => Ok(Request::List { dir: name }),
+            op @ (b'L' | b'T') => Ok(Request::List { dir: name, tree: op == b'T' }),
+            b'M' => Ok(Request::MakeDir { dir: name }),
             op => bail!("unknown request type {op:#x}"),
         }
     }
@@ -183,6 +207,12 @@ impl Request {
 /// Send the reply: `Ok(())` or an error message, its status saying whether the data failed
 /// its check (peers from before status 2 read any non-zero status as an error).
 pub async fn write_reply<T>(send: &mut SendStream, result: &Result<T>) -> Result<()> {
+    send.write_all(&encode_reply(result)).await?;
+    Ok(())
+}
+
+/// The reply's bytes; the message is cut to what its length field holds.
+pub fn encode_reply<T>(result: &Result<T>) -> Vec<u8> {
     let (status, msg) = match result {
         Ok(_) => (0u8, String::new()),
         Err(e) if e.chain().any(|c| c.is::<IntegrityFailed>()) => (2u8, one_line(e)),
@@ -192,8 +222,7 @@ pub async fn write_reply<T>(send: &mut SendStream, result: &Result<T>) -> Result
     let mut reply = vec![status];
     reply.extend_from_slice(&(msg.len() as u16).to_be_bytes());
     reply.extend_from_slice(msg);
-    send.write_all(&reply).await?;
-    Ok(())
+    reply
 }
 
 /// Read the peer's reply; an error reply becomes an error naming the peer's reason.
@@ -202,44 +231,76 @@ pub async fn read_reply(recv: &mut RecvStream) -> Result<()> {
     recv.read_exact(&mut fixed).await.context("the peer closed the stream without replying")?;
     let mut msg = vec![0u8; u16::from_be_bytes([fixed[1], fixed[2]]) as usize];
     recv.read_exact(&mut msg).await.context("reading the peer's reply")?;
-    let msg = String::from_utf8_lossy(&msg).into_owned();
-    match fixed[0] {
+    reply_result(fixed[0], &msg)
+}
+
+/// What a reply of `status` with the message `msg` says: `Ok(())`, or an error naming the
+/// peer's reason. (Apart from `read_reply`, which reads them from a QUIC stream, so that its
+/// read errors keep the stream's error types that `exit` classifies.) The reason is printed, so
+/// its control characters are escaped, as names are refused (`check_name`): a peer cannot
+/// forge lines or send escape sequences to the user's terminal.
+pub fn reply_result(status: u8, msg: &[u8]) -> Result<()> {
+    let msg = printable(&String::from_utf8_lossy(msg));
+    match status {
         0 => Ok(()),
         2 => Err(IntegrityFailed(format!("peer: {msg}")).into()),
         _ => Err(Refused(msg).into()),
     }
 }
 
-/// Send a listing's entries (after the OK reply); the caller ends the stream.
-pub async fn write_listing(send: &mut SendStream, files: &[(String, u64)]) -> Result<()> {
+/// `text` with its control characters escaped as Rust writes them (`\n`, `\0`, `\u{1b}`).
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { c.escape_debug().collect() } else { c.to_string() })
+        .collect()
+}
+
+/// Send a listing's entries (after the OK reply), its empty directories with `tree`; the
+/// caller ends the stream.
+pub async fn write_listing(send: &mut SendStream, listing: &Listing, tree: bool) -> Result<()> {
+    send.write_all(&encode_listing(listing, tree)).await.context("sending the listing")?;
+    Ok(())
+}
+
+/// A listing's entries as bytes: the files, then (with `tree`) each empty directory as an
+/// entry named "dir/".
+pub fn encode_listing(listing: &Listing, tree: bool) -> Vec<u8> {
+    let dirs = listing.empty_dirs.iter().filter(|_| tree).map(|dir| (format!("{dir}/"), 0));
     let mut bytes = Vec::new();
-    for (name, size) in files {
+    for (name, size) in listing.files.iter().cloned().chain(dirs) {
         bytes.extend_from_slice(&size.to_be_bytes());
         bytes.extend_from_slice(&(name.len() as u16).to_be_bytes());
         bytes.extend_from_slice(name.as_bytes());
     }
-    send.write_all(&bytes).await.context("sending the listing")?;
-    Ok(())
+    bytes
 }
 
 /// Read a listing's entries up to the stream's end; every name is checked as a request's is.
-pub async fn read_listing(recv: &mut (impl AsyncRead + Unpin)) -> Result<Vec<(String, u64)>> {
-    let mut files = Vec::new();
+pub async fn read_listing(recv: &mut (impl AsyncRead + Unpin)) -> Result<Listing> {
+    let mut listing = Listing::default();
     let mut fixed = [0u8; 10];
     loop {
         match recv.read(&mut fixed[..1]).await.context("reading the listing")? {
-            0 => return Ok(files),
+            0 => return Ok(listing),
             _ => recv.read_exact(&mut fixed[1..]).await.context("reading the listing")?,
         };
-        if files.len() == MAX_LISTING {
+        if listing.files.len() + listing.empty_dirs.len() == MAX_LISTING {
             bail!("the listing has more than {MAX_LISTING} files: list a directory within");
         }
         let size = u64::from_be_bytes(fixed[..8].try_into().expect("8 bytes"));
         let mut name = vec![0u8; u16::from_be_bytes([fixed[8], fixed[9]]) as usize];
         recv.read_exact(&mut name).await.context("reading the listing")?;
         let name = String::from_utf8(name).map_err(|_| anyhow!("a listed name is not UTF-8"))?;
-        check_path(&name)?;
-        files.push((name, size));
+        match name.strip_suffix('/') {
+            Some(dir) => {
+                check_path(dir)?;
+                listing.empty_dirs.push(dir.to_owned());
+            }
+            None => {
+                check_path(&name)?;
+                listing.files.push((name, size));
+            }
+        }
     }
 }
 
@@ -276,7 +337,7 @@ pub async fn send_rest(
             bail!("the source ended {left} bytes early (was it truncated while sending?)");
         }
         hasher.update(&buf[..n]);
-        ratelimit::take(rate, n as u64).await;
+        ratelimit::take(rate, n as u64, &mut progress).await;
         send.write_all(&buf[..n]).await.context("sending data")?;
         left -= n as u64;
         progress(n as u64);
@@ -405,7 +466,7 @@ pub async fn receive_rest(
         sink.write_all(&buf[..n]).await.context("writing data")?;
         left -= n as u64;
         progress(n as u64);
-        ratelimit::take(rate, n as u64).await;
+        ratelimit::take(rate, n as u64, &mut progress).await;
     }
     let mut expected = [0u8; 32];
     recv.read_exact(&mut expected).await.context("receiving the hash")?;
@@ -470,7 +531,7 @@ mod tests {
             if let Ok(request) = parse(&bytes) {
                 let name = match &request {
                     Request::Put { name, .. } | Request::Get { name, .. } | Request::Stream { name } => name,
-                    Request::List { dir } => dir,
+                    Request::List { dir, .. } | Request::MakeDir { dir } => dir,
                 };
                 // Only a list may name the empty path: the server's directory.
                 let root_list = name.is_empty() && matches!(request, Request::List { .. });
@@ -483,7 +544,7 @@ mod tests {
         fn requests_round_trip_and_truncation_fails(
             name in valid_name(),
             size in any::<u64>(),
-            op in 0..6u8,
+            op in 0..8u8,
         ) {
             let request = match op {
                 0 => Request::Put { name, size, resume: false },
@@ -491,7 +552,9 @@ mod tests {
                 4 => Request::Put { name, size, resume: true },
                 5 => Request::Get { name, resume: true },
                 2 => Request::Stream { name },
-                _ => Request::List { dir: name },
+                6 => Request::List { dir: name, tree: true },
+                7 => Request::MakeDir { dir: name },
+                _ => Request::List { dir: name, tree: false },
             };
             let bytes = request.encode();
             prop_assert_eq!(parse(&bytes).unwrap(), request);
@@ -620,6 +683,20 @@ mod tests {
         assert!(check_name("report-2026.tar.gz").is_ok());
     }
 
+    /// A peer's reason is printed on one line: its control characters arrive escaped.
+    /// (A NUL, found by the `transfer` fuzz target; its input is fuzz/corpus/transfer/
+    /// reply-control-characters.)
+    #[test]
+    fn a_reply_cannot_send_control_characters_to_the_terminal() {
+        assert!(reply_result(0, b"").is_ok());
+        let err = reply_result(1, b"no such file `x.b\0\0\0 in`\n\x1b[2Jforged").unwrap_err();
+        assert_eq!(err.to_string(), "peer: no such file `x.b\\0\\0\\0 in`\\n\\u{1b}[2Jforged");
+        assert!(err.is::<Refused>());
+        let err = reply_result(2, "\u{9b}31m é".as_bytes()).unwrap_err();
+        assert_eq!(err.to_string(), "peer: \\u{9b}31m é");
+        assert!(err.is::<IntegrityFailed>());
+    }
+
     #[test]
     fn a_listing_round_trips_and_a_bad_name_in_it_fails() {
         let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
@@ -631,8 +708,10 @@ mod tests {
         };
         let mut wire = entry("a.bin", 5);
         wire.extend(entry("sub/b.bin", 1 << 40));
-        let files = runtime.block_on(read_listing(&mut &wire[..])).unwrap();
-        assert_eq!(files, [("a.bin".to_string(), 5), ("sub/b.bin".to_string(), 1 << 40)]);
+        wire.extend(entry("sub/empty/", 0));
+        let listing = runtime.block_on(read_listing(&mut &wire[..])).unwrap();
+        assert_eq!(listing.files, [("a.bin".to_string(), 5), ("sub/b.bin".to_string(), 1 << 40)]);
+        assert_eq!(listing.empty_dirs, ["sub/empty"]);
         assert!(runtime.block_on(read_listing(&mut &wire[..wire.len() - 1])).is_err());
         wire.extend(entry("../escape", 1));
         assert!(runtime.block_on(read_listing(&mut &wire[..])).is_err());

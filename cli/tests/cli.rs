@@ -763,3 +763,53 @@ fn a_path_opened_mid_transfer_carries_data_on_every_repeated_connection() {
         );
     }
 }
+
+/// Issue 41, part 5: a `get` reports how the data arrived on each path (as iperf3 `-R` does),
+/// not the ACKs it sent: the bytes received over both paths add up to about the file's size,
+/// and the table's column says "received".
+#[test]
+fn a_get_reports_the_bytes_each_path_received() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tempfile::tempdir().unwrap();
+    let size = 8u64 << 20;
+    let source = random_file(store.path(), "big.bin", size as usize);
+    let server = ServerProcess::start(
+        &["127.0.0.1", "127.0.0.2"],
+        &["--insecure", "--dir", store.path().to_str().unwrap(), "--scheduler", "round-robin"],
+    );
+    let get = |output: &str, json: bool| {
+        let target = tmp.path().join(output);
+        let (one, two) = (server.addr("127.0.0.1"), server.addr("127.0.0.2"));
+        let (one, two) = (format!("127.0.0.1={one}"), format!("127.0.0.2={two}"));
+        let first = server.addr("127.0.0.1");
+        let mut args = vec!["get", "big.bin", "-o", target.to_str().unwrap()];
+        args.extend(["--path", &one, "--path", &two, "--server", &first]);
+        args.push("--insecure");
+        if json {
+            args.push("--json");
+        }
+        let out = mpquic(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(std::fs::read(&target).unwrap(), std::fs::read(&source).unwrap());
+        out
+    };
+    let result = json(&get("copy.bin", true));
+    let paths = result["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 2, "{result}");
+    let received: u64 = paths.iter().map(|p| p["bytes_received"].as_u64().unwrap()).sum();
+    assert!(
+        received >= size && received < size + size / 10,
+        "{received} bytes received for a {size}-byte file: {result}"
+    );
+    let shares: f64 = paths.iter().map(|p| p["share_received"].as_f64().unwrap()).sum();
+    assert!((shares - 1.0).abs() < 1e-6, "{result}");
+    for path in paths {
+        assert!(
+            path["share_received"].as_f64().unwrap() > 0.2,
+            "both paths carried data: {result}"
+        );
+    }
+    let table = String::from_utf8_lossy(&get("again.bin", false).stdout).into_owned();
+    let header = table.lines().find(|l| l.trim_start().starts_with("path")).unwrap();
+    assert!(header.contains("received") && !header.contains("sent"), "{table}");
+}

@@ -37,6 +37,15 @@ fn dataset(root: &Path) {
     }
 }
 
+/// A server storing files into a new directory, and a new local directory: (store, server,
+/// local).
+fn store_server() -> (tempfile::TempDir, ServerProcess, tempfile::TempDir) {
+    let store = tempfile::tempdir().unwrap();
+    let dir = store.path().to_str().unwrap();
+    let server = ServerProcess::start(&["127.0.0.1"], &["--insecure", "--dir", dir]);
+    (store, server, tempfile::tempdir().unwrap())
+}
+
 fn connect_args(server: &ServerProcess) -> Vec<String> {
     ["--server", &server.addr("127.0.0.1"), "--insecure"].map(str::to_owned).to_vec()
 }
@@ -50,12 +59,7 @@ fn run(args: &[&str], server: &ServerProcess) -> std::process::Output {
 
 #[test]
 fn a_nested_directory_goes_up_and_comes_back_byte_identical_over_one_connection() {
-    let store = tempfile::tempdir().unwrap();
-    let server = ServerProcess::start(
-        &["127.0.0.1"],
-        &["--insecure", "--dir", store.path().to_str().unwrap()],
-    );
-    let local = tempfile::tempdir().unwrap();
+    let (store, server, local) = store_server();
     let root = local.path().join("dataset");
     dataset(&root);
     let extra = random_file(local.path(), "extra.bin", 70_000);
@@ -100,12 +104,7 @@ fn a_nested_directory_goes_up_and_comes_back_byte_identical_over_one_connection(
 
 #[test]
 fn a_link_in_the_tree_or_an_escaping_name_is_refused_in_one_line_and_nothing_is_written() {
-    let store = tempfile::tempdir().unwrap();
-    let server = ServerProcess::start(
-        &["127.0.0.1"],
-        &["--insecure", "--dir", store.path().to_str().unwrap()],
-    );
-    let local = tempfile::tempdir().unwrap();
+    let (store, server, local) = store_server();
     let root = local.path().join("tree");
     dataset(&root);
     std::os::unix::fs::symlink("/etc/passwd", root.join("level1-0/passwd")).unwrap();
@@ -131,4 +130,47 @@ fn a_link_in_the_tree_or_an_escaping_name_is_refused_in_one_line_and_nothing_is_
         stderr(&out)
     );
     assert_eq!(files_in(local.path()), ["tree"], "nothing fetched");
+}
+
+/// Every directory beneath `dir` with nothing in it (relative path), sorted.
+fn empty_dirs(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(at) = todo.pop() {
+        let entries: Vec<_> = std::fs::read_dir(&at).unwrap().map(|e| e.unwrap().path()).collect();
+        if entries.is_empty() && at != dir {
+            found.push(at.strip_prefix(dir).unwrap().to_str().unwrap().to_owned());
+        }
+        todo.extend(entries.into_iter().filter(|path| path.is_dir()));
+    }
+    found.sort();
+    found
+}
+
+/// Issue 41, part 5: the empty directories of a tree arrive, as with `rsync -r` and `scp -r`:
+/// sent (`send DIR`) they are made on the server, got back (`get -r`) they are made here; a
+/// directory that is empty as a whole goes both ways too.
+#[test]
+fn empty_directories_go_up_and_come_back() {
+    let (store, server, local) = store_server();
+    let root = local.path().join("tree");
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    random_file(&root.join("sub"), "f.bin", 1000);
+    for dir in ["empty", "sub/also-empty/deeper", "hollow"] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+    }
+    let lonely = local.path().join("lonely");
+    std::fs::create_dir(&lonely).unwrap();
+    let sent = run(&["send", root.to_str().unwrap(), lonely.to_str().unwrap()], &server);
+    assert!(sent.status.success(), "{}", stderr(&sent));
+    let expected = ["lonely", "tree/empty", "tree/hollow", "tree/sub/also-empty/deeper"];
+    assert_eq!(empty_dirs(store.path()), expected);
+    assert_eq!(tree(&store.path().join("tree")), tree(&root));
+
+    let back = tempfile::tempdir().unwrap();
+    let out = back.path().to_str().unwrap();
+    let got = run(&["get", "-r", "tree", "lonely", "-o", out], &server);
+    assert!(got.status.success(), "{}", stderr(&got));
+    assert_eq!(empty_dirs(back.path()), expected);
+    assert_eq!(tree(&back.path().join("tree")), tree(&root));
 }

@@ -103,25 +103,82 @@ fn wait_for_failure(server: &ServerProcess) {
     }
 }
 
+/// An upload of `SIZE` bytes to a server storing files, its first run (capped, with `extra`)
+/// SIGKILLed past half: the server, its store, the source and what the store held at the kill.
+struct KilledUpload {
+    server: ServerProcess,
+    store: tempfile::TempDir,
+    _local: tempfile::TempDir,
+    source: PathBuf,
+    held: u64,
+}
+
+impl KilledUpload {
+    fn run(extra: &[&str]) -> KilledUpload {
+        let store = tempfile::tempdir().unwrap();
+        let server = store_server(store.path());
+        let local = tempfile::tempdir().unwrap();
+        let source = random_file(local.path(), "big.bin", SIZE);
+        let upload = KilledUpload { server, store, _local: local, source, held: 0 };
+        let send = upload.send();
+        let mut args: Vec<&str> = send.iter().map(String::as_str).collect();
+        args.extend(["--bwlimit", FIRST_RUN_CAP].iter().chain(extra));
+        let first = spawn(&args);
+        let held = kill_past_half(first, &partial_of(upload.store.path(), "big.bin"));
+        KilledUpload { held, ..upload }
+    }
+
+    /// The command line of the upload.
+    fn send(&self) -> Vec<String> {
+        let (source, addr) = (self.source.to_str().unwrap(), self.server.addr("127.0.0.1"));
+        ["send", source, "--server", &addr, "--insecure"].map(String::from).to_vec()
+    }
+
+    /// Run the upload again: it sends at most `MAX_RESENT` of the file, all but the last chunk
+    /// of what the store held kept, and the file is stored whole under its name alone.
+    fn run_again(&self) {
+        let send = self.send();
+        let args: Vec<&str> = send.iter().map(String::as_str).chain(["--json"]).collect();
+        let out = mpquic(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let resent = resent(&json(&out), "bytes_sent");
+        let held = self.held;
+        assert!(resent <= SIZE as u64 - held + (1 << 20), "kept all but the last chunk of {held}");
+        same_contents(&self.source, &self.store.path().join("big.bin"));
+        assert_eq!(files_in(self.store.path()), ["big.bin"], "the partial file took the name");
+    }
+}
+
 #[test]
 fn an_upload_killed_midway_resumes_and_sends_only_the_rest() {
-    let store = tempfile::tempdir().unwrap();
-    let server = store_server(store.path());
-    let local = tempfile::tempdir().unwrap();
-    let source = random_file(local.path(), "big.bin", SIZE);
-    let addr = server.addr("127.0.0.1");
-    let send = ["send", source.to_str().unwrap(), "--server", &addr, "--insecure"];
     // A short idle timeout: the server gives up on the killed client's connection soon.
-    let first = spawn(&[&send[..], &["--bwlimit", FIRST_RUN_CAP, "--idle-timeout", "2"]].concat());
-    let held = kill_past_half(first, &partial_of(store.path(), "big.bin"));
-    wait_for_failure(&server);
+    let upload = KilledUpload::run(&["--idle-timeout", "2"]);
+    let (server, store) = (&upload.server, &upload.store);
+    wait_for_failure(server);
     assert!(!store.path().join("big.bin").exists(), "nothing complete yet");
+    upload.run_again();
+}
 
-    let result = json(&mpquic(&[&send[..], &["--json"]].concat()));
-    let resent = resent(&result, "bytes_sent");
-    assert!(resent <= SIZE as u64 - held + (1 << 20), "kept all but the last chunk of {held}");
-    same_contents(&source, &store.path().join("big.bin"));
-    assert_eq!(files_in(store.path()), ["big.bin"], "the partial file took the name");
+/// Issue 41, part 5: a client SIGKILLed mid-upload and run again at once is not refused as
+/// busy until the server times the dead connection out: the new request (the same name, the
+/// same anonymous identity, data matching the partial copy) takes the copy over from the silent
+/// transfer, sends at most 55% of the file and stores it whole; the silent transfer is told.
+#[test]
+fn an_upload_killed_midway_and_run_again_at_once_takes_its_partial_copy_over() {
+    // Run again at once: no wait for the server to time the dead connection out.
+    let upload = KilledUpload::run(&[]);
+    upload.run_again();
+    let server = &upload.server;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !server
+        .stderr
+        .lock()
+        .unwrap()
+        .contains("a newer transfer of the same upload took it over")
+    {
+        assert!(Instant::now() < deadline, "{}", server.stderr.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 #[test]

@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -13,78 +12,6 @@ use std::time::{Duration, Instant};
 use common::*;
 use mpquic::noq;
 use serde_json::Value;
-
-/// A bare QUIC client speaking the transfer protocol by hand, trusting any server certificate
-/// and presenting none: it plays the stranger.
-struct Stranger {
-    runtime: tokio::runtime::Runtime,
-    endpoint: noq::Endpoint,
-}
-
-impl Stranger {
-    fn new() -> Self {
-        let runtime = tokio::runtime::Runtime::new().unwrap();
-        let endpoint =
-            runtime.block_on(async { noq::Endpoint::client("127.0.0.1:0".parse().unwrap()) });
-        Stranger { runtime, endpoint: endpoint.unwrap() }
-    }
-
-    fn connect(&self, addr: &str) -> Result<noq::Connection, String> {
-        let addr: SocketAddr = addr.parse().unwrap();
-        let crypto = mpquic::Trust::InsecureAnyCertificate.client_crypto().unwrap();
-        let connecting =
-            self.endpoint.connect_with(noq::ClientConfig::new(crypto), addr, "localhost");
-        self.runtime.block_on(async {
-            let connecting = connecting.map_err(|e| e.to_string())?;
-            tokio::time::timeout(Duration::from_secs(5), connecting)
-                .await
-                .map_err(|_| "timed out".to_string())?
-                .map_err(|e| e.to_string())
-        })
-    }
-
-    /// Send `bytes` on a new stream (then finish it, if `finish`), and return the server's
-    /// reply message: `Ok(text)` for an OK reply, `Err(text)` for an error reply or none.
-    fn ask(&self, conn: &noq::Connection, bytes: &[u8], finish: bool) -> Result<String, String> {
-        self.runtime.block_on(async {
-            let (mut send, mut recv) = conn.open_bi().await.map_err(|e| e.to_string())?;
-            send.write_all(bytes).await.map_err(|e| e.to_string())?;
-            if finish {
-                send.finish().map_err(|e| e.to_string())?;
-            }
-            let mut fixed = [0u8; 3];
-            let read = tokio::time::timeout(Duration::from_secs(10), recv.read_exact(&mut fixed));
-            read.await.map_err(|_| "no reply".to_string())?.map_err(|e| e.to_string())?;
-            let mut msg = vec![0u8; u16::from_be_bytes([fixed[1], fixed[2]]) as usize];
-            recv.read_exact(&mut msg).await.map_err(|e| e.to_string())?;
-            let text = String::from_utf8_lossy(&msg).into_owned();
-            if fixed[0] == 0 {
-                Ok(text)
-            } else {
-                Err(text)
-            }
-        })
-    }
-
-    /// Wait up to `limit` for the server to close `conn`; its reason, or `None` if still open.
-    fn closed_within(&self, conn: &noq::Connection, limit: Duration) -> Option<String> {
-        self.runtime
-            .block_on(async { tokio::time::timeout(limit, conn.closed()).await.ok() })
-            .map(|e| e.to_string())
-    }
-}
-
-/// A request header: "MPQ1", op, name length, name (and the size of a put).
-fn header(op: u8, name: &[u8], size: Option<u64>) -> Vec<u8> {
-    let mut h = b"MPQ1".to_vec();
-    h.push(op);
-    h.extend_from_slice(&(name.len() as u16).to_be_bytes());
-    h.extend_from_slice(name);
-    if let Some(size) = size {
-        h.extend_from_slice(&size.to_be_bytes());
-    }
-    h
-}
 
 fn send_file(server: &ServerProcess, file: &Path, name: &str, extra: &[&str]) -> Output {
     let addr = server.addr("127.0.0.1");
@@ -405,7 +332,7 @@ fn idle_and_excess_connections_are_closed_and_refused() {
         ],
     );
     let addr = server.addr("127.0.0.1");
-    let stranger = Stranger::new();
+    let stranger = Stranger::at("127.0.0.1");
     // noq's objects are made and dropped within their runtime.
     let _runtime = stranger.runtime.enter();
     let idle: Vec<noq::Connection> = (0..3).map(|_| stranger.connect(&addr).unwrap()).collect();
@@ -431,7 +358,7 @@ fn hostile_names_are_refused_and_long_names_work() {
     let store = tempfile::tempdir().unwrap();
     let dir = store.path().to_str().unwrap();
     let server = ServerProcess::start(&["127.0.0.1"], &["--insecure", "--dir", dir]);
-    let stranger = Stranger::new();
+    let stranger = Stranger::at("127.0.0.1");
     // noq's objects are made and dropped within their runtime.
     let _runtime = stranger.runtime.enter();
     let conn = stranger.connect(&server.addr("127.0.0.1")).unwrap();
@@ -517,10 +444,12 @@ fn a_hostile_client_cannot_crash_the_server() {
             "2",
             "--max-connections",
             "1100",
+            "--max-connections-per-ip",
+            "1100",
         ],
     );
     let addr = server.addr("127.0.0.1");
-    let stranger = Stranger::new();
+    let stranger = Stranger::at("127.0.0.1");
     // noq's objects are made and dropped within their runtime.
     let _runtime = stranger.runtime.enter();
     let conn = stranger.connect(&addr).unwrap();

@@ -173,14 +173,26 @@ pub struct Proc {
 
 impl Proc {
     pub fn spawn(ns: &str, program: &str, args: &[String]) -> Result<Proc> {
-        let mut child = Command::new("ip")
-            .args(["netns", "exec", ns, program])
+        Proc::spawn_in(Some(ns), program, args)
+    }
+
+    /// As `spawn`, in namespace `ns` or, without one, in this process's own.
+    pub fn spawn_in(ns: Option<&str>, program: &str, args: &[String]) -> Result<Proc> {
+        let mut command = match ns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns, program]);
+                c
+            }
+            None => Command::new(program),
+        };
+        let mut child = command
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .with_context(|| format!("starting {program} in {ns}"))?;
+            .with_context(|| format!("starting {program} in {}", ns.unwrap_or("this namespace")))?;
         let lines = Arc::new(Mutex::new(Vec::new()));
         let out = child.stdout.take().ok_or_else(|| anyhow!("no stdout"))?;
         let l2 = lines.clone();
@@ -244,8 +256,23 @@ impl Proc {
     }
 
     pub fn try_done(&mut self) -> Result<Option<bool>> {
+        Ok(self.try_status()?.map(|s| s.success()))
+    }
+
+    /// Its exit status, once it has exited.
+    pub fn try_status(&mut self) -> Result<Option<std::process::ExitStatus>> {
         self.note_cpu_if_exited();
-        Ok(self.child.try_wait()?.map(|s| s.success()))
+        Ok(self.child.try_wait()?)
+    }
+
+    /// The program's pid (`ip netns exec` execs it: the program's own).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends `signal` now, without waiting.
+    pub fn signal(&self, signal: nix::sys::signal::Signal) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), signal);
     }
 
     /// If the child has exited (a zombie, not yet reaped), records its CPU time.

@@ -20,6 +20,7 @@ mod results;
 mod roundtrip;
 mod runner;
 mod sampler;
+mod soak;
 mod stall;
 mod startup;
 mod topology;
@@ -74,6 +75,11 @@ enum Cmd {
     /// connections (`mpquic aggregate`) on an unshaped veth pair; writes startup.json and
     /// startup.md, prints the table.
     Startup(startup::StartupArgs),
+    /// Issue 41's soak: one `mpquic serve` (mutual TLS) and many clients over 2-4 paths for a
+    /// set time, with clients SIGKILLed and resumed, paths black-holed and gray, and the server
+    /// restarted; writes <out>/soak.md (the table), soak.json and logs/, prints the table, and
+    /// fails unless every check held.
+    Soak(soak::SoakArgs),
     /// Print which link backend this kernel supports.
     Detect,
     /// One Markdown table row per scenario: goodput and queue (medians over repetitions), CE
@@ -154,6 +160,7 @@ fn main() -> Result<()> {
             print!("{}", torn_down(|run_id| startup::run_startup(&args, run_id))?);
             eprintln!("wrote {}", args.out.join("startup.md").display());
         }
+        Cmd::Soak(args) => soak_main(&args)?,
         Cmd::Cleanup { all } => {
             let removed = cleanup::cleanup_stale(all);
             println!("removed {} item(s): {:?}", removed.len(), removed);
@@ -186,6 +193,17 @@ fn main() -> Result<()> {
         Cmd::Send { server, proto, cc, bytes, for_s } => {
             flows::send_main(runner::parse_addr(&server)?, proto == "mptcp", &cc, bytes, for_s)?
         }
+    }
+    Ok(())
+}
+
+/// `soak`: the table on stdout; an error when a check failed.
+fn soak_main(args: &soak::SoakArgs) -> Result<()> {
+    let (table, ok) = torn_down(|run_id| soak::run_soak(args, run_id))?;
+    print!("{table}");
+    eprintln!("wrote {}", args.out.join("soak.md").display());
+    if !ok {
+        anyhow::bail!("the soak failed a check (see the table)");
     }
     Ok(())
 }

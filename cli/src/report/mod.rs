@@ -12,8 +12,10 @@ mod fit;
 mod html;
 mod interactive;
 mod plots;
-mod qlog_reader;
 mod series;
+
+// The reader lives in the library (src/lib.rs), for its fuzz target.
+use mpquic_cli::qlog_reader;
 
 use std::path::{Path, PathBuf};
 

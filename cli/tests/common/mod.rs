@@ -2,11 +2,13 @@
 #![allow(dead_code)] // each test binary uses its own share of them
 
 use std::io::{BufRead, BufReader, Read};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use mpquic::noq;
 use serde_json::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_mpquic");
@@ -132,4 +134,82 @@ pub fn nix_is_root() -> bool {
         .arg("-u")
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// A bare QUIC client speaking the transfer protocol by hand, trusting any server certificate
+/// and presenting none: it plays the stranger.
+pub struct Stranger {
+    pub runtime: tokio::runtime::Runtime,
+    pub endpoint: noq::Endpoint,
+}
+
+impl Stranger {
+    /// A stranger at a loopback address (any of 127.0.0.0/8 is this host).
+    pub fn at(ip: &str) -> Self {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let bind = SocketAddr::new(ip.parse().unwrap(), 0);
+        let endpoint = runtime.block_on(async { noq::Endpoint::client(bind) });
+        Stranger { runtime, endpoint: endpoint.unwrap() }
+    }
+
+    pub fn connect(&self, addr: &str) -> Result<noq::Connection, String> {
+        let addr: SocketAddr = addr.parse().unwrap();
+        let crypto = mpquic::Trust::InsecureAnyCertificate.client_crypto().unwrap();
+        let connecting =
+            self.endpoint.connect_with(noq::ClientConfig::new(crypto), addr, "localhost");
+        self.runtime.block_on(async {
+            let connecting = connecting.map_err(|e| e.to_string())?;
+            tokio::time::timeout(Duration::from_secs(5), connecting)
+                .await
+                .map_err(|_| "timed out".to_string())?
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    /// Send `bytes` on a new stream (then finish it, if `finish`), and return the server's
+    /// reply message: `Ok(text)` for an OK reply, `Err(text)` for an error reply or none.
+    pub fn ask(
+        &self,
+        conn: &noq::Connection,
+        bytes: &[u8],
+        finish: bool,
+    ) -> Result<String, String> {
+        self.runtime.block_on(async {
+            let (mut send, mut recv) = conn.open_bi().await.map_err(|e| e.to_string())?;
+            send.write_all(bytes).await.map_err(|e| e.to_string())?;
+            if finish {
+                send.finish().map_err(|e| e.to_string())?;
+            }
+            let mut fixed = [0u8; 3];
+            let read = tokio::time::timeout(Duration::from_secs(10), recv.read_exact(&mut fixed));
+            read.await.map_err(|_| "no reply".to_string())?.map_err(|e| e.to_string())?;
+            let mut msg = vec![0u8; u16::from_be_bytes([fixed[1], fixed[2]]) as usize];
+            recv.read_exact(&mut msg).await.map_err(|e| e.to_string())?;
+            let text = String::from_utf8_lossy(&msg).into_owned();
+            if fixed[0] == 0 {
+                Ok(text)
+            } else {
+                Err(text)
+            }
+        })
+    }
+
+    /// Wait up to `limit` for the server to close `conn`; its reason, or `None` if still open.
+    pub fn closed_within(&self, conn: &noq::Connection, limit: Duration) -> Option<String> {
+        self.runtime
+            .block_on(async { tokio::time::timeout(limit, conn.closed()).await.ok() })
+            .map(|e| e.to_string())
+    }
+}
+
+/// A request header: "MPQ1", op, name length, name (and the size of a put).
+pub fn header(op: u8, name: &[u8], size: Option<u64>) -> Vec<u8> {
+    let mut h = b"MPQ1".to_vec();
+    h.push(op);
+    h.extend_from_slice(&(name.len() as u16).to_be_bytes());
+    h.extend_from_slice(name);
+    if let Some(size) = size {
+        h.extend_from_slice(&size.to_be_bytes());
+    }
+    h
 }

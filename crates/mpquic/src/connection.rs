@@ -751,6 +751,9 @@ pub struct PathReport {
     pub bytes_received: u64,
     /// This path's share of all bytes sent, in [0, 1].
     pub share: f64,
+    /// This path's share of all bytes received, in [0, 1]: where a receiver's data arrived
+    /// (`share` is mostly its ACKs).
+    pub share_received: f64,
     /// Packets sent.
     pub packets_sent: u64,
     /// Packets declared lost.
@@ -836,6 +839,7 @@ impl PathReport {
             bytes_sent: stats.map_or(0, |s| s.sent_bytes),
             bytes_received: stats.map_or(0, |s| s.udp_rx.bytes),
             share: 0.0,
+            share_received: 0.0,
             packets_sent: stats.map_or(0, |s| s.sent_packets),
             lost_packets: stats.map_or(0, |s| s.lost_packets),
             rtt_smoothed_ms: stats.map_or(0.0, |s| s.rtt.as_secs_f64() * 1000.0),
@@ -856,11 +860,15 @@ impl PathReport {
         }
     }
 
-    /// Set each path's `share` of the bytes all of them sent.
+    /// Set each path's `share` of the bytes all of them sent, and `share_received` of the
+    /// bytes all of them received.
     pub(crate) fn set_shares(paths: &mut [PathReport]) {
-        let total: u64 = paths.iter().map(|p| p.bytes_sent).sum();
+        let sent: u64 = paths.iter().map(|p| p.bytes_sent).sum();
+        let received: u64 = paths.iter().map(|p| p.bytes_received).sum();
+        let part = |n: u64, total: u64| if total == 0 { 0.0 } else { n as f64 / total as f64 };
         for path in paths {
-            path.share = if total == 0 { 0.0 } else { path.bytes_sent as f64 / total as f64 };
+            path.share = part(path.bytes_sent, sent);
+            path.share_received = part(path.bytes_received, received);
         }
     }
 }

@@ -18,7 +18,11 @@
 //!
 //! Readings:
 //! - **(reading)** ECN marks are a congestion signal like a loss, once per round (the core's
-//!   gate), as for LIA; persistent congestion collapses to `cwnd_min` as for every controller.
+//!   gate), as for LIA, and cut by equation (15) too.
+//! - **(reading)** Persistent congestion (RFC 9002 section 7.6) is outside the paper: the window
+//!   collapses to `cwnd_min` and the threshold falls to `w / 2` (the core's common ground), not
+//!   to equation (15)'s `w - (w / 2) min(alpha, 1.5)`, so a slow path restarts from the same
+//!   threshold as the best one.
 //! - **(reading)** A path without an RTT sample has no rate and no `alpha`; it cuts by half, as
 //!   Linux's `mptcp_balia.c` falls back to Reno when it cannot compute the rates.
 //! - The float arithmetic replaces the kernel's integer scaling of `alpha` and the rates.
@@ -158,5 +162,28 @@ mod tests {
         d.send(1, 1);
         d.lose(1, 1);
         assert!((d.cwnd(1) - 19_200.0 * (1.0 - 1.25 / 2.0)).abs() < 1e-9);
+    }
+
+    /// A CE report on a path below the best rate cuts by equation (15) too, not by half: path
+    /// 1 at alpha = 6 keeps a quarter of its window.
+    #[test]
+    fn an_ecn_cut_off_the_best_path_is_equation_15() {
+        let mut d = two_paths();
+        d.send(1, 2);
+        d.ack(1, 0, 1);
+        assert_eq!(d.cwnd(1), 12_000.0 * 0.25);
+        assert_eq!(d.state(1).ssthresh(), 12_000.0 * 0.25);
+    }
+
+    /// Persistent congestion: the window to `cwnd_min`, the threshold to half the window,
+    /// whatever the path's alpha (a reading: the paper has no such event).
+    #[test]
+    fn persistent_congestion_collapses_to_the_floor_with_half_the_window_as_threshold() {
+        let mut d = two_paths();
+        d.send(1, 2);
+        let pn = d.state(1).sent_packets() - 1;
+        d.lose_pn(1, pn, true);
+        assert_eq!(d.cwnd(1), d.state(1).cwnd_min());
+        assert_eq!(d.state(1).ssthresh(), 6_000.0);
     }
 }

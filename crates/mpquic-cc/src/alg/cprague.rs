@@ -5,7 +5,7 @@
 //!
 //! Per path, the rest is Prague's: ECT(1), `alpha` (a 1/16-gain EWMA of each round's CE
 //! fraction), at most one cut per round, Reno's halving on loss, the increase scaled by
-//! `(srtt / rtt_target)^2` below the target. The two changes, on path `r`:
+//! `srtt / rtt_target` below the target. The two changes, on path `r`:
 //!
 //! - **Increase** (per ACK in congestion avoidance): Prague's, times the best path's share of
 //!   the connection's rate, `c = max_k(w_k / rtt_k) / sum_k(w_k / rtt_k)` over the active

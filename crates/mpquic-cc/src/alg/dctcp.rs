@@ -21,7 +21,7 @@ pub(crate) struct Dctcp {
 
 /// What Prague adds to DCTCP (see [`super::prague`]): packets carry ECT(1), and below
 /// `rtt_target` seconds (0: never) the congestion-avoidance increase is scaled by
-/// `(srtt / rtt_target)^2`.
+/// `srtt / rtt_target`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct L4s {
     pub rtt_target: f64,
@@ -29,12 +29,12 @@ pub(crate) struct L4s {
 
 impl L4s {
     /// How much of Reno's increase a path at smoothed RTT `srtt` (seconds) takes:
-    /// `min(1, (srtt / rtt_target)^2)`, 1 without a target or an RTT sample.
+    /// `min(1, srtt / rtt_target)`, 1 without a target or an RTT sample.
     pub(crate) fn rtt_scale(self, srtt: f64) -> f64 {
         if self.rtt_target <= 0.0 || srtt <= 0.0 {
             return 1.0;
         }
-        (srtt / self.rtt_target).min(1.0).powi(2)
+        (srtt / self.rtt_target).min(1.0)
     }
 }
 

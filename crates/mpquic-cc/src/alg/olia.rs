@@ -21,8 +21,13 @@
 //! Readings:
 //! - **(reading)** A "loss" of the paper is any congestion reaction that passed the core's
 //!   once-per-round gate, ECN or loss, as for LIA: one per round at most.
+//! - **(reading)** `B` maximises `l_r / rtt_r^2`, as the CoNEXT paper and Linux's
+//!   `mptcp_olia.c` do; draft-khalili-mptcp-congestion-control writes `l_r^2 / rtt_r`, but its
+//!   own rationale (a regular TCP's rate goes as `sqrt(l) / rtt`, so its square as `l / rtt^2`)
+//!   agrees with the code here.
 //! - **(reading)** `P`, `B` and `M` range over the active paths with an RTT sample (the others
-//!   have no rate), as Linux's `mptcp_olia.c` does over the subflows that can send.
+//!   have no rate), so `n = |P|` counts only those; Linux counts the established subflows,
+//!   which differs only while a new path waits for its first RTT sample.
 //! - **(reading)** `M` is judged in whole packets (`floor(w / MSS)`), as the paper's and the
 //!   kernel's packet-counting windows are: byte windows almost never tie exactly, and a path a
 //!   fraction of a packet below the largest window is as much "the largest" as in the kernel.
@@ -224,6 +229,25 @@ mod tests {
         assert_eq!(alpha_of(&d, 0), 1.0 / 3.0);
         assert_eq!(alpha_of(&d, 1), -1.0 / 3.0);
         assert_eq!(alpha_of(&d, 2), 0.0);
+    }
+
+    /// `l = max(l1, l2)`: bytes acknowledged since the last reaction count as soon as they
+    /// exceed the interval before it. Path 1's `l1` is 6000 bytes, below path 2's 24000; 15
+    /// packets later without a loss its `l2` is 18000, still below; 10 more make it 30000, and
+    /// path 1 is the best path (`M` stays path 0, the largest window).
+    #[test]
+    fn bytes_since_the_last_loss_count_once_they_exceed_the_interval_before_it() {
+        let mut d = three_paths_after_one_loss_each();
+        for (id, w) in [(0, 24_000), (1, 12_000), (2, 12_000)] {
+            d.force_window(id, w);
+        }
+        assert_eq!((alpha_of(&d, 1), alpha_of(&d, 2)), (0.0, 1.0 / 3.0));
+        d.round(1, 15, 0);
+        assert_eq!(super::inter_loss(d.state(1)), 18_000);
+        assert_eq!((alpha_of(&d, 1), alpha_of(&d, 2)), (0.0, 1.0 / 3.0), "l2 below path 2's l");
+        d.round(1, 10, 0);
+        assert_eq!(super::inter_loss(d.state(1)), 30_000);
+        assert_eq!((alpha_of(&d, 1), alpha_of(&d, 2)), (1.0 / 3.0, 0.0), "l2 above every l");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! It is DCTCP ([`super::dctcp`]) with Prague's additions ([`L4s`]). Per path: packets carry
 //! ECT(1); `alpha` is a 1/16-gain EWMA of each round's CE fraction (`super::alpha`); on CE, at
 //! most once per round, `w = w * (1 - alpha / 2)`; on loss, Reno's halving (the core's common
-//! ground); in congestion avoidance Reno's increase scaled by `min(1, (srtt / rtt_target)^2)`.
+//! ground); in congestion avoidance Reno's increase scaled by `min(1, srtt / rtt_target)`.
 //!
 //! Readings (RFC 9331 section 4.3's requirements, and where each is met):
 //! - **ECT(1) identifier**: `Algorithm::ecn_codepoint`; the stack sends it on every path and
@@ -13,16 +13,20 @@
 //! - **Accurate ECN feedback**: QUIC's ACK frames carry cumulative counts; the stack hands the
 //!   controller exact CE increases (patch 1), so `alpha` counts every mark.
 //! - **Fall back to Reno on loss**: a loss halves the window, once per round, as Reno does.
-//! - **Reduce RTT dependence**: a window-based sender at a shorter RTT grows its rate faster
-//!   (Reno adds one packet per RTT, so `d(rate)/dt = MSS / RTT^2`). Below `rtt_target` the
-//!   increase per round is scaled by `(srtt / rtt_target)^2`, so every flow at or below the
-//!   target gains rate as a flow at the target would (`MSS / rtt_target^2` per second); above
-//!   it, as Reno. This is the "virtual RTT" of Google quiche's Prague and the RTT-independence
-//!   of Linux TCP Prague, reduced to the additive increase (the decrease is already
-//!   proportional to the marks). The target is 25 ms by default, quiche's and Linux Prague's:
-//!   the RFC asks for less bias at the RTTs of the Internet, where the shallow L4S queue no
-//!   longer hides the base RTT's differences. `rtt_target=0` turns the scaling off (a data
-//!   center's microsecond RTTs would otherwise grow by a millionth of Reno's step).
+//! - **Reduce RTT dependence**: a window-based sender's window settles where its growth per
+//!   round meets its cut per round, `a = w * p / 2` at marking `p`, whatever the RTT, so its rate
+//!   `w / RTT` goes as `1 / RTT`. Below `rtt_target` the increase per round is scaled by
+//!   `srtt / rtt_target`: the window then settles at `2 * srtt / (rtt_target * p)` and the rate
+//!   at `2 / (rtt_target * p)`, the same at every RTT up to the target; above it, as Reno. The
+//!   target is 25 ms, quiche's. **A deviation** from Linux TCP Prague's rate mode
+//!   (`RTT_CONTROL_RATE`, as its ns-3 port writes it), which scales the increase by
+//!   `(srtt / rtt_target)^2`, the same rate *growth* per second at every RTT: with the cut at
+//!   most once per real round, as here, the square over-corrects, and at one dual queue a 5 ms
+//!   flow took 0.21x a 50 ms flow's rate (1.04x with the linear scaling, 11.4x without any;
+//!   experiments/L4-dualq-rtt-bias.toml, docs/results/L4S-sim.md). Whether Linux's other
+//!   choices (when alpha and the cut are updated) make up for the square there is not checked
+//!   here. `rtt_target=0` turns the scaling off (a data center's microsecond RTTs would
+//!   otherwise grow by a thousandth of Reno's step).
 //! - **Paced sending**: the stack's pacer (noq paces every path at 1.25 windows per smoothed
 //!   RTT), as for every controller here.
 //! - **Detect a classic bottleneck** (a SHOULD): left out. A classic RFC 3168 queue marking ECT(1)
@@ -42,7 +46,7 @@ pub(crate) const NAME: &str = "prague";
 
 /// RFC 9331 / the Prague draft's gain.
 const G: f64 = 1.0 / 16.0;
-/// quiche's and Linux Prague's RTT target, seconds.
+/// quiche's RTT target (Linux TCP Prague's is 10 ms), seconds.
 const RTT_TARGET: f64 = 0.025;
 
 /// The registration: `prague:g=0.0625,rtt_target=25` (`rtt_target` in milliseconds, 0: off).
@@ -140,12 +144,11 @@ mod tests {
         assert_eq!(d.window(0), w / 2);
     }
 
-    /// RTT independence: in congestion avoidance the increase is Reno's at or above the
-    /// target and `(rtt / target)^2` of it below, so that the rate (window / RTT) grows alike
-    /// at 5 and 25 ms. Each run leaves slow start with one marked round, then acknowledges ten
-    /// windows' worth of packets one per frame.
+    /// In congestion avoidance the increase is Reno's at or above the target and
+    /// `rtt / target` of it below. Each run leaves slow start with one marked round, then
+    /// acknowledges ten windows' worth of packets one per frame.
     #[test]
-    fn the_increase_below_the_target_is_scaled_by_the_rtt_ratio_squared() {
+    fn the_increase_below_the_target_is_scaled_by_the_rtt_ratio() {
         let grown = |target: &str, rtt_ms: u64| {
             let mut d = prague(&[target]);
             d.set_rtt(0, Duration::from_millis(rtt_ms));
@@ -160,18 +163,11 @@ mod tests {
         let scale = |rtt_ms| grown("rtt_target=25", rtt_ms) / grown("rtt_target=0", rtt_ms);
         assert!((scale(25) - 1.0).abs() < 1e-9, "25 ms: {}", scale(25));
         assert!((scale(50) - 1.0).abs() < 1e-9, "50 ms: {}", scale(50));
-        let expected = (5.0f64 / 25.0).powi(2);
-        assert!((scale(5) / expected - 1.0).abs() < 0.02, "5 ms: {} vs {expected}", scale(5));
+        assert!((scale(5) / 0.2 - 1.0).abs() < 0.02, "5 ms: {}", scale(5));
         // Reno's own growth: about one MSS per round, ten rounds.
         let reno = grown("rtt_target=0", 5) / 1200.0;
         assert!((reno - 10.0).abs() < 1.0, "Reno grew {reno} MSS in 10 rounds");
-        // The rate's growth per second, window growth / RTT over 10 RTTs: alike at 5 and 25 ms.
-        let rate_growth = |rtt_ms: u64| {
-            let rtt = rtt_ms as f64 / 1e3;
-            grown("rtt_target=25", rtt_ms) / rtt / (10.0 * rtt)
-        };
-        assert!((rate_growth(5) / rate_growth(25) - 1.0).abs() < 0.05);
-        assert!((L4s { rtt_target: RTT_TARGET }.rtt_scale(0.005) - expected).abs() < 1e-12);
+        assert!((L4s { rtt_target: RTT_TARGET }.rtt_scale(0.005) - 0.2).abs() < 1e-12);
         assert_eq!(L4s { rtt_target: 0.0 }.rtt_scale(0.005), 1.0);
     }
 

@@ -48,8 +48,11 @@
 //!   of several fast-path BDPs beyond the slow path's.
 //! - `waiting` is kept per slow path rather than once per connection, so that with three paths
 //!   one path's wait does not move another's threshold. **(reading)**
-//! - σ is the RTT variance over the adapter's samples (RFC 6298), as the paper uses the
-//!   kernel's `rttvar`.
+//! - σ is the RTT variance over the adapter's samples, RFC 6298's RTTVAR (a mean deviation),
+//!   the quantity the paper names. **(reading)** The authors' module reads the kernel's
+//!   `rttvar_us >> 1`, and the kernel keeps that variable on another scale (about four mean
+//!   deviations, with the 200 ms RTO floor folded in), so the module's δ is larger than ours:
+//!   with it ECF would wait for the fast path more often.
 //! - A path without an RTT sample cannot be judged: it ranks 0 (first), as under `lowest-rtt`,
 //!   so that a path that joins carries data, and is measured, as soon as it is validated, even
 //!   while the fast path has room. **(reading)** Ranking it last instead (only when the fast
@@ -223,6 +226,23 @@ mod tests {
         // ...but with 10 ms of variance the slow path's delivery counts 90 ms, so wait.
         let jittery = PathLoad { rtt_var: Some(Duration::from_millis(10)), ..slow() };
         assert_eq!(decide(&fast(), &jittery, 2000 * KB, false), Decision::Wait);
+    }
+
+    /// The second inequality: a slow path that delivers the waiting bytes within two fast
+    /// rounds plus the variance sends even when the fast path would finish sooner. Fast path
+    /// 4 ms with 2 ms of variance, slow path 9 ms, 1 KB waiting: n = 2 rounds, 8 ms < 9 + 2 ms,
+    /// so the first inequality holds; the slow path needs 9 ms < 2 x 4 + 2 ms: it sends, and a
+    /// waiting flag is kept as it was. (Without the variance on the right, or without the
+    /// factor 2, or with the second inequality always true, it would wait.)
+    #[test]
+    fn the_second_inequality_sends_when_the_slow_path_delivers_within_two_fast_rounds() {
+        let fast = path(0, 4, 2, 100, 100);
+        let slow = path(1, 9, 0, 20, 0);
+        assert_eq!(decide(&fast, &slow, KB, false), Decision::Send { waiting: false });
+        assert_eq!(decide(&fast, &slow, KB, true), Decision::Send { waiting: true });
+        // 10 ms, at 2 x 4 + 2 ms: wait.
+        let slower = path(1, 10, 0, 20, 0);
+        assert_eq!(decide(&fast, &slower, KB, false), Decision::Wait);
     }
 
     #[test]
