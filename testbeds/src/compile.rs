@@ -49,8 +49,11 @@ pub fn compile(s: &lang::Scenario, name: &str) -> Result<Plan, ScenarioError> {
     let point = Point::new(s, &scale, &net)?;
     let mut flow_workloads = s.clone();
     flow_workloads.workloads.retain(|w| !matches!(w, Workload::PartitionAggregate { .. }));
+    // A flow that starts at or after the run's end never sends, as in the simulator: a sweep
+    // writes "no such flow in this point" as a start at the end (L3's cross flow).
     let flows = expand_workloads(&flow_workloads, &expanded.hosts)?
         .iter()
+        .filter(|f| f.start < s.duration)
         .map(|f| point.flow(f))
         .collect::<Result<Vec<_>, _>>()?;
     let jobs = s.workloads.iter().enumerate().filter_map(|(i, w)| point.jobs(i, w));
@@ -630,6 +633,12 @@ time_scale = 2.0",
         assert_eq!((f.bytes, f.for_s), (0, 3.0), "until the run's end, 4 s");
         let e = plan(&text.replace("paths = 2", "paths = 2\nrepeat = 3")).unwrap_err();
         assert!(e.to_string().contains("repeat needs bytes"), "{e}");
+        // Starting at the run's end (2 s here) is "not in this run", as in the simulator; a
+        // moment earlier it is a flow.
+        let never = text.replace("stop = \"1.5s\"", "").replace("\"0.5s\"", "\"2s\"");
+        assert!(plan(&never).unwrap().flows.is_empty());
+        let late = never.replace("\"2s\"", "\"1.9s\"");
+        assert_eq!(plan(&late).unwrap().flows.len(), 1);
     }
 
     /// `repeat_over = "one-connection"` becomes the CLI's `--same-connection`.

@@ -128,17 +128,78 @@ impl Pi2 {
     }
 }
 
+/// The sojourn of the packet at the head of one leaf FIFO, from the qdisc's counters alone (the
+/// marker sees arrivals, not departures). A FIFO's bytes that arrived by time t are the bytes it
+/// has dequeued plus its backlog (drops at a full FIFO never enter it); the head is byte number
+/// `dequeued`, so it arrived when the arrivals first passed that number, and has waited since.
+/// This is the sojourn RFC 9332's PI2 reads (`cq.time()`), and the simulator's: the time the
+/// packet leaving now has waited. A backlog over the link rate is not: behind a priority L queue
+/// the classic queue drains at what L leaves over (at L1's first netns run, 19 of 100 Mbit/s:
+/// (L+C)/rate read 13 ms where the classic head waited ~60 ms, so PI2 never pushed back).
+#[derive(Debug, Default)]
+pub struct HeadSojourn {
+    /// (time ns, bytes arrived by then), increasing in both; the oldest kept is the last at or
+    /// below the head's byte number, so that the head's arrival can be interpolated.
+    arrivals: std::collections::VecDeque<(u64, u64)>,
+    last_packets: Option<u64>,
+}
+
+impl HeadSojourn {
+    /// One sample of the leaf at `now_ns`: its backlog, and the bytes and packets it has
+    /// dequeued since it was created. Returns the head's sojourn in ns (0 when the FIFO is
+    /// empty) and the packets dequeued since the previous sample (a weight: the packets that
+    /// left with about this sojourn).
+    pub fn sample(&mut self, now_ns: u64, backlog: u64, dequeued: u64, packets: u64) -> (u64, u64) {
+        let arrived = dequeued + backlog;
+        if self.arrivals.back().is_none_or(|&(_, a)| arrived > a) {
+            self.arrivals.push_back((now_ns, arrived));
+        }
+        while self.arrivals.len() > 1 && self.arrivals[1].1 <= dequeued {
+            self.arrivals.pop_front();
+        }
+        let left = packets - self.last_packets.unwrap_or(packets).min(packets);
+        self.last_packets = Some(packets);
+        if backlog == 0 {
+            return (0, left);
+        }
+        // The head arrived between the first sample past `dequeued` and the one before it:
+        // interpolated as if the bytes arrived evenly in between.
+        let arrived_at = match (self.arrivals.front(), self.arrivals.get(1)) {
+            (Some(&(t0, a0)), Some(&(t1, a1))) if a0 <= dequeued => {
+                t0 + ((t1 - t0) as f64 * (dequeued - a0) as f64 / (a1 - a0) as f64) as u64
+            }
+            (Some(&(t0, _)), _) => t0,
+            (None, _) => now_ns,
+        };
+        (now_ns.saturating_sub(arrived_at), left)
+    }
+}
+
 /// A probability as the marker compares it with `bpf_get_prandom_u32()`.
 fn u32_prob(p: f64) -> u64 {
     (p.clamp(0.0, 1.0) * u32::MAX as f64).round() as u64
 }
 
-/// What one dual-queue resync saw: the model's backlogs before it (bytes) and `p'`.
+/// What one dual-queue resync saw: the model's backlogs before it (bytes), `p'`, and each
+/// queue's head sojourn (ns) with the packets it dequeued since the previous resync.
 #[derive(Debug, Clone, Copy)]
 pub struct DualSync {
     pub model_l: i64,
     pub model_c: i64,
     pub base: f64,
+    pub l_sojourn_ns: u64,
+    pub l_left: u64,
+    pub c_sojourn_ns: u64,
+    pub c_left: u64,
+}
+
+/// One leaf FIFO's counters as rtnetlink reports them: its backlog (bytes) and the bytes and
+/// packets it has dequeued.
+#[derive(Debug, Clone, Copy)]
+pub struct Leaf {
+    pub backlog: u64,
+    pub bytes: u64,
+    pub packets: u64,
 }
 
 /// A marker attached to one device; its maps opened.
@@ -146,6 +207,8 @@ pub struct Marker {
     cfg: Array<MapData, u64>,
     state: Array<MapData, u64>,
     pi2: Option<Pi2>,
+    /// A dual queue's L and classic heads.
+    heads: [HeadSojourn; 2],
 }
 
 fn open(path: &Path) -> Result<Array<MapData, u64>> {
@@ -216,7 +279,7 @@ impl Marker {
             }
             None => None,
         };
-        Ok(Marker { cfg, state, pi2 })
+        Ok(Marker { cfg, state, pi2, heads: Default::default() })
     }
 
     pub fn get(&self, idx: u32) -> u64 {
@@ -224,10 +287,15 @@ impl Marker {
     }
 
     /// Closes a dual queue's loop: writes the real L and classic backlogs into the model, steps
-    /// PI2 on the classic delay (both backlogs over the rate: L is served first) and writes
-    /// `p_L = min(K p', 1)` and `p_C = p'^2`. Returns the model before (drained to `now_ns`, L
-    /// first) and `p'`.
-    pub fn resync_dual(&mut self, real_l: u64, real_c: u64, now_ns: u64) -> Result<DualSync> {
+    /// PI2 on the classic head's sojourn (see [`HeadSojourn`]) and writes `p_L = min(K p', 1)`
+    /// and `p_C = p'^2`. Returns the model before (drained to `now_ns`, L first), `p'` and the
+    /// heads' sojourns.
+    pub fn resync_dual(&mut self, l_leaf: Leaf, c_leaf: Leaf, now_ns: u64) -> Result<DualSync> {
+        let (real_l, real_c) = (l_leaf.backlog, c_leaf.backlog);
+        let (l_sojourn_ns, l_left) =
+            self.heads[0].sample(now_ns, real_l, l_leaf.bytes, l_leaf.packets);
+        let (c_sojourn_ns, c_left) =
+            self.heads[1].sample(now_ns, real_c, c_leaf.bytes, c_leaf.packets);
         let rate = self.cfg.get(&CFG_RATE_BPS, 0).unwrap_or(0);
         let last = self.get(ST_LAST_NS);
         let drained = (now_ns.saturating_sub(last) as u128 * rate as u128 / 1_000_000_000) as u64;
@@ -238,14 +306,21 @@ impl Marker {
         self.state.set(ST_BACKLOG, real_c, 0)?;
         self.state.set(ST_LAST_NS, now_ns, 0)?;
         let pi2 = self.pi2.as_mut().expect("resync_dual on a dual-queue marker");
-        let qdelay_s = if rate > 0 { (real_l + real_c) as f64 / rate as f64 } else { 0.0 };
-        if pi2.update(now_ns, qdelay_s) {
+        if pi2.update(now_ns, c_sojourn_ns as f64 / 1e9) {
             let base = pi2.base;
             self.cfg.set(CFG_PL_U32, u32_prob(PI2_K * base), 0)?;
             self.cfg.set(CFG_PC_U32, u32_prob(base * base), 0)?;
         }
         let base = self.pi2.map_or(0.0, |p| p.base);
-        Ok(DualSync { model_l: model_l as i64, model_c: model_c as i64, base })
+        Ok(DualSync {
+            model_l: model_l as i64,
+            model_c: model_c as i64,
+            base,
+            l_sojourn_ns,
+            l_left,
+            c_sojourn_ns,
+            c_left,
+        })
     }
 
     /// Closes the loop: returns the model's backlog (drained to `now_ns`) and replaces it with

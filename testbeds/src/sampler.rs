@@ -145,6 +145,16 @@ pub struct Series {
     pub c_backlog: Vec<u32>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub base_probability: Vec<f64>,
+    /// A dual queue's L and classic head sojourns at each sample (us, 0 when empty), and the
+    /// packets each queue dequeued since the previous sample (`marker::HeadSojourn`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub l_sojourn_us: Vec<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub l_left: Vec<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub c_sojourn_us: Vec<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub c_left: Vec<u32>,
     pub final_marker: Option<MarkerCounts>,
 }
 
@@ -292,11 +302,21 @@ fn resync_dual(
     let leaf = |h: u32| {
         dump.iter()
             .find(|(i, x, _)| *i == ifindex && *x == h)
-            .map(|(_, _, st)| st.backlog)
+            .map(|(_, _, st)| marker::Leaf {
+                backlog: st.backlog as u64,
+                bytes: st.bytes,
+                packets: st.packets,
+            })
             .ok_or_else(|| anyhow!("dual-queue leaf {h:x} on ifindex {ifindex} not found"))
     };
-    let (l, c) = (leaf(l_handle)?, leaf(c_handle)?);
-    let sync = m.resync_dual(l as u64, c as u64, now_ns)?;
+    let (l_leaf, c_leaf) = (leaf(l_handle)?, leaf(c_handle)?);
+    let (l, c) = (l_leaf.backlog as u32, c_leaf.backlog as u32);
+    let sync = m.resync_dual(l_leaf, c_leaf, now_ns)?;
+    let us = |ns: u64| (ns / 1000).min(u32::MAX as u64) as u32;
+    s.l_sojourn_us.push(us(sync.l_sojourn_ns));
+    s.l_left.push(sync.l_left.min(u32::MAX as u64) as u32);
+    s.c_sojourn_us.push(us(sync.c_sojourn_ns));
+    s.c_left.push(sync.c_left.min(u32::MAX as u64) as u32);
     s.model_minus_real.push(sync.model_l + sync.model_c - (l as i64 + c as i64));
     s.marks.push(m.get(marker::ST_MARKS));
     s.l_backlog.push(l);

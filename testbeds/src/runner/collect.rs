@@ -245,19 +245,25 @@ pub fn link_result(s: &Series, b: &Bottleneck) -> LinkResult {
         },
         marker: s.final_marker.clone(),
         model_minus_real_pkts: mm,
-        l_sojourn_us: sojourn_us(s, b.rate_mbit, |i| s.l_backlog[i]),
-        c_sojourn_us: sojourn_us(s, b.rate_mbit, |i| s.l_backlog[i] + s.c_backlog[i]),
+        l_sojourn_us: per_packet_sojourn_us(s, &s.l_sojourn_us, &s.l_left),
+        c_sojourn_us: per_packet_sojourn_us(s, &s.c_sojourn_us, &s.c_left),
     }
 }
 
-/// A dual queue's sojourn over busy samples, microseconds: the bytes ahead of an arriving
-/// packet (`ahead` at sample i) over the link rate. `None` on a single queue.
-fn sojourn_us(s: &Series, rate_mbit: f64, ahead: impl Fn(usize) -> u32) -> Option<Summary> {
-    if s.l_backlog.len() != s.t.len() || s.t.is_empty() {
+/// A dual queue's sojourn per packet, microseconds: each sample's head sojourn counted once for
+/// every packet the queue dequeued since the sample before (those left having waited about
+/// that long), as the simulator records every packet's. `None` on a single queue, or when the
+/// queue sent nothing.
+fn per_packet_sojourn_us(s: &Series, sojourn: &[u32], left: &[u32]) -> Option<Summary> {
+    if sojourn.len() != s.t.len() || left.len() != s.t.len() {
         return None;
     }
-    let us: Vec<f64> = s.busy().map(|i| ahead(i) as f64 * 8.0 / rate_mbit).collect();
-    Some(Summary::of(&us))
+    let us: Vec<f64> = sojourn
+        .iter()
+        .zip(left)
+        .flat_map(|(&us, &n)| std::iter::repeat_n(us as f64, n as usize))
+        .collect();
+    (!us.is_empty()).then(|| Summary::of(&us))
 }
 
 /// Every receiving host's counter deltas (after minus before), keyed by host name.
