@@ -120,6 +120,7 @@ def load_picoquic():
         "picoquic_set_qlog": (i32, [vp, ctypes.c_char_p]),
         "picoquic_set_default_congestion_algorithm_by_name": (None, [vp, ctypes.c_char_p]),
         "picoquic_get_congestion_algorithm": (vp, [ctypes.c_char_p]),
+        "picoquic_register_all_congestion_control_algorithms": (None, []),
         "picoquic_create_client_cnx": (vp, [vp, vp, u64, ctypes.c_uint32, ctypes.c_char_p,
                                             ctypes.c_char_p, vp, vp]),
         "picoquic_prepare_next_packet": (i32, [vp, u64, vp, sz, ctypes.POINTER(sz), vp, vp,
@@ -369,8 +370,10 @@ class Peer:
         os.makedirs(a.qlog, exist_ok=True)
         lib.picoquic_set_qlog(quic, a.qlog.encode())
         if a.cc:
-            # By name, as picoquic's own tools take it; an unknown name would silently fall back
-            # to picoquic's default, so it is refused here.
+            # By name, as picoquic's own tools take it (the table they look up is empty until
+            # registered); an unknown name would silently fall back to picoquic's default, so
+            # it is refused here.
+            lib.picoquic_register_all_congestion_control_algorithms()
             if not lib.picoquic_get_congestion_algorithm(a.cc.encode()):
                 sys.exit(f"picoquic_peer: picoquic has no congestion control named {a.cc!r}")
             lib.picoquic_set_default_congestion_algorithm_by_name(quic, a.cc.encode())

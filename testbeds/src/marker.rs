@@ -342,3 +342,47 @@ pub fn mono_ns() -> u64 {
     let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).expect("clock_gettime");
     t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    /// A FIFO that has taken 1000 bytes by 0 ms and 1000 more every ms, and dequeues from
+    /// 6 ms on. The head is byte number `dequeued`; it arrived just after the last sample whose
+    /// arrivals did not pass it (interpolated inside the interval), and has waited since. The
+    /// weight is the packets dequeued since the sample before; an empty FIFO has no sojourn.
+    #[test]
+    fn the_head_sojourn_is_the_time_since_the_arrivals_passed_the_dequeued_bytes() {
+        let mut h = HeadSojourn::default();
+        for t in 0..=5 {
+            // Nothing dequeued: byte 0, there since 0 ms.
+            assert_eq!(h.sample(t * MS, (t + 1) * 1000, 0, 0), (t * MS, 0));
+        }
+        // Byte 1000 arrived after 0 ms (1000 by then), byte 2000 after 1 ms.
+        assert_eq!(h.sample(6 * MS, 6000, 1000, 1), (6 * MS, 1));
+        assert_eq!(h.sample(7 * MS, 6000, 2000, 2), (6 * MS, 1));
+        // Byte 2500, half way between 1 ms (2000) and 2 ms (3000): 1.5 ms.
+        assert_eq!(h.sample(8 * MS, 6000, 2500, 3), (8 * MS - 3 * MS / 2, 1));
+        // Drained: no head, no sojourn; six packets left.
+        assert_eq!(h.sample(9 * MS, 0, 8500, 9), (0, 6));
+    }
+
+    /// PI2 steps once per 16 ms interval by RFC 9332 Appendix A's per-update gains (alpha and
+    /// beta "in Hz" are already per update: alpha = 0.1 T_update / RTT_max^2 carries T_update,
+    /// and Linux's dualpi2 adds alpha * (qdelay - target) per update the same way).
+    #[test]
+    fn pi2_steps_by_its_gains_once_per_interval() {
+        let mut p = Pi2 { target_s: 0.015, base: 0.0, last_qdelay_s: 0.0, next_ns: 0 };
+        assert!(!p.update(1, 0.025));
+        assert!(!p.update(1 + PI2_T_UPDATE_NS - 1, 0.025));
+        assert!(p.update(1 + PI2_T_UPDATE_NS, 0.025));
+        let expected = PI2_ALPHA * 0.010 + PI2_BETA * 0.025;
+        assert!((p.base - expected).abs() < 1e-12, "{}", p.base);
+        // Two intervals late: two steps, the second with no change in delay.
+        assert!(p.update(1 + 3 * PI2_T_UPDATE_NS, 0.025));
+        let expected = expected + PI2_ALPHA * 0.010 * 2.0;
+        assert!((p.base - expected).abs() < 1e-12, "{} vs {expected}", p.base);
+    }
+}
