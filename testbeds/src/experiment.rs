@@ -425,7 +425,6 @@ fn link_outcome(r: &RunResult, l: &LinkResult, frame: Option<(f64, u64)>) -> Lin
         sent_bytes: l.sent_bytes,
         rate_bps: r.scenario.link_for(&l.from, &l.to).rate_mbit * 1e6,
         sent_packets: frame.map_or(0, |(_, frame)| l.sent_bytes / frame),
-        ..LinkOutcome::default()
     }
 }
 

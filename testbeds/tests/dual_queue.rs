@@ -9,21 +9,8 @@
 mod common;
 use common::*;
 
-const SCENARIO: &str = r#"
-name = "dual-queue"
-duration = "12s"
-[link]
-rate = "50Mbps"
-delay = "5ms"
-buffer = 400
-k = 0
-aqm = "dualq"
-[transport]
-ecn = "per-packet"
-[topology]
-kind = "many-to-one"
-senders = 2
-access = { rate = "10Gbps", delay = "1us" }
+/// Prague from s0, Cubic from s1.
+const FLOWS: &str = r#"
 [[flows]]
 from = "s0"
 to = "r"
@@ -40,7 +27,8 @@ fn a_dual_queue_classifies_by_ecn_and_marks_each_queue_its_way() {
     else {
         return;
     };
-    let r = run_scenario("dual-queue", SCENARIO);
+    let scenario = dualq_many_to_one("dual-queue", "12s", "50Mbps", 2) + FLOWS;
+    let r = run_scenario("dual-queue", &scenario);
     assert_eq!(r["backend"], "ebpf", "this kernel has no dualpi2: the eBPF dual queue runs");
     let rep = &r["repetitions"][0];
     let link = &rep["links"][0];
@@ -63,19 +51,20 @@ fn a_dual_queue_classifies_by_ecn_and_marks_each_queue_its_way() {
     // Classification by the ECN field, packet for packet: an L packet arrives as ECT(1) or, if
     // the marker marked it, CE; a classic one as ECT(0) or CE. Nothing on the link is not-ECT
     // but a few handshake-time packets, so the other counts pin it.
-    let (ect1, ect0, ce) = (
-        f(rx, &["IpExt.InECT1Pkts"]),
-        f(rx, &["IpExt.InECT0Pkts"]),
-        f(rx, &["IpExt.InCEPkts"]),
-    );
+    let (ect1, ect0, ce) =
+        (f(rx, &["IpExt.InECT1Pkts"]), f(rx, &["IpExt.InECT0Pkts"]), f(rx, &["IpExt.InCEPkts"]));
     assert!(ect1 > 1000.0 && ect0 > 1000.0, "both codepoints on the wire: {rx}");
+    // The FIFOs' drops (none expected: 400 packets of buffer) are the only other way out.
+    let slack = 10.0 + f(link, &["qdisc_drops"]);
     let misclassified = (l_packets - (ect1 + l_marks)).abs();
-    assert!(misclassified <= 10.0, "L packets {l_packets} vs ECT(1) {ect1} + L marks {l_marks}");
+    assert!(misclassified <= slack, "L packets {l_packets} vs ECT(1) {ect1} + L marks {l_marks}");
     let classic = f(m, &["packets"]) - l_packets;
     let misclassified = (classic - (ect0 + c_marks + c_drops)).abs();
-    assert!(misclassified <= 10.0, "classic {classic} vs ECT(0) {ect0} + C marks {c_marks}");
-    // Every mark arrived (the netns CE-accuracy check, exact here: nothing drops after it).
-    assert_eq!(ce, f(m, &["marks"]), "receiver CE vs marker marks");
+    assert!(misclassified <= slack, "classic {classic} vs ECT(0) {ect0} + C marks {c_marks}");
+    // The marks arrived as CE (issue 39's CE-accuracy bound, 1%: a marked packet the FIFO then
+    // drops is counted by the marker only).
+    let marks = f(m, &["marks"]);
+    assert!((ce - marks).abs() <= 0.01 * marks, "receiver CE {ce} vs marker marks {marks}");
     assert_eq!(f(m, &["marks"]), l_marks + c_marks);
 
     // Marking: the L queue's step and its coupled probability both fired; PI2 marked classic
