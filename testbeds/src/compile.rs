@@ -633,11 +633,12 @@ time_scale = 2.0",
         assert_eq!((f.bytes, f.for_s), (0, 3.0), "until the run's end, 4 s");
         let e = plan(&text.replace("paths = 2", "paths = 2\nrepeat = 3")).unwrap_err();
         assert!(e.to_string().contains("repeat needs bytes"), "{e}");
-        // Starting at the run's end (2 s here) is "not in this run", as in the simulator; a
-        // moment earlier it is a flow.
+        // Starting at the run's end (2 s here) is "not in this run", as in the simulator (this
+        // file's only flow, so the plan has none left); a moment earlier it is a flow.
         let never = text.replace("stop = \"1.5s\"", "").replace("\"0.5s\"", "\"2s\"");
-        assert!(plan(&never).unwrap().flows.is_empty());
-        let late = never.replace("\"2s\"", "\"1.9s\"");
+        let e = plan(&never).unwrap_err().to_string();
+        assert!(e.contains("no flows and no jobs"), "{e}");
+        let late = never.replace("start = \"2s\"", "start = \"1.9s\"");
         assert_eq!(plan(&late).unwrap().flows.len(), 1);
     }
 
