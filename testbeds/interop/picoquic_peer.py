@@ -16,6 +16,10 @@ Roles:
     client: connects from --local (the first local address carries path 0, each further one
             probes a path) and uploads (--put FILE) or downloads (--get NAME --out FILE).
 
+Options for L4S: --cc NAME picks picoquic's congestion control by name (prague: its L4S
+controller), --ecn ect1|ect0 sets that codepoint on every datagram this peer sends and hands the
+received ECN field to picoquic (which picoquic's own socket loop does with ECT(1) by default).
+
 The last line on stdout is one JSON object: handshake, paths (per unique path id: addresses,
 validated, bytes sent and received, status), the PATH_ABANDON frames received (from picoquic's
 text log), the transfer and its BLAKE3 hash. A server first prints {"listening": "IP:PORT"}.
