@@ -16,6 +16,10 @@ Roles:
     client: connects from --local (the first local address carries path 0, each further one
             probes a path) and uploads (--put FILE) or downloads (--get NAME --out FILE).
 
+Options for L4S: --cc NAME picks picoquic's congestion control by name (prague: its L4S
+controller), --ecn ect1|ect0 sets that codepoint on every datagram this peer sends and hands the
+received ECN field to picoquic (which picoquic's own socket loop does with ECT(1) by default).
+
 The last line on stdout is one JSON object: handshake, paths (per unique path id: addresses,
 validated, bytes sent and received, status), the PATH_ABANDON frames received (from picoquic's
 text log), the transfer and its BLAKE3 hash. A server first prints {"listening": "IP:PORT"}.
@@ -58,6 +62,12 @@ PATH_STATUS = {"available": 0, "backup": 1}
 NEW_PATH_HOLD_S = 0.02
 # Linux's setsockopt option that lets root pass net.core.rmem_max.
 SO_RCVBUFFORCE = 33
+# Linux's IP_RECVTOS (Python's socket module lacks it on some builds): the TOS byte of each
+# received datagram as a control message (level IPPROTO_IP, type IP_TOS).
+IP_RECVTOS = 13
+# The ECN field's values (RFC 3168) and their names in the report.
+ECN_CODEPOINTS = {"ect1": 1, "ect0": 2}
+ECN_NAMES = ("not_ect", "ect1", "ect0", "ce")
 # Path IDs beyond the highest known that refresh_paths looks up.
 PATHS_AHEAD = 3
 
@@ -112,6 +122,9 @@ def load_picoquic():
         "picoquic_set_default_multipath_option": (None, [vp, i32]),
         "picoquic_enable_path_callbacks_default": (None, [vp, i32]),
         "picoquic_set_qlog": (i32, [vp, ctypes.c_char_p]),
+        "picoquic_set_default_congestion_algorithm_by_name": (None, [vp, ctypes.c_char_p]),
+        "picoquic_get_congestion_algorithm": (vp, [ctypes.c_char_p]),
+        "picoquic_register_all_congestion_control_algorithms": (None, []),
         "picoquic_create_client_cnx": (vp, [vp, vp, u64, ctypes.c_uint32, ctypes.c_char_p,
                                             ctypes.c_char_p, vp, vp]),
         "picoquic_prepare_next_packet": (i32, [vp, u64, vp, sz, ctypes.POINTER(sz), vp, vp,
@@ -333,7 +346,8 @@ class Peer:
         self.status_set = False
         self.drop_from = None  # the remote address whose datagrams are dropped
         self.dropped = 0
-        self.held = []  # (due, local, datagram, source) of new paths, see receive()
+        self.held = []  # (due, local, datagram, source, ecn) of new paths, see receive()
+        self.received_ecn = [0, 0, 0, 0]  # datagrams received per ECN field value
         self.sockets = {}  # local (ip, port) -> socket
         self.callback = CALLBACK(self.on_event)  # kept alive: picoquic holds the pointer
         self.quic = self.create_context()
@@ -359,6 +373,14 @@ class Peer:
         # it logs a packet lost on it, and crashes; its qlog does not.
         os.makedirs(a.qlog, exist_ok=True)
         lib.picoquic_set_qlog(quic, a.qlog.encode())
+        if a.cc:
+            # By name, as picoquic's own tools take it (the table they look up is empty until
+            # registered); an unknown name would silently fall back to picoquic's default, so
+            # it is refused here.
+            lib.picoquic_register_all_congestion_control_algorithms()
+            if not lib.picoquic_get_congestion_algorithm(a.cc.encode()):
+                sys.exit(f"picoquic_peer: picoquic has no congestion control named {a.cc!r}")
+            lib.picoquic_set_default_congestion_algorithm_by_name(quic, a.cc.encode())
         return quic
 
     def bind(self, addr):
@@ -371,6 +393,12 @@ class Peer:
         except PermissionError:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+        if self.args.ecn != "none":
+            # This loop owns the sockets, so it does what picoquic's own socket loop does
+            # (picoquic_socket_set_ecn_options): the codepoint on every datagram sent, and the
+            # received TOS handed to picoquic, whose ACK frames then carry ECN counts.
+            sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, ECN_CODEPOINTS[self.args.ecn])
+            sock.setsockopt(socket.IPPROTO_IP, IP_RECVTOS, 1)
         sock.bind(addr)
         sock.setblocking(False)
         self.sockets[sock.getsockname()] = sock
@@ -531,9 +559,11 @@ class Peer:
         live = {p.remote for p in self.paths.values() if not p.deleted}
         while True:
             try:
-                data, source = sock.recvfrom(2048)
+                data, ancillary, _flags, source = sock.recvmsg(2048, socket.CMSG_SPACE(4))
             except BlockingIOError:
                 return
+            ecn = received_ecn(ancillary)
+            self.received_ecn[ecn] += 1
             if self.drop_from is not None and source == self.drop_from:
                 self.dropped += 1
                 continue
@@ -541,14 +571,14 @@ class Peer:
                 # A new path's first datagrams wait a moment, so that the frames giving it
                 # connection IDs, sent on a live path at about the same time, go in first:
                 # picoquic 1.1.53 crashes when it must answer on a path it has no ID for.
-                self.held.append((time.monotonic() + NEW_PATH_HOLD_S, local, data, source))
+                self.held.append((time.monotonic() + NEW_PATH_HOLD_S, local, data, source, ecn))
                 continue
-            self.deliver(local, data, source)
+            self.deliver(local, data, source, ecn)
 
-    def deliver(self, local, data, source):
+    def deliver(self, local, data, source, ecn):
         packet = ctypes.create_string_buffer(data, len(data))
         self.lib.picoquic_incoming_packet(
-            self.quic, packet, len(data), to_sockaddr(source), to_sockaddr(local), 0, 0,
+            self.quic, packet, len(data), to_sockaddr(source), to_sockaddr(local), 0, ecn,
             self.lib.picoquic_current_time())
 
     def deliver_held(self):
@@ -556,8 +586,8 @@ class Peer:
         now = time.monotonic()
         due = [h for h in self.held if h[0] <= now]
         self.held = [h for h in self.held if h[0] > now]
-        for _, local, data, source in due:
-            self.deliver(local, data, source)
+        for _, local, data, source, ecn in due:
+            self.deliver(local, data, source, ecn)
         return min((h[0] - now for h in self.held), default=None)
 
     def finished(self):
@@ -611,6 +641,10 @@ class Peer:
             "peer_initial_max_path_id": peer_initial_max_path_id(events),
             "abandons_received": abandons_received(events),
             "dropped_datagrams": self.dropped,
+            "cc": self.args.cc,
+            "ecn_sent": self.args.ecn,
+            # Without --ecn the TOS is not read and every datagram counts as not-ECT.
+            "received_ecn": dict(zip(ECN_NAMES, self.received_ecn)),
             "abandoned_at_s": self.abandoned_at,
             "ended_at_s": self.ended_at,
             "transfer": dict(t.result, done=t.done and t.error is None, error=t.error),
@@ -654,6 +688,14 @@ def abandons_received(events):
     return found
 
 
+def received_ecn(ancillary):
+    """The ECN field of a received datagram from its IP_TOS control message (0 without one)."""
+    for level, kind, data in ancillary:
+        if level == socket.IPPROTO_IP and kind == socket.IP_TOS and data:
+            return data[0] & 3
+    return 0
+
+
 def log(msg):
     print(f"picoquic_peer: {msg}", file=sys.stderr, flush=True)
 
@@ -682,6 +724,9 @@ def main():
     p.add_argument("--backup-path", type=int, help="mark this path as backup once it is validated")
     p.add_argument("--qlog", help="a directory for picoquic's qlog (read back for the report; default: a temporary one)")
     p.add_argument("--timeout", type=float, default=60.0, help="give up after this many seconds")
+    p.add_argument("--cc", help="picoquic's congestion control by name (newreno, cubic, dcubic, fast, bbr, bbr1, prague, ...; default: picoquic's)")
+    p.add_argument("--ecn", choices=["none", *ECN_CODEPOINTS], default="none",
+                   help="the ECN codepoint every datagram carries, and read the received ones (default: none, not-ECT)")
     args = p.parse_args()
     if args.role == "server":
         if not (args.listen and args.cert and args.key and args.dir):

@@ -5,6 +5,13 @@
 //! - `ebpf`: htb rate R -> bfifo, with the eBPF marker (`bpf/ecn_marker.c`) on clsact egress
 //!   modelling the FIFO and marking above K (closed-loop, see `sampler`), and dropping for loss.
 //!
+//! - `dualpi2`: a dual queue (`aqm = "dualq"`) on kernels with the `dualpi2` qdisc: htb rate R
+//!   -> dualpi2 with the scenario's step and target.
+//! - `ebpf` with a dual queue, where the kernel has no `dualpi2` (this one): htb rate R split
+//!   into an L class (priority, 90% guaranteed) and a classic class (10% guaranteed, so never
+//!   starved), each ceil R over a bfifo; the eBPF marker classifies by the ECN field (it sets
+//!   `skb->priority` to the class id), models both backlogs and marks as RFC 9332 couples them.
+//!
 //! Delay, with either backend: netem in front of the rate where the kernel has it, else the
 //! NFQUEUE delay line (`delay`) in front of the qdisc.
 //!
@@ -23,6 +30,9 @@ pub struct Capabilities {
     pub htb: bool,
     pub bfifo: bool,
     pub clsact_bpf: bool,
+    /// RFC 9332's DualQ Coupled AQM as a qdisc (Linux 6.x with `sch_dualpi2`).
+    #[serde(default)]
+    pub dualpi2: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -30,8 +40,10 @@ pub struct Capabilities {
 pub enum Backend {
     /// htb + red(ecn) [+ netem]
     Red,
-    /// htb + bfifo + eBPF marker
+    /// htb + bfifo + eBPF marker (with a dual queue: two htb classes, the marker classifying)
     Ebpf,
+    /// htb + dualpi2 (only for `aqm = "dualq"`)
+    Dualpi2,
 }
 
 /// Probes the kernel's qdiscs in a scratch namespace.
@@ -58,6 +70,7 @@ pub fn detect(run_id: u32) -> Result<Capabilities> {
             let _ = run("tc", &["-n", &ns, "qdisc", "del", "dev", "p0", "clsact"]);
             ok
         },
+        dualpi2: try_q("root dualpi2"),
     };
     drop(guard);
     Ok(caps)
@@ -88,6 +101,15 @@ impl Capabilities {
 pub fn choose(caps: &Capabilities, link: &LinkParams) -> Result<Backend> {
     if !caps.htb {
         bail!("the kernel has no htb qdisc: no rate limiting available");
+    }
+    if link.dualq.is_some() {
+        if caps.dualpi2 && link.loss == 0.0 {
+            return Ok(Backend::Dualpi2);
+        }
+        if !caps.bfifo || !caps.clsact_bpf {
+            bail!("aqm = \"dualq\": the kernel has neither dualpi2 nor (bfifo + clsact)");
+        }
+        return Ok(Backend::Ebpf);
     }
     if caps.red && (link.loss == 0.0 || caps.netem) {
         return Ok(Backend::Red);
@@ -141,8 +163,57 @@ pub fn leaf_qdisc(link: &LinkParams, backend: Backend) -> String {
                 k + 1
             )
         }
+        Backend::Dualpi2 => dualpi2_qdisc(link),
         Backend::Ebpf | Backend::Red => format!("bfifo limit {}", link.buffer_bytes),
     }
+}
+
+/// The dualpi2 qdisc of a dual-queue link: the scenario's step and target, its buffer in
+/// frames; the rest (PI2 gains, coupling 2, classic protection) is dualpi2's RFC 9332 default.
+fn dualpi2_qdisc(link: &LinkParams) -> String {
+    let d = link.dualq.expect("the dualpi2 backend runs dual-queue links");
+    format!(
+        "dualpi2 limit {} step_thresh {}us target {}us",
+        (link.buffer_bytes / FRAME).max(2),
+        d.l_step_us.round() as u64,
+        d.classic_target_us.round() as u64
+    )
+}
+
+/// A dual queue's htb classes under the rate class `H:1`: `H:2` for L, `H:3` for classic.
+pub const L_CLASS: u32 = 2;
+pub const C_CLASS: u32 = 3;
+/// The guaranteed share of the classic class (dualpi2's default classic protection is 10%).
+const C_SHARE: f64 = 0.1;
+
+/// The class ids the marker writes into `skb->priority` (htb classifies by them): (L, classic).
+pub fn dualq_priorities(link: &LinkParams, backend: Backend, delay: DelayMethod) -> (u32, u32) {
+    let h = htb_handle(link, backend, delay) << 16;
+    (h | L_CLASS, h | C_CLASS)
+}
+
+/// The leaf bfifos of a dual queue, handles `20:` (L) and `30:` (classic), as the sampler finds
+/// them.
+pub const DUALQ_LEAVES: (u32, u32) = (0x0020_0000, 0x0030_0000);
+
+/// The two htb classes of a dual queue under the rate class `H:1` (a parent, rate R): L with
+/// priority 0 and 90% guaranteed, classic with priority 1 and 10%, each ceil R (so either takes
+/// the whole link alone) over its own bfifo of the link's buffer. Returns the htb's handle, whose
+/// backlog is both queues'.
+fn dual_classes(ns: &str, dev: &str, link: &LinkParams, h: u32) -> Result<u32> {
+    let kbit = |f: f64| format!("{}kbit", (link.rate_mbit * 1000.0 * f).round() as u64);
+    let ceil = kbit(1.0);
+    for (class, share, prio, leaf) in [(L_CLASS, 1.0 - C_SHARE, 0, 20), (C_CLASS, C_SHARE, 1, 30)] {
+        tc(ns, &format!("class add dev {dev} parent {h}:1 classid {h}:{class} htb rate {} ceil {ceil} prio {prio} quantum {FRAME}", kbit(share)))?;
+        tc(
+            ns,
+            &format!(
+                "qdisc add dev {dev} parent {h}:{class} handle {leaf}: bfifo limit {}",
+                link.buffer_bytes
+            ),
+        )?;
+    }
+    Ok(h << 16)
 }
 
 /// Installs rate + FIFO (+ red marking / netem) on the egress of `dev` in `ns`. Returns the
@@ -175,8 +246,14 @@ pub fn shape(
     }
     let htb_handle = htb_handle(link, backend, delay);
     let parent = if htb_handle == 3 { "parent 1:1" } else { "root" };
-    tc(ns, &format!("qdisc add dev {dev} {parent} handle {htb_handle}: htb default 1"))?;
+    // A dual queue's unclassified packets (those the marker passes over: not IP) are classic.
+    let dual = link.dualq.is_some() && backend == Backend::Ebpf;
+    let default = if dual { C_CLASS } else { 1 };
+    tc(ns, &format!("qdisc add dev {dev} {parent} handle {htb_handle}: htb default {default}"))?;
     tc(ns, &format!("class add dev {dev} parent {htb_handle}: classid {htb_handle}:1 htb rate {rate} ceil {rate} quantum {FRAME}"))?;
+    if dual {
+        return dual_classes(ns, dev, link, htb_handle);
+    }
     let leaf = leaf_position(dev, link, backend, delay);
     tc(ns, &format!("qdisc add {leaf} {}", leaf_qdisc(link, backend)))?;
     Ok(0x0010_0000) // "10:" (tc handles are hex)

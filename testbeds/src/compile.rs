@@ -10,7 +10,7 @@
 //! with their start times: a process each, as the runner starts any flow.
 
 use crate::plan::{
-    Controller, CustomHost, CustomLink, Flow, FlowKind, Jobs, LinkOverride, LinkParams,
+    Controller, CustomHost, CustomLink, Dualq, Flow, FlowKind, Jobs, LinkOverride, LinkParams,
     MpquicController, Plan, Quic, Topology,
 };
 use mpquic::{EcnPrecision, Scheduler};
@@ -49,8 +49,11 @@ pub fn compile(s: &lang::Scenario, name: &str) -> Result<Plan, ScenarioError> {
     let point = Point::new(s, &scale, &net)?;
     let mut flow_workloads = s.clone();
     flow_workloads.workloads.retain(|w| !matches!(w, Workload::PartitionAggregate { .. }));
+    // A flow that starts at or after the run's end never sends, as in the simulator: a sweep
+    // writes "no such flow in this point" as a start at the end (L3's cross flow).
     let flows = expand_workloads(&flow_workloads, &expanded.hosts)?
         .iter()
+        .filter(|f| f.start < s.duration)
         .map(|f| point.flow(f))
         .collect::<Result<Vec<_>, _>>()?;
     let jobs = s.workloads.iter().enumerate().filter_map(|(i, w)| point.jobs(i, w));
@@ -219,11 +222,6 @@ fn topology(e: &Expanded) -> (Topology, Vec<(String, String, LinkConfig)>) {
 /// scenario's `[link]` fills what the link and the overrides leave out).
 fn link_params(config: &LinkConfig, scale: &NetnsSettings) -> Result<LinkParams, String> {
     let missing = |f: &str| format!("no {f} (set it in [link])");
-    if config.aqm == Some(lang::model::Aqm::Dualq) {
-        return Err("aqm = \"dualq\": the netns testbed builds no dual queue yet (the simulator \
-                    runs it; issue 39)"
-            .into());
-    }
     let frame = scale.frame_bytes;
     let k = config.k.ok_or_else(|| missing("k"))?;
     let buffer = config.buffer.ok_or_else(|| missing("buffer"))?;
@@ -248,6 +246,23 @@ fn link_params(config: &LinkConfig, scale: &NetnsSettings) -> Result<LinkParams,
         loss: config.loss.unwrap_or(0.0),
         ecn: k != Amount::Packets(0) && k != Amount::Bytes(0),
         sender_offload: scale.sender_offload,
+        dualq: dualq(config, scale),
+    })
+}
+
+/// A dual queue's step and target at the testbed's time scale (the language's defaults where
+/// the scenario leaves them out, as in the simulator).
+fn dualq(config: &LinkConfig, scale: &NetnsSettings) -> Option<Dualq> {
+    use lang::model::Aqm;
+    if config.aqm != Some(Aqm::Dualq) {
+        return None;
+    }
+    let us = |d: Option<lang::Dur>, default: lang::Dur| {
+        d.unwrap_or(default).secs() * 1e6 * scale.time_scale
+    };
+    Some(Dualq {
+        l_step_us: us(config.l_step, Aqm::L_STEP),
+        classic_target_us: us(config.classic_target, Aqm::CLASSIC_TARGET),
     })
 }
 
@@ -618,6 +633,13 @@ time_scale = 2.0",
         assert_eq!((f.bytes, f.for_s), (0, 3.0), "until the run's end, 4 s");
         let e = plan(&text.replace("paths = 2", "paths = 2\nrepeat = 3")).unwrap_err();
         assert!(e.to_string().contains("repeat needs bytes"), "{e}");
+        // Starting at the run's end (2 s here) is "not in this run", as in the simulator (this
+        // file's only flow, so the plan has none left); a moment earlier it is a flow.
+        let never = text.replace("stop = \"1.5s\"", "").replace("\"0.5s\"", "\"2s\"");
+        let e = plan(&never).unwrap_err().to_string();
+        assert!(e.contains("no flows and no jobs"), "{e}");
+        let late = never.replace("start = \"2s\"", "start = \"1.9s\"");
+        assert_eq!(plan(&late).unwrap().flows.len(), 1);
     }
 
     /// `repeat_over = "one-connection"` becomes the CLI's `--same-connection`.

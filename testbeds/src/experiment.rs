@@ -10,7 +10,7 @@ use crate::host;
 use crate::plan::{self, FlowKind};
 use crate::plots;
 use crate::record;
-use crate::results::{FlowResult, JobsResult, LinkResult, RepResult, RunResult};
+use crate::results::{FlowResult, JobsResult, LinkResult, RepResult, RunResult, Summary};
 use crate::runner;
 use crate::sampler::Series;
 use anyhow::{bail, Context, Result};
@@ -406,23 +406,25 @@ fn flow_outcome(
 /// samples, its packets counted in full packets of `frame` bytes (when one kind of flow ran).
 fn link_outcome(r: &RunResult, l: &LinkResult, frame: Option<(f64, u64)>) -> LinkOutcome {
     let q = &l.queue_frames_busy;
+    let outcome = |q: &Summary| QueueOutcome {
+        p50: q.median,
+        p90: q.p90,
+        p99: q.p99,
+        mean: q.mean,
+        p5: q.p5,
+        p95: q.p95,
+    };
     LinkOutcome {
         name: format!("{}->{}", l.from, l.to),
         marked: l.marker.as_ref().map_or(0, |m| m.marks),
         dropped: l.qdisc_drops,
         utilization: if l.samples > 1 { q.n as f64 / (l.samples - 1) as f64 } else { 0.0 },
-        queue: Some(QueueOutcome {
-            p50: q.median,
-            p90: q.p90,
-            p99: q.p99,
-            mean: q.mean,
-            p5: q.p5,
-            p95: q.p95,
-        }),
+        queue: Some(outcome(q)),
+        l_sojourn_us: l.l_sojourn_us.as_ref().map(outcome),
+        c_sojourn_us: l.c_sojourn_us.as_ref().map(outcome),
         sent_bytes: l.sent_bytes,
         rate_bps: r.scenario.link_for(&l.from, &l.to).rate_mbit * 1e6,
         sent_packets: frame.map_or(0, |(_, frame)| l.sent_bytes / frame),
-        ..LinkOutcome::default()
     }
 }
 

@@ -321,6 +321,7 @@ impl TwoPaths {
             loss: 0.0,
             ecn: true,
             sender_offload: false,
+            dualq: None,
         };
         let caps = backend::detect(run_id)?;
         let be = backend::choose(&caps, &link)?;
@@ -353,13 +354,14 @@ impl TwoPaths {
                     rate_bytes_per_s: (link.rate_mbit * 1e6 / 8.0) as u64,
                     k_bytes: link.k_packets as u64 * FRAME,
                     loss: 0.0,
+                    dualq: None,
                 };
                 Some(Marker::attach(dir, &bpffs, b.id, &ns, &b.from.dev, conf)?)
             } else {
                 None
             };
             let ifindex = netns::ifindex(&ns, &b.from.dev)? as i32;
-            probes.push(Probe { link_id: b.id, ns, ifindex, handle, marker: m });
+            probes.push(Probe { link_id: b.id, ns, ifindex, handle, marker: m, dual_leaves: None });
         }
         let sampling = Sampling::start(probes);
         Ok(TwoPaths { net, nss, s, d, link, backend: be, delay, sampling })

@@ -104,6 +104,17 @@ pub struct LinkParams {
     pub ecn: bool,
     /// Segmentation offload on senders (GSO/TSO batches cross as one skb).
     pub sender_offload: bool,
+    /// An RFC 9332 dual queue (`aqm = "dualq"`) instead of the step-marked FIFO.
+    pub dualq: Option<Dualq>,
+}
+
+/// A dual queue's parameters (`[link] l_step`, `classic_target`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Dualq {
+    /// The L queue's marking step, a sojourn, microseconds.
+    pub l_step_us: f64,
+    /// The classic queue's PI2 delay target, microseconds.
+    pub classic_target_us: f64,
 }
 
 /// The link parameters of some shaped directions that differ from the plan's `link`: the

@@ -110,6 +110,15 @@ pub struct LinkResult {
     pub marker: Option<MarkerCounts>,
     /// Marker model minus the real backlog at each resync, in packets of 1514 bytes.
     pub model_minus_real_pkts: Option<Summary>,
+    /// A dual queue's L sojourn, microseconds, per packet dequeued: the L head's sojourn at
+    /// each sample from the leaf's counters (`marker::HeadSojourn`), weighted by the packets
+    /// that left since the sample before. Sample-resolution (1-10 ms between samples), not
+    /// timestamped per packet as in the simulator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l_sojourn_us: Option<Summary>,
+    /// A dual queue's classic sojourn, the same way: the classic head's, as PI2 reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub c_sojourn_us: Option<Summary>,
 }
 
 impl LinkResult {

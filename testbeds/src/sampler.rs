@@ -121,6 +121,9 @@ pub struct Probe {
     pub ifindex: i32,
     pub handle: u32,
     pub marker: Option<Marker>,
+    /// A dual queue's leaf qdiscs (L, classic), whose backlogs resynchronize the marker; the
+    /// probe's `handle` is then the htb's, holding both.
+    pub dual_leaves: Option<(u32, u32)>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -135,6 +138,23 @@ pub struct Series {
     pub marks: Vec<u64>,
     /// marker model minus the qdisc's real backlog just before each resync (bytes)
     pub model_minus_real: Vec<i64>,
+    /// A dual queue's real L and classic backlogs (bytes) at each sample, and `p'` after it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub l_backlog: Vec<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub c_backlog: Vec<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub base_probability: Vec<f64>,
+    /// A dual queue's L and classic head sojourns at each sample (us, 0 when empty), and the
+    /// packets each queue dequeued since the previous sample (`marker::HeadSojourn`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub l_sojourn_us: Vec<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub l_left: Vec<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub c_sojourn_us: Vec<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub c_left: Vec<u32>,
     pub final_marker: Option<MarkerCounts>,
 }
 
@@ -164,6 +184,19 @@ pub struct MarkerCounts {
     pub marked_segs: u64,
     /// Packets seen, a GSO skb counting as its segments (equals `packets` without offload).
     pub segs: u64,
+    /// A dual queue's counts: packets classified L, CE marks on them (and of those, by the
+    /// step), CE marks on classic ECT(0) packets, classic not-ECT packets dropped at p_C.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dualq: Option<DualCounts>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct DualCounts {
+    pub l_packets: u64,
+    pub l_marks: u64,
+    pub l_step_marks: u64,
+    pub c_marks: u64,
+    pub c_drops: u64,
 }
 
 /// Samples every `interval` until `stop`, with times since `start`; resynchronizes each marker
@@ -210,10 +243,14 @@ pub fn run(
                 s.backlog.push(st.backlog);
                 s.drops.push(st.drops);
                 s.bytes.push(st.bytes);
-                if let Some(m) = p.marker.as_mut() {
-                    let model = m.resync(st.backlog as u64, now_ns)?;
-                    s.model_minus_real.push(model - st.backlog as i64);
-                    s.marks.push(m.get(marker::ST_MARKS));
+                match (p.marker.as_mut(), p.dual_leaves) {
+                    (Some(m), Some(leaves)) => resync_dual(m, leaves, p.ifindex, &dump, now_ns, s)?,
+                    (Some(m), None) => {
+                        let model = m.resync(st.backlog as u64, now_ns)?;
+                        s.model_minus_real.push(model - st.backlog as i64);
+                        s.marks.push(m.get(marker::ST_MARKS));
+                    }
+                    _ => {}
                 }
             }
         }
@@ -238,9 +275,52 @@ pub fn run(
                 over_k: m.get(marker::ST_OVER_K),
                 marked_segs: m.get(marker::ST_MARKED_SEGS),
                 segs: m.get(marker::ST_SKB_SEGS),
+                dualq: p.dual_leaves.map(|_| DualCounts {
+                    l_packets: m.get(marker::ST_L_PACKETS),
+                    l_marks: m.get(marker::ST_L_MARKS),
+                    l_step_marks: m.get(marker::ST_L_STEP_MARKS),
+                    c_marks: m.get(marker::ST_C_MARKS),
+                    c_drops: m.get(marker::ST_C_DROPS),
+                }),
             });
         }
     }
     let late_frac = if ticks > 0 { late as f64 / ticks as f64 } else { 0.0 };
     Ok((series, late_frac))
+}
+
+/// A dual queue's sample: both leaves' real backlogs into the series and the marker (whose model
+/// minus real is recorded over both queues), and `p'` after the PI2 step.
+fn resync_dual(
+    m: &mut Marker,
+    (l_handle, c_handle): (u32, u32),
+    ifindex: i32,
+    dump: &[(i32, u32, QdiscStats)],
+    now_ns: u64,
+    s: &mut Series,
+) -> Result<()> {
+    let leaf = |h: u32| {
+        dump.iter()
+            .find(|(i, x, _)| *i == ifindex && *x == h)
+            .map(|(_, _, st)| marker::Leaf {
+                backlog: st.backlog as u64,
+                bytes: st.bytes,
+                packets: st.packets,
+            })
+            .ok_or_else(|| anyhow!("dual-queue leaf {h:x} on ifindex {ifindex} not found"))
+    };
+    let (l_leaf, c_leaf) = (leaf(l_handle)?, leaf(c_handle)?);
+    let (l, c) = (l_leaf.backlog as u32, c_leaf.backlog as u32);
+    let sync = m.resync_dual(l_leaf, c_leaf, now_ns)?;
+    let us = |ns: u64| (ns / 1000).min(u32::MAX as u64) as u32;
+    s.l_sojourn_us.push(us(sync.l_sojourn_ns));
+    s.l_left.push(sync.l_left.min(u32::MAX as u64) as u32);
+    s.c_sojourn_us.push(us(sync.c_sojourn_ns));
+    s.c_left.push(sync.c_left.min(u32::MAX as u64) as u32);
+    s.model_minus_real.push(sync.model_l + sync.model_c - (l as i64 + c as i64));
+    s.marks.push(m.get(marker::ST_MARKS));
+    s.l_backlog.push(l);
+    s.c_backlog.push(c);
+    s.base_probability.push(sync.base);
+    Ok(())
 }

@@ -31,9 +31,12 @@ use crate::rng::SimRng;
 
 /// PI2's update interval (RFC 9332 Appendix A).
 pub const T_UPDATE: Ps = 16_000 * PS_PER_US;
-/// PI2's integral gain, per second (RFC 9332 Appendix A).
+/// PI2's integral gain (RFC 9332 Appendix A: `0.1 * T_update / RTT_max^2`, 0.16 "Hz" at 16 ms
+/// and 100 ms): the probability added per update per second of delay above the target. T_update
+/// is already inside it, so it is added once per update unscaled, as Linux's dualpi2 does.
 pub const ALPHA: f64 = 0.16;
-/// PI2's proportional gain, per second (RFC 9332 Appendix A).
+/// PI2's proportional gain (RFC 9332 Appendix A: `0.3 / RTT_max`; 3.2 in Linux's dualpi2), per
+/// second of delay change between updates, added once per update as `ALPHA` is.
 pub const BETA: f64 = 3.2;
 /// The coupling factor between the classic and the L queue (RFC 9332's `k`).
 pub const K: f64 = 2.0;

@@ -166,12 +166,16 @@ impl SharedController {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// The ECN-capable codepoint the connection's packets carry.
+    /// The ECN-capable codepoint the connection's packets carry. Read by the qlog
+    /// configuration and the simulator only, so a build with neither has no reader.
+    #[cfg(any(feature = "qlog", feature = "internals"))]
     pub fn codepoint(&self) -> EcnCodepoint {
         self.codepoint
     }
 
     /// Where the controller's notices go (qlog, tracing). Without a sink they are dropped.
+    /// Set by qlog and the simulator's traces only (the same two builds as `codepoint`).
+    #[cfg(any(feature = "qlog", feature = "internals"))]
     pub fn set_notice_sink(&self, sink: NoticeSink) {
         self.lock().sink = Some(sink);
     }

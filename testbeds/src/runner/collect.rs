@@ -245,7 +245,25 @@ pub fn link_result(s: &Series, b: &Bottleneck) -> LinkResult {
         },
         marker: s.final_marker.clone(),
         model_minus_real_pkts: mm,
+        l_sojourn_us: per_packet_sojourn_us(s, &s.l_sojourn_us, &s.l_left),
+        c_sojourn_us: per_packet_sojourn_us(s, &s.c_sojourn_us, &s.c_left),
     }
+}
+
+/// A dual queue's sojourn per packet, microseconds: each sample's head sojourn counted once for
+/// every packet the queue dequeued since the sample before (those left having waited about
+/// that long), as the simulator records every packet's. `None` on a single queue, or when the
+/// queue sent nothing.
+fn per_packet_sojourn_us(s: &Series, sojourn: &[u32], left: &[u32]) -> Option<Summary> {
+    if sojourn.len() != s.t.len() || left.len() != s.t.len() {
+        return None;
+    }
+    let us: Vec<f64> = sojourn
+        .iter()
+        .zip(left)
+        .flat_map(|(&us, &n)| std::iter::repeat_n(us as f64, n as usize))
+        .collect();
+    (!us.is_empty()).then(|| Summary::of(&us))
 }
 
 /// Every receiving host's counter deltas (after minus before), keyed by host name.

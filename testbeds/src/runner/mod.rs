@@ -69,11 +69,20 @@ pub fn run_scenario(sc: &Plan, out: &Path) -> Result<RunResult> {
     let be = backend::choose(&caps, &sc.link)?;
     let mut detail = match be {
         Backend::Red => "htb rate + red(min=max=K, probability 1, ecn) [+ netem]".to_string(),
+        Backend::Ebpf if sc.link.dualq.is_some() => {
+            marker::check_tools()?;
+            "dual queue (no dualpi2 on this kernel): htb rate with an L class (priority) and a \
+             classic class (10% guaranteed), a bfifo each; eBPF marker on clsact egress \
+             classifying by ECN, modelling both queues (step on L sojourn, p_L = 2p', \
+             p_C = p'^2, PI2 in the resync loop), closed loop via rtnetlink"
+                .to_string()
+        }
         Backend::Ebpf => {
             marker::check_tools()?;
             "htb rate + bfifo, eBPF ECN marker on clsact egress, closed loop via rtnetlink"
                 .to_string()
         }
+        Backend::Dualpi2 => "htb rate + dualpi2 (the kernel's RFC 9332 qdisc)".to_string(),
     };
     let delay = caps.delay_method();
     if sc.links().iter().any(|(_, _, l)| l.delay_ms > 0.0) {
@@ -136,7 +145,8 @@ fn run_rep(
     std::fs::create_dir_all(&scratch)?;
     let nss = netns::setup(&net, run_id, sc.link.sender_offload)?;
     let bpffs = scratch.join(format!("bpffs{rep}"));
-    let use_marker = be == Backend::Ebpf && (sc.link.ecn || sc.link.loss > 0.0);
+    let use_marker =
+        be == Backend::Ebpf && (sc.link.ecn || sc.link.loss > 0.0 || sc.link.dualq.is_some());
     if use_marker {
         marker::mount_bpffs(&bpffs)?;
     }
@@ -172,8 +182,8 @@ fn run_rep(
     let names = hosts.iter().map(|&h| net.nodes[h].name.clone());
     let counters = receiver_counters(names, &before, &after);
     let receiver_ce = counters.values().map(|d| d["IpExt.InCEPkts"]).sum();
-    let ce =
-        (use_marker && sc.link.ecn).then(|| ce_estimation(&links, bns, &flows_res, receiver_ce));
+    let ce = (use_marker && (sc.link.ecn || sc.link.dualq.is_some()))
+        .then(|| ce_estimation(&links, bns, &flows_res, receiver_ce));
     let total = total_goodput_mbps(&flows_res);
     // The capacity into the flows' receivers: the bottleneck directions that end at one.
     let link_sum: f64 =

@@ -1,9 +1,9 @@
 //! The bottlenecks of one repetition: every shaped direction gets its rate and FIFO (`backend`),
 //! its eBPF marker if the run marks or drops, and its place on its router's delay line.
 
-use crate::backend::{self, Backend, DelayMethod, FRAME};
+use crate::backend::{self, Backend, DelayMethod, DUALQ_LEAVES, FRAME};
 use crate::delay::{DelayLine, QueueSpec};
-use crate::marker::{Marker, MarkerConfig};
+use crate::marker::{DualMarker, Marker, MarkerConfig};
 use crate::netns::{self, Namespaces};
 use crate::plan::{LinkParams, Plan};
 use crate::sampler::Probe;
@@ -68,12 +68,13 @@ pub fn shape_bottlenecks(
                 d.id,
                 &ns,
                 &d.from.dev,
-                marker_config(&link),
+                marker_config(&link, be, delay),
             )?),
             None => None,
         };
         let ifindex = netns::ifindex(&ns, &d.from.dev)? as i32;
-        probes.push(Probe { link_id: d.id, ns, ifindex, handle, marker });
+        let dual_leaves = (link.dualq.is_some() && be == Backend::Ebpf).then_some(DUALQ_LEAVES);
+        probes.push(Probe { link_id: d.id, ns, ifindex, handle, marker, dual_leaves });
         bottlenecks.push(Bottleneck {
             link_id: d.id,
             from,
@@ -98,9 +99,14 @@ fn queue_spec(num: u16, link: &LinkParams) -> QueueSpec {
 }
 
 /// The marker's model of one direction: its drain rate, its threshold (never reached without
-/// ECN: the marker then only drops) and its loss.
-fn marker_config(link: &LinkParams) -> MarkerConfig {
+/// ECN: the marker then only drops), its loss, and a dual queue's step, target and classes.
+fn marker_config(link: &LinkParams, be: Backend, delay: DelayMethod) -> MarkerConfig {
     let k = if link.ecn { link.k_packets as u64 * FRAME } else { u64::MAX };
     let rate = (link.rate_mbit * 1e6 / 8.0) as u64;
-    MarkerConfig { rate_bytes_per_s: rate, k_bytes: k, loss: link.loss }
+    let dualq = link.dualq.map(|d| DualMarker {
+        l_step_bytes: (d.l_step_us * 1e-6 * rate as f64) as u64,
+        classic_target_s: d.classic_target_us * 1e-6,
+        priorities: backend::dualq_priorities(link, be, delay),
+    });
+    MarkerConfig { rate_bytes_per_s: rate, k_bytes: k, loss: link.loss, dualq }
 }

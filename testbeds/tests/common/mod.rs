@@ -184,3 +184,26 @@ pub fn mpquic_report(flow: &Value) -> &Value {
     assert_eq!(m["verified"], true, "the receiver did not verify the data: {m}");
     m
 }
+
+/// The head of a many-to-one experiment through one RFC 9332 dual queue at sw -> r (`aqm =
+/// "dualq"`: 5 ms links, a 400-packet buffer, per-packet ECN); its `[[flows]]` follow.
+pub fn dualq_many_to_one(name: &str, duration: &str, rate: &str, senders: u32) -> String {
+    format!(
+        r#"
+name = "{name}"
+duration = "{duration}"
+[link]
+rate = "{rate}"
+delay = "5ms"
+buffer = 400
+k = 0
+aqm = "dualq"
+[transport]
+ecn = "per-packet"
+[topology]
+kind = "many-to-one"
+senders = {senders}
+access = {{ rate = "10Gbps", delay = "1us" }}
+"#
+    )
+}

@@ -37,7 +37,6 @@ const HOST: &str = "the host's load and CPU steal: the simulator runs in virtual
 /// Processes' CPU time.
 const CPU: &str = "CPU time of sending and receiving processes: the simulator has none";
 /// A dual queue's sojourns.
-const DUALQ: &str = "a dual queue's sojourns: the netns testbed builds no dual queue yet";
 /// The testbed's own delay line.
 const DELAY_LINE: &str = "the testbed's delay line: the simulator's links delay exactly";
 
@@ -138,13 +137,14 @@ pub const CATALOGUE: &[Metric] = &[
     both("queue_p90", "90th percentile queue, packets", |i| i.queue(|q| q.p90)),
     both("queue_p99", "99th percentile queue, packets", |i| i.queue(|q| q.p99)),
     both("queue_mean", "mean queue, packets", |i| i.queue(|q| q.mean)),
-    sim("l_sojourn_p50_us", "median sojourn in the report's link's L queue (aqm = \"dualq\"), us",
-        DUALQ, |i| i.sojourn(|l| &l.l_sojourn_us, |q| q.p50)),
-    sim("l_sojourn_p99_us", "99th percentile sojourn in the L queue, us", DUALQ,
+    // The simulator's sojourns are per packet; the testbed's are sampled backlogs over the rate.
+    both("l_sojourn_p50_us", "median sojourn in the report's link's L queue (aqm = \"dualq\"), us",
+        |i| i.sojourn(|l| &l.l_sojourn_us, |q| q.p50)),
+    both("l_sojourn_p99_us", "99th percentile sojourn in the L queue, us",
         |i| i.sojourn(|l| &l.l_sojourn_us, |q| q.p99)),
-    sim("c_sojourn_p50_us", "median sojourn in the report's link's classic queue (aqm = \"dualq\"), \
-        us", DUALQ, |i| i.sojourn(|l| &l.c_sojourn_us, |q| q.p50)),
-    sim("c_sojourn_p99_us", "99th percentile sojourn in the classic queue, us", DUALQ,
+    both("c_sojourn_p50_us", "median sojourn in the report's link's classic queue (aqm = \"dualq\"), \
+        us", |i| i.sojourn(|l| &l.c_sojourn_us, |q| q.p50)),
+    both("c_sojourn_p99_us", "99th percentile sojourn in the classic queue, us",
         |i| i.sojourn(|l| &l.c_sojourn_us, |q| q.p99)),
     both("lost", "packets the flows' senders declared lost", |i| i.sum(|f| f.lost_packets)),
     both("drops_all", "drops summed over every monitored link",
@@ -239,16 +239,6 @@ const fn netns(
     compute: fn(&Input) -> f64,
 ) -> Metric {
     Metric { name, meaning, source: Source::Netns(why), compute }
-}
-
-/// A metric only the simulator measures (`why` the testbed does not).
-const fn sim(
-    name: &'static str,
-    meaning: &'static str,
-    why: &'static str,
-    compute: fn(&Input) -> f64,
-) -> Metric {
-    Metric { name, meaning, source: Source::Sim(why), compute }
 }
 
 /// The catalogue's metric `name`.
