@@ -365,6 +365,9 @@ impl State {
     }
 }
 
+/// The largest RTT sample the slot histograms record (100 s); larger ones are recorded as it.
+const MAX_RTT_US: u64 = 100_000_000;
+
 /// noq's per-path controller: a handle on one slot of the connection's shared controller.
 #[derive(Clone)]
 pub struct PathHandle {
@@ -421,8 +424,12 @@ impl PathHandle {
         let path = &mut state.paths[self.slot.0 as usize];
         path.frame_acked += 1;
         if let Some(measured) = measured {
-            // Out-of-range samples (over 100 s) are clamped rather than lost.
-            path.rtt_us.saturating_record(measured.as_micros().max(1) as u64);
+            // Out-of-range samples (over 100 s) are clamped rather than lost. Not with
+            // `saturating_record`: it clamps before it resizes, so on this auto-resizing
+            // histogram (created tracking values up to 2) it recorded every sample past the
+            // initial counts array (256 us at 2 digits) as 2 us.
+            let us = (measured.as_micros().max(1) as u64).min(MAX_RTT_US);
+            path.rtt_us.record(us).expect("auto-resizing histogram, bounded value");
         }
         state.feed(self.slot, Event::PacketAcked { bytes, pn, rtt: sample, app_limited });
     }
@@ -644,6 +651,47 @@ mod tests {
             kinds(&seen),
             ["added", "sent", "sent", "acked", "lost", "ce-exact", "batch-end"]
         );
+    }
+
+    /// The slot's RTT histogram holds the samples as measured, whatever their size: 2 us
+    /// samples were the histogram's clamp of every sample of 256 us or more (`saturating_record`
+    /// on an auto-resizing histogram), while the controller got the right value.
+    #[test]
+    fn rtt_samples_are_recorded_as_measured() {
+        let events: Log = Arc::default();
+        let recorder = Recorder { events: Arc::clone(&events), suppressed: vec![] };
+        let shared = Arc::new(SharedController::with_controller(
+            Box::new(recorder),
+            Scheduler::Stack.build(),
+            EcnCodepoint::Ect0,
+        ));
+        let mut p = PathHandle::add_to(&shared, 1200);
+        let t0 = Instant::now();
+        let us = Duration::from_micros;
+        let samples = [300, 1_100, 41_000, 255, 2_000_000];
+        for (pn, &rtt) in samples.iter().enumerate() {
+            p.on_packet_sent(t0, 1200, pn as u64);
+            p.acked(t0 + us(rtt), t0, 1200, pn as u64, false, (us(1_000), us(200)));
+        }
+        p.on_end_acks(t0 + us(2_000_000), 0, false, Some(4));
+        let h = shared.slot_report(PathId(0)).unwrap().rtt_us;
+        assert_eq!(h.len(), samples.len() as u64);
+        // Within the histogram's 2 significant digits.
+        let near = |got: u64, want: u64| got.abs_diff(want) * 100 <= want;
+        assert!(near(h.min(), 255), "min {} us", h.min());
+        assert!(near(h.value_at_quantile(0.5), 1_100), "p50 {} us", h.value_at_quantile(0.5));
+        assert!(near(h.max(), 2_000_000), "max {} us", h.max());
+        // The controller's samples were right before and after: the histogram is reporting only.
+        let latest: Vec<u64> = events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|(_, e)| match e {
+                Event::PacketAcked { rtt, .. } => Some(rtt.latest.as_micros() as u64),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(latest, samples);
     }
 
     #[test]
