@@ -137,7 +137,8 @@ pub const CATALOGUE: &[Metric] = &[
     both("queue_p90", "90th percentile queue, packets", |i| i.queue(|q| q.p90)),
     both("queue_p99", "99th percentile queue, packets", |i| i.queue(|q| q.p99)),
     both("queue_mean", "mean queue, packets", |i| i.queue(|q| q.mean)),
-    // The simulator's sojourns are per packet; the testbed's are sampled backlogs over the rate.
+    // The simulator's sojourns are per packet; the testbed's are each queue's head sojourn, sampled
+    // every millisecond and weighted by the packets dequeued since (testbeds/src/marker.rs).
     both("l_sojourn_p50_us", "median sojourn in the report's link's L queue (aqm = \"dualq\"), us",
         |i| i.sojourn(|l| &l.l_sojourn_us, |q| q.p50)),
     both("l_sojourn_p99_us", "99th percentile sojourn in the L queue, us",
@@ -550,9 +551,10 @@ mod tests {
     }
 
     /// A monitored link direction.
-    fn link(name: &str, backend: Backend) -> LinkOutcome {
+    fn link(name: &str) -> LinkOutcome {
         let q = QueueOutcome { p50: 5.0, p90: 9.0, p99: 12.0, mean: 5.5, p5: 1.0, p95: 10.0 };
-        let sojourn = (backend == Backend::Sim).then(|| q.clone());
+        // Both backends measure a dual queue's sojourns.
+        let sojourn = Some(q.clone());
         LinkOutcome {
             name: name.into(),
             marked: 10,
@@ -578,7 +580,7 @@ mod tests {
                 flow("f1", 0, 12.0, true, backend),
                 flow("f2", 1, 300.0, false, backend),
             ],
-            links: vec![link("a->dst", backend), link("b->dst", backend)],
+            links: vec![link("a->dst"), link("b->dst")],
             duration_s: 1.0,
             host_load_1min: netns.then_some(1.5),
             host_steal_pct: netns.then_some(0.4),
