@@ -83,6 +83,11 @@ pub struct SoakArgs {
     /// The server's RSS at the end may differ by this much from its level after warm-up, %.
     #[arg(long, default_value_t = 10.0)]
     pub rss_tolerance_pct: f64,
+    /// At the end, once the server is quiet, have its allocator return its free memory
+    /// (glibc's `malloc_trim(0)`, called through `gdb`) and report the RSS left: memory the
+    /// server still holds, which tells a leak from a heap that keeps freed pages. Needs gdb.
+    #[arg(long)]
+    pub trim_at_end: bool,
     /// Where soak.md (the table), soak.json and logs/ go; the data lives in <out>/work.
     #[arg(long)]
     pub out: PathBuf,
@@ -165,6 +170,9 @@ pub fn run_soak(args: &SoakArgs, run_id: u32) -> Result<(String, bool)> {
         cleanup::cleanup_stale(false);
     }
     let program = flows::mpquic_bin()?;
+    if args.trim_at_end && std::process::Command::new("gdb").arg("--version").output().is_err() {
+        bail!("--trim-at-end calls malloc_trim in the server through gdb, which is not installed");
+    }
     let logs = args.out.join("logs");
     let work = args.out.join("work");
     let _ = std::fs::remove_dir_all(&work);
@@ -282,6 +290,10 @@ fn drive(
     let quiet = quiesce(server);
     let mut samples = monitor.finish(idle, quiet);
     settle_fds(server, &mut samples, idle_fds);
+    if args.trim_at_end {
+        let pid = server.lock().unwrap().pid().context("no server to trim")?;
+        samples.trimmed_rss_kib = Some(server::rss_after_trim(pid)?);
+    }
     server.lock().unwrap().stop()?;
     Ok((samples, events, client_errors, load_end_s))
 }
@@ -423,7 +435,13 @@ impl Monitor {
     fn finish(self, idle: Sample, quiet: Option<f64>) -> report::Samples {
         self.stop.store(true, Ordering::Relaxed);
         let during = self.thread.join().unwrap_or_default();
-        report::Samples { idle, during, quiet_connections: quiet, extra_fds: Vec::new() }
+        report::Samples {
+            idle,
+            during,
+            quiet_connections: quiet,
+            extra_fds: Vec::new(),
+            trimmed_rss_kib: None,
+        }
     }
 }
 

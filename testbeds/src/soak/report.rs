@@ -16,6 +16,8 @@ pub struct Samples {
     pub quiet_connections: Option<f64>,
     /// What the descriptors the quiet server held beyond its idle set referred to.
     pub extra_fds: Vec<String>,
+    /// The quiet server's RSS after `malloc_trim(0)` at the end (`--trim-at-end`), KiB.
+    pub trimmed_rss_kib: Option<u64>,
 }
 
 /// The entries of sorted `end` not matched one for one in sorted `idle`.
@@ -356,6 +358,24 @@ fn checks(run: &Run) -> Vec<Check> {
     checks
 }
 
+/// With `--trim-at-end`: what the quiet server still holds once its allocator returned its free
+/// pages, against its RSS after warm-up. One-sided: a leak can only hold more, while a heap
+/// that keeps freed pages moves the plain RSS check and not this one.
+fn held_check(warm_kib: u64, trimmed_kib: u64, tol: f64) -> Check {
+    let change = 100.0 * (trimmed_kib as f64 - warm_kib as f64) / warm_kib as f64;
+    Check {
+        what: "server memory held at the end (RSS after malloc_trim) at most the tolerance above \
+               its level after warm-up (last instance)",
+        ok: change <= tol,
+        detail: format!(
+            "{:.1} MiB after warm-up, {:.1} MiB after malloc_trim at the end ({change:+.1}%), \
+             tolerance {tol}%",
+            warm_kib as f64 / 1024.0,
+            trimmed_kib as f64 / 1024.0
+        ),
+    }
+}
+
 /// The last instance's RSS at the end against after warm-up; its descriptors against idle.
 fn memory_checks(run: &Run) -> Vec<Check> {
     let last = run.instances.len() - 1;
@@ -377,7 +397,8 @@ fn memory_checks(run: &Run) -> Vec<Check> {
     };
     let idle = run.samples.idle.fds;
     let fds_end = end.map_or(usize::MAX, |s| s.fds);
-    vec![
+    let held = warm.zip(run.samples.trimmed_rss_kib).map(|(w, t)| held_check(w, t, tol));
+    let mut checks = vec![
         Check {
             what: "server RSS at the end within the tolerance of its level after warm-up (last instance)",
             ok: rss.0,
@@ -397,7 +418,9 @@ fn memory_checks(run: &Run) -> Vec<Check> {
                 }
             ),
         },
-    ]
+    ];
+    checks.extend(held);
+    checks
 }
 
 /// The Prometheus counters, summed over instances, against the clients' runs.
@@ -461,7 +484,7 @@ pub fn panics(logs: &Path) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::extra;
+    use super::{extra, held_check};
 
     #[test]
     fn extra_descriptors_are_those_not_matched_one_for_one() {
@@ -470,5 +493,15 @@ mod tests {
         let end = s(&["/dev/null", "/srv/a.part", "anon_inode", "socket", "socket", "socket"]);
         assert_eq!(extra(&end, &idle), s(&["/srv/a.part", "socket"]));
         assert!(extra(&idle, &idle).is_empty());
+    }
+
+    #[test]
+    fn memory_held_after_trim_is_checked_one_sided() {
+        // 40 MiB after warm-up; 10% allows up to 44 MiB held at the end.
+        let warm = 40 * 1024;
+        assert!(held_check(warm, 44 * 1024, 10.0).ok);
+        assert!(!held_check(warm, 45 * 1024, 10.0).ok, "a leak holds more than the tolerance");
+        assert!(held_check(warm, 20 * 1024, 10.0).ok, "returning memory is not a leak");
+        assert!(held_check(warm, 45 * 1024, 10.0).detail.contains("+12.5%"));
     }
 }

@@ -197,6 +197,24 @@ pub fn rss_kib(pid: u32) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// `pid`'s RSS after its allocator returned its free memory to the system: glibc's
+/// `malloc_trim(0)` (every arena, free pages inside heaps too), called through gdb, which
+/// stops the process for the second or two it takes to attach. KiB.
+pub fn rss_after_trim(pid: u32) -> Result<u64> {
+    let out = std::process::Command::new("gdb")
+        .args(["-p", &pid.to_string(), "-batch", "-nx", "-ex", "call (int)malloc_trim(0)"])
+        .output()
+        .context("running gdb (--trim-at-end needs it: apt-get install gdb)")?;
+    let said = String::from_utf8_lossy(&out.stdout);
+    if !said.lines().any(|l| l.starts_with("$1 = ")) {
+        bail!(
+            "gdb did not call malloc_trim in the server: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    rss_kib(pid).ok_or_else(|| anyhow!("the server ({pid}) is gone after malloc_trim"))
+}
+
 /// Open file descriptors of `pid`.
 pub fn fd_count(pid: u32) -> Option<usize> {
     Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count())
