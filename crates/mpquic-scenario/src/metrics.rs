@@ -299,7 +299,8 @@ pub fn in_group(flow: Option<&str>, group: Option<&str>) -> bool {
 /// Metrics of one run.
 pub type Metrics = BTreeMap<String, f64>;
 
-/// Median, min, max of a metric over seeds.
+/// Median, min, max of a metric over seeds, and the median's 95% interval when there are
+/// enough runs for one.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Spread {
     /// Median.
@@ -313,6 +314,10 @@ pub struct Spread {
     /// Sum (counts pooled over the runs; absent in summaries written before it existed).
     #[serde(default)]
     pub sum: f64,
+    /// The median's 95% confidence interval, exact order statistics
+    /// ([`mpquic_stats::Sorted::median_interval`]): from 6 runs up, none below.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci95: Option<(f64, f64)>,
 }
 
 /// Median (nearest rank: the lower middle of an even count), min, max and sum of the finite
@@ -326,6 +331,7 @@ pub fn spread(xs: &[f64]) -> Option<Spread> {
         max: r4(sorted.max()?),
         n: v.len(),
         sum: r4(v.iter().sum()),
+        ci95: sorted.median_interval(0.95).map(|(lo, hi)| (r4(lo), r4(hi))),
     })
 }
 
@@ -366,9 +372,13 @@ pub fn summarize(series: &str, x: f64, runs: &[Metrics]) -> SummaryRow {
     SummaryRow { series: series.to_string(), x, labels: vec![], metrics }
 }
 
-/// A table cell: `median (min-max)`, or the median alone when the spread rounds away.
+/// A table cell: `median [lo, hi]` with the median's 95% interval from 6 runs up, else
+/// `median (min-max)`; the median alone when the spread rounds away.
 pub fn cell(s: &Spread) -> String {
     let (median, min, max) = (short(s.median), short(s.min), short(s.max));
+    if let Some((lo, hi)) = s.ci95.map(|(lo, hi)| (short(lo), short(hi))) {
+        return if lo == hi { median } else { format!("{median} [{lo}, {hi}]") };
+    }
     if s.n > 1 && min != max {
         format!("{median} ({min}-{max})")
     } else {

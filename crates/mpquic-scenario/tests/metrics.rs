@@ -481,6 +481,17 @@ fn table_numbers_are_short() {
     summary.labels = vec![("controller".into(), "amp".into())];
     let table = median_table("T", &[summary], &["fct_mean_ms".into(), "pto".into()]);
     assert!(table.ends_with("| amp | 14.7 (13.9-16.6) | 4 |\n"), "{table}");
+
+    // From 6 runs up: the median's 95% interval (exact order statistics) instead of the range.
+    // Ten runs 1..10: median 5 (the lower middle), interval (x_2, x_9).
+    let ten: Vec<Metrics> = (1..=10).map(|i| row(f64::from(i))).collect();
+    let mut summary = summarize("amp", 10.0, &ten);
+    summary.labels = vec![("controller".into(), "amp".into())];
+    assert_eq!(summary.metrics["fct_mean_ms"].ci95, Some((2.0, 9.0)));
+    let table = median_table("T", &[summary], &["fct_mean_ms".into()]);
+    assert!(table.ends_with("| amp | 5 [2, 9] |\n"), "{table}");
+    let five = summarize("amp", 10.0, &ten[..5]);
+    assert_eq!(five.metrics["fct_mean_ms"].ci95, None, "no 95% interval from 5 runs");
 }
 
 #[test]

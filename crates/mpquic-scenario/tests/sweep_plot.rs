@@ -55,7 +55,8 @@ fn a_sweep_draws_each_controller_in_its_colour_with_a_bar_per_point() {
         .enumerate()
         .map(|(i, _)| {
             let median = (i + 1) as f64;
-            let fct = Spread { median, min: median * 0.5, max: median * 2.0, n: 3, sum: 0.0 };
+            let fct =
+                Spread { median, min: median * 0.5, max: median * 2.0, n: 3, sum: 0.0, ci95: None };
             let metrics = BTreeMap::from([("fct_p99_ms".to_string(), fct)]);
             SummaryRow { series: String::new(), x: 0.0, labels: vec![], metrics }
         })
