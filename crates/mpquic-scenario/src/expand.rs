@@ -190,7 +190,8 @@ pub fn expand_flows(specs: &[FlowSpec]) -> Result<Vec<FlowSpec>, ScenarioError> 
     Ok(flows)
 }
 
-/// Expand workloads into flows, using the scenario seed for random choices.
+/// Expand workloads into flows, using the scenario seed for random choices; every flow's start
+/// then moves by its draw from `start_spread`.
 pub fn expand_workloads(
     scenario: &Scenario,
     hosts: &[HostSpec],
@@ -208,7 +209,19 @@ pub fn expand_workloads(
             }
         }
     }
+    spread_starts(&mut flows, scenario.start_spread, scenario.seed);
     Ok(flows)
+}
+
+/// Moves flow `i`'s start later by a uniform draw from `[0, spread)`: one stream per flow, so
+/// a flow's draw does not depend on how many flows came before it.
+fn spread_starts(flows: &mut [FlowSpec], spread: Dur, seed: u64) {
+    if spread.is_zero() {
+        return;
+    }
+    for (i, f) in flows.iter_mut().enumerate() {
+        f.start = Dur(f.start.0 + SimRng::new(seed, 0x5354_0000 + i as u64).next_u64() % spread.0);
+    }
 }
 
 /// The flows of incast workload number `w` (`all`: every host).

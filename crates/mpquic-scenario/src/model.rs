@@ -801,6 +801,12 @@ pub struct Scenario {
     /// per-flow packet trains and lock into phase patterns (see the DCTCP fairness test).
     #[serde(default)]
     pub host_jitter: Dur,
+    /// Flow start spread: every flow (written or generated) starts later by a uniform random
+    /// `[0, start_spread)` drawn from the run's seed, the same draw in both backends. What the
+    /// papers vary between repetitions; without it, seeds differ only by jitter and ECMP
+    /// (default 0: flows start when written).
+    #[serde(default, skip_serializing_if = "Dur::is_zero")]
+    pub start_spread: Dur,
     /// QUIC settings.
     #[serde(default)]
     pub transport: TransportSettings,
@@ -866,6 +872,7 @@ impl Scenario {
             link_overrides: vec![],
             host_buffer: default_host_buffer(),
             host_jitter: Dur(0),
+            start_spread: Dur(0),
             transport: TransportSettings::default(),
             topology,
             flows: vec![],

@@ -45,6 +45,10 @@ impl Dur {
     pub fn secs(self) -> f64 {
         self.0 as f64 / 1e12
     }
+    /// Whether it is zero (a default left out of serialized scenarios).
+    pub fn is_zero(&self) -> bool {
+        self.0 == 0
+    }
 }
 
 impl FromStr for Dur {

@@ -361,3 +361,35 @@ repeat_over = "one-connection"
     let unknown = parse(&text.replace("one-connection", "same")).unwrap_err();
     assert!(unknown.contains("new-connection") && unknown.contains("one-connection"), "{unknown}");
 }
+
+#[test]
+fn start_spread_moves_each_start_by_a_seeded_draw_below_it() {
+    let text = r#"name = "s"
+duration = "1s"
+start_spread = "2ms"
+[topology]
+kind = "many-to-one"
+senders = 8
+[[flows]]
+name = "bulk"
+from = "s[0..7]"
+to = "r"
+stagger = "1ms"
+"#;
+    let mut s = mpquic_scenario::parse_scenario(text).unwrap();
+    let hosts = s.topology.expand().unwrap().hosts;
+    let starts = |s: &mpquic_scenario::Scenario| -> Vec<Dur> {
+        expand_workloads(s, &hosts).unwrap().iter().map(|f| f.start).collect()
+    };
+    let first = starts(&s);
+    for (i, start) in first.iter().enumerate() {
+        let written = Dur::ms(i as u64).0;
+        assert!(start.0 >= written && start.0 < written + Dur::ms(2).0, "flow {i}: {start:?}");
+    }
+    assert_eq!(starts(&s), first, "the same seed draws the same starts");
+    s.seed += 1;
+    assert_ne!(starts(&s), first, "another seed draws other starts");
+    s.start_spread = Dur(0);
+    let written: Vec<Dur> = (0..8).map(Dur::ms).collect();
+    assert_eq!(starts(&s), written, "no spread: the written starts");
+}

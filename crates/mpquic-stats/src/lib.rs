@@ -134,7 +134,9 @@ mod tests {
         assert_eq!(Sorted::new(&ranks(10)).median_interval(0.95), Some((2.0, 9.0)));
         // n = 20: (x_6, x_15), coverage 0.9586 (P(B <= 5) = 21700/2^20).
         assert_eq!(Sorted::new(&ranks(20)).median_interval(0.95), Some((6.0, 15.0)));
-        assert!((median_interval_coverage(20, 6) - (1.0 - 2.0 * 21700.0 / 1048576.0)).abs() < 1e-12);
+        assert!(
+            (median_interval_coverage(20, 6) - (1.0 - 2.0 * 21700.0 / 1048576.0)).abs() < 1e-12
+        );
         // Large n does not underflow: of 2000 values, k = 956 covers 0.9534 and k = 957 0.9483
         // (exact binomial sums, computed with integers outside this test).
         assert!((median_interval_coverage(2000, 956) - 0.953_447).abs() < 1e-5);
