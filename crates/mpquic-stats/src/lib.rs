@@ -1,6 +1,7 @@
 //! The statistics every mpquic crate reports with, defined once: percentiles, mean and standard
-//! deviation, Jain's fairness index, empirical CDFs. No dependencies, so any crate may use it
-//! without changing the dependency direction (cli -> mpquic -> mpquic-cc; mpquic-sim -> mpquic).
+//! deviation, Jain's fairness index, empirical CDFs, the median's confidence interval. No
+//! dependencies, so any crate may use it without changing the dependency direction (cli ->
+//! mpquic -> mpquic-cc; mpquic-sim -> mpquic).
 //!
 //! # The percentile rule: nearest rank
 //!
