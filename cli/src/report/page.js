@@ -173,10 +173,25 @@
     return n;
   }
 
+  // Every chart's drawn state: pixels that hold still across two looks 100 ms apart (at most
+  // 5 s). A loaded machine can still be drawing when the self-check starts, and a chart caught
+  // before it drew a path then "does not change" when the path is hidden (seen once at load 15:
+  // the cwnd chart, 7 of 8 changed).
+  async function steady() {
+    let last = plots.map(pixels);
+    for (let waited = 0; waited < 5000; waited += 100) {
+      await new Promise((r) => setTimeout(r, 100));
+      const now = plots.map(pixels);
+      if (now.every((p, i) => p === last[i])) return now;
+      last = now;
+    }
+    return last;
+  }
+
   async function selftest() {
     const box = document.querySelector(".path-toggle");
     if (!box) return;
-    const before = plots.map(pixels);
+    const before = await steady();
     const withPath = plots.filter((u) => u.mpq.series.some((s) => s.path === +box.dataset.path)).length;
     box.click();
     const changed = await settle(() => plots.map(pixels).filter((h, i) => h !== before[i]).length, withPath);
