@@ -1,0 +1,156 @@
+//! RESULTS' verdict words agree with the intervals of the cells they cite (issue 43 part 2).
+//!
+//! `docs/results/verdicts.toml` lists the verdicts that rest on cells with a 95% interval of
+//! the median (6 runs or more; [`mpquic_stats::Sorted::median_interval`]): for each, the
+//! RESULTS.md row, its word, the committed `experiment.json` and the tests the claim needs, each
+//! a cell's interval against a bound. A test *supports* the claim when the interval lies wholly
+//! on the claimed side, *contradicts* it when it lies wholly on the other, and *overlaps*
+//! otherwise. The word follows:
+//!
+//! - any test overlaps: **inconclusive** (these intervals cannot decide it);
+//! - every test supports: **holds**; every test contradicts: **does not hold**;
+//! - some support and some contradict: **holds partly**.
+//!
+//! The test recomputes each word from the committed data and fails when it differs from the
+//! file's word, or when RESULTS.md's row does not carry that word in bold.
+
+use std::path::{Path, PathBuf};
+
+use mpquic_scenario::results::ExperimentResults;
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+struct Verdicts {
+    verdict: Vec<Verdict>,
+}
+
+/// One verdict of RESULTS.md.
+#[derive(Debug, Deserialize)]
+struct Verdict {
+    /// The start of its row in RESULTS.md, after `| `.
+    row: String,
+    /// Its word: holds, holds partly, does not hold, inconclusive.
+    word: String,
+    /// The committed results it rests on, from the repository's root.
+    file: String,
+    test: Vec<CellTest>,
+}
+
+/// A cell's interval against a bound: `above`, `below`, or `within = [lo, hi]`.
+#[derive(Debug, Deserialize)]
+struct CellTest {
+    /// The sweep point: its axis values, `axis=value` joined by commas, as the summary labels it.
+    point: String,
+    metric: String,
+    above: Option<f64>,
+    below: Option<f64>,
+    within: Option<[f64; 2]>,
+}
+
+#[derive(Debug, PartialEq)]
+enum Outcome {
+    Supports,
+    Contradicts,
+    Overlaps,
+}
+
+impl CellTest {
+    /// Where the interval `(lo, hi)` lies against the bound.
+    fn outcome(&self, (lo, hi): (f64, f64)) -> Outcome {
+        let (supports, contradicts) = match (self.above, self.below, self.within) {
+            (Some(b), None, None) => (lo > b, hi <= b),
+            (None, Some(b), None) => (hi < b, lo >= b),
+            (None, None, Some([a, b])) => (lo >= a && hi <= b, hi < a || lo > b),
+            _ => panic!("{self:?}: give one of above, below, within"),
+        };
+        match (supports, contradicts) {
+            (true, _) => Outcome::Supports,
+            (_, true) => Outcome::Contradicts,
+            _ => Outcome::Overlaps,
+        }
+    }
+}
+
+/// The word the outcomes give (the module's rule).
+fn word(outcomes: &[Outcome]) -> &'static str {
+    let count = |o: Outcome| outcomes.iter().filter(|x| **x == o).count();
+    if count(Outcome::Overlaps) > 0 {
+        "inconclusive"
+    } else if count(Outcome::Contradicts) == 0 {
+        "holds"
+    } else if count(Outcome::Supports) == 0 {
+        "does not hold"
+    } else {
+        "holds partly"
+    }
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The interval of `t`'s cell in `r`, or why there is none.
+fn interval(r: &ExperimentResults, t: &CellTest) -> Result<(f64, f64), String> {
+    let label = |row: &mpquic_scenario::metrics::SummaryRow| {
+        row.labels.iter().map(|(a, v)| format!("{a}={v}")).collect::<Vec<_>>().join(",")
+    };
+    let row = r.summary.iter().find(|row| label(row) == t.point).ok_or_else(|| {
+        let points: Vec<String> = r.summary.iter().map(label).collect();
+        format!("no point {} (points: {})", t.point, points.join("; "))
+    })?;
+    let spread = row.metrics.get(&t.metric).ok_or(format!("no metric {}", t.metric))?;
+    spread.ci95.ok_or(format!("{} at {}: {} runs, no 95% interval", t.metric, t.point, spread.n))
+}
+
+#[test]
+fn the_word_rule_reads_the_intervals() {
+    let t = |above| CellTest {
+        point: String::new(),
+        metric: String::new(),
+        above,
+        below: None,
+        within: None,
+    };
+    assert_eq!(t(Some(1.0)).outcome((1.2, 1.5)), Outcome::Supports);
+    assert_eq!(t(Some(1.0)).outcome((0.7, 1.0)), Outcome::Contradicts);
+    assert_eq!(t(Some(1.0)).outcome((0.9, 1.1)), Outcome::Overlaps);
+    let band = CellTest { within: Some([0.9, 1.1]), above: None, ..t(None) };
+    assert_eq!(band.outcome((0.95, 1.05)), Outcome::Supports);
+    assert_eq!(band.outcome((0.8, 0.85)), Outcome::Contradicts);
+    assert_eq!(band.outcome((0.85, 0.95)), Outcome::Overlaps);
+    use Outcome::*;
+    assert_eq!(word(&[Supports, Supports]), "holds");
+    assert_eq!(word(&[Supports, Contradicts]), "holds partly");
+    assert_eq!(word(&[Contradicts]), "does not hold");
+    assert_eq!(word(&[Supports, Overlaps]), "inconclusive");
+}
+
+#[test]
+fn results_verdict_words_agree_with_the_intervals_they_cite() {
+    let text = std::fs::read_to_string(root().join("docs/results/verdicts.toml")).unwrap();
+    let verdicts: Verdicts = toml::from_str(&text).unwrap();
+    let results = std::fs::read_to_string(root().join("docs/RESULTS.md")).unwrap();
+    let mut wrong = vec![];
+    for v in &verdicts.verdict {
+        let r = ExperimentResults::read(&root().join(&v.file)).unwrap_or_else(|e| panic!("{e}"));
+        let outcomes: Result<Vec<Outcome>, String> =
+            v.test.iter().map(|t| Ok(t.outcome(interval(&r, t)?))).collect();
+        let got = match outcomes {
+            Ok(o) => word(&o),
+            Err(e) => panic!("{}: {e}", v.row),
+        };
+        if got != v.word {
+            wrong.push(format!("{}: the intervals say {got}, the file says {}", v.row, v.word));
+        }
+        let row = results.lines().find(|l| l.starts_with(&format!("| {}", v.row)));
+        match row {
+            None => wrong.push(format!("{}: no such row in RESULTS.md", v.row)),
+            Some(l) if !l.contains(&format!("**{}**", v.word)) => {
+                wrong.push(format!("{}: RESULTS.md's row does not say **{}**", v.row, v.word))
+            }
+            Some(_) => {}
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert!(!verdicts.verdict.is_empty());
+}
