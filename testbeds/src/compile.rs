@@ -4,19 +4,20 @@
 //! rates, times and sizes, flows and workloads become the processes the runner starts.
 //!
 //! What the netns testbed cannot do is refused here, at the field that asks for it, before
-//! anything is built: answers (`response_bytes`), per-direction loss, and flows whose
-//! addresses (`from_addr`, `to_addr`) no routed path joins. Paths that open later
+//! anything is built: answers (`response_bytes`), per-direction loss, a delay between two
+//! hosts, and flows whose addresses (`from_addr`, `to_addr`) no routed path joins. A delay set
+//! on a direction the testbed does not shape is kept, as a delay-only direction (`delay_only`). Paths that open later
 //! (`path_times`) become the CLI's `--path-delay`. A Poisson workload's arrivals become flows
 //! with their start times: a process each, as the runner starts any flow.
 
 use crate::plan::{
-    Controller, CustomHost, CustomLink, Dualq, Flow, FlowKind, Jobs, LinkOverride, LinkParams,
-    MpquicController, Plan, Quic, Topology,
+    Controller, CustomHost, CustomLink, DelayOnly, Dualq, Flow, FlowKind, Hook, Jobs, LinkOverride,
+    LinkParams, MpquicController, Plan, Quic, Topology,
 };
 use mpquic::{EcnPrecision, Scheduler};
 use mpquic_scenario::error::{at, ScenarioError};
 use mpquic_scenario::expand::{expand_workloads, host_range, Expanded};
-use mpquic_scenario::{self as lang, Amount, LinkConfig, NetnsSettings, Workload};
+use mpquic_scenario::{self as lang, Amount, LinkConfig, LinkSpec, NetnsSettings, Workload};
 
 /// The queue sampling (and marker resynchronisation) period: the scenario's `queue_sample`
 /// is the simulator's (microseconds); an rtnetlink dump per namespace every millisecond is
@@ -44,6 +45,7 @@ pub fn compile(s: &lang::Scenario, name: &str) -> Result<Plan, ScenarioError> {
     let (topology, directions) = topology(&expanded);
     let net = crate::topology::build(&topology);
     let link_overrides = shaped_links(s, &directions, &scale)?;
+    let delay_only = delay_only(s, &expanded, &directions, &scale)?;
     let mut link = link_params(&s.link, &scale).map_err(|e| at("link", e))?;
     link.ecn = link_overrides.iter().any(|(_, ecn)| *ecn);
     let point = Point::new(s, &scale, &net)?;
@@ -65,6 +67,7 @@ pub fn compile(s: &lang::Scenario, name: &str) -> Result<Plan, ScenarioError> {
         topology,
         link,
         link_overrides: link_overrides.into_iter().map(|(o, _)| o).collect(),
+        delay_only,
         flows,
         jobs: jobs.collect::<Result<Vec<_>, _>>()?,
         quic: Quic {
@@ -104,7 +107,8 @@ fn shaped_links(
         let l = link_params(&config, scale).map_err(|e| at(format!("link ({from}->{to})"), e))?;
         if config.loss != s.link.loss {
             return Err(at(
-                override_path(s, from, to).unwrap_or(format!("topology.links.{i}")),
+                override_path(s, from, to, "loss", |c| c.loss.is_some())
+                    .unwrap_or(format!("topology.links.{i}")),
                 "netns: loss is one value for every direction ([link] loss)",
             ));
         }
@@ -168,19 +172,75 @@ fn refuse_unsupported(s: &lang::Scenario) -> Result<(), ScenarioError> {
     Ok(())
 }
 
-/// The last `link_overrides` entry that sets the loss of the direction `from -> to`, as a
-/// field path.
-fn override_path(s: &lang::Scenario, from: &str, to: &str) -> Option<String> {
-    let sets = |o: &lang::LinkOverride| o.matches(from, to) && o.config.loss.is_some();
-    let i = s.link_overrides.iter().rposition(sets)?;
-    Some(format!("link_overrides.{i}.loss"))
+/// The last `link_overrides` entry that sets `field` of the direction `from -> to` (`sets`
+/// says whether a config does), as a field path.
+fn override_path(
+    s: &lang::Scenario,
+    from: &str,
+    to: &str,
+    field: &str,
+    sets: impl Fn(&LinkConfig) -> bool,
+) -> Option<String> {
+    let i = s.link_overrides.iter().rposition(|o| o.matches(from, to) && sets(&o.config))?;
+    Some(format!("link_overrides.{i}.{field}"))
+}
+
+/// The directions the testbed does not shape whose delay the scenario sets explicitly, as
+/// delay-only directions on the delay line of the switch at either end (`DelayOnly`).
+/// Explicitly: by a `link_overrides` entry or by the link's own table (a custom topology's
+/// link, a shape's `access`); `[link]`'s delay is every direction's default and stays off the
+/// hosts' links (a data-center file's microseconds are the veths' own). A delay below the delay
+/// line's resolution is dropped as on shaped directions; one between two hosts is refused at
+/// the field that sets it, as no switch sits there to hold it.
+fn delay_only(
+    s: &lang::Scenario,
+    e: &Expanded,
+    shaped: &[(String, String, LinkConfig)],
+    scale: &NetnsSettings,
+) -> Result<Vec<DelayOnly>, ScenarioError> {
+    let is_switch = |n: &str| e.switches.iter().any(|s| s == n);
+    let mut delayed = Vec::new();
+    for (i, l) in e.links.iter().enumerate() {
+        for (from, to) in [(&l.a, &l.b), (&l.b, &l.a)] {
+            let is_shaped = shaped.iter().any(|(f, t, _)| f == from && t == to);
+            let Some(field) = delay_field(s, (i, l), from, to).filter(|_| !is_shaped) else {
+                continue;
+            };
+            let (delay_ms, jitter_ms) = delay_ms(&s.link_for(from, to, &l.config), scale);
+            let (switch, hook) = match (is_switch(from), is_switch(to)) {
+                _ if delay_ms == 0.0 => continue,
+                (true, _) => (from, Hook::Egress),
+                (false, true) => (to, Hook::Ingress),
+                (false, false) => return Err(at(field, HOST_TO_HOST_DELAY)),
+            };
+            let (from, to, at) = (from.clone(), to.clone(), switch.clone());
+            delayed.push(DelayOnly { from, to, at, hook, delay_ms, jitter_ms });
+        }
+    }
+    Ok(delayed)
+}
+
+const HOST_TO_HOST_DELAY: &str =
+    "netns: a delay between two hosts (the testbed delays a direction at a switch it crosses)";
+
+/// Where the scenario sets the delay of `from -> to` on link `i` (`l`) explicitly, as a field
+/// path: the last override that does, else the link's own table (for a host-to-host link,
+/// which only a custom topology has, `topology.links.i.delay`). `None`: `[link]`'s default.
+fn delay_field(
+    s: &lang::Scenario,
+    (i, l): (usize, &LinkSpec),
+    from: &str,
+    to: &str,
+) -> Option<String> {
+    override_path(s, from, to, "delay", |c| c.delay.is_some())
+        .or_else(|| l.config.delay.map(|_| format!("topology.links.{i}.delay")))
 }
 
 /// The testbed topology: hosts and switches (routers) by name; each host's addresses spread
 /// over its links (address `i` on link `i % links`, at least one per link). A direction is
 /// shaped (rate, FIFO, marker) when a switch sends it and it is monitored or leads to another
-/// switch; hosts' own egress never is (TCP Small Queues would hide the queue). Returns the
-/// shaped directions with their links' own parameters.
+/// switch; hosts' own egress never is (TCP Small Queues would hide the queue; a delay set there
+/// is `delay_only`'s). Returns the shaped directions with their links' own parameters.
 fn topology(e: &Expanded) -> (Topology, Vec<(String, String, LinkConfig)>) {
     let is_switch = |n: &str| e.switches.iter().any(|s| s == n);
     let link_count = |h: &str| e.links.iter().filter(|l| l.a == h || l.b == h).count();
@@ -225,11 +285,7 @@ fn link_params(config: &LinkConfig, scale: &NetnsSettings) -> Result<LinkParams,
     let frame = scale.frame_bytes;
     let k = config.k.ok_or_else(|| missing("k"))?;
     let buffer = config.buffer.ok_or_else(|| missing("buffer"))?;
-    let ms = |d: Option<lang::Dur>| d.map_or(0.0, |d| d.secs() * 1e3 * scale.time_scale);
-    let (delay_ms, jitter_ms) = match ms(config.delay) {
-        d if d < MIN_DELAY_MS => (0.0, 0.0),
-        d => (d, ms(config.jitter)),
-    };
+    let (delay_ms, jitter_ms) = delay_ms(config, scale);
     let buffer_bytes = buffer.bytes(frame);
     let k_packets = k.packets(frame);
     Ok(LinkParams {
@@ -248,6 +304,15 @@ fn link_params(config: &LinkConfig, scale: &NetnsSettings) -> Result<LinkParams,
         sender_offload: scale.sender_offload,
         dualq: dualq(config, scale),
     })
+}
+
+/// A direction's delay and jitter at the testbed's scale, ms: none below `MIN_DELAY_MS`.
+fn delay_ms(config: &LinkConfig, scale: &NetnsSettings) -> (f64, f64) {
+    let ms = |d: Option<lang::Dur>| d.map_or(0.0, |d| d.secs() * 1e3 * scale.time_scale);
+    match ms(config.delay) {
+        d if d < MIN_DELAY_MS => (0.0, 0.0),
+        d => (d, ms(config.jitter)),
+    }
 }
 
 /// A dual queue's step and target at the testbed's time scale (the language's defaults where
@@ -668,6 +733,105 @@ time_scale = 2.0",
         let text = TWO_PATH.replace("paths = 2\n", "kind = \"kernel-mptcp\"\npaths = 8\n");
         let f = &plan(&text).unwrap().flows[0];
         assert_eq!((f.kind, f.paths_per_pair), (FlowKind::KernelMptcp, 1));
+    }
+
+    /// The points of an experiment file of `experiments/`, as `mpquic-testbed plan` compiles
+    /// them.
+    fn file_plans(name: &str) -> Vec<Plan> {
+        let path = format!("{}/../experiments/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+        let compiled = crate::experiment::load(std::path::Path::new(&path)).unwrap();
+        compiled.points.into_iter().map(|p| p.plan).collect()
+    }
+
+    /// L4's access links set the flows' RTTs: s0 -> sw and s1 -> sw are hosts' egress, never
+    /// shaped, so their delays are held where they enter sw, at the testbed's time scale, and
+    /// sw -> r stays the one shaped direction.
+    #[test]
+    fn l4s_access_delays_are_held_at_the_switchs_ingress() {
+        let delayed = |p: &Plan| -> Vec<(String, String, String, Hook, f64)> {
+            let d = p.delay_only.iter();
+            d.map(|d| (d.from.clone(), d.to.clone(), d.at.clone(), d.hook, d.delay_ms)).collect()
+        };
+        let ingress = |from: &str, ms| (from.into(), "sw".into(), "sw".into(), Hook::Ingress, ms);
+        for p in file_plans("L4-dualq-rtt-bias") {
+            assert_eq!(delayed(&p), [ingress("s0", 1.5), ingress("s1", 24.0)], "{}", p.name);
+            let links = p.links();
+            assert_eq!(links.len(), 1, "{}: only sw -> r is shaped", p.name);
+            assert_eq!((&links[0].0[..], &links[0].1[..], links[0].2.delay_ms), ("sw", "r", 1.0));
+        }
+        let path = format!("{}/../experiments/L4-dualq-rtt-bias.toml", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(path).unwrap() + "[netns]\ntime_scale = 2\n";
+        let p = plan(&text).unwrap();
+        assert_eq!(delayed(&p), [ingress("s0", 3.0), ingress("s1", 48.0)], "scaled");
+    }
+
+    /// A switch's own egress toward a host is delayed where it leaves the switch; a delay
+    /// below the delay line's resolution (a data-center access link's microseconds) is the
+    /// veths' own, as on shaped directions; `[link]`'s delay alone delays no host link.
+    #[test]
+    fn delays_on_unshaped_directions_are_kept_only_where_written() {
+        let text = TWO_PATH.replace("from = \"b\"\nto = \"dst\"", "from = \"a\"\nto = \"src\"");
+        let p = plan(&text).unwrap();
+        let d = &p.delay_only;
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(
+            (&d[0].from[..], &d[0].at[..], d[0].hook, d[0].delay_ms),
+            ("a", "a", Hook::Egress, 40.0)
+        );
+        assert_eq!(p.links().len(), 2, "the shaped directions are as before");
+        let microseconds =
+            TWO_PATH.replace("cross_hosts = 0", "cross_hosts = 0\naccess = { delay = \"50us\" }");
+        assert!(plan(&microseconds).unwrap().delay_only.is_empty());
+        let own = microseconds.replace("50us", "5ms");
+        let d = plan(&own).unwrap().delay_only;
+        let dirs: Vec<_> = d.iter().map(|d| (&d.from[..], &d.to[..], d.hook)).collect();
+        assert_eq!(
+            dirs,
+            [
+                ("src", "a", Hook::Ingress),
+                ("a", "src", Hook::Egress),
+                ("src", "b", Hook::Ingress),
+                ("b", "src", Hook::Egress)
+            ],
+            "a link's own table sets both its directions"
+        );
+        let p = plan(TWO_PATH).unwrap();
+        assert!(p.delay_only.is_empty(), "b -> dst is shaped: its delay is the shaped link's");
+        let long = TWO_PATH.replace("delay = \"2us\"", "delay = \"20ms\"");
+        assert_eq!(plan(&long).unwrap().links()[0].2.delay_ms, 20.0, "[link] delays shaped links");
+        assert!(plan(&long).unwrap().delay_only.is_empty(), "but no host link");
+    }
+
+    /// Between two hosts no switch can hold a delay: refused at the field that sets it.
+    #[test]
+    fn a_delay_between_two_hosts_is_refused_at_its_field() {
+        let text = r#"
+name = "h"
+duration = "1s"
+[link]
+rate = "100Mbps"
+buffer = 100
+k = 10
+[topology]
+kind = "custom"
+hosts = [{ name = "a" }, { name = "b" }, { name = "c" }]
+switches = ["sw"]
+links = [
+    { a = "a", b = "sw", monitor = true },
+    { a = "b", b = "sw", monitor = true },
+    { a = "a", b = "c", delay = "5ms" },
+]
+[[flows]]
+from = "a"
+to = "b"
+"#;
+        let e = crate::experiment::load_text(text, "h.toml").err().unwrap().to_string();
+        assert!(e.starts_with("h.toml:15:") && e.contains("topology.links.2.delay"), "{e}");
+        assert!(e.contains("a delay between two hosts"), "{e}");
+        let overridden = text.replace("delay = \"5ms\" ", "")
+            + "[[link_overrides]]\nfrom = \"c\"\nto = \"a\"\ndelay = \"2ms\"\n";
+        let e = crate::experiment::load_text(&overridden, "h.toml").err().unwrap().to_string();
+        assert!(e.starts_with("h.toml:23:") && e.contains("link_overrides.0.delay"), "{e}");
     }
 
     #[test]

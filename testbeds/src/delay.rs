@@ -4,7 +4,9 @@
 //! every packet leaving a delayed direction to a queue; a process in that namespace (this
 //! binary's hidden `__delay-line` command, a thread per queue) holds each packet's verdict until
 //! its release time and then accepts it, so the packet continues to the link's qdisc (rate,
-//! FIFO, marker) `delay_ms` (+- `jitter_ms`) after it arrived. Release times never decrease, so
+//! FIFO, marker) `delay_ms` (+- `jitter_ms`) after it arrived. A delay-only direction a host
+//! sends (`plan::DelayOnly`) is taken where it enters the router instead (`mangle PREROUTING
+//! -i <dev>`), so the host's own qdisc and socket never hold its packets. Release times never decrease, so
 //! a link keeps FIFO order even with jitter (the cost: a packet drawn early waits for the one
 //! before it). The netfilter-queue netlink protocol is the `nfq` crate's.
 //!
@@ -16,6 +18,7 @@
 //! how the limits in the README were measured.
 
 use crate::netns::run;
+use crate::plan::Hook;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -265,14 +268,18 @@ pub struct DelayLine {
 }
 
 impl DelayLine {
-    /// Starts the delay line for `dirs` (egress device, queue) in namespace `ns`, then adds the
-    /// rules that send those devices' packets to it (rules only after the queues are bound: an
-    /// unbound queue drops). Its stderr goes to `log`.
-    pub fn start(ns: &str, dirs: &[(String, QueueSpec)], log: &std::path::Path) -> Result<Self> {
+    /// Starts the delay line for `dirs` (where it takes the packets, device, queue) in
+    /// namespace `ns`, then adds the rules that send those devices' packets to it (rules only
+    /// after the queues are bound: an unbound queue drops). Its stderr goes to `log`.
+    pub fn start(
+        ns: &str,
+        dirs: &[(Hook, String, QueueSpec)],
+        log: &std::path::Path,
+    ) -> Result<Self> {
         let me = crate::programs::testbed();
         let mut args =
             vec!["netns".to_string(), "exec".into(), ns.into(), me, "__delay-line".into()];
-        for (_, q) in dirs {
+        for (_, _, q) in dirs {
             args.extend(["--queue".into(), q.to_string()]);
         }
         let mut child = Command::new("ip")
@@ -291,9 +298,13 @@ impl DelayLine {
             let why = std::fs::read_to_string(log).unwrap_or_default();
             bail!("the delay line in {ns} did not start: {}", why.trim());
         }
-        for (dev, q) in dirs {
+        for (hook, dev, q) in dirs {
             let num = q.num.to_string();
-            let rule = ["-t", "mangle", "-A", "POSTROUTING", "-o", dev, "-j", "NFQUEUE"];
+            let (chain, side) = match hook {
+                Hook::Egress => ("POSTROUTING", "-o"),
+                Hook::Ingress => ("PREROUTING", "-i"),
+            };
+            let rule = ["-t", "mangle", "-A", chain, side, dev, "-j", "NFQUEUE"];
             let mut a = vec!["netns", "exec", ns, "iptables"];
             a.extend(rule);
             a.extend(["--queue-num", &num]);

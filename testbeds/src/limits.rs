@@ -13,6 +13,9 @@ pub fn check(plan: &Plan) -> Result<(), String> {
     for (from, to, link) in plan.links() {
         direction(&link).map_err(|e| format!("link {from} -> {to}: {e}"))?;
     }
+    for d in &plan.delay_only {
+        delay(d.delay_ms, d.jitter_ms).map_err(|e| format!("link {} -> {}: {e}", d.from, d.to))?;
+    }
     if plan.sample_interval_ms <= 0.0 || plan.duration_s <= 0.0 {
         return Err("the sample interval and the duration must be > 0".into());
     }
@@ -48,11 +51,16 @@ fn direction(l: &LinkParams) -> Result<(), String> {
     if l.rate_mbit.is_nan() || l.rate_mbit <= 0.0 || l.buffer_bytes < 3000 {
         return Err("the rate must be > 0 and the buffer >= 3000 bytes".into());
     }
-    if !(0.0..=MAX_DELAY_MS).contains(&l.delay_ms) {
-        return Err(format!("a delay of {} ms (at most {MAX_DELAY_MS})", l.delay_ms));
+    delay(l.delay_ms, l.jitter_ms)
+}
+
+/// One direction's delay and jitter, ms, at the testbed's scale.
+fn delay(delay_ms: f64, jitter_ms: f64) -> Result<(), String> {
+    if !(0.0..=MAX_DELAY_MS).contains(&delay_ms) {
+        return Err(format!("a delay of {delay_ms} ms (at most {MAX_DELAY_MS})"));
     }
-    if !(0.0..=l.delay_ms).contains(&l.jitter_ms) {
-        return Err(format!("a jitter of {} ms on a {} ms delay", l.jitter_ms, l.delay_ms));
+    if !(0.0..=delay_ms).contains(&jitter_ms) {
+        return Err(format!("a jitter of {jitter_ms} ms on a {delay_ms} ms delay"));
     }
     Ok(())
 }

@@ -21,6 +21,9 @@ pub struct Plan {
     pub link: LinkParams,
     /// Per-direction exceptions to `link`.
     pub link_overrides: Vec<LinkOverride>,
+    /// Directions the testbed does not shape whose delay the scenario set: delayed only.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub delay_only: Vec<DelayOnly>,
     pub flows: Vec<Flow>,
     pub jobs: Vec<Jobs>,
     /// What every mpquic process of the run is given beside its own flow's settings.
@@ -142,6 +145,33 @@ impl LinkOverride {
         link.delay_ms = self.delay_ms.unwrap_or(link.delay_ms);
         link.jitter_ms = self.jitter_ms.unwrap_or(link.jitter_ms);
     }
+}
+
+/// A direction that is not shaped (no rate, FIFO or marker) but delayed: its packets wait on
+/// the delay line of switch `at`, on their way out of it (`Hook::Egress`: the switch sends
+/// this direction) or on their way in (`Hook::Ingress`: a host sends it, and a delay at the
+/// host's own egress would hold its socket's packets, which TCP Small Queues throttles).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DelayOnly {
+    pub from: String,
+    pub to: String,
+    /// The switch whose namespace delays it.
+    pub at: String,
+    pub hook: Hook,
+    /// One-way delay at the testbed's scale.
+    pub delay_ms: f64,
+    /// Uniform jitter (+-) on `delay_ms`.
+    pub jitter_ms: f64,
+}
+
+/// Where in a switch's namespace a delay-only direction's packets are taken: leaving by the
+/// device toward `to` (`mangle POSTROUTING -o`), or arriving by the device from `from`
+/// (`mangle PREROUTING -i`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Hook {
+    Egress,
+    Ingress,
 }
 
 /// Which program sends a flow.

@@ -1,14 +1,15 @@
 //! The bottlenecks of one repetition: every shaped direction gets its rate and FIFO (`backend`),
-//! its eBPF marker if the run marks or drops, and its place on its router's delay line.
+//! its eBPF marker if the run marks or drops, and its place on its router's delay line; every
+//! delay-only direction (`plan::DelayOnly`) its place on its switch's delay line alone.
 
 use crate::backend::{self, Backend, DelayMethod, DUALQ_LEAVES, FRAME};
 use crate::delay::{DelayLine, QueueSpec};
 use crate::marker::{DualMarker, Marker, MarkerConfig};
 use crate::netns::{self, Namespaces};
-use crate::plan::{LinkParams, Plan};
+use crate::plan::{Hook, LinkParams, Plan};
 use crate::sampler::Probe;
 use crate::topology::Net;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::path::Path;
@@ -39,8 +40,13 @@ pub struct Shaped {
     pub delay_lines: Vec<DelayLine>,
 }
 
+/// The delay lines' queues to start, per namespace: (where the rule takes the packets,
+/// device, queue).
+type Delayed = BTreeMap<String, Vec<(Hook, String, QueueSpec)>>;
+
 /// Shapes every bottleneck direction of `net`, attaches the markers (with `markers`), and
-/// starts one delay line per router namespace with delayed directions (their logs in `out`).
+/// starts one delay line per router namespace with delayed directions, delay-only ones
+/// included (their logs in `out`).
 pub fn shape_bottlenecks(
     sc: &Plan,
     net: &Net,
@@ -51,7 +57,7 @@ pub fn shape_bottlenecks(
 ) -> Result<Shaped> {
     let mut probes = Vec::new();
     let mut bottlenecks = Vec::new();
-    let mut delayed: BTreeMap<String, Vec<(String, QueueSpec)>> = BTreeMap::new();
+    let mut delayed = Delayed::new();
     for d in net.bottlenecks() {
         let ns = nss.ns(d.from.node).to_string();
         let (from, to) = (net.nodes[d.from.node].name.clone(), net.nodes[d.to.node].name.clone());
@@ -59,7 +65,8 @@ pub fn shape_bottlenecks(
         let handle = backend::shape(&ns, &d.from.dev, &link, be, delay)?;
         if delay == DelayMethod::Nfqueue && link.delay_ms > 0.0 {
             let queues = delayed.entry(ns.clone()).or_default();
-            queues.push((d.from.dev.clone(), queue_spec(queues.len() as u16, &link)));
+            let q = queue_spec(queues.len() as u16, link.delay_ms, link.jitter_ms);
+            queues.push((Hook::Egress, d.from.dev.clone(), q));
         }
         let marker = match &markers {
             Some(dirs) => Some(Marker::attach(
@@ -84,6 +91,7 @@ pub fn shape_bottlenecks(
             rate_mbit: link.rate_mbit,
         });
     }
+    add_delay_only(sc, net, nss, &mut delayed)?;
     let mut delay_lines = Vec::new();
     for (ns, dirs) in &delayed {
         let log = out.join(format!("delay-line-{ns}-rep{rep}.log"));
@@ -92,10 +100,29 @@ pub fn shape_bottlenecks(
     Ok(Shaped { probes, bottlenecks, delay_lines })
 }
 
-/// Delay-line queue `num`'s delay and jitter for one direction.
-fn queue_spec(num: u16, link: &LinkParams) -> QueueSpec {
+/// Queues every delay-only direction on its switch's delay line, after the namespace's shaped
+/// directions: the switch's device on each link that joins the direction's ends.
+fn add_delay_only(sc: &Plan, net: &Net, nss: &Namespaces, delayed: &mut Delayed) -> Result<()> {
+    let node = |n: &str| net.node(n).with_context(|| format!("{n}: not in the topology"));
+    for d in &sc.delay_only {
+        let (from, to, at) = (node(&d.from)?, node(&d.to)?, node(&d.at)?);
+        let joins = |l: &&crate::topology::Link| {
+            (l.a.node, l.b.node) == (from, to) || (l.a.node, l.b.node) == (to, from)
+        };
+        for l in net.links.iter().filter(joins) {
+            let dev = if l.a.node == at { &l.a.dev } else { &l.b.dev };
+            let queues = delayed.entry(nss.ns(at).to_string()).or_default();
+            let q = queue_spec(queues.len() as u16, d.delay_ms, d.jitter_ms);
+            queues.push((d.hook, dev.clone(), q));
+        }
+    }
+    Ok(())
+}
+
+/// Delay-line queue `num`'s delay and jitter (ms) for one direction.
+fn queue_spec(num: u16, delay_ms: f64, jitter_ms: f64) -> QueueSpec {
     let us = |ms: f64| Duration::from_micros((ms * 1000.0).round() as u64);
-    QueueSpec { num, delay: us(link.delay_ms), jitter: us(link.jitter_ms) }
+    QueueSpec { num, delay: us(delay_ms), jitter: us(jitter_ms) }
 }
 
 /// The marker's model of one direction: its drain rate, its threshold (never reached without
