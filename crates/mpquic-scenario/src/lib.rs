@@ -21,6 +21,8 @@
 //! - [`tables`]: the markdown tables of a report (medians, sums, ratios between points).
 //! - [`record`]: what one run yields, whatever the backend ([`record::RunRecord`]).
 //! - [`results`]: `experiment.json`, one schema for both backends, and `tables.md` from it.
+//! - [`sweep`]: the one sweep loop over a [`sweep::Backend`] (the simulator or the testbed):
+//!   runs, their metrics and analyses, and the writer of the output.
 
 pub mod analyses;
 pub mod error;
@@ -38,6 +40,7 @@ pub mod rng;
 pub mod sections;
 pub mod shift;
 pub mod shift_time;
+pub mod sweep;
 pub mod sweep_plot;
 pub mod tables;
 pub mod units;

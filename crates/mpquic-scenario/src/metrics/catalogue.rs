@@ -502,7 +502,7 @@ fn marked_fraction(i: &Input) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyses::Backend;
+    use crate::analyses::BackendKind;
 
     /// A path of a flow: `bytes` sent towards `remote`, crossing `link`.
     fn path(remote: &str, link: &str, bytes: u64, close: Option<PathClose>) -> PathOutcome {
@@ -522,7 +522,7 @@ mod tests {
     }
 
     /// A completed sized flow of job `job` (its ACK_FREQUENCY request lost when `lost`).
-    fn flow(name: &str, job: usize, fct_ms: f64, lost: bool, backend: Backend) -> FlowOutcome {
+    fn flow(name: &str, job: usize, fct_ms: f64, lost: bool, backend: BackendKind) -> FlowOutcome {
         FlowOutcome {
             name: name.into(),
             group: Some("g".into()),
@@ -538,7 +538,7 @@ mod tests {
             kind: "mpquic".into(),
             bytes: 1_000_000,
             lost_packets: 3,
-            cpu_s: (backend == Backend::Netns).then_some(0.01),
+            cpu_s: (backend == BackendKind::Netns).then_some(0.01),
             eliminations: 1,
             transfer_fcts_us: vec![fct_ms * 500.0, fct_ms * 500.0],
             paths: vec![
@@ -570,8 +570,8 @@ mod tests {
     }
 
     /// A run as `backend` fills an outcome: every field it measures has a value.
-    fn run(backend: Backend) -> Outcome {
-        let netns = backend == Backend::Netns;
+    fn run(backend: BackendKind) -> Outcome {
+        let netns = backend == BackendKind::Netns;
         let second =
             |pkt_per_s| DelayLineSecond { pkt_per_s, late_p99_us: 40.0, late_max_us: 90.0 };
         Outcome {
@@ -595,7 +595,7 @@ mod tests {
     /// those that say the backend does not measure what they need, which are NaN there.
     #[test]
     fn every_metric_computes_on_each_backend_or_says_why_not() {
-        for backend in [Backend::Sim, Backend::Netns] {
+        for backend in [BackendKind::Sim, BackendKind::Netns] {
             let o = run(backend);
             for m in CATALOGUE {
                 let selector = m.name.starts_with("path_").then_some("a->dst");
@@ -610,8 +610,8 @@ mod tests {
                 let value = (m.compute)(&input);
                 let unmeasured = match m.source {
                     Source::Both => false,
-                    Source::Netns(_) => backend == Backend::Sim,
-                    Source::Sim(_) => backend == Backend::Netns,
+                    Source::Netns(_) => backend == BackendKind::Sim,
+                    Source::Sim(_) => backend == BackendKind::Netns,
                 };
                 match unmeasured {
                     true => assert!(value.is_nan(), "{}: {value} on {}", m.name, backend.name()),
@@ -635,7 +635,7 @@ mod tests {
     /// A few values of the synthetic run worked out by hand.
     #[test]
     fn values_on_the_synthetic_run() {
-        let o = run(Backend::Sim);
+        let o = run(BackendKind::Sim);
         let value = |name: &str, selector: Option<&str>| {
             let flows = o.flows.iter().collect();
             let input =
