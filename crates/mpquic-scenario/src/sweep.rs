@@ -172,24 +172,17 @@ fn run_one<B: Backend>(
 mod tests {
     use super::*;
 
+    /// Three points (a sweep of three controllers) with seeds 1 and 2.
     fn experiment() -> Experiment {
-        let text = r#"
-name = "s"
-duration = "1s"
-seeds = [1, 2]
-[link]
-rate = "100Mbit"
-[topology]
-kind = "two-path"
-[[flows]]
-from = "client"
-to = "server"
-[[sweep]]
-name = "controller"
-values = ["lia", "olia", "xmp"]
-set = ["controller"]
-"#;
-        Experiment::parse(text, "s.toml").unwrap()
+        let text = [
+            r#"name = "s""#,
+            r#"duration = "1s""#,
+            "seeds = [1, 2]",
+            r#"flows = [{ from = "src", to = "dst" }]"#,
+            r#"sweep = [{ name = "c", values = ["lia", "olia", "xmp"], set = ["controller"] }]"#,
+            r#"topology = { kind = "two-path" }"#,
+        ];
+        Experiment::parse(&text.join("\n"), "s.toml").unwrap()
     }
 
     fn ids(runs: &[RunId]) -> Vec<(usize, u64, usize)> {

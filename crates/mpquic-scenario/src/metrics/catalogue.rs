@@ -225,6 +225,8 @@ pub const CATALOGUE: &[Metric] = &[
         goodput_of_ceiling),
     both("marked_fraction", "marks over packets sent, summed over every monitored link",
         marked_fraction),
+    both("loss_pct", "packets the flows' senders declared lost, % of the packets their paths sent",
+        loss_pct),
 ];
 
 /// A metric both backends measure.
@@ -499,6 +501,14 @@ fn marked_fraction(i: &Input) -> f64 {
     marks as f64 / i.monitored().map(|l| l.sent_packets).sum::<u64>() as f64
 }
 
+/// Lost over sent packets of the flows' paths, %: a loss rate comparable across runs of
+/// different lengths and rates, where `lost` is a count (NaN without paths: kernel flows).
+fn loss_pct(i: &Input) -> f64 {
+    let paths = || i.flows.iter().flat_map(|f| &f.paths);
+    let lost: u64 = paths().map(|p| p.lost_packets).sum();
+    100.0 * lost as f64 / paths().map(|p| p.packets_sent).sum::<u64>() as f64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -653,5 +663,7 @@ mod tests {
             (3.0, 3.0, 0.0)
         );
         assert_eq!(value("marked_fraction", None), 20.0 / 14000.0);
+        // Each flow's three paths lost 2 of 400, 200 and 300 packets.
+        assert_eq!(value("loss_pct", None), 100.0 * 18.0 / 2700.0);
     }
 }
