@@ -9,7 +9,7 @@
 //! - [`expand`]: topology shapes into hosts, switches and links; host ranges, counts and
 //!   workloads into flows.
 //! - [`sections`]: the file's sweep axes, report and plot sections.
-//! - [`experiment`]: sweep axes and seeds into runs; [`Experiment::load`] checks a file and
+//! - [`experiment`]: sweep axes into points; [`Experiment::load`] checks a file and
 //!   reports `file:line:column: reason`.
 //! - [`validate`]: the checks of one scenario.
 //! - [`metrics`]: the per-run outcome both backends fill, the metrics computed from it, the

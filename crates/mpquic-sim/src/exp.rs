@@ -94,7 +94,7 @@ impl Backend for SimBackend {
 
 /// The loop's options for the simulator: the sweep's order on `jobs` threads, the runs of
 /// `shard` (all: None), a failed run failing the sweep.
-pub fn options(e: &Experiment, jobs: usize, shard: Option<sweep::Shard>) -> Options {
+pub fn loop_options(e: &Experiment, jobs: usize, shard: Option<sweep::Shard>) -> Options {
     Options { jobs, shard, ..Options::of(&SimBackend, e) }
 }
 
@@ -112,7 +112,7 @@ pub fn run_experiment(
         e.points.len(),
         e.base.seeds.len()
     );
-    let finished = sweep::run(&SimBackend, e, &self::options(e, jobs, None))?;
+    let finished = sweep::run(&SimBackend, e, &loop_options(e, jobs, None))?;
     write(e, file, out, options, finished.into_iter().map(|(_, f)| f))
 }
 

@@ -79,7 +79,7 @@ pub fn run_shard(
     let all = sweep::runs(e, Order::Sweep).len();
     let mine = (0..all).filter(|&k| shard.owns(k)).count();
     eprintln!("{}: shard {}/{}: {mine} of {all} runs", e.base.name, shard.index, shard.count);
-    let results = sweep::run(&exp::SimBackend, e, &exp::options(e, jobs, Some(shard)))?;
+    let results = sweep::run(&exp::SimBackend, e, &exp::loop_options(e, jobs, Some(shard)))?;
     let origin = Origin {
         file: file.to_owned(),
         fingerprint: fingerprint(e),
