@@ -120,13 +120,16 @@ pub fn runs(e: &Experiment, order: Order) -> Vec<RunId> {
     }
 }
 
+/// Runs, each with its number in the whole sweep (in the sweep's order, from 0).
+pub type Numbered<X> = Vec<(usize, Finished<X>)>;
+
 /// Run `e`'s runs (those of `options.shard`) through `backend`: each run's number in the whole
 /// sweep (in `options.order`) with what it gave, in that order.
 pub fn run<B: Backend>(
     backend: &B,
     e: &Experiment,
     options: &Options,
-) -> Result<Vec<(usize, Finished<B::Extra>)>, String> {
+) -> Result<Numbered<B::Extra>, String> {
     let all = runs(e, options.order);
     let mine: Vec<usize> =
         (0..all.len()).filter(|&k| options.shard.is_none_or(|s| s.owns(k))).collect();
