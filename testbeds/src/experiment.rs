@@ -1,29 +1,20 @@
 //! An experiment file of the shared language (`experiments/*.toml`) on the testbed: checked and
-//! compiled whole before anything is built, then run in interleaved rounds (round 1 of every
-//! sweep point, then round 2, ...: one round per seed, so that a shared machine's load drift
-//! hits every point alike). Each run writes its `result.json` and plots under
-//! `<out>/<point>/round<i>/`; the experiment writes `experiment.json` (every run's report metrics
-//! and the median, min and max per point) and `tables.md` (the report's tables).
+//! compiled whole before anything is built (then run by the sweep loop, [`crate::sweep`]), and
+//! a testbed run's results as the shared per-run outcome.
 
 use crate::compile::compile;
-use crate::host;
 use crate::plan::{self, FlowKind};
-use crate::plots;
 use crate::record;
 use crate::results::{FlowResult, JobsResult, LinkResult, RepResult, RunResult, Summary};
-use crate::runner;
-use crate::sampler::Series;
-use anyhow::{bail, Context, Result};
-use mpquic_scenario::analyses::{self, Backend, Row};
+use anyhow::{Context, Result};
 use mpquic_scenario::error::{locate, span_of};
 use mpquic_scenario::expand::expand_workloads;
 use mpquic_scenario::metrics::{
     self, DelayLineSecond, FlowOutcome, LinkOutcome, Outcome, PathOutcome, QueueOutcome,
 };
 use mpquic_scenario::phases::mean_rate;
-use mpquic_scenario::results::{AnalysisRow, ExperimentResults, FailedRun, RunEntry};
+use mpquic_scenario::results::ExperimentResults;
 use mpquic_scenario::{Experiment, Point, ScenarioError};
-use std::collections::BTreeMap;
 use std::path::Path;
 
 /// A checked experiment with every point compiled to the runner's plan.
@@ -120,164 +111,6 @@ fn job_groups(p: &Point) -> Vec<String> {
     };
     let workloads = p.scenario.workloads.iter().enumerate();
     workloads.filter(|(_, w)| pa(w)).map(|(i, _)| format!("pa{i}")).collect()
-}
-
-/// What a sweep on the testbed has gathered so far.
-#[derive(Default)]
-struct Gathered {
-    /// Every finished run.
-    runs: Vec<RunEntry>,
-    /// The runs, and analyses of runs, that failed.
-    failed: Vec<FailedRun>,
-    /// Per analysis that gives a table: the rows of every run.
-    analysed: BTreeMap<String, Vec<AnalysisRow>>,
-    /// Per point, the report link's queue over every round (frames, busy samples).
-    queues: Vec<Vec<f64>>,
-}
-
-/// Runs every point `rounds` times (default: one round per seed), interleaved; writes
-/// `experiment.json`, `tables.md` and, for a file with a `[plot]`, `sweep.svg` in `out`, and
-/// prints the tables.
-pub fn run(c: &Compiled, out: &Path, rounds: Option<usize>) -> Result<()> {
-    let report = c.experiment.base.report.as_ref();
-    let notes = report.map(|r| analyses::not_computed(r, Backend::Netns)).unwrap_or_default();
-    notes.iter().for_each(|n| eprintln!("note: {n}"));
-    runner::require_root()?;
-    let mut gathered = Gathered { queues: vec![Vec::new(); c.points.len()], ..Default::default() };
-    for round in 1..=rounds.unwrap_or(c.experiment.base.seeds.len()) {
-        for i in 0..c.points.len() {
-            run_point(c, i, round, out, &mut gathered)?;
-        }
-    }
-    write(c, out, rounds, gathered)
-}
-
-/// Runs point `i` in round `round` (from 1) into `<out>/<point>/round<round>/` and gathers
-/// what it gave. A failed run is reported and the others go on, as on a long unattended sweep.
-fn run_point(c: &Compiled, i: usize, round: usize, out: &Path, g: &mut Gathered) -> Result<()> {
-    let CompiledPoint { dir, plan, flows, job_groups } = &c.points[i];
-    let run_dir = out.join(dir).join(format!("round{round}"));
-    eprintln!("round {round}: {dir} (load {:.1})", host::loadavg());
-    let result = match runner::run_scenario(plan, &run_dir) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("FAILED: {dir} round {round}: {e:#}");
-            let error = format!("{e:#}");
-            g.failed.push(FailedRun { point: dir.clone(), round, analysis: None, error });
-            return Ok(());
-        }
-    };
-    if let Some(steal) =
-        result.repetitions[0].host_steal_pct.filter(|&s| s > host::STEAL_SUSPECT_PCT)
-    {
-        eprintln!(
-            "warning: {dir} round {round} ran with {steal:.1}% of the CPU stolen by the hypervisor"
-        );
-    }
-    let (point, file) = (&c.experiment.points[i], &c.experiment.base);
-    let series = read_series(&run_dir)?;
-    let time_scale = point.scenario.netns.as_ref().map_or(1.0, |n| n.time_scale);
-    let record = record::of(&result, &series, flows, &plan.jobs, job_groups, time_scale);
-    let mut metrics = metrics::compute(&point.scenario, &record.outcome);
-    if let Some(report) = point.scenario.report.as_ref().filter(|r| !r.analyses.is_empty()) {
-        let run = analyses::Run { record: &record, point: &point.scenario, file };
-        metrics.extend(analyses::compute(report, &run, Backend::Netns));
-        gather_tables(analyses::tables(report, &run, Backend::Netns), dir, round, g);
-    }
-    if let Some(link) = file.report.as_ref().and_then(|r| r.link.as_deref()) {
-        g.queues[i].extend(busy_queue(&result, &series, link));
-    }
-    let (series, x) = point.place(file);
-    g.runs.push(RunEntry {
-        point: point.name(),
-        series,
-        x,
-        seed: file.seeds[(round - 1) % file.seeds.len()],
-        round: Some(round),
-        dir: Some(run_dir.display().to_string()),
-        host_load_1min: record.outcome.host_load_1min,
-        host_steal_pct: record.outcome.host_steal_pct,
-        metrics,
-    });
-    Ok(())
-}
-
-/// The rows of one run's analysis tables into `g` (an analysis that failed, into its failures).
-fn gather_tables(
-    tables: Vec<(&str, Result<Vec<Row>, String>)>,
-    dir: &str,
-    round: usize,
-    g: &mut Gathered,
-) {
-    for (name, rows) in tables {
-        match rows {
-            Ok(rows) => g.analysed.entry(name.to_string()).or_default().extend(
-                rows.into_iter().map(|row| AnalysisRow {
-                    point: dir.to_string(),
-                    round,
-                    values: row.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
-                }),
-            ),
-            Err(e) => {
-                eprintln!("FAILED: analysis {name} of {dir} round {round}: {e}");
-                let (analysis, error) = (Some(name.to_string()), e);
-                g.failed.push(FailedRun { point: dir.to_string(), round, analysis, error });
-            }
-        }
-    }
-}
-
-/// Writes the sweep's output (the shared `experiment.json` and `tables.md`, the sweep plot and
-/// the report link's queue CDF) and prints the tables.
-fn write(c: &Compiled, out: &Path, rounds: Option<usize>, g: Gathered) -> Result<()> {
-    let mut command = format!("run {}", c.file);
-    if let Some(n) = rounds {
-        command += &format!(" --repetitions {n}");
-    }
-    let (e, runs) = (&c.experiment, g.runs.len() + g.failed.len());
-    let mut results = ExperimentResults::new(e, Backend::Netns, &c.file, Some(command), g.runs);
-    results.failed = g.failed;
-    results.analyses = g.analysed;
-    let tables = results.write(out).map_err(anyhow::Error::msg)?;
-    mpquic_scenario::sweep_plot::write_sweep_plot(&out.join("sweep.svg"), e, &results.summary)?;
-    if let Some(link) = e.base.report.as_ref().and_then(|r| r.link.as_deref()) {
-        let points = e.points.iter().map(|p| p.name()).zip(g.queues).collect();
-        plots::queue_cdf(&out.join("queue-cdf.svg"), link, points)?;
-    }
-    print!("{tables}");
-    eprintln!(
-        "wrote {} and {}",
-        out.join("experiment.json").display(),
-        out.join("tables.md").display()
-    );
-    if !results.failed.is_empty() {
-        bail!("{} of {runs} runs failed (listed in experiment.json)", results.failed.len());
-    }
-    Ok(())
-}
-
-/// The sampled link series a run wrote in `run_dir` (`rep0-series.json`).
-fn read_series(run_dir: &Path) -> Result<Vec<Series>> {
-    let path = run_dir.join("rep0-series.json");
-    let text = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_slice(&text).with_context(|| format!("parsing {}", path.display()))
-}
-
-/// The queue of link `from->to` at the run's busy samples, in frames, from its sampled
-/// series; none if the run did not shape that direction.
-fn busy_queue(r: &RunResult, series: &[Series], link: &str) -> Vec<f64> {
-    let rep = &r.repetitions[0];
-    let Some(l) = rep.links.iter().find(|l| format!("{}->{}", l.from, l.to) == link) else {
-        return vec![];
-    };
-    series
-        .iter()
-        .filter(|s| s.link_id == l.link_id)
-        .flat_map(|s| {
-            let frames = s.frames();
-            s.busy().map(move |i| frames[i]).collect::<Vec<_>>()
-        })
-        .collect()
 }
 
 /// Two `experiment.json` of one experiment file side by side (the simulator's and the

@@ -23,6 +23,7 @@ mod sampler;
 mod soak;
 mod stall;
 mod startup;
+mod sweep;
 mod topology;
 
 use anyhow::Result;
@@ -127,7 +128,7 @@ fn main() -> Result<()> {
             let c = experiment::load(&scenario)?;
             let out = out.unwrap_or_else(|| mpquic_scenario::default_out(&scenario, "netns"));
             let rounds = repetitions.map(|r| r as usize);
-            torn_down(|_| experiment::run(&c, &out, rounds))?;
+            torn_down(|_| sweep::run(&c, &out, rounds))?;
         }
         Cmd::Compare { a, b } => print!("{}", experiment::compare(&a, &b)?),
         Cmd::Validate { scenarios } => {

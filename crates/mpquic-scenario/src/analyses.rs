@@ -21,21 +21,23 @@ use crate::sections::ReportSpec;
 
 pub use crate::record::{Compute, Row, Rows, Run};
 
-/// A backend that runs experiment files.
+/// Which backend runs an experiment file: the name it writes in its output and what it can
+/// measure (each [`Analysis::backends`] lists the kinds that compute it). The backend itself is
+/// a [`crate::sweep::Backend`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
+pub enum BackendKind {
     /// The simulator, `mpquic-sim`.
     Sim,
     /// The netns testbed, `mpquic-testbed`.
     Netns,
 }
 
-impl Backend {
+impl BackendKind {
     /// The name it goes by in messages and docs.
     pub fn name(self) -> &'static str {
         match self {
-            Backend::Sim => "sim",
-            Backend::Netns => "netns",
+            BackendKind::Sim => "sim",
+            BackendKind::Netns => "netns",
         }
     }
 }
@@ -48,7 +50,7 @@ pub struct Analysis {
     /// What it measures, in a line.
     pub about: &'static str,
     /// The backends that compute it.
-    pub backends: &'static [Backend],
+    pub backends: &'static [BackendKind],
     /// Its metrics, with what each means.
     pub metrics: &'static [(&'static str, &'static str)],
     /// What the `[value]` after a metric's name means, if its metrics take one.
@@ -69,7 +71,7 @@ pub const ANALYSES: &[Analysis] = &[
         about: "E3: the rest of a cross flow's link before and during the cross flow, in 10 ms \
                 bins of the link's sent rate minus the cross flow's receiver rate (windows in \
                 crate::shift, for phases of about 1 s); the group names the cross flow",
-        backends: &[Backend::Netns, Backend::Sim],
+        backends: &[BackendKind::Netns, BackendKind::Sim],
         metrics: &[
             ("before_mbps", "rate of the rest of the cross flow's link before it starts, Mbit/s"),
             ("during_mbps", "the same 0.2-0.95 s after the cross flow's start, Mbit/s"),
@@ -90,7 +92,7 @@ pub const ANALYSES: &[Analysis] = &[
                 crossed path's share of the flow's bytes below 0.5 x its pre-cross mean (over \
                 the last half of the time from the previous timeline instant to the cross \
                 flow's start) in every bucket of a run lasting >= 1 ms",
-        backends: &[Backend::Sim],
+        backends: &[BackendKind::Sim],
         metrics: &[
             ("shift_ms", "from the cross flow's start to the end of the run's first bucket, ms"),
             ("pre_share", "the crossed path's mean share of the 2-path flow's bytes before"),
@@ -109,7 +111,7 @@ pub const ANALYSES: &[Analysis] = &[
                 every point of a sweep has the same phases; per phase, the group's flows \
                 present for the whole phase (testbed: rates from the receivers' series, paths \
                 from the clients' reports)",
-        backends: &[Backend::Netns, Backend::Sim],
+        backends: &[BackendKind::Netns, BackendKind::Sim],
         metrics: &[
             ("rate_gbps", "their goodput over the phase's second half, summed, Gbit/s"),
             ("rate_mbps", "the same in Mbit/s"),
@@ -126,7 +128,7 @@ pub const ANALYSES: &[Analysis] = &[
         about: "the group's flows' paths at the end of the run, as their client's coupled \
                 controller (mpquic-cc) sees them (testbed: the client's report at the end of its \
                 transfer, where a closed path is not active)",
-        backends: &[Backend::Netns, Backend::Sim],
+        backends: &[BackendKind::Netns, BackendKind::Sim],
         metrics: &[("active", "paths allowed to carry new data at the end (AMP: not suppressed)")],
         selector: None,
         table: None,
@@ -137,7 +139,7 @@ pub const ANALYSES: &[Analysis] = &[
         name: "job_phase",
         about: "E7 (testbed): the bottleneck into the aggregator while the jobs ran, and what \
                 the background (the group) did meanwhile",
-        backends: &[Backend::Netns],
+        backends: &[BackendKind::Netns],
         metrics: &[
             ("answer_share", "answers' bytes / bytes sent into the aggregator in the job phase"),
             (
@@ -159,7 +161,7 @@ pub const ANALYSES: &[Analysis] = &[
         name: "pathkeep",
         about: "the CLI's 10 s path idle timeout (testbed): each path of the run's first flow \
                 before and after it, a table of rows per run (no metrics)",
-        backends: &[Backend::Netns],
+        backends: &[BackendKind::Netns],
         metrics: &[],
         selector: None,
         table: Some("pathkeep: each path of the first flow before and after the 10 s idle timeout"),
@@ -175,7 +177,7 @@ pub fn find(name: &str) -> Option<&'static Analysis> {
 
 impl Analysis {
     /// Whether `backend` computes it.
-    pub fn on(&self, backend: Backend) -> bool {
+    pub fn on(&self, backend: BackendKind) -> bool {
         self.backends.contains(&backend)
     }
 
@@ -279,7 +281,7 @@ pub fn definitions(report: &ReportSpec) -> Vec<(String, String)> {
 
 /// A line for each analysis the report asks for that `backend` does not compute: its metrics
 /// read NaN there.
-pub fn not_computed(report: &ReportSpec, backend: Backend) -> Vec<String> {
+pub fn not_computed(report: &ReportSpec, backend: BackendKind) -> Vec<String> {
     report
         .analyses
         .iter()
@@ -306,7 +308,7 @@ fn flows_in(record: &RunRecord, group: Option<&str>) -> Vec<usize> {
 /// The report's analysis metrics of one run on `backend` (those of analyses it does not fill
 /// the series of are left out: the catalogue's computation has them NaN, and
 /// [`not_computed`] says why).
-pub fn compute(report: &ReportSpec, run: &Run, backend: Backend) -> Metrics {
+pub fn compute(report: &ReportSpec, run: &Run, backend: BackendKind) -> Metrics {
     asked(report)
         .filter_map(|asked| {
             let compute = find(asked.analysis).filter(|a| a.on(backend))?.compute?;
@@ -320,7 +322,7 @@ pub fn compute(report: &ReportSpec, run: &Run, backend: Backend) -> Metrics {
 pub fn tables(
     report: &ReportSpec,
     run: &Run,
-    backend: Backend,
+    backend: BackendKind,
 ) -> Vec<(&'static str, Result<Vec<Row>, String>)> {
     let given = report.analyses.iter().filter_map(|name| find(name));
     given.filter(|a| a.on(backend)).filter_map(|a| Some((a.name, (a.rows?)(run)))).collect()

@@ -158,17 +158,6 @@ impl Experiment {
         crate::tables::check(&base)?;
         Ok(Experiment { base, points, netns_points: None })
     }
-
-    /// Every run: each point with each seed (the seed set in the scenario), seeds fastest.
-    pub fn runs(&self) -> impl Iterator<Item = (&Point, Scenario)> + '_ {
-        self.points.iter().flat_map(move |p| {
-            self.base.seeds.iter().map(move |&seed| {
-                let mut s = p.scenario.clone();
-                s.seed = seed;
-                (p, s)
-            })
-        })
-    }
 }
 
 /// A point's error, saying which point.

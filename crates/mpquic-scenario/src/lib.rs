@@ -9,7 +9,7 @@
 //! - [`expand`]: topology shapes into hosts, switches and links; host ranges, counts and
 //!   workloads into flows.
 //! - [`sections`]: the file's sweep axes, report and plot sections.
-//! - [`experiment`]: sweep axes and seeds into runs; [`Experiment::load`] checks a file and
+//! - [`experiment`]: sweep axes into points; [`Experiment::load`] checks a file and
 //!   reports `file:line:column: reason`.
 //! - [`validate`]: the checks of one scenario.
 //! - [`metrics`]: the per-run outcome both backends fill, the metrics computed from it, the
@@ -21,6 +21,8 @@
 //! - [`tables`]: the markdown tables of a report (medians, sums, ratios between points).
 //! - [`record`]: what one run yields, whatever the backend ([`record::RunRecord`]).
 //! - [`results`]: `experiment.json`, one schema for both backends, and `tables.md` from it.
+//! - [`sweep`]: the one sweep loop over a [`sweep::Backend`] (the simulator or the testbed):
+//!   runs, their metrics and analyses, and the writer of the output.
 
 pub mod analyses;
 pub mod error;
@@ -38,6 +40,7 @@ pub mod rng;
 pub mod sections;
 pub mod shift;
 pub mod shift_time;
+pub mod sweep;
 pub mod sweep_plot;
 pub mod tables;
 pub mod units;

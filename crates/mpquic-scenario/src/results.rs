@@ -15,7 +15,7 @@ use std::path::Path;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
-use crate::analyses::{self, Backend};
+use crate::analyses::{self, BackendKind};
 use crate::metrics::{short, summarize, Metrics, SummaryRow, CATALOGUE};
 use crate::model::FlowKind;
 use crate::sections::{ReportSpec, TableSpec};
@@ -135,7 +135,7 @@ impl ExperimentResults {
     /// and the notes on what `backend` does not compute.
     pub fn new(
         e: &Experiment,
-        backend: Backend,
+        backend: BackendKind,
         file: &str,
         command: Option<String>,
         runs: Vec<RunEntry>,
@@ -206,8 +206,8 @@ impl ExperimentResults {
 /// The simulator has no kernel stack: it runs a flow of kind `kernel-tcp` or `kernel-mptcp` as an
 /// mpquic connection with the library's controller of that name (see `FlowSpec::kind`). A note
 /// per such flow and point, so that a row labelled with a kernel kind is not read as the kernel's.
-fn kernel_flows_run_as_quic(e: &Experiment, backend: Backend) -> Vec<String> {
-    if backend != Backend::Sim {
+fn kernel_flows_run_as_quic(e: &Experiment, backend: BackendKind) -> Vec<String> {
+    if backend != BackendKind::Sim {
         return vec![];
     }
     let mut notes = vec![];
@@ -415,11 +415,11 @@ metrics = ["fct_mean_ms"]
         let e = Experiment::parse(text, "t.toml").unwrap();
         let notes = |backend| ExperimentResults::new(&e, backend, "t.toml", None, vec![]).notes;
         assert_eq!(
-            notes(Backend::Sim),
+            notes(BackendKind::Sim),
             ["sim: controller=kernel-mptcp: flows.0 (kind = kernel-mptcp) ran as an mpquic \
               connection with the library's `cubic` (the simulator has no kernel stack)"]
         );
-        assert!(notes(Backend::Netns).is_empty(), "the testbed runs the kernel's");
+        assert!(notes(BackendKind::Netns).is_empty(), "the testbed runs the kernel's");
     }
 
     #[test]
@@ -430,14 +430,14 @@ metrics = ["fct_mean_ms"]
             ..entry(point, 1, 1.0)
         };
         let runs = vec![run("k=2", 1, Some(0.3)), run("k=4", 1, Some(12.25)), run("k=2", 2, None)];
-        let r = ExperimentResults::new(&experiment(), Backend::Netns, "t.toml", None, runs);
+        let r = ExperimentResults::new(&experiment(), BackendKind::Netns, "t.toml", None, runs);
         assert_eq!(
             r.notes,
             ["1 of 3 runs had more than 5% of the host's CPU stolen by the hypervisor, so their \
               timing is suspect: k=4 round 1 (12.2%)"]
         );
         let quiet = vec![run("k=2", 1, Some(STEAL_SUSPECT_PCT))];
-        assert!(ExperimentResults::new(&experiment(), Backend::Netns, "t.toml", None, quiet)
+        assert!(ExperimentResults::new(&experiment(), BackendKind::Netns, "t.toml", None, quiet)
             .notes
             .is_empty());
     }
@@ -446,7 +446,7 @@ metrics = ["fct_mean_ms"]
     fn the_summary_groups_runs_by_point_and_nan_survives_json_as_null() {
         let e = experiment();
         let runs = vec![entry("k=2", 1, 1.0), entry("k=4", 1, 5.0), entry("k=2", 2, f64::NAN)];
-        let r = ExperimentResults::new(&e, Backend::Netns, "t.toml", None, runs);
+        let r = ExperimentResults::new(&e, BackendKind::Netns, "t.toml", None, runs);
         let medians: Vec<f64> = r.summary.iter().map(|s| s.metrics["fct_mean_ms"].median).collect();
         assert_eq!(medians, [1.0, 5.0]);
         assert_eq!(r.summary[0].labels, [("k".to_string(), "2".to_string())]);

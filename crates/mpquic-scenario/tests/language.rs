@@ -2,6 +2,7 @@
 //! say and where.
 
 use mpquic_scenario::expand::expand_workloads;
+use mpquic_scenario::sweep::{self, Order};
 use mpquic_scenario::{Amount, Dur, Experiment, FlowKind, RepeatOver};
 
 const INCAST: &str = r#"name = "t"
@@ -61,7 +62,7 @@ fn sweep_expands_axes_in_order_with_per_value_overrides() {
     assert!(flows.iter().all(|f| f.bytes == Some(131_072)));
     let amp = expand_workloads(&e.points[0].scenario, &hosts).unwrap();
     assert!(amp.iter().all(|f| f.paths == 4), "the override is for dctcp only");
-    let seeds: Vec<u64> = e.runs().map(|(_, s)| s.seed).collect();
+    let seeds: Vec<u64> = sweep::runs(&e, Order::Sweep).iter().map(|r| r.seed).collect();
     assert_eq!(seeds, [1, 2, 1, 2, 1, 2, 1, 2]);
 }
 

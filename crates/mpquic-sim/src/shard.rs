@@ -11,51 +11,22 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use mpquic_scenario::sweep::{self, Finished, Order};
 use mpquic_scenario::Experiment;
 
-use crate::exp::{self, RunResult, SweepOptions};
+use crate::exp::{self, Panels, SweepOptions};
+
+pub use mpquic_scenario::sweep::Shard;
 
 /// The commit the simulator was built from (see `build.rs`).
 pub const COMMIT: &str = env!("MPQUIC_SIM_COMMIT");
 
-/// Which share of a sweep's runs to run: shard `index` of `count` (`I/N`, 0 <= I < N).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shard {
-    /// I: this shard, from 0.
-    pub index: usize,
-    /// N: the number of shards.
-    pub count: usize,
-}
-
-impl FromStr for Shard {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Shard, String> {
-        let bad = || format!("`{s}`: a shard is I/N with 0 <= I < N, e.g. 0/4");
-        let (i, n) = s.split_once('/').ok_or_else(bad)?;
-        let (index, count) =
-            (i.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
-        if index >= count {
-            return Err(bad());
-        }
-        Ok(Shard { index, count })
-    }
-}
-
-impl Shard {
-    /// Whether run `k` of the sweep is this shard's.
-    pub fn owns(&self, k: usize) -> bool {
-        k % self.count == self.index
-    }
-
-    /// The partial's file name.
-    fn file_name(&self) -> String {
-        format!("partial-{}-of-{}.cbor", self.index, self.count)
-    }
+/// The partial's file name of `shard`.
+fn file_name(shard: Shard) -> String {
+    format!("partial-{}-of-{}.cbor", shard.index, shard.count)
 }
 
 /// What a partial result is a part of; partials merge only when theirs are equal.
@@ -82,7 +53,7 @@ struct Partial {
     /// I.
     shard: usize,
     /// (run number in the sweep, its result), in sweep order.
-    results: Vec<(usize, RunResult)>,
+    results: Vec<(usize, Finished<Panels>)>,
 }
 
 /// A digest of the experiment as loaded (its scenario, every point's, and the seeds, which a
@@ -105,30 +76,21 @@ pub fn run_shard(
     shard: Shard,
     jobs: usize,
 ) -> Result<PathBuf, String> {
-    let all = exp::runs(e);
-    let mine: Vec<usize> = (0..all.len()).filter(|&k| shard.owns(k)).collect();
-    let ids: Vec<_> = mine.iter().map(|&k| all[k]).collect();
-    eprintln!(
-        "{}: shard {}/{}: {} of {} runs",
-        e.base.name,
-        shard.index,
-        shard.count,
-        ids.len(),
-        all.len()
-    );
-    let results = exp::run_all(e, &ids, jobs)?;
+    let all = sweep::runs(e, Order::Sweep).len();
+    let mine = (0..all).filter(|&k| shard.owns(k)).count();
+    eprintln!("{}: shard {}/{}: {mine} of {all} runs", e.base.name, shard.index, shard.count);
+    let results = sweep::run(&exp::SimBackend, e, &exp::loop_options(e, jobs, Some(shard)))?;
     let origin = Origin {
         file: file.to_owned(),
         fingerprint: fingerprint(e),
         commit: COMMIT.to_owned(),
         options: options.clone(),
         shards: shard.count,
-        runs: all.len(),
+        runs: all,
     };
-    let partial =
-        Partial { origin, shard: shard.index, results: mine.into_iter().zip(results).collect() };
+    let partial = Partial { origin, shard: shard.index, results };
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let path = out.join(shard.file_name());
+    let path = out.join(file_name(shard));
     let f = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     ciborium::into_writer(&partial, std::io::BufWriter::new(f))
         .map_err(|e| format!("{}: {e}", path.display()))?;
@@ -195,7 +157,7 @@ fn mismatch(a: &Origin, b: &Origin) -> Option<String> {
 
 /// The partials' common origin and their results in sweep order, or why they do not make one
 /// whole sweep.
-fn join(partials: Vec<(PathBuf, Partial)>) -> Result<(Origin, Vec<RunResult>), String> {
+fn join(partials: Vec<(PathBuf, Partial)>) -> Result<(Origin, Vec<Finished<Panels>>), String> {
     let (first_path, first) = partials.first().ok_or("no partial results to merge")?;
     let origin = first.origin.clone();
     let mut by_shard: BTreeMap<usize, &Path> = BTreeMap::new();
@@ -223,7 +185,7 @@ fn join(partials: Vec<(PathBuf, Partial)>) -> Result<(Origin, Vec<RunResult>), S
             origin.shards
         ));
     }
-    let mut results: Vec<(usize, RunResult)> =
+    let mut results: Vec<(usize, Finished<Panels>)> =
         partials.into_iter().flat_map(|(_, p)| p.results).collect();
     results.sort_by_key(|(k, _)| *k);
     if results.iter().map(|(k, _)| *k).ne(0..origin.runs) {
@@ -271,16 +233,6 @@ mod tests {
 
     fn partial(shard: usize, origin: Origin) -> (PathBuf, Partial) {
         (format!("p{shard}").into(), Partial { origin, shard, results: vec![] })
-    }
-
-    #[test]
-    fn shards_parse_as_i_of_n() {
-        assert_eq!("1/4".parse::<Shard>(), Ok(Shard { index: 1, count: 4 }));
-        for bad in ["4/4", "1", "a/2", "0/0"] {
-            assert!(bad.parse::<Shard>().is_err(), "{bad}");
-        }
-        let owned: Vec<usize> = (0..7).filter(|&k| Shard { index: 1, count: 3 }.owns(k)).collect();
-        assert_eq!(owned, [1, 4]);
     }
 
     #[test]

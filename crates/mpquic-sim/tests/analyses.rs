@@ -2,7 +2,7 @@
 //! on the simulator's records of short scripted runs of the E3 and E4 files, and the refusal of
 //! an analysis no backend has.
 
-use mpquic_scenario::analyses::{self, Backend, Run};
+use mpquic_scenario::analyses::{self, BackendKind, Run};
 use mpquic_sim::report::Report;
 use mpquic_sim::scenario::{Experiment, Scenario};
 use mpquic_sim::Sim;
@@ -36,7 +36,7 @@ fn analysed(e: &Experiment, point: &str, metrics: &[&str]) -> Vec<f64> {
     let r = Report::new(&mut sim);
     let record = r.record(&sim);
     let run = Run { record: &record, point: &sim.scenario, file: &e.base };
-    let m = analyses::compute(&report, &run, Backend::Sim);
+    let m = analyses::compute(&report, &run, BackendKind::Sim);
     metrics.iter().map(|k| m[*k]).collect()
 }
 

@@ -25,7 +25,7 @@ const RECEIVER_COUNTERS: [&str; 7] = [
 ];
 
 /// A flow instance after its thread returned.
-pub struct FlowOutcome {
+pub struct FinishedFlow {
     pub id: String,
     pub spec: Flow,
     pub paths: Vec<(String, String)>,
@@ -34,7 +34,7 @@ pub struct FlowOutcome {
 
 /// A flow's result from its sender's output and its receiver's samples (a kernel sink's or an
 /// mpquic server's), whose clock starts at `start_ns`.
-pub fn flow_result(o: FlowOutcome, received: &Received, start_ns: u64) -> FlowResult {
+pub fn flow_result(o: FinishedFlow, received: &Received, start_ns: u64) -> FlowResult {
     let mut fr = FlowResult {
         id: o.id,
         kind: o.spec.kind,
@@ -392,12 +392,12 @@ mod tests {
 
     /// An mpquic flow `f0.0` of `bytes` (0: for `for_s` seconds) whose sender exited (`ok`:
     /// before the deadline) printing `report`.
-    fn mpquic_flow(bytes: u64, for_s: f64, ok: bool, report: serde_json::Value) -> FlowOutcome {
+    fn mpquic_flow(bytes: u64, for_s: f64, ok: bool, report: serde_json::Value) -> FinishedFlow {
         let spec = Flow::mpquic_for_tests(bytes, for_s);
         let lines = vec![report.to_string()];
         let res = Ok((lines, "mpquic: shutting down".to_string(), ok, None));
         let run = Launched { started: 1.0, ended: 5.0, res };
-        FlowOutcome { id: "f0.0".into(), spec, paths: vec![], run }
+        FinishedFlow { id: "f0.0".into(), spec, paths: vec![], run }
     }
 
     fn received(series: Vec<(u64, u64)>) -> Received {

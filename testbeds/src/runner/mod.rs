@@ -219,10 +219,10 @@ fn wait_for(
     flows: Vec<launch::StartedFlow>,
     jobs: Vec<launch::StartedJobs>,
     receivers: &mut Receivers,
-) -> (Vec<FlowOutcome>, Vec<JobsResult>) {
-    let outcomes: Vec<FlowOutcome> = flows
+) -> (Vec<FinishedFlow>, Vec<JobsResult>) {
+    let outcomes: Vec<FinishedFlow> = flows
         .into_iter()
-        .map(|f| FlowOutcome {
+        .map(|f| FinishedFlow {
             id: f.id,
             spec: f.spec,
             paths: f.paths,

@@ -225,6 +225,8 @@ pub const CATALOGUE: &[Metric] = &[
         goodput_of_ceiling),
     both("marked_fraction", "marks over packets sent, summed over every monitored link",
         marked_fraction),
+    both("loss_pct", "packets the flows' senders declared lost, % of the packets their paths sent",
+        loss_pct),
 ];
 
 /// A metric both backends measure.
@@ -499,10 +501,18 @@ fn marked_fraction(i: &Input) -> f64 {
     marks as f64 / i.monitored().map(|l| l.sent_packets).sum::<u64>() as f64
 }
 
+/// Lost over sent packets of the flows' paths, %: a loss rate comparable across runs of
+/// different lengths and rates, where `lost` is a count (NaN without paths: kernel flows).
+fn loss_pct(i: &Input) -> f64 {
+    let paths = || i.flows.iter().flat_map(|f| &f.paths);
+    let lost: u64 = paths().map(|p| p.lost_packets).sum();
+    100.0 * lost as f64 / paths().map(|p| p.packets_sent).sum::<u64>() as f64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyses::Backend;
+    use crate::analyses::BackendKind;
 
     /// A path of a flow: `bytes` sent towards `remote`, crossing `link`.
     fn path(remote: &str, link: &str, bytes: u64, close: Option<PathClose>) -> PathOutcome {
@@ -522,7 +532,7 @@ mod tests {
     }
 
     /// A completed sized flow of job `job` (its ACK_FREQUENCY request lost when `lost`).
-    fn flow(name: &str, job: usize, fct_ms: f64, lost: bool, backend: Backend) -> FlowOutcome {
+    fn flow(name: &str, job: usize, fct_ms: f64, lost: bool, backend: BackendKind) -> FlowOutcome {
         FlowOutcome {
             name: name.into(),
             group: Some("g".into()),
@@ -538,7 +548,7 @@ mod tests {
             kind: "mpquic".into(),
             bytes: 1_000_000,
             lost_packets: 3,
-            cpu_s: (backend == Backend::Netns).then_some(0.01),
+            cpu_s: (backend == BackendKind::Netns).then_some(0.01),
             eliminations: 1,
             transfer_fcts_us: vec![fct_ms * 500.0, fct_ms * 500.0],
             paths: vec![
@@ -570,8 +580,8 @@ mod tests {
     }
 
     /// A run as `backend` fills an outcome: every field it measures has a value.
-    fn run(backend: Backend) -> Outcome {
-        let netns = backend == Backend::Netns;
+    fn run(backend: BackendKind) -> Outcome {
+        let netns = backend == BackendKind::Netns;
         let second =
             |pkt_per_s| DelayLineSecond { pkt_per_s, late_p99_us: 40.0, late_max_us: 90.0 };
         Outcome {
@@ -595,7 +605,7 @@ mod tests {
     /// those that say the backend does not measure what they need, which are NaN there.
     #[test]
     fn every_metric_computes_on_each_backend_or_says_why_not() {
-        for backend in [Backend::Sim, Backend::Netns] {
+        for backend in [BackendKind::Sim, BackendKind::Netns] {
             let o = run(backend);
             for m in CATALOGUE {
                 let selector = m.name.starts_with("path_").then_some("a->dst");
@@ -610,8 +620,8 @@ mod tests {
                 let value = (m.compute)(&input);
                 let unmeasured = match m.source {
                     Source::Both => false,
-                    Source::Netns(_) => backend == Backend::Sim,
-                    Source::Sim(_) => backend == Backend::Netns,
+                    Source::Netns(_) => backend == BackendKind::Sim,
+                    Source::Sim(_) => backend == BackendKind::Netns,
                 };
                 match unmeasured {
                     true => assert!(value.is_nan(), "{}: {value} on {}", m.name, backend.name()),
@@ -635,7 +645,7 @@ mod tests {
     /// A few values of the synthetic run worked out by hand.
     #[test]
     fn values_on_the_synthetic_run() {
-        let o = run(Backend::Sim);
+        let o = run(BackendKind::Sim);
         let value = |name: &str, selector: Option<&str>| {
             let flows = o.flows.iter().collect();
             let input =
@@ -653,5 +663,7 @@ mod tests {
             (3.0, 3.0, 0.0)
         );
         assert_eq!(value("marked_fraction", None), 20.0 / 14000.0);
+        // Each flow's three paths lost 2 of 400, 200 and 300 packets.
+        assert_eq!(value("loss_pct", None), 100.0 * 18.0 / 2700.0);
     }
 }

@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 use mpquic_scenario::error::locate;
+use mpquic_scenario::sweep::{self, Order, RunId};
 use mpquic_sim::exp::SweepOptions;
 use mpquic_sim::report::{thread_cpu_time, Perf, Report, Traces};
 use mpquic_sim::scenario::{Experiment, ScenarioError};
@@ -220,23 +221,8 @@ fn run(cli: Cli) -> Result<(), String> {
                         .into(),
                 );
             }
-            let runs: Vec<(String, Scenario)> = e
-                .runs()
-                .map(|(p, s)| {
-                    (
-                        format!(
-                            "{}seed-{}",
-                            if p.labels.is_empty() {
-                                String::new()
-                            } else {
-                                format!("{}/", p.name())
-                            },
-                            s.seed
-                        ),
-                        s,
-                    )
-                })
-                .collect();
+            let runs: Vec<(String, Scenario)> =
+                sweep::runs(&e, Order::Sweep).into_iter().map(|id| detail_run(&e, id)).collect();
             let single = runs.len() == 1;
             for (dir, s) in runs {
                 run_one(s, &if single { out.clone() } else { out.join(dir) }, no_plots)?;
@@ -244,6 +230,15 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+/// A run written in detail: its directory (`<point>/seed-<n>`) and scenario with its seed.
+fn detail_run(e: &Experiment, id: RunId) -> (String, Scenario) {
+    let p = &e.points[id.point];
+    let point = if p.labels.is_empty() { String::new() } else { format!("{}/", p.name()) };
+    let mut s = p.scenario.clone();
+    s.seed = id.seed;
+    (format!("{point}seed-{}", id.seed), s)
 }
 
 fn summarize(r: &Report, perf: &Perf, plots: &[String]) {
