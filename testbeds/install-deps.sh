@@ -14,5 +14,5 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends iproute2 clang llvm libbpf-dev linux-libc-dev procps \
-  iptables iputils-ping >/dev/null
+  iptables iputils-ping gdb >/dev/null
 echo "testbed dependencies installed: $(ip -V), $(clang --version | head -1)"

@@ -84,8 +84,9 @@ pub struct SoakArgs {
     #[arg(long, default_value_t = 10.0)]
     pub rss_tolerance_pct: f64,
     /// At the end, once the server is quiet, have its allocator return its free memory
-    /// (glibc's `malloc_trim(0)`, called through `gdb`) and report the RSS left: memory the
-    /// server still holds, which tells a leak from a heap that keeps freed pages. Needs gdb.
+    /// (glibc's `malloc_trim(0)`, called through `gdb`) and check the RSS left, the memory the
+    /// server still holds, instead of the plain RSS (reported beside it): it tells a leak from
+    /// a heap that keeps freed pages. Needs gdb.
     #[arg(long)]
     pub trim_at_end: bool,
     /// Where soak.md (the table), soak.json and logs/ go; the data lives in <out>/work.

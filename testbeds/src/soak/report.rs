@@ -358,10 +358,11 @@ fn checks(run: &Run) -> Vec<Check> {
     checks
 }
 
-/// With `--trim-at-end`: what the quiet server still holds once its allocator returned its free
-/// pages, against its RSS after warm-up. One-sided: a leak can only hold more, while a heap
-/// that keeps freed pages moves the plain RSS check and not this one.
-fn held_check(warm_kib: u64, trimmed_kib: u64, tol: f64) -> Check {
+/// With `--trim-at-end`, in place of the plain RSS check (`plain`: its numbers, reported): what
+/// the quiet server still holds once its allocator returned its free pages, against its RSS
+/// after warm-up. One-sided: a leak can only hold more, while a heap that keeps freed pages
+/// moves the plain RSS and not this.
+fn held_check(warm_kib: u64, trimmed_kib: u64, tol: f64, plain: &str) -> Check {
     let change = 100.0 * (trimmed_kib as f64 - warm_kib as f64) / warm_kib as f64;
     Check {
         what: "server memory held at the end (RSS after malloc_trim) at most the tolerance above \
@@ -369,7 +370,7 @@ fn held_check(warm_kib: u64, trimmed_kib: u64, tol: f64) -> Check {
         ok: change <= tol,
         detail: format!(
             "{:.1} MiB after warm-up, {:.1} MiB after malloc_trim at the end ({change:+.1}%), \
-             tolerance {tol}%",
+             tolerance {tol}%; plain RSS {plain} (with glibc's kept free pages; not counted)",
             warm_kib as f64 / 1024.0,
             trimmed_kib as f64 / 1024.0
         ),
@@ -397,13 +398,20 @@ fn memory_checks(run: &Run) -> Vec<Check> {
     };
     let idle = run.samples.idle.fds;
     let fds_end = end.map_or(usize::MAX, |s| s.fds);
-    let held = warm.zip(run.samples.trimmed_rss_kib).map(|(w, t)| held_check(w, t, tol));
-    let mut checks = vec![
-        Check {
-            what: "server RSS at the end within the tolerance of its level after warm-up (last instance)",
-            ok: rss.0,
-            detail: format!("{}, tolerance {tol}%", rss.1),
-        },
+    let plain = Check {
+        what:
+            "server RSS at the end within the tolerance of its level after warm-up (last instance)",
+        ok: rss.0,
+        detail: format!("{}, tolerance {tol}%", rss.1),
+    };
+    // With `--trim-at-end` the held memory decides: the plain RSS counts the free pages glibc
+    // keeps after a busy spell (21 of 54 MiB in a 30-minute run), which no leak check wants.
+    let memory = match warm.zip(run.samples.trimmed_rss_kib) {
+        Some((w, t)) => held_check(w, t, tol, &rss.1),
+        None => plain,
+    };
+    let checks = vec![
+        memory,
         Check {
             what: "server's open fds back to idle once quiet (last instance)",
             ok: fds_end <= idle,
@@ -419,7 +427,6 @@ fn memory_checks(run: &Run) -> Vec<Check> {
             ),
         },
     ];
-    checks.extend(held);
     checks
 }
 
@@ -499,9 +506,9 @@ mod tests {
     fn memory_held_after_trim_is_checked_one_sided() {
         // 40 MiB after warm-up; 10% allows up to 44 MiB held at the end.
         let warm = 40 * 1024;
-        assert!(held_check(warm, 44 * 1024, 10.0).ok);
-        assert!(!held_check(warm, 45 * 1024, 10.0).ok, "a leak holds more than the tolerance");
-        assert!(held_check(warm, 20 * 1024, 10.0).ok, "returning memory is not a leak");
-        assert!(held_check(warm, 45 * 1024, 10.0).detail.contains("+12.5%"));
+        assert!(held_check(warm, 44 * 1024, 10.0, "").ok);
+        assert!(!held_check(warm, 45 * 1024, 10.0, "").ok, "a leak holds more than the tolerance");
+        assert!(held_check(warm, 20 * 1024, 10.0, "").ok, "returning memory is not a leak");
+        assert!(held_check(warm, 45 * 1024, 10.0, "").detail.contains("+12.5%"));
     }
 }
