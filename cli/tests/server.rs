@@ -470,18 +470,29 @@ fn a_hostile_client_cannot_crash_the_server() {
     let huge = stranger.ask(&conn, &header(b'G', &[b'a'; 300], None), true).unwrap_err();
     assert!(huge.contains("file name too long"), "{huge}");
     // Two uploads that never send their data hold the two transfer slots: a third is refused.
-    let holders: Vec<_> = (0..2)
-        .map(|_| {
-            let (mut send, recv) = stranger.runtime.block_on(conn.open_bi()).unwrap();
-            stranger.runtime.block_on(send.write_all(&header(b'P', b"h", Some(u64::MAX)))).unwrap();
-            (send, recv)
-        })
-        .collect();
-    // The holders take their slots when the server has read their headers, in its own time:
-    // ask until a third upload is refused as busy (deadline 20 s). A third that still finds a
+    // The server takes a request's slot when it has read its header, in its own time and order,
+    // so a probe can hold a slot at the moment a holder's header is read, and that holder is
+    // refused as busy. Until a probe is refused: replace any holder the server has answered (an
+    // endless upload is only ever answered with a refusal), then probe. A probe that finds a
     // slot free ends at once (its stream ends before the byte it announced), freeing it.
+    let hold = || {
+        let (mut send, recv) = stranger.runtime.block_on(conn.open_bi()).unwrap();
+        stranger.runtime.block_on(send.write_all(&header(b'P', b"h", Some(u64::MAX)))).unwrap();
+        (send, recv)
+    };
+    let answered = |recv: &mut noq::RecvStream| {
+        let mut byte = [0u8; 1];
+        let look = tokio::time::timeout(Duration::from_millis(5), recv.read(&mut byte));
+        stranger.runtime.block_on(look).is_ok()
+    };
+    let mut holders: Vec<_> = (0..2).map(|_| hold()).collect();
     let deadline = Instant::now() + Duration::from_secs(20);
     let busy = loop {
+        for holder in &mut holders {
+            if answered(&mut holder.1) {
+                *holder = hold();
+            }
+        }
         let reply = stranger.ask(&conn, &header(b'P', b"y", Some(1)), true).unwrap_err();
         if reply.contains("server busy") || Instant::now() > deadline {
             break reply;

@@ -38,14 +38,24 @@ fn a_dual_queue_classifies_by_ecn_and_marks_each_queue_its_way() {
     let (l_packets, l_marks, l_step) =
         (f(d, &["l_packets"]), f(d, &["l_marks"]), f(d, &["l_step_marks"]));
     let (c_marks, c_drops) = (f(d, &["c_marks"]), f(d, &["c_drops"]));
-    println!("marker {m}\nreceiver {rx}\nL {}\nC {}", link["l_sojourn_us"], link["c_sojourn_us"]);
+    // What the run measured, in every failure's message: a CI log may keep only the panic line.
+    let seen = format!(
+        "\nmarker {m}\nreceiver {rx}\nL {}\nC {}\nflows {}",
+        link["l_sojourn_us"], link["c_sojourn_us"], rep["flows"]
+    );
+    println!("{seen}");
 
     // Both flows ran and neither starved the other out of the link.
     let flows = rep["flows"].as_array().unwrap();
-    assert_eq!(flows.len(), 2);
+    assert_eq!(flows.len(), 2, "{seen}");
     for fl in flows {
-        assert_eq!(fl["completed"], true, "{}: {}", fl["cc"], fl["error"]);
-        assert!(f(fl, &["goodput_mbps"]) > 5.0, "{} starved: {}", fl["cc"], fl["goodput_mbps"]);
+        assert_eq!(fl["completed"], true, "{}: {}{seen}", fl["cc"], fl["error"]);
+        assert!(
+            f(fl, &["goodput_mbps"]) > 5.0,
+            "{} starved: {}{seen}",
+            fl["cc"],
+            fl["goodput_mbps"]
+        );
     }
 
     // Classification by the ECN field, packet for packet: an L packet arrives as ECT(1) or, if
@@ -53,26 +63,29 @@ fn a_dual_queue_classifies_by_ecn_and_marks_each_queue_its_way() {
     // but a few handshake-time packets, so the other counts pin it.
     let (ect1, ect0, ce) =
         (f(rx, &["IpExt.InECT1Pkts"]), f(rx, &["IpExt.InECT0Pkts"]), f(rx, &["IpExt.InCEPkts"]));
-    assert!(ect1 > 1000.0 && ect0 > 1000.0, "both codepoints on the wire: {rx}");
+    assert!(ect1 > 1000.0 && ect0 > 1000.0, "both codepoints on the wire: {rx}{seen}");
     // The FIFOs' drops (none expected: 400 packets of buffer) are the only other way out.
     let slack = 10.0 + f(link, &["qdisc_drops"]);
     let misclassified = (l_packets - (ect1 + l_marks)).abs();
-    assert!(misclassified <= slack, "L packets {l_packets} vs ECT(1) {ect1} + L marks {l_marks}");
+    assert!(
+        misclassified <= slack,
+        "L packets {l_packets} vs ECT(1) {ect1} + L marks {l_marks}{seen}"
+    );
     let classic = f(m, &["packets"]) - l_packets;
     let misclassified = (classic - (ect0 + c_marks + c_drops)).abs();
-    assert!(misclassified <= slack, "classic {classic} vs ECT(0) {ect0} + C marks {c_marks}");
+    assert!(misclassified <= slack, "classic {classic} vs ECT(0) {ect0} + C marks {c_marks}{seen}");
     // The marks arrived as CE (issue 39's CE-accuracy bound, 1%: a marked packet the FIFO then
     // drops is counted by the marker only).
     let marks = f(m, &["marks"]);
-    assert!((ce - marks).abs() <= 0.01 * marks, "receiver CE {ce} vs marker marks {marks}");
-    assert_eq!(f(m, &["marks"]), l_marks + c_marks);
+    assert!((ce - marks).abs() <= 0.01 * marks, "receiver CE {ce} vs marker marks {marks}{seen}");
+    assert_eq!(f(m, &["marks"]), l_marks + c_marks, "{seen}");
 
     // Marking: the L queue's step and its coupled probability both fired; PI2 marked classic
     // ECT(0) packets and dropped none (nothing classic is not-ECT).
-    assert!(l_step > 0.0, "no step marks in L");
-    assert!(l_marks > l_step, "no coupled (2 p') marks in L: {l_marks} all by the step");
-    assert!(c_marks > 0.0, "PI2 never marked a classic packet");
-    assert_eq!(c_drops, 0.0);
+    assert!(l_step > 0.0, "no step marks in L{seen}");
+    assert!(l_marks > l_step, "no coupled (2 p') marks in L: {l_marks} all by the step{seen}");
+    assert!(c_marks > 0.0, "PI2 never marked a classic packet{seen}");
+    assert_eq!(c_drops, 0.0, "PI2 dropped classic packets{seen}");
 
     // Delay: the typical L packet left under the 1 ms step, the L tail under the classic
     // median, the classic queue near PI2's 15 ms. The L tail's absolute size is the Prague
@@ -80,11 +93,14 @@ fn a_dual_queue_classifies_by_ecn_and_marks_each_queue_its_way() {
     // 15, where an unloaded run has 2-3 ms), so it is bounded by the classic queue, not in ms.
     let (l_p50, l_p99) = (f(link, &["l_sojourn_us", "median"]), f(link, &["l_sojourn_us", "p99"]));
     let c_p50 = f(link, &["c_sojourn_us", "median"]);
-    assert!(l_p50 < 1000.0, "L sojourn median {l_p50} us: the step at 1 ms does not hold it");
-    assert!(l_p99 < c_p50, "L p99 {l_p99} us not below the classic median {c_p50} us");
-    assert!((3000.0..=30_000.0).contains(&c_p50), "classic median {c_p50} us, target 15000");
+    assert!(l_p50 < 1000.0, "L sojourn median {l_p50} us: the step at 1 ms does not hold it{seen}");
+    assert!(l_p99 < c_p50, "L p99 {l_p99} us not below the classic median {c_p50} us{seen}");
+    assert!((3000.0..=30_000.0).contains(&c_p50), "classic median {c_p50} us, target 15000{seen}");
     // The sojourn distribution counts every packet L sent (but those before the first sample
     // and any the FIFO dropped).
     let n = f(link, &["l_sojourn_us", "n"]);
-    assert!((n - l_packets).abs() <= 0.01 * l_packets, "L sojourns {n} vs L packets {l_packets}");
+    assert!(
+        (n - l_packets).abs() <= 0.01 * l_packets,
+        "L sojourns {n} vs L packets {l_packets}{seen}"
+    );
 }
