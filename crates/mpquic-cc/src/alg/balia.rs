@@ -19,10 +19,17 @@
 //! Readings:
 //! - **(reading)** ECN marks are a congestion signal like a loss, once per round (the core's
 //!   gate), as for LIA, and cut by equation (15) too.
-//! - **(reading)** Persistent congestion (RFC 9002 section 7.6) is outside the paper: the window
-//!   collapses to `cwnd_min` and the threshold falls to `w / 2` (the core's common ground), not
-//!   to equation (15)'s `w - (w / 2) min(alpha, 1.5)`, so a slow path restarts from the same
-//!   threshold as the best one.
+//! - **(deviation)** Persistent congestion (RFC 9002 section 7.6) is outside the paper: the
+//!   window collapses to `cwnd_min` and the threshold falls to `w / 2` (the core's common
+//!   ground). Linux's `mptcp_balia.c` answers a retransmission timeout with its `ssthresh` hook,
+//!   equation (15)'s `w - (w / 2) min(alpha, 1.5)`, and RFC 9002's pseudocode collapses the
+//!   window after the controller's own loss response has set the threshold, so both would give
+//!   equation (15)'s threshold. The effect: a path below the best rate restarts slow start
+//!   towards `w / 2` instead of `w (1 - min(alpha, 1.5) / 2)`, at `alpha >= 1.5` twice the
+//!   kernel's threshold, and so takes back its old rate sooner than BALIA's balance would let
+//!   it; the best path (`alpha = 1`) is unchanged. Persistent congestion is rare (every packet
+//!   lost over about three PTOs). Pinned by
+//!   `persistent_congestion_collapses_to_the_floor_with_half_the_window_as_threshold`.
 //! - **(reading)** A path without an RTT sample has no rate and no `alpha`; it cuts by half, as
 //!   Linux's `mptcp_balia.c` falls back to Reno when it cannot compute the rates.
 //! - The float arithmetic replaces the kernel's integer scaling of `alpha` and the rates.
@@ -176,7 +183,8 @@ mod tests {
     }
 
     /// Persistent congestion: the window to `cwnd_min`, the threshold to half the window,
-    /// whatever the path's alpha (a reading: the paper has no such event).
+    /// whatever the path's alpha (a deviation, see the module docs: the kernel's threshold after
+    /// a timeout is equation (15)'s, 3000 bytes here).
     #[test]
     fn persistent_congestion_collapses_to_the_floor_with_half_the_window_as_threshold() {
         let mut d = two_paths();

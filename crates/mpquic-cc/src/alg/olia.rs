@@ -22,12 +22,21 @@
 //! - **(reading)** A "loss" of the paper is any congestion reaction that passed the core's
 //!   once-per-round gate, ECN or loss, as for LIA: one per round at most.
 //! - **(reading)** `B` maximises `l_r / rtt_r^2`, as the CoNEXT paper and Linux's
-//!   `mptcp_olia.c` do; draft-khalili-mptcp-congestion-control writes `l_r^2 / rtt_r`, but its
+//!   `mptcp_olia.c` (`mptcp_get_epsilon`: `l * best_rtt^2 >= best_l * rtt^2`) do.
+//!   draft-khalili-mptcp-congestion-control-05 defines `best_paths` by `l_r^2 / rtt_r`, but its
 //!   own rationale (a regular TCP's rate goes as `sqrt(l) / rtt`, so its square as `l / rtt^2`)
-//!   agrees with the code here.
+//!   agrees with the paper and the kernel: `l^2 / rtt` would rank paths by their loss interval
+//!   far more than by their RTT (path 2 of `the_best_path_is_judged_by_l_over_rtt_squared`, twice
+//!   the interval at 1.5 times the RTT, would be the best path).
 //! - **(reading)** `P`, `B` and `M` range over the active paths with an RTT sample (the others
-//!   have no rate), so `n = |P|` counts only those; Linux counts the established subflows,
-//!   which differs only while a new path waits for its first RTT sample.
+//!   have no rate), so `n = |P|` counts only those. The draft's `number_of_paths` is every path;
+//!   the kernel takes its sets over the subflows with an RTT sample and `n` from the established
+//!   ones, nearly the same set, since a TCP subflow is measured by its handshake. A QUIC path
+//!   is first measured when a packet sent on it is acknowledged, so for about its first RTT a new
+//!   path is left out of `n` here: the other paths' `alpha` are `(n + 1) / n` times the kernel's
+//!   (3/2 as a third path joins two), and window moves that much faster to the best path for that
+//!   round trip (the new path itself is in slow start, where `alpha` plays no part).
+//!   `n_counts_only_the_paths_with_an_rtt_sample` pins it.
 //! - **(reading)** `M` is judged in whole packets (`floor(w / MSS)`), as the paper's and the
 //!   kernel's packet-counting windows are: byte windows almost never tie exactly, and a path a
 //!   fraction of a packet below the largest window is as much "the largest" as in the kernel.
@@ -37,7 +46,17 @@
 //! - The sets are evaluated per ACK, an O(paths) scan, as the kernel does; the first term uses
 //!   the core's cached `sum(w / rtt)`.
 //! - A negative increase (`alpha < 0` on a path of `M`) shrinks the window, never below
-//!   `cwnd_min`.
+//!   `cwnd_min` (the kernel's floor is one packet). With ACKs of at most one MSS the floor is
+//!   never reached: `alpha` is negative only while the path has more whole packets than a best
+//!   path, which has at least the `m` packets of `cwnd_min`, so the window is at least one packet
+//!   above the floor when an ACK arrives, and an ACK of `bytes` takes at most
+//!   `bytes / (2 (m + 1))` from it (`n >= 2`, `w >= (m + 1) MSS`). Only an ACK event reporting
+//!   `2 (m + 1)` packets' bytes or more can reach the floor
+//!   (`a_negative_increase_stops_at_cwnd_min`).
+//! - Persistent congestion (RFC 9002 section 7.6, outside the paper and the draft) is the core's
+//!   common ground: window to `cwnd_min`, threshold to `w / 2`, as the kernel's Reno `ssthresh`
+//!   on a retransmission timeout. It is a reaction like any other for `l`: the interval before
+//!   it becomes `l1` (`persistent_congestion_collapses_the_window_and_shifts_l`).
 
 use crate::coupled::{standard_congestion, Algorithm, Core, Coupling, PathState, Slot};
 use crate::{ControllerKind, ReductionCause};
@@ -248,6 +267,66 @@ mod tests {
         d.round(1, 10, 0);
         assert_eq!(super::inter_loss(d.state(1)), 30_000);
         assert_eq!((alpha_of(&d, 1), alpha_of(&d, 2)), (1.0 / 3.0, 0.0), "l2 above every l");
+    }
+
+    /// A path joins the three of `alpha_moves_window_from_the_largest_to_the_best_path` and has
+    /// no RTT sample yet: `n` stays 3 and the new path has no `alpha`. Once measured (a window of
+    /// 10 packets, no loss yet: neither in `M` nor in `B`) it counts, and `n = 4`.
+    #[test]
+    fn n_counts_only_the_paths_with_an_rtt_sample() {
+        let mut d = three_paths_after_one_loss_each();
+        for (id, w) in [(0, 24_000), (1, 12_000), (2, 12_000)] {
+            d.force_window(id, w);
+        }
+        d.add_path(3);
+        assert_eq!(d.state(3).srtt(), 0.0);
+        assert_eq!([0, 2, 3].map(|id| alpha_of(&d, id)), [-1.0 / 3.0, 1.0 / 3.0, 0.0]);
+        d.force_window(3, 12_000);
+        assert_eq!([0, 2, 3].map(|id| alpha_of(&d, id)), [-1.0 / 4.0, 1.0 / 4.0, 0.0]);
+    }
+
+    /// Path 0 (3 packets, 100 us) is `M`; path 1 (2 packets, 50 us, the same `l`) is `B`, so
+    /// path 0's `alpha` is -1/2. One ACK event reporting 18 packets' bytes on path 0 would take
+    /// it below `cwnd_min` (2 packets); the window stops there.
+    #[test]
+    fn a_negative_increase_stops_at_cwnd_min() {
+        let mut d = Driver::with(Coupled::new(Olia));
+        for id in [0, 1] {
+            d.add_path(id);
+            d.round(id, 10, 0);
+            d.send(id, 1);
+            d.lose(id, 1);
+        }
+        d.set_rtt(1, Duration::from_micros(50));
+        d.force_window(0, 3_600);
+        d.force_window(1, 2_400);
+        assert_eq!((alpha_of(&d, 0), alpha_of(&d, 1)), (-0.5, 0.5));
+        let all = [(3_600.0, 100e-6), (2_400.0, 50e-6)];
+        let unfloored = 3_600.0 + 18.0 * expected_increase(3_600.0, 100e-6, &all, -0.5);
+        assert!(unfloored > 0.0 && unfloored < d.state(0).cwnd_min(), "{unfloored}");
+        d.send(0, 1);
+        d.ack_bytes(0, 18 * 1200);
+        assert_eq!(d.cwnd(0), d.state(0).cwnd_min());
+    }
+
+    /// Persistent congestion: the window to `cwnd_min`, the threshold to half the window (slow
+    /// start again), and `l` shifts as on any reaction: the 12000 bytes acknowledged since the
+    /// path's start become `l1`.
+    #[test]
+    fn persistent_congestion_collapses_the_window_and_shifts_l() {
+        let mut d = Driver::with(Coupled::new(Olia));
+        d.add_path(0);
+        d.force_window(0, 24_000);
+        d.round(0, 10, 0);
+        let w = d.cwnd(0);
+        d.send(0, 2);
+        let pn = d.state(0).sent_packets() - 1;
+        d.lose_pn(0, pn, true);
+        assert_eq!(d.cwnd(0), d.state(0).cwnd_min());
+        assert_eq!(d.state(0).ssthresh(), w / 2.0);
+        assert!(d.state(0).in_slow_start());
+        assert_eq!(d.state(0).ext().between, 12_000);
+        assert_eq!(super::inter_loss(d.state(0)), 12_000);
     }
 
     #[test]
