@@ -19,17 +19,14 @@
 //! Readings:
 //! - **(reading)** ECN marks are a congestion signal like a loss, once per round (the core's
 //!   gate), as for LIA, and cut by equation (15) too.
-//! - **(deviation)** Persistent congestion (RFC 9002 section 7.6) is outside the paper: the
-//!   window collapses to `cwnd_min` and the threshold falls to `w / 2` (the core's common
-//!   ground). Linux's `mptcp_balia.c` answers a retransmission timeout with its `ssthresh` hook,
-//!   equation (15)'s `w - (w / 2) min(alpha, 1.5)`, and RFC 9002's pseudocode collapses the
-//!   window after the controller's own loss response has set the threshold, so both would give
-//!   equation (15)'s threshold. The effect: a path below the best rate restarts slow start
-//!   towards `w / 2` instead of `w (1 - min(alpha, 1.5) / 2)`, at `alpha >= 1.5` twice the
-//!   kernel's threshold, and so takes back its old rate sooner than BALIA's balance would let
-//!   it; the best path (`alpha = 1`) is unchanged. Persistent congestion is rare (every packet
-//!   lost over about three PTOs). Pinned by
-//!   `persistent_congestion_collapses_to_the_floor_with_half_the_window_as_threshold`.
+//! - **(reading)** Persistent congestion (RFC 9002 section 7.6) is outside the paper: the
+//!   window collapses to `cwnd_min` and the threshold falls to equation (15)'s
+//!   `w - (w / 2) min(alpha, 1.5)`. Linux's `mptcp_balia.c` answers a retransmission timeout
+//!   with its `ssthresh` hook, equation (15), and RFC 9002's pseudocode collapses the window after
+//!   the controller's own loss response has set the threshold; both give this threshold. (Until
+//!   issue 43's audit it was the core's common `w / 2`, which let a path at `alpha >= 1.5`
+//!   restart slow start towards twice the kernel's threshold.) Pinned by
+//!   `persistent_congestion_collapses_to_the_floor_with_equation_15_as_threshold`.
 //! - **(reading)** A path without an RTT sample has no rate and no `alpha`; it cuts by half, as
 //!   Linux's `mptcp_balia.c` falls back to Reno when it cannot compute the rates.
 //! - The float arithmetic replaces the kernel's integer scaling of `alpha` and the rates.
@@ -81,11 +78,19 @@ impl Algorithm for Balia {
     }
 
     fn on_congestion(&mut self, core: &mut Core<()>, s: Slot, cause: ReductionCause) {
-        if cause != ReductionCause::Loss {
-            return standard_congestion(self, core, s, cause);
+        let floor = core.path(s).cwnd_min();
+        match cause {
+            ReductionCause::Loss => {
+                let target = cut(core, s).max(floor);
+                core.reduce(s, target, target, cause);
+            }
+            // The window collapses after the loss response has set the threshold (RFC 9002's
+            // order), so the threshold is equation (15)'s, as Linux's BALIA sets on a timeout.
+            ReductionCause::PersistentCongestion => {
+                core.reduce(s, floor, cut(core, s).max(floor), cause);
+            }
+            _ => standard_congestion(self, core, s, cause),
         }
-        let target = cut(core, s).max(core.path(s).cwnd_min());
-        core.reduce(s, target, target, cause);
     }
 }
 
@@ -182,16 +187,21 @@ mod tests {
         assert_eq!(d.state(1).ssthresh(), 12_000.0 * 0.25);
     }
 
-    /// Persistent congestion: the window to `cwnd_min`, the threshold to half the window,
-    /// whatever the path's alpha (a deviation, see the module docs: the kernel's threshold after
-    /// a timeout is equation (15)'s, 3000 bytes here).
+    /// Persistent congestion: the window to `cwnd_min`, the threshold to equation (15)'s cut,
+    /// `w (1 - min(alpha, 1.5) / 2)`: a quarter of the window for path 1 (`alpha = 6`), half of
+    /// it for the best path.
     #[test]
-    fn persistent_congestion_collapses_to_the_floor_with_half_the_window_as_threshold() {
+    fn persistent_congestion_collapses_to_the_floor_with_equation_15_as_threshold() {
         let mut d = two_paths();
         d.send(1, 2);
         let pn = d.state(1).sent_packets() - 1;
         d.lose_pn(1, pn, true);
         assert_eq!(d.cwnd(1), d.state(1).cwnd_min());
-        assert_eq!(d.state(1).ssthresh(), 6_000.0);
+        assert_eq!(d.state(1).ssthresh(), 12_000.0 * 0.25);
+        d.send(0, 2);
+        let pn = d.state(0).sent_packets() - 1;
+        d.lose_pn(0, pn, true);
+        assert_eq!(d.cwnd(0), d.state(0).cwnd_min());
+        assert_eq!(d.state(0).ssthresh(), 24_000.0 * 0.5);
     }
 }
