@@ -19,7 +19,9 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// Every `experiment.json` (or `.json.gz`) under `dir`, build and VCS folders left out.
+/// Every `experiment.json` (or `.json.gz`) under `dir`, build and VCS folders left out. Where
+/// both are present the `.gz` is the committed one: an `experiment.json` beside it is a local
+/// copy (`gzip -k` keeps it), which may predate the committed file and its tables.
 fn find(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for entry in entries.flatten() {
@@ -27,7 +29,9 @@ fn find(dir: &Path, out: &mut Vec<PathBuf>) {
         let name = entry.file_name();
         if path.is_dir() && !matches!(name.to_str(), Some("target" | ".git" | "node_modules")) {
             find(&path, out);
-        } else if name == "experiment.json" || name == "experiment.json.gz" {
+        } else if name == "experiment.json.gz"
+            || (name == "experiment.json" && !path.with_extension("json.gz").exists())
+        {
             out.push(path);
         }
     }
