@@ -116,6 +116,21 @@ fn cc_help() -> String {
     )
 }
 
+/// The help of `--scheduler`: the built-ins' names (`Scheduler::ALL`) and the registered ones.
+fn scheduler_help() -> String {
+    let builtin = Scheduler::ALL.iter().map(Scheduler::name);
+    let names: Vec<&str> = builtin.chain(mpquic::registered_schedulers()).collect();
+    format!(
+        "Packet scheduler: {} [default: {}; for `demo`, round-robin, since loopback never fills \
+         path 0]. `{}` is the stack's order (the lowest path id with room first); `{}` is earliest \
+         completion first, for paths of different RTTs.",
+        names.join(", "),
+        Scheduler::default().name(),
+        Scheduler::Stack.name(),
+        Scheduler::Ecf.name(),
+    )
+}
+
 /// How the connection behaves: controller, scheduler, ECN precision, qlog.
 #[derive(Args, Debug, Clone)]
 pub struct TransportArgs {
@@ -125,10 +140,8 @@ pub struct TransportArgs {
     /// Controller parameter as key=value (repeatable), e.g. --cc-param beta=4.
     #[arg(long = "cc-param", value_name = "KEY=VALUE")]
     pub cc_params: Vec<String>,
-    /// Packet scheduler: stack (lowest path id with room first), lowest-rtt, round-robin, ecf
-    /// (earliest completion first, for paths of different RTTs) or a registered name
-    /// [default: stack; for `demo`, round-robin, since loopback never fills path 0].
-    #[arg(long)]
+    /// Packet scheduler (the help lists every name: [`scheduler_help`]).
+    #[arg(long, help = scheduler_help())]
     pub scheduler: Option<Scheduler>,
     /// ACK shaping for ECN: auto (GSO batches, the stack's ACK frequency; the controller gets the
     /// exact CE counts of every ACK frame either way) or per-packet (GSO off, an ACK per packet:

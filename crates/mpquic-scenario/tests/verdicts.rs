@@ -3,9 +3,10 @@
 //! `docs/results/verdicts.toml` lists the verdicts that rest on cells with a 95% interval of
 //! the median (6 runs or more; [`mpquic_stats::Sorted::median_interval`]): for each, the
 //! RESULTS.md row, its word, the committed `experiment.json` and the tests the claim needs, each
-//! a cell's interval against a bound. A test *supports* the claim when the interval lies wholly
-//! on the claimed side, *contradicts* it when it lies wholly on the other, and *overlaps*
-//! otherwise. The word follows:
+//! a cell's interval against a bound or against another cell's interval. A test *supports* the
+//! claim when the interval lies wholly on the claimed side (of the bound, or of the other
+//! interval), *contradicts* it when it lies wholly on the other, and *overlaps* otherwise. The
+//! word follows:
 //!
 //! - any test overlaps: **inconclusive** (these intervals cannot decide it);
 //! - every test supports: **holds**; every test contradicts: **does not hold**;
@@ -36,8 +37,11 @@ struct Verdict {
     test: Vec<CellTest>,
 }
 
-/// A cell's interval against a bound: `above`, `below`, or `within = [lo, hi]`.
-#[derive(Debug, Deserialize)]
+/// A cell's interval against a bound (`above`, `below`, or `within = [lo, hi]`), or against
+/// the interval of the same metric at another point (`above_point`, `below_point`: a claim
+/// that one controller's cell is larger than another's).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct CellTest {
     /// The sweep point: its axis values, `axis=value` joined by commas, as the summary labels it.
     point: String,
@@ -45,6 +49,20 @@ struct CellTest {
     above: Option<f64>,
     below: Option<f64>,
     within: Option<[f64; 2]>,
+    above_point: Option<String>,
+    below_point: Option<String>,
+}
+
+/// What a test claims of its cell's interval, with any other cell's interval read.
+#[derive(Debug, Clone, Copy)]
+enum Claim {
+    Above(f64),
+    Below(f64),
+    Within(f64, f64),
+    /// Above the interval `(lo, hi)` of another cell: it supports when the two separate with
+    /// this one higher, contradicts when they separate the other way.
+    AboveCell(f64, f64),
+    BelowCell(f64, f64),
 }
 
 #[derive(Debug, PartialEq)]
@@ -55,19 +73,46 @@ enum Outcome {
 }
 
 impl CellTest {
-    /// Where the interval `(lo, hi)` lies against the bound.
-    fn outcome(&self, (lo, hi): (f64, f64)) -> Outcome {
-        let (supports, contradicts) = match (self.above, self.below, self.within) {
-            (Some(b), None, None) => (lo > b, hi <= b),
-            (None, Some(b), None) => (hi < b, lo >= b),
-            (None, None, Some([a, b])) => (lo >= a && hi <= b, hi < a || lo > b),
-            _ => panic!("{self:?}: give one of above, below, within"),
+    /// The claim, reading the other cell's interval from `r` where the test names one.
+    fn claim(&self, r: &ExperimentResults) -> Result<Claim, String> {
+        let other = |point: &String| {
+            let t = CellTest {
+                point: point.clone(),
+                metric: self.metric.clone(),
+                ..Default::default()
+            };
+            interval(r, &t)
         };
-        match (supports, contradicts) {
-            (true, _) => Outcome::Supports,
-            (_, true) => Outcome::Contradicts,
-            _ => Outcome::Overlaps,
+        let claims = [
+            self.above.map(|b| Ok(Claim::Above(b))),
+            self.below.map(|b| Ok(Claim::Below(b))),
+            self.within.map(|[a, b]| Ok(Claim::Within(a, b))),
+            self.above_point.as_ref().map(|p| other(p).map(|(a, b)| Claim::AboveCell(a, b))),
+            self.below_point.as_ref().map(|p| other(p).map(|(a, b)| Claim::BelowCell(a, b))),
+        ];
+        let mut given = claims.into_iter().flatten();
+        match (given.next(), given.next()) {
+            (Some(claim), None) => claim,
+            _ => {
+                Err(format!("{self:?}: give one of above, below, within, above_point, below_point"))
+            }
         }
+    }
+}
+
+/// Where the interval `(lo, hi)` lies against the claim.
+fn outcome(claim: Claim, (lo, hi): (f64, f64)) -> Outcome {
+    let (supports, contradicts) = match claim {
+        Claim::Above(b) => (lo > b, hi <= b),
+        Claim::Below(b) => (hi < b, lo >= b),
+        Claim::Within(a, b) => (lo >= a && hi <= b, hi < a || lo > b),
+        Claim::AboveCell(a, b) => (lo > b, hi < a),
+        Claim::BelowCell(a, b) => (hi < a, lo > b),
+    };
+    match (supports, contradicts) {
+        (true, _) => Outcome::Supports,
+        (_, true) => Outcome::Contradicts,
+        _ => Outcome::Overlaps,
     }
 }
 
@@ -104,20 +149,17 @@ fn interval(r: &ExperimentResults, t: &CellTest) -> Result<(f64, f64), String> {
 
 #[test]
 fn the_word_rule_reads_the_intervals() {
-    let t = |above| CellTest {
-        point: String::new(),
-        metric: String::new(),
-        above,
-        below: None,
-        within: None,
-    };
-    assert_eq!(t(Some(1.0)).outcome((1.2, 1.5)), Outcome::Supports);
-    assert_eq!(t(Some(1.0)).outcome((0.7, 1.0)), Outcome::Contradicts);
-    assert_eq!(t(Some(1.0)).outcome((0.9, 1.1)), Outcome::Overlaps);
-    let band = CellTest { within: Some([0.9, 1.1]), above: None, ..t(None) };
-    assert_eq!(band.outcome((0.95, 1.05)), Outcome::Supports);
-    assert_eq!(band.outcome((0.8, 0.85)), Outcome::Contradicts);
-    assert_eq!(band.outcome((0.85, 0.95)), Outcome::Overlaps);
+    use Claim::*;
+    assert_eq!(outcome(Above(1.0), (1.2, 1.5)), Outcome::Supports);
+    assert_eq!(outcome(Above(1.0), (0.7, 1.0)), Outcome::Contradicts);
+    assert_eq!(outcome(Above(1.0), (0.9, 1.1)), Outcome::Overlaps);
+    assert_eq!(outcome(Within(0.9, 1.1), (0.95, 1.05)), Outcome::Supports);
+    assert_eq!(outcome(Within(0.9, 1.1), (0.8, 0.85)), Outcome::Contradicts);
+    assert_eq!(outcome(Within(0.9, 1.1), (0.85, 0.95)), Outcome::Overlaps);
+    assert_eq!(outcome(AboveCell(0.7, 0.8), (0.9, 1.0)), Outcome::Supports);
+    assert_eq!(outcome(AboveCell(0.9, 1.0), (0.7, 0.8)), Outcome::Contradicts);
+    assert_eq!(outcome(AboveCell(0.75, 0.95), (0.9, 1.0)), Outcome::Overlaps);
+    assert_eq!(outcome(BelowCell(0.9, 1.0), (0.7, 0.8)), Outcome::Supports);
     use Outcome::*;
     assert_eq!(word(&[Supports, Supports]), "holds");
     assert_eq!(word(&[Supports, Contradicts]), "holds partly");
@@ -134,7 +176,7 @@ fn results_verdict_words_agree_with_the_intervals_they_cite() {
     for v in &verdicts.verdict {
         let r = ExperimentResults::read(&root().join(&v.file)).unwrap_or_else(|e| panic!("{e}"));
         let outcomes: Result<Vec<Outcome>, String> =
-            v.test.iter().map(|t| Ok(t.outcome(interval(&r, t)?))).collect();
+            v.test.iter().map(|t| Ok(outcome(t.claim(&r)?, interval(&r, t)?))).collect();
         let got = match outcomes {
             Ok(o) => word(&o),
             Err(e) => panic!("{}: {e}", v.row),
