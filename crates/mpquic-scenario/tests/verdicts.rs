@@ -40,7 +40,7 @@ struct Verdict {
 /// A cell's interval against a bound (`above`, `below`, or `within = [lo, hi]`), or against
 /// the interval of the same metric at another point (`above_point`, `below_point`: a claim
 /// that one controller's cell is larger than another's).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CellTest {
     /// The sweep point: its axis values, `axis=value` joined by commas, as the summary labels it.
@@ -75,14 +75,7 @@ enum Outcome {
 impl CellTest {
     /// The claim, reading the other cell's interval from `r` where the test names one.
     fn claim(&self, r: &ExperimentResults) -> Result<Claim, String> {
-        let other = |point: &String| {
-            let t = CellTest {
-                point: point.clone(),
-                metric: self.metric.clone(),
-                ..Default::default()
-            };
-            interval(r, &t)
-        };
+        let other = |point: &String| interval(r, point, &self.metric);
         let claims = [
             self.above.map(|b| Ok(Claim::Above(b))),
             self.below.map(|b| Ok(Claim::Below(b))),
@@ -134,17 +127,17 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The interval of `t`'s cell in `r`, or why there is none.
-fn interval(r: &ExperimentResults, t: &CellTest) -> Result<(f64, f64), String> {
+/// The interval of `metric` at `point` in `r`, or why there is none.
+fn interval(r: &ExperimentResults, point: &str, metric: &str) -> Result<(f64, f64), String> {
     let label = |row: &mpquic_scenario::metrics::SummaryRow| {
         row.labels.iter().map(|(a, v)| format!("{a}={v}")).collect::<Vec<_>>().join(",")
     };
-    let row = r.summary.iter().find(|row| label(row) == t.point).ok_or_else(|| {
+    let row = r.summary.iter().find(|row| label(row) == point).ok_or_else(|| {
         let points: Vec<String> = r.summary.iter().map(label).collect();
-        format!("no point {} (points: {})", t.point, points.join("; "))
+        format!("no point {point} (points: {})", points.join("; "))
     })?;
-    let spread = row.metrics.get(&t.metric).ok_or(format!("no metric {}", t.metric))?;
-    spread.ci95.ok_or(format!("{} at {}: {} runs, no 95% interval", t.metric, t.point, spread.n))
+    let spread = row.metrics.get(metric).ok_or(format!("no metric {metric}"))?;
+    spread.ci95.ok_or(format!("{metric} at {point}: {} runs, no 95% interval", spread.n))
 }
 
 #[test]
@@ -175,8 +168,11 @@ fn results_verdict_words_agree_with_the_intervals_they_cite() {
     let mut wrong = vec![];
     for v in &verdicts.verdict {
         let r = ExperimentResults::read(&root().join(&v.file)).unwrap_or_else(|e| panic!("{e}"));
-        let outcomes: Result<Vec<Outcome>, String> =
-            v.test.iter().map(|t| Ok(outcome(t.claim(&r)?, interval(&r, t)?))).collect();
+        let outcomes: Result<Vec<Outcome>, String> = v
+            .test
+            .iter()
+            .map(|t| Ok(outcome(t.claim(&r)?, interval(&r, &t.point, &t.metric)?)))
+            .collect();
         let got = match outcomes {
             Ok(o) => word(&o),
             Err(e) => panic!("{}: {e}", v.row),

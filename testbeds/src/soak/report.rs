@@ -410,7 +410,7 @@ fn memory_checks(run: &Run) -> Vec<Check> {
         Some((w, t)) => held_check(w, t, tol, &rss.1),
         None => plain,
     };
-    let checks = vec![
+    vec![
         memory,
         Check {
             what: "server's open fds back to idle once quiet (last instance)",
@@ -426,8 +426,7 @@ fn memory_checks(run: &Run) -> Vec<Check> {
                 }
             ),
         },
-    ];
-    checks
+    ]
 }
 
 /// The Prometheus counters, summed over instances, against the clients' runs.
