@@ -207,6 +207,9 @@ pub fn expand_workloads(
             Workload::Poisson { .. } => {
                 flows.extend(poisson_flows(w, workload, &all, scenario.seed)?)
             }
+            Workload::Permutation { .. } => {
+                flows.extend(permutation_flows(w, workload, &all, scenario.seed)?)
+            }
         }
     }
     spread_starts(&mut flows, scenario.start_spread, scenario.seed);
@@ -327,6 +330,7 @@ fn poisson_flows(
         paths,
         controller,
         handshake_at_start,
+        group,
     } = workload
     else {
         return Ok(vec![]);
@@ -341,6 +345,9 @@ fn poisson_flows(
         ));
     }
     let mut rng = SimRng::new(seed, 0x5050_0000 + w as u64);
+    // Sizes from a stream of their own, so a distribution does not move the arrivals.
+    let mut sizes = SimRng::new(seed, 0x5053_0000 + w as u64);
+    let group = group.clone().unwrap_or_else(|| format!("poisson{w}"));
     let mut t = start.secs();
     let mut flows = vec![];
     loop {
@@ -361,8 +368,8 @@ fn poisson_flows(
         };
         let mut f = FlowSpec::bulk(&pick[a], to);
         f.name = Some(format!("poisson{w}-{}", flows.len()));
-        f.group = Some(format!("poisson{w}"));
-        f.bytes = Some(*bytes);
+        f.group = Some(group.clone());
+        f.bytes = Some(bytes.draw(&mut sizes));
         f.paths = *paths;
         f.controller = controller.clone();
         f.start = Dur((t * 1e12) as Ps);
@@ -370,4 +377,50 @@ fn poisson_flows(
         flows.push(f);
     }
     Ok(flows)
+}
+
+/// The flows of permutation workload number `w` (`all`: every host): a uniformly random
+/// derangement of the hosts drawn from the scenario's `seed` (shuffles until no host is paired
+/// with itself, about e tries), one flow from each host to its partner.
+fn permutation_flows(
+    w: usize,
+    workload: &Workload,
+    all: &[String],
+    seed: u64,
+) -> Result<Vec<FlowSpec>, ScenarioError> {
+    let Workload::Permutation { hosts, bytes, start, stop, paths, controller, group } = workload
+    else {
+        return Ok(vec![]);
+    };
+    let hosts = if hosts.is_empty() { all } else { hosts };
+    if hosts.len() < 2 {
+        return Err(invalid("a permutation workload needs at least 2 hosts"));
+    }
+    let mut rng = SimRng::new(seed, 0x5045_0000 + w as u64);
+    let partner = loop {
+        let mut order: Vec<usize> = (0..hosts.len()).collect();
+        for i in (1..order.len()).rev() {
+            order.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+        }
+        if order.iter().enumerate().all(|(i, &j)| i != j) {
+            break order;
+        }
+    };
+    let group = group.clone().unwrap_or_else(|| format!("permutation{w}"));
+    Ok(hosts
+        .iter()
+        .zip(&partner)
+        .enumerate()
+        .map(|(i, (from, &to))| {
+            let mut f = FlowSpec::bulk(from, &hosts[to]);
+            f.name = Some(format!("{group}-{i}"));
+            f.group = Some(group.clone());
+            f.bytes = *bytes;
+            f.paths = *paths;
+            f.controller = controller.clone();
+            f.start = *start;
+            f.stop = *stop;
+            f
+        })
+        .collect())
 }

@@ -6,6 +6,7 @@
 //! - [`units`]: durations, rates, sizes and queue amounts as strings with units.
 //! - [`model`]: the scenario (topology, links, flows, workloads, transport, recording, the
 //!   testbed's scaling).
+//! - [`flow_size`]: a workload's flow size, fixed or drawn from a distribution.
 //! - [`expand`]: topology shapes into hosts, switches and links; host ranges, counts and
 //!   workloads into flows.
 //! - [`sections`]: the file's sweep axes, report and plot sections.
@@ -28,6 +29,7 @@ pub mod analyses;
 pub mod error;
 pub mod expand;
 pub mod experiment;
+pub mod flow_size;
 pub mod job_phase;
 pub mod metrics;
 pub mod model;
@@ -48,6 +50,7 @@ pub mod validate;
 
 pub use error::ScenarioError;
 pub use experiment::{Experiment, Point};
+pub use flow_size::FlowSize;
 pub use model::*;
 pub use units::{Amount, Bytes, Dur, Rate};
 pub use validate::validate;

@@ -13,6 +13,7 @@ use mpquic_choice::{Congestion, EcnPrecision, Scheduler};
 use serde::{Deserialize, Serialize};
 use serde::{Deserializer, Serializer};
 
+use crate::flow_size::FlowSize;
 use crate::sections::{Axis, PlotSpec, ReportSpec};
 use crate::units::{de_bytes, de_bytes_opt, Amount, Dur, Rate};
 
@@ -567,9 +568,8 @@ pub enum Workload {
         receiver: Option<String>,
         /// Arrivals per second.
         rate: f64,
-        /// Flow size.
-        #[serde(deserialize_with = "de_bytes")]
-        bytes: u64,
+        /// Flow size: one size, or a distribution each flow draws from ([`FlowSize`]).
+        bytes: FlowSize,
         /// First possible arrival.
         #[serde(default)]
         start: Dur,
@@ -584,6 +584,35 @@ pub enum Workload {
         /// Run the handshake at the arrival (default true for short flows).
         #[serde(default = "yes")]
         handshake_at_start: bool,
+        /// The flows' group (default `poisson<i>`, `i` the workload's index).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        group: Option<String>,
+    },
+    /// The papers' permutation traffic matrix: each of `hosts` sends one flow to another and
+    /// receives one, the pairing a random derangement drawn from the seed; bulk flows (or of
+    /// `bytes`) from `start` to `stop`.
+    Permutation {
+        /// Hosts to pair (default all).
+        #[serde(default)]
+        hosts: Vec<String>,
+        /// Flow size (default: bulk until `stop` or the run's end).
+        #[serde(default, deserialize_with = "de_bytes_opt")]
+        bytes: Option<u64>,
+        /// Start.
+        #[serde(default)]
+        start: Dur,
+        /// Stop sending (default: the run's end).
+        #[serde(default)]
+        stop: Option<Dur>,
+        /// Paths per flow.
+        #[serde(default = "one")]
+        paths: usize,
+        /// Controller.
+        #[serde(default)]
+        controller: Option<ControllerSpec>,
+        /// The flows' group (default `permutation<i>`, `i` the workload's index).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        group: Option<String>,
     },
 }
 

@@ -143,18 +143,28 @@ fn workload(w: &Workload, i: usize, names: &Names) -> Result<(), ScenarioError> 
             paths_and_controller(*paths, c, &here)
         }
         Workload::Poisson { .. } => poisson(w, i, names),
+        Workload::Permutation { .. } => permutation(w, i, names),
     }
 }
 
 /// Poisson workload `i` (`w`): its hosts, rate and times.
 fn poisson(w: &Workload, i: usize, names: &Names) -> Result<(), ScenarioError> {
     let Workload::Poisson {
-        hosts: pick, receiver, rate, start, stop, paths, controller: c, ..
+        hosts: pick,
+        receiver,
+        rate,
+        bytes,
+        start,
+        stop,
+        paths,
+        controller: c,
+        ..
     } = w
     else {
         return Ok(());
     };
     let here = |field: &str| format!("workloads.{i}.{field}");
+    bytes.check().map_err(|e| at(here("bytes"), e))?;
     for (j, h) in pick.iter().enumerate() {
         names.host(h, format!("workloads.{i}.hosts.{j}"))?;
     }
@@ -173,6 +183,30 @@ fn poisson(w: &Workload, i: usize, names: &Names) -> Result<(), ScenarioError> {
         return Err(at(here("rate"), "must be > 0 (arrivals per second)"));
     }
     if stop <= start {
+        return Err(at(here("stop"), "must be after start"));
+    }
+    paths_and_controller(*paths, c, &here)
+}
+
+/// Permutation workload `i` (`w`): its hosts (at least two, each named once) and times.
+fn permutation(w: &Workload, i: usize, names: &Names) -> Result<(), ScenarioError> {
+    let Workload::Permutation { hosts, bytes, start, stop, paths, controller: c, .. } = w else {
+        return Ok(());
+    };
+    let here = |field: &str| format!("workloads.{i}.{field}");
+    for (j, h) in hosts.iter().enumerate() {
+        names.host(h, format!("workloads.{i}.hosts.{j}"))?;
+        if hosts[..j].contains(h) {
+            return Err(at(format!("workloads.{i}.hosts.{j}"), format!("`{h}` is listed twice")));
+        }
+    }
+    if hosts.len() == 1 {
+        return Err(at(here("hosts"), "needs at least 2 hosts to pair"));
+    }
+    if *bytes == Some(0) {
+        return Err(at(here("bytes"), "must be at least 1 byte (leave it out for bulk flows)"));
+    }
+    if stop.is_some_and(|stop| stop <= *start) {
         return Err(at(here("stop"), "must be after start"));
     }
     paths_and_controller(*paths, c, &here)

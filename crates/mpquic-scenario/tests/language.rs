@@ -319,6 +319,102 @@ stop = "600ms"
 }
 
 #[test]
+fn poisson_sizes_drawn_from_a_distribution_leave_the_arrivals_where_they_were() {
+    let text = r#"name = "p"
+duration = "1s"
+seeds = [3]
+[topology]
+kind = "many-to-one"
+senders = 4
+[[workloads]]
+kind = "poisson"
+rate = 2000.0
+bytes = "70KB"
+stop = "500ms"
+"#;
+    let flows = |text: &str| {
+        let s = mpquic_scenario::parse_scenario(text).unwrap();
+        let hosts = s.topology.expand().unwrap().hosts;
+        expand_workloads(&s, &hosts).unwrap()
+    };
+    let fixed = flows(text);
+    let uniform = flows(&text.replace(
+        "bytes = \"70KB\"",
+        "bytes = { uniform = [\"1KB\", \"1MB\"] }\ngroup = \"short\"",
+    ));
+    let key = |f: &mpquic_scenario::FlowSpec| (f.from.clone(), f.to.clone(), f.start);
+    assert_eq!(
+        fixed.iter().map(key).collect::<Vec<_>>(),
+        uniform.iter().map(key).collect::<Vec<_>>()
+    );
+    assert!(fixed
+        .iter()
+        .all(|f| f.bytes == Some(71_680) && f.group.as_deref() == Some("poisson0")));
+    let sizes: Vec<u64> = uniform.iter().map(|f| f.bytes.unwrap()).collect();
+    assert!(sizes.iter().all(|s| (1024..=1 << 20).contains(s)));
+    let mean = sizes.iter().sum::<u64>() as f64 / sizes.len() as f64;
+    assert!((mean / 524_800.0 - 1.0).abs() < 0.1, "{} flows, mean {mean}", sizes.len());
+    assert!(uniform.iter().all(|f| f.group.as_deref() == Some("short")));
+
+    let err = mpquic_scenario::parse_scenario(
+        &text.replace("bytes = \"70KB\"", "bytes = { cdf = [[1000, 0.5], [2000, 0.9]] }"),
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("workloads.0.bytes: cdf: the last point's probability is 0.9, not 1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_permutation_pairs_every_host_with_another_once_each_way() {
+    let text = r#"name = "perm"
+duration = "1s"
+seeds = [1, 2]
+[topology]
+kind = "fat-tree"
+k = 4
+[[workloads]]
+kind = "permutation"
+hosts = ["h0", "h2", "h4", "h6", "h8", "h10", "h12", "h14"]
+paths = 4
+controller = "amp"
+group = "long"
+stop = "800ms"
+"#;
+    let e = Experiment::parse(text, "perm.toml").unwrap();
+    let mut pairings = vec![];
+    for seed in [1, 2] {
+        let mut s = e.points[0].scenario.clone();
+        s.seed = seed;
+        let hosts = s.topology.expand().unwrap().hosts;
+        let flows = expand_workloads(&s, &hosts).unwrap();
+        assert_eq!(flows.len(), 8);
+        let mut from: Vec<&str> = flows.iter().map(|f| f.from.as_str()).collect();
+        let mut to: Vec<&str> = flows.iter().map(|f| f.to.as_str()).collect();
+        assert!(flows.iter().all(|f| f.from != f.to), "a host paired with itself");
+        from.sort();
+        to.sort();
+        assert_eq!(from, to, "every host sends once and receives once");
+        assert!(flows.iter().all(|f| f.bytes.is_none()
+            && f.paths == 4
+            && f.stop == Some(Dur::ms(800))
+            && f.group.as_deref() == Some("long")));
+        pairings.push(flows.iter().map(|f| f.to.clone()).collect::<Vec<_>>());
+    }
+    assert_ne!(pairings[0], pairings[1], "seeds draw different pairings");
+
+    let err = error(&text.replace("\"h0\", \"h2\"", "\"h0\", \"h0\""));
+    assert!(err.contains("workloads.0.hosts.1: `h0` is listed twice"), "{err}");
+    let err = error(
+        &text
+            .replace("\"h0\", \"h2\", \"h4\", \"h6\", \"h8\", \"h10\", \"h12\", \"h14\"", "\"h0\""),
+    );
+    assert!(err.contains("workloads.0.hosts: needs at least 2 hosts to pair"), "{err}");
+}
+
+#[test]
 fn backup_paths_name_paths_of_the_flow_other_than_path_0() {
     let text = r#"name = "b"
 duration = "1s"
