@@ -75,3 +75,34 @@ fn every_committed_experiment_reads_and_its_tables_re_derive() {
     let (n, listed) = (files.len(), listed.join("\n"));
     println!("{compared} of {n} tables re-derived byte for byte; the others:\n{listed}");
 }
+
+/// Whether `name` (`E1-incast-dc.toml`) is one of `listed`, where a listed name may end its
+/// stem with `*` (`E1-incast*.toml`).
+fn is_listed(name: &str, listed: &[&str]) -> bool {
+    listed.iter().any(|l| match l.split_once('*') {
+        Some((head, tail)) => name.starts_with(head) && name.ends_with(tail),
+        None => name == *l,
+    })
+}
+
+#[test]
+fn the_write_ups_index_names_every_experiment_with_committed_results() {
+    let index = std::fs::read_to_string(root().join("docs/results/README.md")).unwrap();
+    let listed: Vec<&str> = index.split('`').filter(|s| s.ends_with(".toml")).collect();
+    let mut unlisted = vec![];
+    for entry in std::fs::read_dir(root().join("results")).unwrap().flatten() {
+        let folder = entry.file_name().to_string_lossy().into_owned();
+        let file = format!("{folder}.toml");
+        let has_file = entry.path().is_dir() && root().join("experiments").join(&file).exists();
+        if has_file && !is_listed(&file, &listed) {
+            unlisted.push(file);
+        }
+    }
+    unlisted.sort();
+    assert!(
+        unlisted.is_empty(),
+        "experiments with results in results/ that docs/results/README.md does not list: {unlisted:?}"
+    );
+    assert!(is_listed("E1-incast-dc.toml", &["E1-incast*.toml"]));
+    assert!(!is_listed("E2-min-window.toml", &["E1-incast*.toml"]));
+}
