@@ -103,55 +103,6 @@ static __always_inline void bump_by(__u32 k, __u64 n)
 }
 static __always_inline void bump(__u32 k) { bump_by(k, 1); }
 
-// Returns 1 if CE was set, 0 if not ECT, -1 on error. Fixes the IPv4 header checksum.
-static __always_inline int set_ce(struct __sk_buff *skb, __u16 proto)
-{
-    if (proto == bpf_htons(ETH_P_IP)) {
-        __u8 tos;
-        if (bpf_skb_load_bytes(skb, ETH_HLEN + 1, &tos, 1) < 0)
-            return -1;
-        __u8 ecn = tos & 3;
-        if (ecn == 0)
-            return 0;
-        if (ecn == 3) {
-            bump(ST_ALREADY_CE);
-            return 2;
-        }
-        bump(ST_ECT);
-        __u8 ntos = tos | 3;
-        // The checksum covers 16-bit words; TOS is the low byte of the first word.
-        __u8 vihl;
-        if (bpf_skb_load_bytes(skb, ETH_HLEN, &vihl, 1) < 0)
-            return -1;
-        __u16 oldw = bpf_htons((__u16)((__u16)vihl << 8 | tos));
-        __u16 neww = bpf_htons((__u16)((__u16)vihl << 8 | ntos));
-        if (bpf_l3_csum_replace(skb, ETH_HLEN + offsetof(struct iphdr, check), oldw, neww, 2) < 0)
-            return -1;
-        if (bpf_skb_store_bytes(skb, ETH_HLEN + 1, &ntos, 1, 0) < 0)
-            return -1;
-        return 1;
-    }
-    if (proto == bpf_htons(ETH_P_IPV6)) {
-        // Traffic class straddles the first two bytes: ECN bits are bits 4-5 of byte 1.
-        __u8 b1;
-        if (bpf_skb_load_bytes(skb, ETH_HLEN + 1, &b1, 1) < 0)
-            return -1;
-        __u8 ecn = (b1 >> 4) & 3;
-        if (ecn == 0)
-            return 0;
-        if (ecn == 3) {
-            bump(ST_ALREADY_CE);
-            return 2;
-        }
-        bump(ST_ECT);
-        b1 |= 0x30;
-        if (bpf_skb_store_bytes(skb, ETH_HLEN + 1, &b1, 1, 0) < 0)
-            return -1;
-        return 1;
-    }
-    return 0;
-}
-
 // The packet's ECN field (0-3), or -1.
 static __always_inline int ecn_of(struct __sk_buff *skb, __u16 proto)
 {
@@ -159,6 +110,56 @@ static __always_inline int ecn_of(struct __sk_buff *skb, __u16 proto)
     if (bpf_skb_load_bytes(skb, ETH_HLEN + 1, &byte1, 1) < 0)
         return -1;
     return proto == bpf_htons(ETH_P_IP) ? (byte1 & 3) : ((byte1 >> 4) & 3);
+}
+
+// Sets CE in an ECT IPv4 packet's TOS and fixes the header checksum: 1, or -1 on error.
+static __always_inline int set_ce_ipv4(struct __sk_buff *skb)
+{
+    __u8 tos;
+    if (bpf_skb_load_bytes(skb, ETH_HLEN + 1, &tos, 1) < 0)
+        return -1;
+    __u8 ntos = tos | 3;
+    // The checksum covers 16-bit words; TOS is the low byte of the first word.
+    __u8 vihl;
+    if (bpf_skb_load_bytes(skb, ETH_HLEN, &vihl, 1) < 0)
+        return -1;
+    __u16 oldw = bpf_htons((__u16)((__u16)vihl << 8 | tos));
+    __u16 neww = bpf_htons((__u16)((__u16)vihl << 8 | ntos));
+    if (bpf_l3_csum_replace(skb, ETH_HLEN + offsetof(struct iphdr, check), oldw, neww, 2) < 0)
+        return -1;
+    if (bpf_skb_store_bytes(skb, ETH_HLEN + 1, &ntos, 1, 0) < 0)
+        return -1;
+    return 1;
+}
+
+// Sets CE in an ECT IPv6 packet's traffic class: 1, or -1 on error.
+static __always_inline int set_ce_ipv6(struct __sk_buff *skb)
+{
+    // Traffic class straddles the first two bytes: ECN bits are bits 4-5 of byte 1.
+    __u8 b1;
+    if (bpf_skb_load_bytes(skb, ETH_HLEN + 1, &b1, 1) < 0)
+        return -1;
+    b1 |= 0x30;
+    if (bpf_skb_store_bytes(skb, ETH_HLEN + 1, &b1, 1, 0) < 0)
+        return -1;
+    return 1;
+}
+
+// Returns 1 if CE was set, 0 if not ECT (or not IP), 2 if it already was CE, -1 on error;
+// counts the ECT packets it marks and the CE ones.
+static __always_inline int set_ce(struct __sk_buff *skb, __u16 proto)
+{
+    if (proto != bpf_htons(ETH_P_IP) && proto != bpf_htons(ETH_P_IPV6))
+        return 0;
+    int ecn = ecn_of(skb, proto);
+    if (ecn <= 0)
+        return ecn;
+    if (ecn == 3) {
+        bump(ST_ALREADY_CE);
+        return 2;
+    }
+    bump(ST_ECT);
+    return proto == bpf_htons(ETH_P_IP) ? set_ce_ipv4(skb) : set_ce_ipv6(skb);
 }
 
 static __always_inline void count_mark(__u32 k, __u64 segs)
@@ -272,12 +273,9 @@ int ecn_marker(struct __sk_buff *skb)
         }
     } else {
         // Count ECT packets below K too, so ST_ECT is every ECN-capable packet.
-        __u8 byte1;
-        if (bpf_skb_load_bytes(skb, ETH_HLEN + 1, &byte1, 1) == 0) {
-            __u8 ecn = proto == bpf_htons(ETH_P_IP) ? (byte1 & 3) : ((byte1 >> 4) & 3);
-            if (ecn == 1 || ecn == 2)
-                bump(ST_ECT);
-        }
+        int ecn = ecn_of(skb, proto);
+        if (ecn == 1 || ecn == 2)
+            bump(ST_ECT);
     }
     // Races with the resync writer are benign: the next resync corrects the model.
     *backlog = b + skb->len;

@@ -211,11 +211,7 @@ fn flow_outcome(
     let goodput = f.goodput_mbps.map(|m| m * 1e6).or_else(|| received(f.start_s)).unwrap_or(0.0);
     let state = f.mpquic.as_ref().map(|m| &m["controller_state"]);
     let count = |key: &str| state.and_then(|s| s[key].as_u64()).unwrap_or(0);
-    let link_into = |remote: &str| {
-        let l = rep.links.iter().find(|l| l.delivers_to(remote))?;
-        Some(format!("{}->{}", l.from, l.to))
-    };
-    let paths = mpquic_paths(f.mpquic.as_ref(), link_into);
+    let paths = mpquic_paths(f.mpquic.as_ref(), |remote| rep.link_into(remote));
     FlowOutcome {
         name,
         group: spec.group.clone(),
@@ -248,7 +244,7 @@ fn link_outcome(r: &RunResult, l: &LinkResult, frame: Option<(f64, u64)>) -> Lin
         p95: q.p95,
     };
     LinkOutcome {
-        name: format!("{}->{}", l.from, l.to),
+        name: l.name(),
         marked: l.marker.as_ref().map_or(0, |m| m.marks),
         dropped: l.qdisc_drops,
         utilization: if l.samples > 1 { q.n as f64 / (l.samples - 1) as f64 } else { 0.0 },
@@ -292,26 +288,11 @@ fn mpquic_paths(
     link_into: impl Fn(&str) -> Option<String>,
 ) -> Vec<PathOutcome> {
     let Some(paths) = report.and_then(|m| m["paths"].as_array()) else { return vec![] };
-    paths
-        .iter()
-        .map(|p| {
-            let count = |key: &str| p[key].as_u64().unwrap_or(0);
-            let remote = p["remote"].as_str().unwrap_or_default();
-            PathOutcome {
-                remote: remote.to_string(),
-                bytes_sent: count("bytes_sent"),
-                packets_sent: count("packets_sent"),
-                lost_packets: count("lost_packets"),
-                rtt_min_ms: p["rtt_min_ms"].as_f64(),
-                rtt_p50_ms: p["rtt_p50_ms"].as_f64(),
-                rtt_p99_ms: p["rtt_p99_ms"].as_f64(),
-                active: p["active"].as_bool().unwrap_or(false),
-                close_reason: serde_json::from_value(p["close_reason"].clone()).ok().flatten(),
-                cwnd_bytes: p["cwnd"].as_u64(),
-                link: link_into(remote),
-            }
-        })
-        .collect()
+    let path = |report| {
+        let path = PathOutcome::of_report(report, None);
+        PathOutcome { link: link_into(&path.remote), ..path }
+    };
+    paths.iter().map(path).collect()
 }
 
 /// The jobs of one aggregator as flows of `group`: job `i` (in start order) starts at its

@@ -5,7 +5,7 @@
 //! receiver's rate series, the clients' and aggregators' reports.
 
 use crate::plan::{self, FlowKind};
-use crate::results::{FlowResult, JobsResult, RepResult, RunResult};
+use crate::results::{FlowResult, JobsResult, LinkResult, RepResult, RunResult};
 use crate::sampler::Series;
 use mpquic_scenario::record::{
     closed_at_end, AggregatorFacts, FlowFacts, FlowSeries, JobFacts, LinkSample, LinkSeries,
@@ -56,11 +56,11 @@ pub(crate) fn flow_series(name: &str, f: &FlowResult) -> FlowSeries {
 
 /// A shaped direction's samples (timed from the flows' zero) and the bytes it sent between
 /// consecutive samples, stamped at the later one.
-fn link_series(l: &crate::results::LinkResult, series: &[Series], rep: &RepResult) -> LinkSeries {
+fn link_series(l: &LinkResult, series: &[Series], rep: &RepResult) -> LinkSeries {
     let sampled = series.iter().filter(|s| s.link_id == l.link_id);
     let lead = rep.sampler_lead_s;
     LinkSeries {
-        link: format!("{}->{}", l.from, l.to),
+        link: l.name(),
         samples: sampled.clone().flat_map(|s| link_samples(s, lead)).collect(),
         sent: sampled.flat_map(|s| sent_between_samples(s, lead)).collect(),
     }
@@ -130,15 +130,9 @@ fn flow_facts(name: &str, f: &FlowResult, spec: &FlowSpec, rep: &RepResult) -> F
         let paths = m["paths"].as_array().map_or(&[][..], |p| p.as_slice());
         paths.iter().filter(|p| p["active"].as_bool() == Some(true)).count()
     };
-    let link_into = |remote: &str| {
-        let l = rep.links.iter().find(|l| l.delivers_to(remote))?;
-        Some(format!("{}->{}", l.from, l.to))
-    };
     let server = f.paths.first().and_then(|p| p.1.parse::<std::net::Ipv4Addr>().ok());
-    let into_link = server.and_then(|ip| {
-        let l = rep.links.iter().find(|l| l.to_addrs.contains(&ip))?;
-        Some(format!("{}->{}", l.from, l.to))
-    });
+    let into_link = server
+        .and_then(|ip| rep.links.iter().find(|l| l.to_addrs.contains(&ip)).map(LinkResult::name));
     FlowFacts {
         flow: name.to_string(),
         group: spec.group.clone(),
@@ -154,19 +148,18 @@ fn flow_facts(name: &str, f: &FlowResult, spec: &FlowSpec, rep: &RepResult) -> F
         },
         active_paths_end: controlled.map(active),
         into_link,
-        paths: reported_paths(f)
-            .map(|paths| paths.iter().map(|p| path_facts(p, rep, &link_into)).collect()),
+        paths: reported_paths(f).map(|paths| paths.iter().map(|p| path_facts(p, rep)).collect()),
     }
 }
 
 /// A path of an mpquic client's report, with the server's packets on it.
-fn path_facts(p: &Value, rep: &RepResult, link_into: &dyn Fn(&str) -> Option<String>) -> PathFacts {
+fn path_facts(p: &Value, rep: &RepResult) -> PathFacts {
     let server = rep.mpquic_server_reports.first().and_then(|r| r["paths"].as_array());
     let peer = server.and_then(|ps| ps.iter().find(|sp| sp["id"] == p["id"]));
     PathFacts {
         id: p["id"].as_u64().unwrap_or_default(),
         first_link: None,
-        last_link: link_into(p["remote"].as_str().unwrap_or_default()),
+        last_link: rep.link_into(p["remote"].as_str().unwrap_or_default()),
         open_at_end: p["open"].as_bool(),
         bytes_sent: p["bytes_sent"].as_f64(),
         packets_sent: p["packets_sent"].as_u64(),
@@ -180,7 +173,7 @@ fn aggregator_facts(j: &JobsResult, rep: &RepResult) -> AggregatorFacts {
     let jobs = report.and_then(|r| r["jobs"].as_array()).into_iter().flatten();
     let into = rep.links.iter().find(|l| l.to == j.aggregator);
     AggregatorFacts {
-        into_link: into.map(|l| format!("{}->{}", l.from, l.to)),
+        into_link: into.map(LinkResult::name),
         end_s: j.end_s,
         connect_s: report.and_then(|r| r["connect_s"].as_f64()),
         jobs: jobs.map(job_facts).collect(),

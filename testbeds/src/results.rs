@@ -122,6 +122,11 @@ pub struct LinkResult {
 }
 
 impl LinkResult {
+    /// `from->to`, as the experiment language names a link direction.
+    pub fn name(&self) -> String {
+        format!("{}->{}", self.from, self.to)
+    }
+
     /// Whether `remote` (`ip:port`, a path's server address) is one this direction delivers
     /// to, i.e. the path crosses it last.
     pub fn delivers_to(&self, remote: &str) -> bool {
@@ -203,6 +208,14 @@ pub struct RepResult {
     /// released and how late.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub delay_line: Vec<DelaySecond>,
+}
+
+impl RepResult {
+    /// The shaped direction (`from->to`) that delivers to `remote` (a path's server address,
+    /// `ip:port`): the link the path crosses last.
+    pub fn link_into(&self, remote: &str) -> Option<String> {
+        self.links.iter().find(|l| l.delivers_to(remote)).map(LinkResult::name)
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]

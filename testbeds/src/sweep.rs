@@ -124,7 +124,7 @@ fn read_series(run_dir: &Path) -> Result<Vec<Series>> {
 /// series; none if the run did not shape that direction.
 fn busy_queue(r: &RunResult, series: &[Series], link: &str) -> Vec<f64> {
     let rep = &r.repetitions[0];
-    let Some(l) = rep.links.iter().find(|l| format!("{}->{}", l.from, l.to) == link) else {
+    let Some(l) = rep.links.iter().find(|l| l.name() == link) else {
         return vec![];
     };
     series

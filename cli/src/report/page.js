@@ -162,30 +162,32 @@
   // A moment for uPlot to set its scales and draw (it does so in a microtask or a frame).
   const later = () => new Promise((r) => setTimeout(r, 250));
 
-  // Charts redraw in their own time (250 ms once was not enough on a loaded machine): wait until
-  // `count()` reaches `want`, looking every 50 ms, for at most 5 s; returns the last count.
-  async function settle(count, want) {
-    let n = count();
-    for (let waited = 0; n < want && waited < 5000; waited += 50) {
-      await new Promise((r) => setTimeout(r, 50));
-      n = count();
+  // Charts redraw in their own time (250 ms once was not enough on a loaded machine): look
+  // every `step` ms, for at most 5 s, until `done` holds for what `look()` returns; returns the
+  // last look.
+  async function poll(step, look, done) {
+    let seen = look();
+    for (let waited = 0; !done(seen) && waited < 5000; waited += step) {
+      await new Promise((r) => setTimeout(r, step));
+      seen = look();
     }
-    return n;
+    return seen;
   }
 
-  // Every chart's drawn state: pixels that hold still across two looks 100 ms apart (at most
-  // 5 s). A loaded machine can still be drawing when the self-check starts, and a chart caught
-  // before it drew a path then "does not change" when the path is hidden (seen once at load 15:
-  // the cwnd chart, 7 of 8 changed).
-  async function steady() {
-    let last = plots.map(pixels);
-    for (let waited = 0; waited < 5000; waited += 100) {
-      await new Promise((r) => setTimeout(r, 100));
-      const now = plots.map(pixels);
-      if (now.every((p, i) => p === last[i])) return now;
+  // Wait until `count()` reaches `want`, looking every 50 ms; returns the last count.
+  const settle = (count, want) => poll(50, count, (n) => n >= want);
+
+  // Every chart's drawn state: pixels that hold still across two looks 100 ms apart. A loaded
+  // machine can still be drawing when the self-check starts, and a chart caught before it drew
+  // a path then "does not change" when the path is hidden (seen once at load 15: the cwnd
+  // chart, 7 of 8 changed).
+  function steady() {
+    let last = null;
+    return poll(100, () => plots.map(pixels), (now) => {
+      const still = last !== null && now.every((p, i) => p === last[i]);
       last = now;
-    }
-    return last;
+      return still;
+    });
   }
 
   async function selftest() {

@@ -127,6 +127,30 @@ pub struct PathOutcome {
     pub link: Option<String>,
 }
 
+impl PathOutcome {
+    /// A client path from the library's report of it (`mpquic::PathReport`, as it serializes:
+    /// the CLI's JSON report on the testbed, the simulator's own report of its client), with
+    /// the link that delivers to its remote address. The language does not depend on the
+    /// library, so both backends read the report by its serialized names, here; a field the
+    /// report lacks reads as none (0, false).
+    pub fn of_report(report: &serde_json::Value, link: Option<String>) -> PathOutcome {
+        let count = |key: &str| report[key].as_u64().unwrap_or(0);
+        PathOutcome {
+            remote: report["remote"].as_str().unwrap_or_default().to_string(),
+            bytes_sent: count("bytes_sent"),
+            packets_sent: count("packets_sent"),
+            lost_packets: count("lost_packets"),
+            rtt_min_ms: report["rtt_min_ms"].as_f64(),
+            rtt_p50_ms: report["rtt_p50_ms"].as_f64(),
+            rtt_p99_ms: report["rtt_p99_ms"].as_f64(),
+            active: report["active"].as_bool().unwrap_or(false),
+            close_reason: serde_json::from_value(report["close_reason"].clone()).ok().flatten(),
+            cwnd_bytes: report["cwnd"].as_u64(),
+            link,
+        }
+    }
+}
+
 /// One link direction's result.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct LinkOutcome {

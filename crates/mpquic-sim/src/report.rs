@@ -67,21 +67,10 @@ impl Percentiles {
 const QUIC_OVERHEAD: f64 = 35.0;
 
 /// A client path as the shared outcome has it, with the link that delivers to its remote
-/// address.
+/// address: read from the library's report as the testbed reads the CLI's, through its JSON.
 fn path_outcome(p: &PathReport, link: Option<String>) -> PathOutcome {
-    PathOutcome {
-        link,
-        remote: p.remote.map(|a| a.to_string()).unwrap_or_default(),
-        bytes_sent: p.bytes_sent,
-        packets_sent: p.packets_sent,
-        lost_packets: p.lost_packets,
-        rtt_min_ms: p.rtt_min_ms,
-        rtt_p50_ms: p.rtt_p50_ms,
-        rtt_p99_ms: p.rtt_p99_ms,
-        active: p.active,
-        close_reason: p.close_reason,
-        cwnd_bytes: Some(p.cwnd),
-    }
+    let report = serde_json::to_value(p).expect("path reports serialize");
+    PathOutcome::of_report(&report, link)
 }
 
 fn round3(x: f64) -> f64 {
@@ -735,6 +724,48 @@ impl Traces {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The shared outcome reads the library's path report by its serialized names (the
+    /// language does not depend on the library): every field it takes arrives, so a renamed
+    /// field in the library fails here rather than reading as none.
+    #[test]
+    fn a_path_outcome_takes_every_field_it_reads_from_the_library_report() {
+        let report = PathReport {
+            id: 1,
+            local: None,
+            remote: Some("10.0.2.2:4433".parse().unwrap()),
+            open: true,
+            status: noq_proto::PathStatus::Available,
+            close_reason: Some(mpquic::PathClose::Eliminated),
+            bytes_sent: 3000,
+            bytes_received: 100,
+            share: 0.5,
+            share_received: 0.1,
+            packets_sent: 3,
+            lost_packets: 1,
+            rtt_smoothed_ms: 0.6,
+            rtt_min_ms: Some(0.2),
+            rtt_p50_ms: Some(0.5),
+            rtt_p99_ms: Some(0.9),
+            cwnd: 14_000,
+            ce_events: None,
+            ce_marked: None,
+            ce_exact: true,
+            ect_packets: None,
+            active: true,
+            inactive_ms: 0.0,
+            opened_ms: None,
+        };
+        let p = path_outcome(&report, Some("b->dst".into()));
+        assert_eq!((p.remote.as_str(), p.link.as_deref()), ("10.0.2.2:4433", Some("b->dst")));
+        assert_eq!((p.bytes_sent, p.packets_sent, p.lost_packets), (3000, 3, 1));
+        assert_eq!((p.rtt_min_ms, p.rtt_p50_ms, p.rtt_p99_ms), (Some(0.2), Some(0.5), Some(0.9)));
+        assert!(p.active);
+        assert_eq!(
+            (p.close_reason, p.cwnd_bytes),
+            (Some(mpquic::PathClose::Eliminated), Some(14_000))
+        );
+    }
 
     #[test]
     fn jain_index() {

@@ -56,6 +56,18 @@ use crate::connection::{ConnectionReport, PathReport};
 /// Path numbers from this one on share one label, so that the series stay bounded.
 const PATH_LABELS: u32 = 16;
 
+/// The per-path counter of bytes sent, which the send rate is also computed from.
+const SENT_BYTES: &str = "mpquic_path_sent_bytes_total";
+
+/// The per-path traffic counters, in the order (bytes sent, bytes received, packets sent,
+/// packets lost): what each sample and the connection's close both move to the path's totals.
+const TRAFFIC_COUNTERS: [&str; 4] = [
+    SENT_BYTES,
+    "mpquic_path_received_bytes_total",
+    "mpquic_path_sent_packets_total",
+    "mpquic_path_lost_packets_total",
+];
+
 /// One series: its name and labels.
 type Series = (&'static str, Vec<Label>);
 
@@ -111,7 +123,7 @@ impl Reporter {
         let mut gauges = HashMap::new();
         for path in &report.paths {
             let rate = elapsed.filter(|&s| s > 0.0).map(|s| {
-                let before = self.counted.get(&("mpquic_path_sent_bytes_total", Some(path.id)));
+                let before = self.counted.get(&(SENT_BYTES, Some(path.id)));
                 path.bytes_sent.saturating_sub(before.copied().unwrap_or(0)) as f64 / s
             });
             self.count_path(path);
@@ -131,31 +143,25 @@ impl Reporter {
     /// controller keeps, stay at their last sample).
     pub(crate) fn record_final<'a>(&mut self, paths: impl Iterator<Item = (u32, &'a PathStats)>) {
         for (id, stats) in paths {
-            let totals = [
-                ("mpquic_path_sent_bytes_total", stats.sent_bytes),
-                ("mpquic_path_received_bytes_total", stats.udp_rx.bytes),
-                ("mpquic_path_sent_packets_total", stats.sent_packets),
-                ("mpquic_path_lost_packets_total", stats.lost_packets),
-            ];
-            for (name, total) in totals {
-                self.count(name, Some(id), vec![path_label(id)], total);
+            let totals =
+                [stats.sent_bytes, stats.udp_rx.bytes, stats.sent_packets, stats.lost_packets];
+            for (name, total) in TRAFFIC_COUNTERS.into_iter().zip(totals) {
+                self.count_for_path(name, id, total);
             }
         }
     }
 
     /// The per-path counters, moved to the path's totals.
     fn count_path(&mut self, path: &PathReport) {
-        let totals = [
-            ("mpquic_path_sent_bytes_total", Some(path.bytes_sent)),
-            ("mpquic_path_received_bytes_total", Some(path.bytes_received)),
-            ("mpquic_path_sent_packets_total", Some(path.packets_sent)),
-            ("mpquic_path_lost_packets_total", Some(path.lost_packets)),
+        let traffic = [path.bytes_sent, path.bytes_received, path.packets_sent, path.lost_packets];
+        let controller = [
             ("mpquic_path_ce_marked_packets_total", path.ce_marked),
             ("mpquic_path_inactive_milliseconds_total", Some(path.inactive_ms as u64)),
         ];
-        for (name, total) in totals {
+        let traffic = TRAFFIC_COUNTERS.into_iter().zip(traffic.map(Some));
+        for (name, total) in traffic.chain(controller) {
             if let Some(total) = total {
-                self.count(name, Some(path.id), vec![path_label(path.id)], total);
+                self.count_for_path(name, path.id, total);
             }
         }
     }
@@ -205,6 +211,11 @@ impl Reporter {
         self.count("mpquic_suppressions_total", None, Vec::new(), state.suppressions);
         self.count("mpquic_releases_total", None, Vec::new(), state.releases);
         self.count("mpquic_eliminations_total", None, Vec::new(), state.eliminations);
+    }
+
+    /// A per-path counter of path number `id`, moved to `total`.
+    fn count_for_path(&mut self, name: &'static str, id: u32, total: u64) {
+        self.count(name, Some(id), vec![path_label(id)], total);
     }
 
     /// Move counter `name` by what `total` grew since the last sample of the same key.

@@ -10,7 +10,7 @@ use crate::plan::{Flow, FlowKind, Jobs};
 use crate::results::*;
 use crate::sampler::Series;
 use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::Ipv4Addr;
 
 /// The kernel counters compared before and after the flows on every receiving host.
 const RECEIVER_COUNTERS: [&str; 7] = [
@@ -322,11 +322,7 @@ fn ratio_error(x: u64, reference: u64) -> Option<f64> {
 /// One link's CE estimation: its marker's marks against the CE the mpquic senders report on
 /// the paths whose server address is on this link.
 fn link_ce(l: &LinkResult, b: &Bottleneck, flows: &[FlowResult]) -> LinkCe {
-    let on_link = |remote: &str| {
-        remote
-            .parse::<SocketAddr>()
-            .is_ok_and(|a| b.to_addrs.iter().any(|x| IpAddr::V4(*x) == a.ip()))
-    };
+    let on_link = |remote: &str| l.delivers_to(remote);
     let mut marked = None::<u64>;
     let mut events = None::<u64>;
     let mut exact = Vec::new();
