@@ -8,10 +8,72 @@
 //!
 //! The paper gives no slow start for DCM; the common ground's applies (leave at first CE/loss).
 
+use serde::Serialize;
+
 use super::alpha::{self, Alpha};
 use super::lia::lia_increase;
-use crate::coupled::{Algorithm, Core, Coupling, RoundStats, Slot};
-use crate::ControllerKind;
+use crate::builtin::{unknown_parameter, Builtin};
+use crate::core::DEFAULT_MIN_WINDOW;
+use crate::coupled::{Algorithm, Core, Coupled, Coupling, RoundStats, Slot};
+use crate::{
+    param, AlphaConfig, ConfigError, Controller, ControllerConfig, ControllerKind, InitialWindow,
+};
+
+/// DCM parameters: DCTCP's alpha estimator and the coupled controllers' initial window.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DcmConfig {
+    /// EWMA gain of alpha, in (0, 1].
+    pub g: f64,
+    /// The window of a path the connection opens.
+    pub initial_window: InitialWindow,
+    /// The minimum window of every path, packets (`cwnd_min`), at least 1.
+    pub cwnd_min: u32,
+}
+
+impl Default for DcmConfig {
+    fn default() -> Self {
+        DcmConfig {
+            g: AlphaConfig::default().g,
+            initial_window: InitialWindow::PerPath,
+            cwnd_min: DEFAULT_MIN_WINDOW,
+        }
+    }
+}
+
+impl Builtin for DcmConfig {
+    fn parameters(&self) -> &'static [&'static str] {
+        &["g", "initial_window", "cwnd_min"]
+    }
+
+    fn with(
+        &self,
+        controller: &'static str,
+        key: &str,
+        value: &str,
+    ) -> Result<ControllerConfig, ConfigError> {
+        let mut c = *self;
+        match key {
+            "g" => c.g = param::gain(controller, value)?,
+            "initial_window" => c.initial_window = param::initial_window(controller, value)?,
+            "cwnd_min" => c.cwnd_min = param::min_window(controller, value)?,
+            _ => return Err(unknown_parameter(controller, key)),
+        }
+        Ok(ControllerConfig::Dcm(c))
+    }
+
+    fn validate(&self, controller: &'static str) -> Result<(), ConfigError> {
+        param::check_gain(controller, self.g)?;
+        param::check_min_window(controller, self.cwnd_min)
+    }
+
+    fn build(&self) -> Box<dyn Controller> {
+        Box::new(
+            Coupled::new(Dcm { g: self.g })
+                .with_initial_window(self.initial_window)
+                .with_min_window(self.cwnd_min),
+        )
+    }
+}
 
 /// DCM with EWMA gain `g`.
 #[derive(Debug, Clone)]

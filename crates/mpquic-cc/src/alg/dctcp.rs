@@ -7,10 +7,59 @@
 //! Prague (RFC 9331, [`super::prague`]) is this response made fit for the Internet: the same
 //! algorithm with [`L4s`] set (ECT(1), and the increase scaled for RTT independence).
 
+use serde::Serialize;
+
 use super::alpha::{self, Alpha};
 use super::reno::reno_step;
-use crate::coupled::{Algorithm, Core, RoundStats, Slot};
-use crate::{ControllerKind, EcnCodepoint};
+use crate::builtin::{unknown_parameter, Builtin};
+use crate::core::DEFAULT_MIN_WINDOW;
+use crate::coupled::{Algorithm, Core, Coupled, RoundStats, Slot};
+use crate::{param, ConfigError, Controller, ControllerConfig, ControllerKind, EcnCodepoint};
+
+/// DCTCP parameters: its alpha estimator's gain and the minimum window.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct AlphaConfig {
+    /// EWMA gain of alpha, in (0, 1].
+    pub g: f64,
+    /// The minimum window, packets (`cwnd_min`), at least 1.
+    pub cwnd_min: u32,
+}
+
+impl Default for AlphaConfig {
+    fn default() -> Self {
+        AlphaConfig { g: 1.0 / 16.0, cwnd_min: DEFAULT_MIN_WINDOW }
+    }
+}
+
+impl Builtin for AlphaConfig {
+    fn parameters(&self) -> &'static [&'static str] {
+        &["g", "cwnd_min"]
+    }
+
+    fn with(
+        &self,
+        controller: &'static str,
+        key: &str,
+        value: &str,
+    ) -> Result<ControllerConfig, ConfigError> {
+        let mut c = *self;
+        match key {
+            "g" => c.g = param::gain(controller, value)?,
+            "cwnd_min" => c.cwnd_min = param::min_window(controller, value)?,
+            _ => return Err(unknown_parameter(controller, key)),
+        }
+        Ok(ControllerConfig::Dctcp(c))
+    }
+
+    fn validate(&self, controller: &'static str) -> Result<(), ConfigError> {
+        param::check_gain(controller, self.g)?;
+        param::check_min_window(controller, self.cwnd_min)
+    }
+
+    fn build(&self) -> Box<dyn Controller> {
+        Box::new(Coupled::new(Dctcp { g: self.g, l4s: None }).with_min_window(self.cwnd_min))
+    }
+}
 
 /// DCTCP with EWMA gain `g`; Prague with `l4s`.
 #[derive(Debug, Clone)]
@@ -80,7 +129,7 @@ impl Algorithm for Dctcp {
 
 #[cfg(test)]
 mod tests {
-    use crate::config::AlphaConfig;
+    use super::AlphaConfig;
     use crate::testkit::Driver;
     use crate::{ControllerConfig, Notice, PathId};
 

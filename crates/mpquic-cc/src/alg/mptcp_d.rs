@@ -43,8 +43,78 @@
 //!   Elimination is permanent, except when the keeper itself goes away: then the eliminated
 //!   paths are reopened (a `Released` notice), as otherwise the connection could not send.
 
-use crate::coupled::{Algorithm, Core, Coupling, Slot};
-use crate::{ConnectionSnapshot, ControllerKind, MptcpDConfig, Notice, PathId};
+use serde::Serialize;
+
+use crate::builtin::{unknown_parameter, Builtin};
+use crate::coupled::{Algorithm, Core, Coupled, Coupling, Slot};
+use crate::{param, ConfigError, Controller, ControllerConfig};
+use crate::{ConnectionSnapshot, ControllerKind, Notice, PathId};
+
+/// MPTCP-D parameters (MPTCP-D paper, Algorithm 1).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MptcpDConfig {
+    /// Whether extra-subflow elimination runs.
+    pub ese: bool,
+    /// RTT inflation threshold: a sample above `alpha * base` counts as inflated. Above 1.
+    pub alpha: f64,
+    /// Two inflated samples within `beta * base` of each other indicate a shared link. Positive.
+    pub beta: f64,
+    /// RTT samples per path during which ESE looks for link sharing. At least 1.
+    pub candidates: u32,
+}
+
+impl Default for MptcpDConfig {
+    fn default() -> Self {
+        MptcpDConfig { ese: true, alpha: 1.3, beta: 0.1, candidates: 80 }
+    }
+}
+
+/// `alpha`'s range, as `with` reads it and `validate` checks it.
+fn alpha_ok(alpha: f64) -> bool {
+    alpha > 1.0
+}
+
+const ALPHA_REASON: &str = "must be above 1";
+
+/// `beta`'s range, as `with` reads it and `validate` checks it.
+fn beta_ok(beta: f64) -> bool {
+    beta > 0.0
+}
+
+const BETA_REASON: &str = "must be positive";
+
+impl Builtin for MptcpDConfig {
+    fn parameters(&self) -> &'static [&'static str] {
+        &["ese", "alpha", "beta", "candidates"]
+    }
+
+    fn with(
+        &self,
+        controller: &'static str,
+        key: &str,
+        value: &str,
+    ) -> Result<ControllerConfig, ConfigError> {
+        let mut c = *self;
+        match key {
+            "ese" => c.ese = param::boolean(controller, "ese", value)?,
+            "alpha" => c.alpha = param::float(controller, "alpha", value, alpha_ok, ALPHA_REASON)?,
+            "beta" => c.beta = param::float(controller, "beta", value, beta_ok, BETA_REASON)?,
+            "candidates" => c.candidates = param::positive(controller, "candidates", value)?,
+            _ => return Err(unknown_parameter(controller, key)),
+        }
+        Ok(ControllerConfig::MptcpD(c))
+    }
+
+    fn validate(&self, controller: &'static str) -> Result<(), ConfigError> {
+        param::check_float(controller, "alpha", self.alpha, alpha_ok, ALPHA_REASON)?;
+        param::check_float(controller, "beta", self.beta, beta_ok, BETA_REASON)?;
+        param::check_positive(controller, "candidates", self.candidates)
+    }
+
+    fn build(&self) -> Box<dyn Controller> {
+        Box::new(Coupled::new(MptcpD::new(*self)))
+    }
+}
 
 /// MPTCP-D's per-path ESE state.
 #[derive(Debug, Clone, Default)]

@@ -38,8 +38,69 @@
 //! - The round-end sums walk the paths (O(paths) once per round, not per ACK), so XMP needs no
 //!   per-ACK cached sums. Paths without an RTT sample yet are left out of them.
 
-use crate::coupled::{standard_congestion, Algorithm, Core, RoundStats, Slot};
-use crate::{ControllerKind, ReductionCause, XmpConfig};
+use serde::Serialize;
+
+use crate::builtin::{unknown_parameter, Builtin};
+use crate::core::DEFAULT_MIN_WINDOW;
+use crate::coupled::{standard_congestion, Algorithm, Core, Coupled, RoundStats, Slot};
+use crate::{param, ConfigError, Controller, ControllerConfig, InitialWindow};
+use crate::{ControllerKind, ReductionCause};
+
+/// XMP parameters (XMP paper, section 3).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct XmpConfig {
+    /// ECN cut, in whole packets: `cwnd -= max(floor(cwnd / beta), 1)`. At least 2.
+    pub beta: f64,
+    /// The window of a path the connection opens.
+    pub initial_window: InitialWindow,
+    /// The minimum window of every path, packets (`cwnd_min`), at least 1.
+    pub cwnd_min: u32,
+}
+
+impl Default for XmpConfig {
+    fn default() -> Self {
+        XmpConfig {
+            beta: 4.0,
+            initial_window: InitialWindow::PerPath,
+            cwnd_min: DEFAULT_MIN_WINDOW,
+        }
+    }
+}
+
+impl Builtin for XmpConfig {
+    fn parameters(&self) -> &'static [&'static str] {
+        &["beta", "initial_window", "cwnd_min"]
+    }
+
+    fn with(
+        &self,
+        controller: &'static str,
+        key: &str,
+        value: &str,
+    ) -> Result<ControllerConfig, ConfigError> {
+        let mut c = *self;
+        match key {
+            "beta" => c.beta = param::beta(controller, value)?,
+            "initial_window" => c.initial_window = param::initial_window(controller, value)?,
+            "cwnd_min" => c.cwnd_min = param::min_window(controller, value)?,
+            _ => return Err(unknown_parameter(controller, key)),
+        }
+        Ok(ControllerConfig::Xmp(c))
+    }
+
+    fn validate(&self, controller: &'static str) -> Result<(), ConfigError> {
+        param::check_beta(controller, self.beta)?;
+        param::check_min_window(controller, self.cwnd_min)
+    }
+
+    fn build(&self) -> Box<dyn Controller> {
+        Box::new(
+            Coupled::new(Xmp { cfg: *self })
+                .with_initial_window(self.initial_window)
+                .with_min_window(self.cwnd_min),
+        )
+    }
+}
 
 /// XMP's per-path state.
 #[derive(Debug, Clone, Default)]
