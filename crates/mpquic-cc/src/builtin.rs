@@ -10,15 +10,20 @@
 //! [`registrations`] through [`Registration::new`] as a user's is. The name lookup, the unknown
 //! parameter errors, the help listings and [`crate::names`] then all go through the registry.
 //!
-//! What a built-in does with its parameters (which it takes, how each is read and checked, how
-//! the controller is built from them) is its [`Builtin`] implementation, next to its algorithm
-//! in `alg`; the typed configuration's methods dispatch to it through
-//! `ControllerConfig::builtin`, the one place that looks inside the variants.
+//! What a built-in does with its parameters is its [`TypedConfig`] implementation, next to its
+//! algorithm in `alg`: a table of its parameters ([`crate::param`]), each named once with how it
+//! is read and checked and which field it sets, and how the controller is built. [`Builtin`],
+//! which `ControllerConfig`'s methods dispatch to through `ControllerConfig::builtin` (the one
+//! place that looks inside the variants), is derived from that once for every typed
+//! configuration.
 
 use crate::coupled::{Algorithm, Coupled};
+use crate::param::Parameters;
 use crate::{ConfigError, Controller, ControllerConfig, ControllerKind, Registration};
 
-/// A built-in controller's typed parameters: the ops of its registration.
+/// A built-in controller's typed parameters: the ops of its registration. Every [`TypedConfig`]
+/// has it from its table (the impl below); the defaults are those of a built-in without
+/// parameters ([`Parameterless`]).
 pub(crate) trait Builtin {
     /// The parameters [`Builtin::with`] takes, in the order they are documented.
     fn parameters(&self) -> &'static [&'static str] {
@@ -45,6 +50,46 @@ pub(crate) trait Builtin {
 
     /// A controller for one connection, from parameters [`Builtin::validate`] accepted.
     fn build(&self) -> Box<dyn Controller>;
+}
+
+/// A built-in's typed configuration (`AmpConfig`, ...): the table of its parameters, from which
+/// its [`Builtin`] is derived, and how it builds its controller.
+pub(crate) trait TypedConfig: Copy + 'static {
+    /// Its parameters, written with [`crate::param::parameters!`].
+    const PARAMETERS: Parameters<Self>;
+
+    /// The variant of [`ControllerConfig`] that holds it.
+    const VARIANT: fn(Self) -> ControllerConfig;
+
+    /// A controller for one connection, from parameters [`Builtin::validate`] accepted.
+    fn build(&self) -> Box<dyn Controller>;
+}
+
+/// Every parameter's name, reading and check come from the one table, [`TypedConfig::PARAMETERS`].
+impl<C: TypedConfig> Builtin for C {
+    fn parameters(&self) -> &'static [&'static str] {
+        C::PARAMETERS.names
+    }
+
+    fn with(
+        &self,
+        controller: &'static str,
+        key: &str,
+        value: &str,
+    ) -> Result<ControllerConfig, ConfigError> {
+        let mut config = *self;
+        C::PARAMETERS.read(&mut config, controller, key, value)?;
+        Ok((C::VARIANT)(config))
+    }
+
+    fn validate(&self, controller: &'static str) -> Result<(), ConfigError> {
+        C::PARAMETERS.check(self, controller)
+    }
+
+    fn build(&self) -> Box<dyn Controller> {
+        // Named by its trait: `C` has both traits' `build`, and this is the one it writes.
+        TypedConfig::build(self)
+    }
 }
 
 /// A built-in without parameters (LIA, OLIA, BALIA, Reno): its algorithm, which it runs as it is.

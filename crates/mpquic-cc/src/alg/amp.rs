@@ -35,12 +35,13 @@
 
 use serde::Serialize;
 
-use crate::builtin::{unknown_parameter, Builtin};
+use crate::builtin::TypedConfig;
 use crate::core::DEFAULT_MIN_WINDOW;
 use crate::coupled::Algorithm;
 use crate::coupled::{Core, Coupled, Coupling, PathState, RoundStats, Slot};
-use crate::{param, ConfigError, Controller, ControllerConfig, InitialWindow};
+use crate::param::{parameters, Parameter, Parameters};
 use crate::{ConnectionSnapshot, ControllerKind, Notice, PathId};
+use crate::{Controller, ControllerConfig, InitialWindow};
 
 /// AMP parameters (AMP paper, section 5).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -73,36 +74,17 @@ impl Default for AmpConfig {
     }
 }
 
-impl Builtin for AmpConfig {
-    fn parameters(&self) -> &'static [&'static str] {
-        &["beta", "gamma", "tau", "initial_window", "cwnd_min", "ssr"]
-    }
+impl TypedConfig for AmpConfig {
+    const PARAMETERS: Parameters<Self> = parameters![
+        Parameter::beta(|c| &mut c.beta),
+        Parameter::positive("gamma", |c| &mut c.gamma),
+        Parameter::positive("tau", |c| &mut c.tau),
+        Parameter::initial_window(|c| &mut c.initial_window),
+        Parameter::min_window(|c| &mut c.cwnd_min),
+        Parameter::new("ssr", |c| &mut c.ssr),
+    ];
 
-    fn with(
-        &self,
-        controller: &'static str,
-        key: &str,
-        value: &str,
-    ) -> Result<ControllerConfig, ConfigError> {
-        let mut c = *self;
-        match key {
-            "beta" => c.beta = param::beta(controller, value)?,
-            "gamma" => c.gamma = param::positive(controller, "gamma", value)?,
-            "tau" => c.tau = param::positive(controller, "tau", value)?,
-            "initial_window" => c.initial_window = param::initial_window(controller, value)?,
-            "cwnd_min" => c.cwnd_min = param::min_window(controller, value)?,
-            "ssr" => c.ssr = param::boolean(controller, "ssr", value)?,
-            _ => return Err(unknown_parameter(controller, key)),
-        }
-        Ok(ControllerConfig::Amp(c))
-    }
-
-    fn validate(&self, controller: &'static str) -> Result<(), ConfigError> {
-        param::check_beta(controller, self.beta)?;
-        param::check_positive(controller, "gamma", self.gamma)?;
-        param::check_positive(controller, "tau", self.tau)?;
-        param::check_min_window(controller, self.cwnd_min)
-    }
+    const VARIANT: fn(Self) -> ControllerConfig = ControllerConfig::Amp;
 
     fn build(&self) -> Box<dyn Controller> {
         Box::new(

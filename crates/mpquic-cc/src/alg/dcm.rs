@@ -12,12 +12,11 @@ use serde::Serialize;
 
 use super::alpha::{self, Alpha};
 use super::lia::lia_increase;
-use crate::builtin::{unknown_parameter, Builtin};
+use crate::builtin::TypedConfig;
 use crate::core::DEFAULT_MIN_WINDOW;
 use crate::coupled::{Algorithm, Core, Coupled, Coupling, RoundStats, Slot};
-use crate::{
-    param, AlphaConfig, ConfigError, Controller, ControllerConfig, ControllerKind, InitialWindow,
-};
+use crate::param::{parameters, Parameter, Parameters};
+use crate::{AlphaConfig, Controller, ControllerConfig, ControllerKind, InitialWindow};
 
 /// DCM parameters: DCTCP's alpha estimator and the coupled controllers' initial window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -40,31 +39,14 @@ impl Default for DcmConfig {
     }
 }
 
-impl Builtin for DcmConfig {
-    fn parameters(&self) -> &'static [&'static str] {
-        &["g", "initial_window", "cwnd_min"]
-    }
+impl TypedConfig for DcmConfig {
+    const PARAMETERS: Parameters<Self> = parameters![
+        Parameter::gain(|c| &mut c.g),
+        Parameter::initial_window(|c| &mut c.initial_window),
+        Parameter::min_window(|c| &mut c.cwnd_min),
+    ];
 
-    fn with(
-        &self,
-        controller: &'static str,
-        key: &str,
-        value: &str,
-    ) -> Result<ControllerConfig, ConfigError> {
-        let mut c = *self;
-        match key {
-            "g" => c.g = param::gain(controller, value)?,
-            "initial_window" => c.initial_window = param::initial_window(controller, value)?,
-            "cwnd_min" => c.cwnd_min = param::min_window(controller, value)?,
-            _ => return Err(unknown_parameter(controller, key)),
-        }
-        Ok(ControllerConfig::Dcm(c))
-    }
-
-    fn validate(&self, controller: &'static str) -> Result<(), ConfigError> {
-        param::check_gain(controller, self.g)?;
-        param::check_min_window(controller, self.cwnd_min)
-    }
+    const VARIANT: fn(Self) -> ControllerConfig = ControllerConfig::Dcm;
 
     fn build(&self) -> Box<dyn Controller> {
         Box::new(

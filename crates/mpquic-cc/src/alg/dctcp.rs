@@ -11,10 +11,11 @@ use serde::Serialize;
 
 use super::alpha::{self, Alpha};
 use super::reno::reno_step;
-use crate::builtin::{unknown_parameter, Builtin};
+use crate::builtin::TypedConfig;
 use crate::core::DEFAULT_MIN_WINDOW;
 use crate::coupled::{Algorithm, Core, Coupled, RoundStats, Slot};
-use crate::{param, ConfigError, Controller, ControllerConfig, ControllerKind, EcnCodepoint};
+use crate::param::{parameters, Parameter, Parameters};
+use crate::{Controller, ControllerConfig, ControllerKind, EcnCodepoint};
 
 /// DCTCP parameters: its alpha estimator's gain and the minimum window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -31,30 +32,11 @@ impl Default for AlphaConfig {
     }
 }
 
-impl Builtin for AlphaConfig {
-    fn parameters(&self) -> &'static [&'static str] {
-        &["g", "cwnd_min"]
-    }
+impl TypedConfig for AlphaConfig {
+    const PARAMETERS: Parameters<Self> =
+        parameters![Parameter::gain(|c| &mut c.g), Parameter::min_window(|c| &mut c.cwnd_min),];
 
-    fn with(
-        &self,
-        controller: &'static str,
-        key: &str,
-        value: &str,
-    ) -> Result<ControllerConfig, ConfigError> {
-        let mut c = *self;
-        match key {
-            "g" => c.g = param::gain(controller, value)?,
-            "cwnd_min" => c.cwnd_min = param::min_window(controller, value)?,
-            _ => return Err(unknown_parameter(controller, key)),
-        }
-        Ok(ControllerConfig::Dctcp(c))
-    }
-
-    fn validate(&self, controller: &'static str) -> Result<(), ConfigError> {
-        param::check_gain(controller, self.g)?;
-        param::check_min_window(controller, self.cwnd_min)
-    }
+    const VARIANT: fn(Self) -> ControllerConfig = ControllerConfig::Dctcp;
 
     fn build(&self) -> Box<dyn Controller> {
         Box::new(Coupled::new(Dctcp { g: self.g, l4s: None }).with_min_window(self.cwnd_min))

@@ -73,13 +73,14 @@ use std::str::FromStr;
 use serde::Serialize;
 
 use super::lia::lia_increase;
-use crate::builtin::{unknown_parameter, Builtin};
+use crate::builtin::TypedConfig;
 use crate::coupled::{
     initial_window, standard_ack, standard_congestion, Algorithm, Core, Coupled, Coupling, Slot,
     MAX_WINDOW,
 };
-use crate::{param, ConfigError, Controller, ControllerConfig};
+use crate::param::{parameters, Parameter, Parameters, Value};
 use crate::{ConnectionSnapshot, ControllerKind, Notice, ReductionCause};
+use crate::{Controller, ControllerConfig};
 
 /// How MMPTCP's scatter phase deals its one window over the paths (parameter `deal`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -115,6 +116,15 @@ impl FromStr for Dealing {
     }
 }
 
+impl Value for Dealing {
+    fn read(text: &str) -> Result<Self, &'static str> {
+        Dealing::from_str(text).map_err(|()| Dealing::NAMES)
+    }
+    fn written(self) -> String {
+        self.name().to_owned()
+    }
+}
+
 /// MMPTCP parameters (MMPTCP paper).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct MmptcpConfig {
@@ -133,39 +143,14 @@ impl Default for MmptcpConfig {
     }
 }
 
-impl Builtin for MmptcpConfig {
-    fn parameters(&self) -> &'static [&'static str] {
-        &["switch_bytes", "switch_on_congestion", "deal"]
-    }
+impl TypedConfig for MmptcpConfig {
+    const PARAMETERS: Parameters<Self> = parameters![
+        Parameter::positive("switch_bytes", |c| &mut c.switch_bytes),
+        Parameter::new("switch_on_congestion", |c| &mut c.switch_on_congestion),
+        Parameter::new("deal", |c| &mut c.deal),
+    ];
 
-    fn with(
-        &self,
-        controller: &'static str,
-        key: &str,
-        value: &str,
-    ) -> Result<ControllerConfig, ConfigError> {
-        let mut c = *self;
-        match key {
-            "switch_bytes" => c.switch_bytes = param::positive(controller, "switch_bytes", value)?,
-            "switch_on_congestion" => {
-                c.switch_on_congestion = param::boolean(controller, "switch_on_congestion", value)?
-            }
-            "deal" => {
-                c.deal = value.parse().map_err(|()| ConfigError::BadValue {
-                    controller,
-                    param: "deal",
-                    value: value.to_owned(),
-                    reason: Dealing::NAMES,
-                })?
-            }
-            _ => return Err(unknown_parameter(controller, key)),
-        }
-        Ok(ControllerConfig::Mmptcp(c))
-    }
-
-    fn validate(&self, controller: &'static str) -> Result<(), ConfigError> {
-        param::check_positive(controller, "switch_bytes", self.switch_bytes)
-    }
+    const VARIANT: fn(Self) -> ControllerConfig = ControllerConfig::Mmptcp;
 
     fn build(&self) -> Box<dyn Controller> {
         Box::new(Coupled::new(Mmptcp::new(*self)))

@@ -45,10 +45,11 @@
 
 use serde::Serialize;
 
-use crate::builtin::{unknown_parameter, Builtin};
+use crate::builtin::TypedConfig;
 use crate::coupled::{Algorithm, Core, Coupled, Coupling, Slot};
-use crate::{param, ConfigError, Controller, ControllerConfig};
+use crate::param::{parameters, Parameter, Parameters};
 use crate::{ConnectionSnapshot, ControllerKind, Notice, PathId};
+use crate::{Controller, ControllerConfig};
 
 /// MPTCP-D parameters (MPTCP-D paper, Algorithm 1).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -69,47 +70,15 @@ impl Default for MptcpDConfig {
     }
 }
 
-/// `alpha`'s range, as `with` reads it and `validate` checks it.
-fn alpha_ok(alpha: f64) -> bool {
-    alpha > 1.0
-}
+impl TypedConfig for MptcpDConfig {
+    const PARAMETERS: Parameters<Self> = parameters![
+        Parameter::new("ese", |c| &mut c.ese),
+        Parameter::in_range("alpha", |c| &mut c.alpha, |a| a > 1.0, "must be above 1"),
+        Parameter::in_range("beta", |c| &mut c.beta, |b| b > 0.0, "must be positive"),
+        Parameter::positive("candidates", |c| &mut c.candidates),
+    ];
 
-const ALPHA_REASON: &str = "must be above 1";
-
-/// `beta`'s range, as `with` reads it and `validate` checks it.
-fn beta_ok(beta: f64) -> bool {
-    beta > 0.0
-}
-
-const BETA_REASON: &str = "must be positive";
-
-impl Builtin for MptcpDConfig {
-    fn parameters(&self) -> &'static [&'static str] {
-        &["ese", "alpha", "beta", "candidates"]
-    }
-
-    fn with(
-        &self,
-        controller: &'static str,
-        key: &str,
-        value: &str,
-    ) -> Result<ControllerConfig, ConfigError> {
-        let mut c = *self;
-        match key {
-            "ese" => c.ese = param::boolean(controller, "ese", value)?,
-            "alpha" => c.alpha = param::float(controller, "alpha", value, alpha_ok, ALPHA_REASON)?,
-            "beta" => c.beta = param::float(controller, "beta", value, beta_ok, BETA_REASON)?,
-            "candidates" => c.candidates = param::positive(controller, "candidates", value)?,
-            _ => return Err(unknown_parameter(controller, key)),
-        }
-        Ok(ControllerConfig::MptcpD(c))
-    }
-
-    fn validate(&self, controller: &'static str) -> Result<(), ConfigError> {
-        param::check_float(controller, "alpha", self.alpha, alpha_ok, ALPHA_REASON)?;
-        param::check_float(controller, "beta", self.beta, beta_ok, BETA_REASON)?;
-        param::check_positive(controller, "candidates", self.candidates)
-    }
+    const VARIANT: fn(Self) -> ControllerConfig = ControllerConfig::MptcpD;
 
     fn build(&self) -> Box<dyn Controller> {
         Box::new(Coupled::new(MptcpD::new(*self)))

@@ -40,10 +40,11 @@
 
 use serde::Serialize;
 
-use crate::builtin::{unknown_parameter, Builtin};
+use crate::builtin::TypedConfig;
 use crate::core::DEFAULT_MIN_WINDOW;
 use crate::coupled::{standard_congestion, Algorithm, Core, Coupled, RoundStats, Slot};
-use crate::{param, ConfigError, Controller, ControllerConfig, InitialWindow};
+use crate::param::{parameters, Parameter, Parameters};
+use crate::{Controller, ControllerConfig, InitialWindow};
 use crate::{ControllerKind, ReductionCause};
 
 /// XMP parameters (XMP paper, section 3).
@@ -67,31 +68,14 @@ impl Default for XmpConfig {
     }
 }
 
-impl Builtin for XmpConfig {
-    fn parameters(&self) -> &'static [&'static str] {
-        &["beta", "initial_window", "cwnd_min"]
-    }
+impl TypedConfig for XmpConfig {
+    const PARAMETERS: Parameters<Self> = parameters![
+        Parameter::beta(|c| &mut c.beta),
+        Parameter::initial_window(|c| &mut c.initial_window),
+        Parameter::min_window(|c| &mut c.cwnd_min),
+    ];
 
-    fn with(
-        &self,
-        controller: &'static str,
-        key: &str,
-        value: &str,
-    ) -> Result<ControllerConfig, ConfigError> {
-        let mut c = *self;
-        match key {
-            "beta" => c.beta = param::beta(controller, value)?,
-            "initial_window" => c.initial_window = param::initial_window(controller, value)?,
-            "cwnd_min" => c.cwnd_min = param::min_window(controller, value)?,
-            _ => return Err(unknown_parameter(controller, key)),
-        }
-        Ok(ControllerConfig::Xmp(c))
-    }
-
-    fn validate(&self, controller: &'static str) -> Result<(), ConfigError> {
-        param::check_beta(controller, self.beta)?;
-        param::check_min_window(controller, self.cwnd_min)
-    }
+    const VARIANT: fn(Self) -> ControllerConfig = ControllerConfig::Xmp;
 
     fn build(&self) -> Box<dyn Controller> {
         Box::new(
