@@ -1,64 +1,51 @@
 //! Choosing a controller: by name, with the papers' defaults, or by typed configuration.
+//!
+//! The built-ins are one table, the `builtins!` invocation below: each line names a built-in
+//! and the typed configuration that carries its parameters ([`AmpConfig`], ...; defined, read
+//! and checked next to its algorithm in `alg`). [`ControllerKind`] and [`ControllerConfig`]
+//! are made from it, and so are the built-ins' registrations: the registry
+//! ([`crate::register`]) holds the built-ins as it holds a user's controller, so a name is looked
+//! up, and a parameter it does not take refused, in one place.
 
 use std::fmt;
 use std::str::FromStr;
 
 use serde::Serialize;
 
-use crate::alg::{
-    amp::Amp, balia::Balia, dcm::Dcm, dctcp::Dctcp, lia::Lia, mmptcp::Mmptcp, mptcp_d::MptcpD,
-    olia::Olia, reno::Reno, xmp::Xmp,
-};
-use crate::core::DEFAULT_MIN_WINDOW;
-use crate::coupled::Coupled;
-use crate::Controller;
+use crate::alg::{balia::Balia, lia::Lia, olia::Olia, reno::Reno};
+use crate::builtin::builtins;
+use crate::param::split_param;
+use crate::{AlphaConfig, AmpConfig, Controller, DcmConfig, MmptcpConfig, MptcpDConfig, XmpConfig};
 
-/// The algorithms this crate implements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ControllerKind {
+builtins! {
     /// AMP: RTT-agnostic coupled increase, ECN cut by 1/beta, subflow suppression and release.
-    Amp,
+    Amp = "amp", configured by AmpConfig;
     /// XMP: BOS (ECN cut by 1/beta) and TraSh (rate-based coupled increase).
-    Xmp,
+    Xmp = "xmp", configured by XmpConfig;
     /// DCM: LIA's coupled increase with DCTCP's alpha-based decrease per path.
-    Dcm,
+    Dcm = "dcm", configured by DcmConfig;
     /// MPTCP-D: psi-weighted coupled increase with extra-subflow elimination.
-    MptcpD,
+    MptcpD = "mptcp-d", configured by MptcpDConfig;
     /// MMPTCP: one scattered window, then LIA per path.
-    Mmptcp,
+    Mmptcp = "mmptcp", configured by MmptcpConfig;
     /// LIA (RFC 6356), halving on loss or CE.
-    Lia,
+    Lia = "lia", parameterless Lia;
     /// OLIA (Khalili et al., CoNEXT 2012): LIA's successor, Pareto-optimal, loss or CE halves.
-    Olia,
+    Olia = "olia", parameterless Olia;
     /// BALIA (Peng et al., IEEE/ACM ToN 2016): balanced linked adaptation, rate-dependent cut.
-    Balia,
+    Balia = "balia", parameterless Balia;
     /// DCTCP (RFC 8257) on every path, uncoupled.
-    Dctcp,
+    Dctcp = "dctcp", configured by AlphaConfig;
     /// NewReno on every path, uncoupled, halving on loss or CE.
-    Reno,
+    Reno = "reno", parameterless Reno;
 }
 
 impl ControllerKind {
-    /// Every kind with its name on command lines and in results, in the order they are
-    /// documented: the one table of built-in names ([`ControllerKind::ALL`],
-    /// [`ControllerKind::name`], error messages and help texts through [`crate::names`]).
-    const TABLE: [(ControllerKind, &'static str); 10] = [
-        (ControllerKind::Amp, "amp"),
-        (ControllerKind::Xmp, "xmp"),
-        (ControllerKind::Dcm, "dcm"),
-        (ControllerKind::MptcpD, "mptcp-d"),
-        (ControllerKind::Mmptcp, "mmptcp"),
-        (ControllerKind::Lia, "lia"),
-        (ControllerKind::Olia, "olia"),
-        (ControllerKind::Balia, "balia"),
-        (ControllerKind::Dctcp, "dctcp"),
-        (ControllerKind::Reno, "reno"),
-    ];
-
     /// Every kind, in the order they are documented.
     pub const ALL: [ControllerKind; 10] = {
         let mut all = [ControllerKind::Amp; 10];
+        // The table has a line per kind: a built-in added to it is added to this type's length.
+        assert!(ControllerKind::TABLE.len() == all.len());
         let mut i = 0;
         while i < all.len() {
             // The table lists the kinds in declaration order, so that `name` can index it.
@@ -144,7 +131,7 @@ pub enum InitialWindow {
 
 impl InitialWindow {
     /// The parameter's value names, as [`ConfigError::BadValue`] lists them.
-    const NAMES: &'static str = "expected per-path or shared";
+    pub(crate) const NAMES: &'static str = "expected per-path or shared";
 
     /// The value's name on command lines and in results.
     pub fn name(self) -> &'static str {
@@ -166,224 +153,7 @@ impl FromStr for InitialWindow {
     }
 }
 
-/// AMP parameters (AMP paper, section 5).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct AmpConfig {
-    /// ECN cut: `w -= w / beta`. At least 2.
-    pub beta: f64,
-    /// Rounds of the initial path with every active path at the minimum window before suppression.
-    pub gamma: u32,
-    /// CE-free rounds of the initial path before suppressed paths are released.
-    pub tau: u32,
-    /// The window of a path the connection opens.
-    pub initial_window: InitialWindow,
-    /// The minimum window of every path, packets (`cwnd_min`), at least 1.
-    pub cwnd_min: u32,
-    /// Whether subflow suppression and release (SSR) runs; without it AMP is its coupled
-    /// increase and constant-factor cut alone (the paper's ablation, section 5.2).
-    pub ssr: bool,
-}
-
-impl Default for AmpConfig {
-    fn default() -> Self {
-        AmpConfig {
-            beta: 4.0,
-            gamma: 2,
-            tau: 8,
-            initial_window: InitialWindow::PerPath,
-            cwnd_min: DEFAULT_MIN_WINDOW,
-            ssr: true,
-        }
-    }
-}
-
-/// XMP parameters (XMP paper, section 3).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct XmpConfig {
-    /// ECN cut, in whole packets: `cwnd -= max(floor(cwnd / beta), 1)`. At least 2.
-    pub beta: f64,
-    /// The window of a path the connection opens.
-    pub initial_window: InitialWindow,
-    /// The minimum window of every path, packets (`cwnd_min`), at least 1.
-    pub cwnd_min: u32,
-}
-
-impl Default for XmpConfig {
-    fn default() -> Self {
-        XmpConfig {
-            beta: 4.0,
-            initial_window: InitialWindow::PerPath,
-            cwnd_min: DEFAULT_MIN_WINDOW,
-        }
-    }
-}
-
-/// DCTCP parameters: its alpha estimator's gain and the minimum window.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct AlphaConfig {
-    /// EWMA gain of alpha, in (0, 1].
-    pub g: f64,
-    /// The minimum window, packets (`cwnd_min`), at least 1.
-    pub cwnd_min: u32,
-}
-
-impl Default for AlphaConfig {
-    fn default() -> Self {
-        AlphaConfig { g: 1.0 / 16.0, cwnd_min: DEFAULT_MIN_WINDOW }
-    }
-}
-
-/// DCM parameters: DCTCP's alpha estimator and the coupled controllers' initial window.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct DcmConfig {
-    /// EWMA gain of alpha, in (0, 1].
-    pub g: f64,
-    /// The window of a path the connection opens.
-    pub initial_window: InitialWindow,
-    /// The minimum window of every path, packets (`cwnd_min`), at least 1.
-    pub cwnd_min: u32,
-}
-
-impl Default for DcmConfig {
-    fn default() -> Self {
-        DcmConfig {
-            g: AlphaConfig::default().g,
-            initial_window: InitialWindow::PerPath,
-            cwnd_min: DEFAULT_MIN_WINDOW,
-        }
-    }
-}
-
-/// MPTCP-D parameters (MPTCP-D paper, Algorithm 1).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct MptcpDConfig {
-    /// Whether extra-subflow elimination runs.
-    pub ese: bool,
-    /// RTT inflation threshold: a sample above `alpha * base` counts as inflated. Above 1.
-    pub alpha: f64,
-    /// Two inflated samples within `beta * base` of each other indicate a shared link. Positive.
-    pub beta: f64,
-    /// RTT samples per path during which ESE looks for link sharing. At least 1.
-    pub candidates: u32,
-}
-
-impl Default for MptcpDConfig {
-    fn default() -> Self {
-        MptcpDConfig { ese: true, alpha: 1.3, beta: 0.1, candidates: 80 }
-    }
-}
-
-/// How MMPTCP's scatter phase deals its one window over the paths (parameter `deal`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Dealing {
-    /// Single packets at random, as the paper's packet scatter: every path gets the same whole
-    /// number of packets and the packets left over go one each to paths drawn at random.
-    Single,
-    /// Pairs of packets, evenly, the left-over pairs and an odd packet to the first paths (a
-    /// deviation from the paper: a pair is acknowledged at once by a QUIC receiver that
-    /// acknowledges every second packet of a path).
-    Pairs,
-}
-
-impl Dealing {
-    /// The parameter's value names, as [`ConfigError::BadValue`] lists them.
-    const NAMES: &'static str = "expected single or pairs";
-
-    /// The value's name on command lines and in results.
-    pub fn name(self) -> &'static str {
-        match self {
-            Dealing::Single => "single",
-            Dealing::Pairs => "pairs",
-        }
-    }
-}
-
-impl FromStr for Dealing {
-    type Err = ();
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        [Dealing::Single, Dealing::Pairs].into_iter().find(|d| d.name() == s).ok_or(())
-    }
-}
-
-/// MMPTCP parameters (MMPTCP paper).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct MmptcpConfig {
-    /// Bytes sent in packet-scatter phase before switching to per-path windows. At least 1.
-    pub switch_bytes: u64,
-    /// Also switch at the first congestion event: a loss (the paper's fast retransmission or RTO;
-    /// a CE mark is not one).
-    pub switch_on_congestion: bool,
-    /// How the scatter phase's window is dealt over the paths.
-    pub deal: Dealing,
-}
-
-impl Default for MmptcpConfig {
-    fn default() -> Self {
-        MmptcpConfig { switch_bytes: 100_000, switch_on_congestion: false, deal: Dealing::Pairs }
-    }
-}
-
-/// A controller with its parameters.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(tag = "algorithm", rename_all = "kebab-case")]
-pub enum ControllerConfig {
-    /// See [`ControllerKind::Amp`].
-    Amp(AmpConfig),
-    /// See [`ControllerKind::Xmp`].
-    Xmp(XmpConfig),
-    /// See [`ControllerKind::Dcm`].
-    Dcm(DcmConfig),
-    /// See [`ControllerKind::MptcpD`].
-    MptcpD(MptcpDConfig),
-    /// See [`ControllerKind::Mmptcp`].
-    Mmptcp(MmptcpConfig),
-    /// See [`ControllerKind::Lia`].
-    Lia,
-    /// See [`ControllerKind::Olia`].
-    Olia,
-    /// See [`ControllerKind::Balia`].
-    Balia,
-    /// See [`ControllerKind::Dctcp`].
-    Dctcp(AlphaConfig),
-    /// See [`ControllerKind::Reno`].
-    Reno,
-}
-
 impl ControllerConfig {
-    /// The algorithm with the papers' default parameters.
-    pub fn with_defaults(kind: ControllerKind) -> Self {
-        match kind {
-            ControllerKind::Amp => ControllerConfig::Amp(AmpConfig::default()),
-            ControllerKind::Xmp => ControllerConfig::Xmp(XmpConfig::default()),
-            ControllerKind::Dcm => ControllerConfig::Dcm(DcmConfig::default()),
-            ControllerKind::MptcpD => ControllerConfig::MptcpD(MptcpDConfig::default()),
-            ControllerKind::Mmptcp => ControllerConfig::Mmptcp(MmptcpConfig::default()),
-            ControllerKind::Lia => ControllerConfig::Lia,
-            ControllerKind::Olia => ControllerConfig::Olia,
-            ControllerKind::Balia => ControllerConfig::Balia,
-            ControllerKind::Dctcp => ControllerConfig::Dctcp(AlphaConfig::default()),
-            ControllerKind::Reno => ControllerConfig::Reno,
-        }
-    }
-
-    /// Which algorithm this configures.
-    pub fn kind(&self) -> ControllerKind {
-        match self {
-            ControllerConfig::Amp(_) => ControllerKind::Amp,
-            ControllerConfig::Xmp(_) => ControllerKind::Xmp,
-            ControllerConfig::Dcm(_) => ControllerKind::Dcm,
-            ControllerConfig::MptcpD(_) => ControllerKind::MptcpD,
-            ControllerConfig::Mmptcp(_) => ControllerKind::Mmptcp,
-            ControllerConfig::Lia => ControllerKind::Lia,
-            ControllerConfig::Olia => ControllerKind::Olia,
-            ControllerConfig::Balia => ControllerKind::Balia,
-            ControllerConfig::Dctcp(_) => ControllerKind::Dctcp,
-            ControllerConfig::Reno => ControllerKind::Reno,
-        }
-    }
-
     /// Parse `name` and a list of `key=value` parameters, e.g. `("amp", ["beta=4", "tau=8"])`.
     pub fn parse<'a>(
         name: &str,
@@ -399,148 +169,20 @@ impl ControllerConfig {
 
     /// Set one parameter by name, checking its range.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
-        let controller = self.kind().name();
-        let known = self.parameter_names();
-        let unknown = || ConfigError::UnknownParameter {
-            controller,
-            param: key.to_owned(),
-            known: if known.is_empty() { "none" } else { known },
-        };
-        match (self, key) {
-            (ControllerConfig::Amp(c), "beta") => c.beta = beta(controller, value)?,
-            (ControllerConfig::Amp(c), "gamma") => c.gamma = positive(controller, "gamma", value)?,
-            (ControllerConfig::Amp(c), "tau") => c.tau = positive(controller, "tau", value)?,
-            (ControllerConfig::Amp(c), "initial_window") => {
-                c.initial_window = initial_window(controller, value)?
-            }
-            (ControllerConfig::Amp(c), "cwnd_min") => c.cwnd_min = min_window(controller, value)?,
-            (ControllerConfig::Amp(c), "ssr") => c.ssr = boolean(controller, "ssr", value)?,
-            (ControllerConfig::Xmp(c), "beta") => c.beta = beta(controller, value)?,
-            (ControllerConfig::Xmp(c), "initial_window") => {
-                c.initial_window = initial_window(controller, value)?
-            }
-            (ControllerConfig::Xmp(c), "cwnd_min") => c.cwnd_min = min_window(controller, value)?,
-            (ControllerConfig::Dcm(c), "g") => c.g = gain(controller, value)?,
-            (ControllerConfig::Dcm(c), "initial_window") => {
-                c.initial_window = initial_window(controller, value)?
-            }
-            (ControllerConfig::Dcm(c), "cwnd_min") => c.cwnd_min = min_window(controller, value)?,
-            (ControllerConfig::Dctcp(c), "g") => c.g = gain(controller, value)?,
-            (ControllerConfig::Dctcp(c), "cwnd_min") => c.cwnd_min = min_window(controller, value)?,
-            (ControllerConfig::MptcpD(c), "ese") => c.ese = boolean(controller, "ese", value)?,
-            (ControllerConfig::MptcpD(c), "alpha") => {
-                c.alpha = float(controller, "alpha", value, |x| x > 1.0, "must be above 1")?
-            }
-            (ControllerConfig::MptcpD(c), "beta") => {
-                c.beta = float(controller, "beta", value, |x| x > 0.0, "must be positive")?
-            }
-            (ControllerConfig::MptcpD(c), "candidates") => {
-                c.candidates = positive(controller, "candidates", value)?
-            }
-            (ControllerConfig::Mmptcp(c), "switch_bytes") => {
-                c.switch_bytes = positive(controller, "switch_bytes", value)?
-            }
-            (ControllerConfig::Mmptcp(c), "switch_on_congestion") => {
-                c.switch_on_congestion = boolean(controller, "switch_on_congestion", value)?
-            }
-            (ControllerConfig::Mmptcp(c), "deal") => {
-                c.deal = value.parse().map_err(|()| ConfigError::BadValue {
-                    controller,
-                    param: "deal",
-                    value: value.to_owned(),
-                    reason: Dealing::NAMES,
-                })?
-            }
-            _ => return Err(unknown()),
-        }
+        *self = self.builtin().with(self.kind().name(), key, value)?;
         Ok(())
     }
 
     /// Check every parameter's range, for configurations built as values rather than through
     /// [`ControllerConfig::parse`] / [`ControllerConfig::set`] (which check as they go).
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let controller = self.kind().name();
-        let check = |ok: bool, param: &'static str, value: String, reason: &'static str| {
-            if ok {
-                Ok(())
-            } else {
-                Err(ConfigError::BadValue { controller, param, value, reason })
-            }
-        };
-        let beta_ok = |b: f64| b.is_finite() && b >= 2.0;
-        let floor_ok = |w: u32| {
-            check(MIN_WINDOW_RANGE.contains(&w), "cwnd_min", w.to_string(), MIN_WINDOW_REASON)
-        };
-        match *self {
-            ControllerConfig::Amp(c) => {
-                check(beta_ok(c.beta), "beta", c.beta.to_string(), "must be at least 2")?;
-                check(c.gamma >= 1, "gamma", c.gamma.to_string(), "must be at least 1")?;
-                check(c.tau >= 1, "tau", c.tau.to_string(), "must be at least 1")?;
-                floor_ok(c.cwnd_min)
-            }
-            ControllerConfig::Xmp(c) => {
-                check(beta_ok(c.beta), "beta", c.beta.to_string(), "must be at least 2")?;
-                floor_ok(c.cwnd_min)
-            }
-            ControllerConfig::Dcm(DcmConfig { g, cwnd_min, .. })
-            | ControllerConfig::Dctcp(AlphaConfig { g, cwnd_min }) => {
-                check(g > 0.0 && g <= 1.0, "g", g.to_string(), "must be in (0, 1]")?;
-                floor_ok(cwnd_min)
-            }
-            ControllerConfig::MptcpD(c) => {
-                let alpha_ok = c.alpha.is_finite() && c.alpha > 1.0;
-                check(alpha_ok, "alpha", c.alpha.to_string(), "must be above 1")?;
-                let beta_ok = c.beta.is_finite() && c.beta > 0.0;
-                check(beta_ok, "beta", c.beta.to_string(), "must be positive")?;
-                check(
-                    c.candidates >= 1,
-                    "candidates",
-                    c.candidates.to_string(),
-                    "must be at least 1",
-                )
-            }
-            ControllerConfig::Mmptcp(c) => check(
-                c.switch_bytes >= 1,
-                "switch_bytes",
-                c.switch_bytes.to_string(),
-                "must be at least 1",
-            ),
-            ControllerConfig::Lia
-            | ControllerConfig::Olia
-            | ControllerConfig::Balia
-            | ControllerConfig::Reno => Ok(()),
-        }
+        self.builtin().validate(self.kind().name())
     }
 
     /// A controller for one connection, after [`ControllerConfig::validate`].
     pub fn try_build(&self) -> Result<Box<dyn Controller>, ConfigError> {
         self.validate()?;
-        Ok(match *self {
-            ControllerConfig::Amp(c) => Box::new(
-                Coupled::new(Amp::new(c))
-                    .with_initial_window(c.initial_window)
-                    .with_min_window(c.cwnd_min),
-            ),
-            ControllerConfig::Xmp(cfg) => Box::new(
-                Coupled::new(Xmp { cfg })
-                    .with_initial_window(cfg.initial_window)
-                    .with_min_window(cfg.cwnd_min),
-            ),
-            ControllerConfig::Dcm(c) => Box::new(
-                Coupled::new(Dcm { g: c.g })
-                    .with_initial_window(c.initial_window)
-                    .with_min_window(c.cwnd_min),
-            ),
-            ControllerConfig::MptcpD(c) => Box::new(Coupled::new(MptcpD::new(c))),
-            ControllerConfig::Mmptcp(c) => Box::new(Coupled::new(Mmptcp::new(c))),
-            ControllerConfig::Lia => Box::new(Coupled::new(Lia)),
-            ControllerConfig::Olia => Box::new(Coupled::new(Olia)),
-            ControllerConfig::Balia => Box::new(Coupled::new(Balia)),
-            ControllerConfig::Dctcp(c) => {
-                Box::new(Coupled::new(Dctcp { g: c.g, l4s: None }).with_min_window(c.cwnd_min))
-            }
-            ControllerConfig::Reno => Box::new(Coupled::new(Reno)),
-        })
+        Ok(self.builtin().build())
     }
 
     /// A controller for one connection (give every connection its own).
@@ -557,119 +199,18 @@ impl ControllerConfig {
         }
     }
 
-    /// The parameter names [`ControllerConfig::set`] accepts, comma-separated.
+    /// The parameter names [`ControllerConfig::set`] accepts, comma-separated (as the
+    /// registry lists them in errors).
     pub fn parameter_names(&self) -> &'static str {
-        match self {
-            ControllerConfig::Amp(_) => "beta, gamma, tau, initial_window, cwnd_min, ssr",
-            ControllerConfig::Xmp(_) => "beta, initial_window, cwnd_min",
-            ControllerConfig::Dcm(_) => "g, initial_window, cwnd_min",
-            ControllerConfig::Dctcp(_) => "g, cwnd_min",
-            ControllerConfig::MptcpD(_) => "ese, alpha, beta, candidates",
-            ControllerConfig::Mmptcp(_) => "switch_bytes, switch_on_congestion, deal",
-            ControllerConfig::Lia
-            | ControllerConfig::Olia
-            | ControllerConfig::Balia
-            | ControllerConfig::Reno => "",
-        }
+        crate::registry::parameter_names(self.kind().name())
     }
-}
-
-/// One `key=value` parameter of `controller`, trimmed; the one grammar of built-in and
-/// registered controllers' parameters.
-pub(crate) fn split_param<'a>(
-    controller: &'static str,
-    param: &'a str,
-) -> Result<(&'a str, &'a str), ConfigError> {
-    let (key, value) = param.split_once('=').ok_or(ConfigError::BadValue {
-        controller,
-        param: "parameter",
-        value: param.to_owned(),
-        reason: "expected key=value",
-    })?;
-    Ok((key.trim(), value.trim()))
-}
-
-fn float(
-    controller: &'static str,
-    param: &'static str,
-    value: &str,
-    valid: impl Fn(f64) -> bool,
-    reason: &'static str,
-) -> Result<f64, ConfigError> {
-    let bad = |reason| ConfigError::BadValue { controller, param, value: value.to_owned(), reason };
-    let x: f64 = value.parse().map_err(|_| bad("not a number"))?;
-    if !x.is_finite() || !valid(x) {
-        return Err(bad(reason));
-    }
-    Ok(x)
-}
-
-fn beta(controller: &'static str, value: &str) -> Result<f64, ConfigError> {
-    float(controller, "beta", value, |x| x >= 2.0, "must be at least 2")
-}
-
-fn initial_window(controller: &'static str, value: &str) -> Result<InitialWindow, ConfigError> {
-    value.parse().map_err(|()| ConfigError::BadValue {
-        controller,
-        param: "initial_window",
-        value: value.to_owned(),
-        reason: InitialWindow::NAMES,
-    })
-}
-
-/// The `cwnd_min` values accepted, packets: a floor above RFC 9002's initial window of 10
-/// packets would make the first window a floor, which no paper studies.
-const MIN_WINDOW_RANGE: std::ops::RangeInclusive<u32> = 1..=10;
-const MIN_WINDOW_REASON: &str = "must be 1 to 10 packets";
-
-fn min_window(controller: &'static str, value: &str) -> Result<u32, ConfigError> {
-    let bad = |reason| ConfigError::BadValue {
-        controller,
-        param: "cwnd_min",
-        value: value.to_owned(),
-        reason,
-    };
-    let w: u32 = value.parse().map_err(|_| bad("not a whole number"))?;
-    if !MIN_WINDOW_RANGE.contains(&w) {
-        return Err(bad(MIN_WINDOW_REASON));
-    }
-    Ok(w)
-}
-
-fn boolean(
-    controller: &'static str,
-    param: &'static str,
-    value: &str,
-) -> Result<bool, ConfigError> {
-    value.parse().map_err(|_| ConfigError::BadValue {
-        controller,
-        param,
-        value: value.to_owned(),
-        reason: "expected true or false",
-    })
-}
-
-fn gain(controller: &'static str, value: &str) -> Result<f64, ConfigError> {
-    float(controller, "g", value, |x| x > 0.0 && x <= 1.0, "must be in (0, 1]")
-}
-
-fn positive<T: FromStr + PartialOrd + Default>(
-    controller: &'static str,
-    param: &'static str,
-    value: &str,
-) -> Result<T, ConfigError> {
-    let bad = |reason| ConfigError::BadValue { controller, param, value: value.to_owned(), reason };
-    let x: T = value.parse().map_err(|_| bad("not a whole number"))?;
-    if x <= T::default() {
-        return Err(bad("must be at least 1"));
-    }
-    Ok(x)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::testkit::Driver;
+    use crate::Dealing;
 
     #[test]
     fn every_name_round_trips_and_builds_with_the_papers_defaults() {

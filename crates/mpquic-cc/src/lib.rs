@@ -35,10 +35,15 @@
 //! - `conn` (public as [`coupled::Coupled`]): the single [`Controller`] implementation, routing events to the core and to an
 //!   algorithm's hooks.
 //! - `alg`: one module per algorithm (`amp`, `xmp`, `dcm`, `mptcp_d`, `mmptcp`, `lia`, `olia`,
-//!   `balia`, `dctcp`, `reno`) plus the shared DCTCP alpha estimator (`alpha`), all written on
-//!   the public [`coupled`] API.
-//! - `registry`: controllers registered by name ([`register`]), chosen from a controller string
-//!   like the built-ins ([`ControllerChoice`]).
+//!   `balia`, `dctcp`, `reno`, and the registered `prague`, `cprague`) plus the shared DCTCP
+//!   alpha estimator (`alpha`), all written on the public [`coupled`] API; a built-in with
+//!   parameters has its typed configuration there ([`AmpConfig`], ...).
+//! - `config`: the one table of built-ins (their names and typed configurations,
+//!   [`ControllerKind`], [`ControllerConfig`]); `builtin`: what a built-in's typed configuration
+//!   implements (read and check its parameters, build) and the built-ins' registrations;
+//!   `param`: reading and checking parameter values, shared by the built-ins.
+//! - `registry`: controllers registered by name ([`register`]), the built-ins first, chosen from
+//!   a controller string ([`ControllerChoice`]).
 //!
 //! # Readings beyond `ALGORITHMS.md`
 //!
@@ -65,10 +70,12 @@
 #![warn(missing_docs)]
 
 mod alg;
+mod builtin;
 mod config;
 mod conn;
 mod core;
 mod event;
+mod param;
 mod registry;
 mod snapshot;
 
@@ -77,10 +84,13 @@ mod properties;
 #[cfg(test)]
 mod testkit;
 
-pub use config::{
-    AlphaConfig, AmpConfig, ConfigError, ControllerConfig, ControllerKind, DcmConfig, Dealing,
-    InitialWindow, MmptcpConfig, MptcpDConfig, XmpConfig,
-};
+pub use alg::amp::AmpConfig;
+pub use alg::dcm::DcmConfig;
+pub use alg::dctcp::AlphaConfig;
+pub use alg::mmptcp::{Dealing, MmptcpConfig};
+pub use alg::mptcp_d::MptcpDConfig;
+pub use alg::xmp::XmpConfig;
+pub use config::{ConfigError, ControllerConfig, ControllerKind, InitialWindow};
 pub use event::{EcnCodepoint, Event, Notice, PathId, ReductionCause, RttSample};
 
 /// Writing a coupled controller: the hooks-over-shared-core API every built-in is written on.
@@ -105,8 +115,8 @@ pub use snapshot::{ConnectionSnapshot, PathSnapshot};
 
 /// A connection-scoped congestion controller for every path of one connection.
 pub trait Controller: Send + std::fmt::Debug {
-    /// The algorithm's name: a built-in's as [`ControllerKind`]'s `FromStr` accepts it, or the
-    /// name a controller was [`register`]ed under.
+    /// The name the controller is [`register`]ed under (a built-in's is its [`ControllerKind`]'s
+    /// name).
     fn name(&self) -> &'static str;
 
     /// Feed one event on one path. Events for unknown or removed paths are ignored.

@@ -3,10 +3,11 @@
 //! accepted wherever a built-in name is (the library's controller strings, the command line, the
 //! simulator, the scenario files), with its `key=value` parameters checked as a built-in's are.
 //!
-//! Controllers this crate adds on the same API (Prague and the coupled cprague,
-//! `crate::alg::prague` and `crate::alg::cprague`) are registered the same way, with the same
-//! checks, when the registry is first used: nothing distinguishes them from a user's but that
-//! their names are taken from the start.
+//! The controllers this crate ships are registered the same way, with the same checks, when the
+//! registry is first used: the built-ins from their one table (`crate::builtin`; their typed
+//! configurations, [`crate::ControllerConfig`], read the same parameters), then Prague and the
+//! coupled cprague (`crate::alg::prague` and `crate::alg::cprague`). Nothing distinguishes them
+//! from a user's but that their names are taken from the start.
 //!
 //! The registry is process-wide because the places that parse controller names (the `mpquic`
 //! command line, the scenario validator, the simulator) share no context object; it only grows
@@ -15,7 +16,8 @@
 //! Registration checks what can be checked before any connection runs:
 //! - the name fits the controller-string grammar (`name:key=value,...`): lowercase ASCII letters,
 //!   digits, `-` and `_`, starting with a letter;
-//! - it is not a built-in's, not one of the transport's own (`cubic`, `newreno`), and not taken;
+//! - it is not one of the transport's own (`cubic`, `newreno`), and not taken (a built-in's
+//!   included);
 //! - the parameter names fit the grammar and are unique;
 //! - the factory builds a controller from the defaults (no parameters), and that controller
 //!   reports the registered name (snapshots, logs and results carry it).
@@ -27,7 +29,7 @@ use std::sync::{Arc, LazyLock, RwLock};
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
-use crate::config::split_param;
+use crate::param::split_param;
 use crate::{ConfigError, Controller, ControllerKind};
 
 /// Names the transport keeps for its own uncoupled controllers (`mpquic::Congestion`).
@@ -104,12 +106,15 @@ struct Entry {
     build: Arc<Build>,
 }
 
+type Registry = BTreeMap<&'static str, Arc<Entry>>;
+
 /// Registered controllers by name, the crate's own first.
-static REGISTRY: LazyLock<RwLock<BTreeMap<&'static str, Arc<Entry>>>> = LazyLock::new(|| {
-    let mut registry = BTreeMap::new();
+static REGISTRY: LazyLock<RwLock<Registry>> = LazyLock::new(|| {
+    let mut registry = Registry::new();
     for registration in crate::alg::registrations() {
-        let entry = checked(registration).expect("a controller of this crate fails registration");
-        registry.insert(entry.name, Arc::new(entry));
+        checked(registration)
+            .and_then(|entry| insert(&mut registry, entry))
+            .expect("a controller of this crate fails registration");
     }
     RwLock::new(registry)
 });
@@ -163,13 +168,16 @@ pub fn register(registration: Registration) -> Result<(), RegisterError> {
         return Err(RegisterError::Taken(registration.name.to_owned()));
     }
     let entry = checked(registration)?;
-    let name = entry.name;
-    let mut registry = REGISTRY.write().unwrap_or_else(|poisoned| poisoned.into_inner());
     // Checked again under the write lock: two threads may register the same name at once.
-    if registry.contains_key(name) {
-        return Err(RegisterError::Taken(name.to_owned()));
+    insert(&mut REGISTRY.write().unwrap_or_else(|poisoned| poisoned.into_inner()), entry)
+}
+
+/// Add a checked entry under a name not yet taken.
+fn insert(registry: &mut Registry, entry: Entry) -> Result<(), RegisterError> {
+    if registry.contains_key(entry.name) {
+        return Err(RegisterError::Taken(entry.name.to_owned()));
     }
-    registry.insert(name, Arc::new(entry));
+    registry.insert(entry.name, Arc::new(entry));
     Ok(())
 }
 
@@ -180,7 +188,7 @@ fn checked(registration: Registration) -> Result<Entry, RegisterError> {
     if !is_valid_name(name) {
         return Err(RegisterError::BadName(name.to_owned()));
     }
-    if name.parse::<ControllerKind>().is_ok() || TRANSPORT_NAMES.contains(&name) {
+    if TRANSPORT_NAMES.contains(&name) {
         return Err(RegisterError::Taken(name.to_owned()));
     }
     for (k, param) in parameters.iter().enumerate() {
@@ -200,23 +208,58 @@ fn checked(registration: Registration) -> Result<Entry, RegisterError> {
     Ok(entry)
 }
 
-/// The names registered so far, sorted.
+/// The names registered so far, sorted: the built-ins' ([`ControllerKind::ALL`]), this crate's
+/// Prague and cprague, and the program's.
 pub fn registered() -> Vec<&'static str> {
     REGISTRY.read().unwrap_or_else(|poisoned| poisoned.into_inner()).keys().copied().collect()
 }
 
 /// Every controller name a controller string may take, in the order they are documented: the
-/// built-ins ([`ControllerKind::ALL`]), the registered ones (this crate's Prague and cprague, and
-/// the program's), and the transport's own ([`TRANSPORT_NAMES`]). Error messages, help texts
-/// and plots list these, so a name is written once.
+/// built-ins ([`ControllerKind::ALL`]), the other registered ones, sorted (this crate's Prague
+/// and cprague, and the program's), and the transport's own ([`TRANSPORT_NAMES`]). Error
+/// messages, help texts and plots list these, so a name is written once.
 pub fn names() -> Vec<&'static str> {
-    let builtins = ControllerKind::ALL.iter().map(|kind| kind.name());
-    builtins.chain(registered()).chain(TRANSPORT_NAMES).collect()
+    let builtins = ControllerKind::ALL.map(ControllerKind::name);
+    let others = registered().into_iter().filter(|name| !builtins.contains(name));
+    builtins.into_iter().chain(others).chain(TRANSPORT_NAMES).collect()
 }
 
 fn lookup(name: &str) -> Option<Arc<Entry>> {
     let registry = REGISTRY.read().unwrap_or_else(|poisoned| poisoned.into_inner());
     registry.get(name.to_ascii_lowercase().as_str()).cloned()
+}
+
+/// The entry of a built-in, which the registry holds from the start.
+fn builtin(name: &'static str) -> Arc<Entry> {
+    lookup(name).unwrap_or_else(|| panic!("built-in controller `{name}` is not registered"))
+}
+
+/// The error for a parameter the built-in `controller` does not take, as for any registered
+/// controller ([`crate::builtin::unknown_parameter`]).
+pub(crate) fn unknown_parameter(controller: &'static str, key: &str) -> ConfigError {
+    builtin(controller).unknown_parameter(key)
+}
+
+/// The parameters of the built-in `controller`, comma-separated, empty if it takes none
+/// ([`crate::ControllerConfig::parameter_names`]).
+pub(crate) fn parameter_names(controller: &'static str) -> &'static str {
+    let entry = builtin(controller);
+    if entry.parameters.is_empty() {
+        ""
+    } else {
+        entry.known
+    }
+}
+
+impl Entry {
+    /// The error for a parameter this controller does not take, listing those it does.
+    fn unknown_parameter(&self, key: &str) -> ConfigError {
+        ConfigError::UnknownParameter {
+            controller: self.name,
+            param: key.to_owned(),
+            known: self.known,
+        }
+    }
 }
 
 /// Error messages want the list as one `&'static str`; a registration lives as long as the
@@ -264,8 +307,9 @@ impl Params<'_> {
     }
 }
 
-/// A registered controller with its parameters, checked: what a controller string names when
-/// the name is not a built-in's. Build one controller per connection with
+/// A registered controller with its parameters, checked: what a controller string names (a
+/// built-in's name too, though `mpquic_choice` reads those into a typed
+/// [`ControllerConfig`](crate::ControllerConfig)). Build one controller per connection with
 /// [`ControllerChoice::build`].
 #[derive(Clone)]
 pub struct ControllerChoice {
@@ -285,13 +329,11 @@ impl ControllerChoice {
         let mut values: Vec<(&'static str, String)> = Vec::new();
         for param in params {
             let (key, value) = split_param(entry.name, param)?;
-            let known = entry.parameters.iter().find(|k| **k == key).ok_or_else(|| {
-                ConfigError::UnknownParameter {
-                    controller: entry.name,
-                    param: key.to_owned(),
-                    known: entry.known,
-                }
-            })?;
+            let known = entry
+                .parameters
+                .iter()
+                .find(|k| **k == key)
+                .ok_or_else(|| entry.unknown_parameter(key))?;
             values.retain(|(k, _)| k != known);
             values.push((known, value.to_owned()));
         }

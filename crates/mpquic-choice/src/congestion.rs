@@ -48,7 +48,10 @@ const STACK: [Congestion; 2] = [Congestion::StackCubic, Congestion::StackNewReno
 
 impl Congestion {
     /// Parse a controller name (`cubic`, `newreno`, any mpquic-cc name or a registered one) and
-    /// `key=value` parameters.
+    /// `key=value` parameters. The built-ins are registered too, but a built-in's name is read
+    /// into its typed configuration ([`Congestion::Coupled`]): [`Congestion::spec`] then writes
+    /// only the parameters that differ from the defaults, and results record every parameter
+    /// with its type.
     pub fn parse<'a>(
         name: &str,
         params: impl IntoIterator<Item = &'a str>,

@@ -33,9 +33,67 @@
 //! - Suppressed paths do not grow (they carry no new data); their windows stay where SSR found
 //!   them and are reset on release anyway.
 
+use serde::Serialize;
+
+use crate::builtin::TypedConfig;
+use crate::core::DEFAULT_MIN_WINDOW;
 use crate::coupled::Algorithm;
-use crate::coupled::{Core, Coupling, PathState, RoundStats, Slot};
-use crate::{AmpConfig, ConnectionSnapshot, ControllerKind, Notice, PathId};
+use crate::coupled::{Core, Coupled, Coupling, PathState, RoundStats, Slot};
+use crate::param::{parameters, Parameter, Parameters};
+use crate::{ConnectionSnapshot, ControllerKind, Notice, PathId};
+use crate::{Controller, ControllerConfig, InitialWindow};
+
+/// AMP parameters (AMP paper, section 5).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct AmpConfig {
+    /// ECN cut: `w -= w / beta`. At least 2.
+    pub beta: f64,
+    /// Rounds of the initial path with every active path at the minimum window before suppression.
+    pub gamma: u32,
+    /// CE-free rounds of the initial path before suppressed paths are released.
+    pub tau: u32,
+    /// The window of a path the connection opens.
+    pub initial_window: InitialWindow,
+    /// The minimum window of every path, packets (`cwnd_min`), at least 1.
+    pub cwnd_min: u32,
+    /// Whether subflow suppression and release (SSR) runs; without it AMP is its coupled
+    /// increase and constant-factor cut alone (the paper's ablation, section 5.2).
+    pub ssr: bool,
+}
+
+impl Default for AmpConfig {
+    fn default() -> Self {
+        AmpConfig {
+            beta: 4.0,
+            gamma: 2,
+            tau: 8,
+            initial_window: InitialWindow::PerPath,
+            cwnd_min: DEFAULT_MIN_WINDOW,
+            ssr: true,
+        }
+    }
+}
+
+impl TypedConfig for AmpConfig {
+    const PARAMETERS: Parameters<Self> = parameters![
+        Parameter::beta(|c| &mut c.beta),
+        Parameter::positive("gamma", |c| &mut c.gamma),
+        Parameter::positive("tau", |c| &mut c.tau),
+        Parameter::initial_window(|c| &mut c.initial_window),
+        Parameter::min_window(|c| &mut c.cwnd_min),
+        Parameter::new("ssr", |c| &mut c.ssr),
+    ];
+
+    const VARIANT: fn(Self) -> ControllerConfig = ControllerConfig::Amp;
+
+    fn build(&self) -> Box<dyn Controller> {
+        Box::new(
+            Coupled::new(Amp::new(*self))
+                .with_initial_window(self.initial_window)
+                .with_min_window(self.cwnd_min),
+        )
+    }
+}
 
 /// AMP's connection-level state.
 #[derive(Debug, Clone)]

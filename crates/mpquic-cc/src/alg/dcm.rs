@@ -8,10 +8,54 @@
 //!
 //! The paper gives no slow start for DCM; the common ground's applies (leave at first CE/loss).
 
+use serde::Serialize;
+
 use super::alpha::{self, Alpha};
 use super::lia::lia_increase;
-use crate::coupled::{Algorithm, Core, Coupling, RoundStats, Slot};
-use crate::ControllerKind;
+use crate::builtin::TypedConfig;
+use crate::core::DEFAULT_MIN_WINDOW;
+use crate::coupled::{Algorithm, Core, Coupled, Coupling, RoundStats, Slot};
+use crate::param::{parameters, Parameter, Parameters};
+use crate::{AlphaConfig, Controller, ControllerConfig, ControllerKind, InitialWindow};
+
+/// DCM parameters: DCTCP's alpha estimator and the coupled controllers' initial window.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DcmConfig {
+    /// EWMA gain of alpha, in (0, 1].
+    pub g: f64,
+    /// The window of a path the connection opens.
+    pub initial_window: InitialWindow,
+    /// The minimum window of every path, packets (`cwnd_min`), at least 1.
+    pub cwnd_min: u32,
+}
+
+impl Default for DcmConfig {
+    fn default() -> Self {
+        DcmConfig {
+            g: AlphaConfig::default().g,
+            initial_window: InitialWindow::PerPath,
+            cwnd_min: DEFAULT_MIN_WINDOW,
+        }
+    }
+}
+
+impl TypedConfig for DcmConfig {
+    const PARAMETERS: Parameters<Self> = parameters![
+        Parameter::gain(|c| &mut c.g),
+        Parameter::initial_window(|c| &mut c.initial_window),
+        Parameter::min_window(|c| &mut c.cwnd_min),
+    ];
+
+    const VARIANT: fn(Self) -> ControllerConfig = ControllerConfig::Dcm;
+
+    fn build(&self) -> Box<dyn Controller> {
+        Box::new(
+            Coupled::new(Dcm { g: self.g })
+                .with_initial_window(self.initial_window)
+                .with_min_window(self.cwnd_min),
+        )
+    }
+}
 
 /// DCM with EWMA gain `g`.
 #[derive(Debug, Clone)]

@@ -7,10 +7,41 @@
 //! Prague (RFC 9331, [`super::prague`]) is this response made fit for the Internet: the same
 //! algorithm with [`L4s`] set (ECT(1), and the increase scaled for RTT independence).
 
+use serde::Serialize;
+
 use super::alpha::{self, Alpha};
 use super::reno::reno_step;
-use crate::coupled::{Algorithm, Core, RoundStats, Slot};
-use crate::{ControllerKind, EcnCodepoint};
+use crate::builtin::TypedConfig;
+use crate::core::DEFAULT_MIN_WINDOW;
+use crate::coupled::{Algorithm, Core, Coupled, RoundStats, Slot};
+use crate::param::{parameters, Parameter, Parameters};
+use crate::{Controller, ControllerConfig, ControllerKind, EcnCodepoint};
+
+/// DCTCP parameters: its alpha estimator's gain and the minimum window.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct AlphaConfig {
+    /// EWMA gain of alpha, in (0, 1].
+    pub g: f64,
+    /// The minimum window, packets (`cwnd_min`), at least 1.
+    pub cwnd_min: u32,
+}
+
+impl Default for AlphaConfig {
+    fn default() -> Self {
+        AlphaConfig { g: 1.0 / 16.0, cwnd_min: DEFAULT_MIN_WINDOW }
+    }
+}
+
+impl TypedConfig for AlphaConfig {
+    const PARAMETERS: Parameters<Self> =
+        parameters![Parameter::gain(|c| &mut c.g), Parameter::min_window(|c| &mut c.cwnd_min),];
+
+    const VARIANT: fn(Self) -> ControllerConfig = ControllerConfig::Dctcp;
+
+    fn build(&self) -> Box<dyn Controller> {
+        Box::new(Coupled::new(Dctcp { g: self.g, l4s: None }).with_min_window(self.cwnd_min))
+    }
+}
 
 /// DCTCP with EWMA gain `g`; Prague with `l4s`.
 #[derive(Debug, Clone)]
@@ -80,7 +111,7 @@ impl Algorithm for Dctcp {
 
 #[cfg(test)]
 mod tests {
-    use crate::config::AlphaConfig;
+    use super::AlphaConfig;
     use crate::testkit::Driver;
     use crate::{ControllerConfig, Notice, PathId};
 

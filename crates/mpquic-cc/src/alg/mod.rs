@@ -20,8 +20,10 @@ pub(crate) mod prague;
 pub(crate) mod reno;
 pub(crate) mod xmp;
 
-/// The controllers this crate adds through the public registry, as a user's are
-/// ([`crate::register`]): the registry starts with them.
-pub(crate) fn registrations() -> Vec<crate::Registration> {
-    vec![prague::registration(), cprague::registration()]
+/// The controllers this crate ships, registered through the public registry as a user's are
+/// ([`crate::register`]): the built-ins from their table ([`crate::builtin`]), then Prague and
+/// cprague. The registry starts with them.
+pub(crate) fn registrations() -> impl Iterator<Item = crate::Registration> {
+    let l4s = [prague::registration(), cprague::registration()];
+    crate::builtin::registrations().chain(l4s)
 }

@@ -43,8 +43,47 @@
 //!   Elimination is permanent, except when the keeper itself goes away: then the eliminated
 //!   paths are reopened (a `Released` notice), as otherwise the connection could not send.
 
-use crate::coupled::{Algorithm, Core, Coupling, Slot};
-use crate::{ConnectionSnapshot, ControllerKind, MptcpDConfig, Notice, PathId};
+use serde::Serialize;
+
+use crate::builtin::TypedConfig;
+use crate::coupled::{Algorithm, Core, Coupled, Coupling, Slot};
+use crate::param::{parameters, Parameter, Parameters};
+use crate::{ConnectionSnapshot, ControllerKind, Notice, PathId};
+use crate::{Controller, ControllerConfig};
+
+/// MPTCP-D parameters (MPTCP-D paper, Algorithm 1).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MptcpDConfig {
+    /// Whether extra-subflow elimination runs.
+    pub ese: bool,
+    /// RTT inflation threshold: a sample above `alpha * base` counts as inflated. Above 1.
+    pub alpha: f64,
+    /// Two inflated samples within `beta * base` of each other indicate a shared link. Positive.
+    pub beta: f64,
+    /// RTT samples per path during which ESE looks for link sharing. At least 1.
+    pub candidates: u32,
+}
+
+impl Default for MptcpDConfig {
+    fn default() -> Self {
+        MptcpDConfig { ese: true, alpha: 1.3, beta: 0.1, candidates: 80 }
+    }
+}
+
+impl TypedConfig for MptcpDConfig {
+    const PARAMETERS: Parameters<Self> = parameters![
+        Parameter::new("ese", |c| &mut c.ese),
+        Parameter::in_range("alpha", |c| &mut c.alpha, |a| a > 1.0, "must be above 1"),
+        Parameter::in_range("beta", |c| &mut c.beta, |b| b > 0.0, "must be positive"),
+        Parameter::positive("candidates", |c| &mut c.candidates),
+    ];
+
+    const VARIANT: fn(Self) -> ControllerConfig = ControllerConfig::MptcpD;
+
+    fn build(&self) -> Box<dyn Controller> {
+        Box::new(Coupled::new(MptcpD::new(*self)))
+    }
+}
 
 /// MPTCP-D's per-path ESE state.
 #[derive(Debug, Clone, Default)]

@@ -38,8 +38,53 @@
 //! - The round-end sums walk the paths (O(paths) once per round, not per ACK), so XMP needs no
 //!   per-ACK cached sums. Paths without an RTT sample yet are left out of them.
 
-use crate::coupled::{standard_congestion, Algorithm, Core, RoundStats, Slot};
-use crate::{ControllerKind, ReductionCause, XmpConfig};
+use serde::Serialize;
+
+use crate::builtin::TypedConfig;
+use crate::core::DEFAULT_MIN_WINDOW;
+use crate::coupled::{standard_congestion, Algorithm, Core, Coupled, RoundStats, Slot};
+use crate::param::{parameters, Parameter, Parameters};
+use crate::{Controller, ControllerConfig, InitialWindow};
+use crate::{ControllerKind, ReductionCause};
+
+/// XMP parameters (XMP paper, section 3).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct XmpConfig {
+    /// ECN cut, in whole packets: `cwnd -= max(floor(cwnd / beta), 1)`. At least 2.
+    pub beta: f64,
+    /// The window of a path the connection opens.
+    pub initial_window: InitialWindow,
+    /// The minimum window of every path, packets (`cwnd_min`), at least 1.
+    pub cwnd_min: u32,
+}
+
+impl Default for XmpConfig {
+    fn default() -> Self {
+        XmpConfig {
+            beta: 4.0,
+            initial_window: InitialWindow::PerPath,
+            cwnd_min: DEFAULT_MIN_WINDOW,
+        }
+    }
+}
+
+impl TypedConfig for XmpConfig {
+    const PARAMETERS: Parameters<Self> = parameters![
+        Parameter::beta(|c| &mut c.beta),
+        Parameter::initial_window(|c| &mut c.initial_window),
+        Parameter::min_window(|c| &mut c.cwnd_min),
+    ];
+
+    const VARIANT: fn(Self) -> ControllerConfig = ControllerConfig::Xmp;
+
+    fn build(&self) -> Box<dyn Controller> {
+        Box::new(
+            Coupled::new(Xmp { cfg: *self })
+                .with_initial_window(self.initial_window)
+                .with_min_window(self.cwnd_min),
+        )
+    }
+}
 
 /// XMP's per-path state.
 #[derive(Debug, Clone, Default)]
