@@ -12,8 +12,10 @@
 //! 1.5 (picoquic ahead: docs/results/L4S-netns.md), so this test holds the coexistence band and
 //! prints the ratio, and the write-up carries the verdict against the issue's band.
 //!
-//! Scale: the bottleneck is 30 Mbit/s, not the issue's 100: the peer's socket loop is Python
-//! (ctypes), and on this 2-core host a third of 100 Mbit/s would measure the loop, not Prague.
+//! Scale: the bottleneck is 30 Mbit/s, not the issue's 100. At 100 Mbit/s (an edited copy of
+//! this test) the ratio holds on a quiet 2-core host (0.94-1.07), but beside two busy loops the
+//! peer's Python socket loop decides it (1.48, and a run where picoquic sent nothing in the
+//! window): at 30 Mbit/s the test measures Prague, not the host (docs/results/L4S-netns.md).
 
 mod common;
 use common::*;
@@ -274,9 +276,10 @@ fn picoquic_prague_and_mpquic_prague_share_a_dual_queue_both_ways() {
     assert!(pico > 1.0 && ours > 1.0, "a sender starved: picoquic {pico}, mpquic {ours}");
     let ratio = pico / ours;
     println!("picoquic : mpquic = {ratio:.2} (issue 39's goal: 0.8-1.25)");
-    // A share check, not the goal: 1.07-1.48 on a quiet host (L4S-netns.md), 2.12-2.14 with five
-    // test suites at once (load 9-15), where the two senders' CPU shapes the split. Neither side
-    // taking more than three quarters of the link is what ECN interop must keep.
+    // A share check, not the goal: 0.90-0.97 on a quiet host, 1.07-1.48 at load 8-13
+    // (L4S-netns.md), 2.12-2.14 with five test suites at once (load 9-15), where the two senders'
+    // CPU shapes the split. Neither side taking more than three quarters of the link is what ECN
+    // interop must keep.
     assert!(
         (1.0 / 3.0..=3.0).contains(&ratio),
         "picoquic : mpquic = {ratio:.2} ({pico:.1} / {ours:.1} Mbit/s)"
