@@ -830,6 +830,14 @@ pub struct Scenario {
     /// per-flow packet trains and lock into phase patterns (see the DCTCP fairness test).
     #[serde(default)]
     pub host_jitter: Dur,
+    /// Timer resolution of hosts (simulator): an endpoint's timer wake-ups (pacing, ACK delay,
+    /// loss detection) come at the next tick of this period, each endpoint's ticks at its own
+    /// phase drawn from the run's seed (default 0: at the deadline). A real host's runtime
+    /// wakes on a coarser clock (tokio's timers tick every millisecond), so a paced sender
+    /// there releases what the pacer allows once a tick, in bursts; arriving packets still
+    /// wake an endpoint at once, as they do on a host. The testbed's hosts have their own.
+    #[serde(default, skip_serializing_if = "Dur::is_zero")]
+    pub host_timer_granularity: Dur,
     /// Flow start spread: every flow (written or generated) starts later by a uniform random
     /// `[0, start_spread)` drawn from the run's seed, the same draw in both backends. What the
     /// papers vary between repetitions; without it, seeds differ only by jitter and ECMP
@@ -901,6 +909,7 @@ impl Scenario {
             link_overrides: vec![],
             host_buffer: default_host_buffer(),
             host_jitter: Dur(0),
+            host_timer_granularity: Dur(0),
             start_spread: Dur(0),
             transport: TransportSettings::default(),
             topology,

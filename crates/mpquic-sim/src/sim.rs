@@ -257,6 +257,9 @@ struct Ep {
     supervision: Option<Supervision>,
     /// The flow's transfer the connection carries (a repeating flow has one connection each).
     transfer: usize,
+    /// Where this endpoint's timer ticks fall within the host's timer period
+    /// (`host_timer_granularity`), from the run's seed.
+    timer_phase: Ps,
 }
 
 enum Ev {
@@ -677,7 +680,13 @@ impl Sim {
                 server_cc,
             ),
         ];
-        for (node, port, role, endpoint, cc) in ends {
+        let tick = self.scenario.host_timer_granularity.0;
+        for (stream, (node, port, role, endpoint, cc)) in (base_stream..).step_by(4).zip(ends) {
+            let timer_phase = match tick {
+                0 => 0,
+                // The stream after the three `seeded_endpoint` takes.
+                _ => SimRng::new(seed, stream + 3).next_u64() % tick,
+            };
             self.ep_by_addr.insert((node, port), self.endpoints.len());
             self.endpoints.push(Ep {
                 node,
@@ -693,6 +702,7 @@ impl Sim {
                 policy,
                 supervision: None,
                 transfer: 0,
+                timer_phase,
             });
         }
     }
@@ -982,11 +992,24 @@ impl Sim {
             }
             Some(deadline) => {
                 // The deadline moved later since this event was queued.
-                e.timer_queued = Some(deadline);
-                self.schedule(deadline, Ev::Timer(ep, deadline));
+                let at = self.wake_time(ep, deadline);
+                self.endpoints[ep].timer_queued = Some(at);
+                self.schedule(at, Ev::Timer(ep, at));
             }
             None => {}
         }
+    }
+
+    /// When endpoint `ep`'s host wakes it for a timer due at `deadline`: at the deadline, or
+    /// with `host_timer_granularity` at the endpoint's first tick not before it.
+    fn wake_time(&self, ep: usize, deadline: Ps) -> Ps {
+        let tick = self.scenario.host_timer_granularity.0;
+        if tick == 0 {
+            return deadline;
+        }
+        let phase = self.endpoints[ep].timer_phase;
+        let since = deadline.saturating_sub(phase);
+        phase + since.div_ceil(tick) * tick
     }
 
     /// Endpoint `ep_id`'s path supervisor asked to be polled at `at`.
@@ -1363,10 +1386,11 @@ impl Sim {
                 self.schedule(ps, Ev::Supervise(ep_id, at));
             }
         }
+        let wake = deadline.map(|d| self.wake_time(ep_id, d));
         let ep = &mut self.endpoints[ep_id];
         ep.timer = deadline;
-        if let Some(at) = deadline {
-            // Queue an event only if none is queued at or before the deadline; a later deadline
+        if let Some(at) = wake {
+            // Queue an event only if none is queued at or before the wake-up; a later deadline
             // is picked up when the queued event fires.
             if ep.timer_queued.is_none_or(|q| at < q) {
                 ep.timer_queued = Some(at);

@@ -386,3 +386,26 @@ fn data_center_ack_profile_shortens_the_probe_timeout() {
     bad.flows.push(FlowSpec::bulk("s0", "r"));
     assert!(Sim::new(bad).is_err_and(|e| e.to_string().contains("outside noq's 1 ms ..= 25 ms")));
 }
+
+/// With `host_timer_granularity`, an endpoint's timers fire at its host's next tick, not at the
+/// deadline: the client's first probe timeout (its Initial lost, so no other timer runs first)
+/// comes later than without, by less than one tick, and at the same time again on the same seed.
+#[test]
+fn host_timer_granularity_moves_timers_to_the_next_tick() {
+    let first_pto = |tick: Dur| {
+        let mut s = many_to_one(1, Dur::ms(1500));
+        s.host_timer_granularity = tick;
+        if let Topology::ManyToOne { bottleneck, .. } = &mut s.topology {
+            bottleneck.loss = Some(0.999_999);
+        }
+        let mut f = FlowSpec::bulk("s0", "r");
+        f.bytes = Some(20_000);
+        s.flows.push(f);
+        let (report, _) = run(s);
+        report.flows[0].first_pto_us.expect("the lost Initial's probe timeout fired")
+    };
+    let exact = first_pto(Dur(0));
+    let ticked = first_pto(Dur::ms(10));
+    assert!(ticked > exact && ticked < exact + 10_000.0, "exact {exact} us, ticked {ticked} us");
+    assert_eq!(first_pto(Dur::ms(10)), ticked, "the tick's phase comes from the seed");
+}
