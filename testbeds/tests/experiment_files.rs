@@ -10,8 +10,10 @@ use std::process::Command;
 
 /// The files the testbed refuses by design, each with the reason its refusal must give: the
 /// simulator-only experiments (their write-ups say why the netns half is not run).
-const SIMULATOR_ONLY: [(&str, &str); 1] =
-    [("amp-fig13-general-workload.toml", "208 nodes: the testbed builds at most 64 namespaces")];
+const SIMULATOR_ONLY: [(&str, &str); 2] = [
+    ("amp-fig13-general-workload.toml", "208 nodes: the testbed builds at most 64 namespaces"),
+    ("mptcp-d-fig14-fat-tree.toml", "208 nodes: the testbed builds at most 64 namespaces"),
+];
 
 #[test]
 fn every_experiment_file_validates() {
