@@ -509,9 +509,18 @@ fn attach_addresses(
             interfaces.push(Interface { ip, link });
             host_of.insert(ip, h);
             let neighbor = links[link].params.to;
+            // A host may have several links to one switch: the way back to this address is
+            // the reverse of its own link, the k-th of the host's links to that switch pairing
+            // with the switch's k-th link to the host (both directions are made together).
+            let k = adjacency[h]
+                .iter()
+                .filter(|&&(to, _)| to == neighbor)
+                .position(|&(_, l)| l == link)
+                .expect("the address's link is the host's");
             let back = adjacency[neighbor]
                 .iter()
-                .find(|&&(to, l)| to == h && links[l].params.from == neighbor)
+                .filter(|&&(to, l)| to == h && links[l].params.from == neighbor)
+                .nth(k)
                 .map(|&(_, l)| l)
                 .expect("links are bidirectional");
             attached.push((ip, neighbor, back));

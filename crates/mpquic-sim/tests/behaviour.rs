@@ -409,3 +409,38 @@ fn host_timer_granularity_moves_timers_to_the_next_tick() {
     assert!(ticked > exact && ticked < exact + 10_000.0, "exact {exact} us, ticked {ticked} us");
     assert_eq!(first_pto(Dur::ms(10)), ticked, "the tick's phase comes from the seed");
 }
+
+/// A host with two links to one switch: each of its addresses is reached over its own link
+/// (until 2026-11-29 the switch sent the traffic of both over the first).
+#[test]
+fn each_address_of_a_host_with_two_links_to_one_switch_is_reached_over_its_own() {
+    let text = r#"
+name = "two-links-one-switch"
+duration = "300ms"
+controller = "lia"
+[link]
+rate = "100Mbps"
+[topology]
+kind = "custom"
+hosts = [{ name = "s", addrs = 2 }, { name = "d", addrs = 2 }]
+switches = ["sw"]
+links = [
+    { a = "s", b = "sw", rate = "1Gbps" },
+    { a = "s", b = "sw", rate = "1Gbps" },
+    { a = "sw", b = "d", monitor = true },
+    { a = "sw", b = "d", monitor = true },
+]
+[[flows]]
+from = "s"
+to = "d"
+paths = 2
+"#;
+    let (r, _) = run(mpquic_sim::scenario::parse_scenario(text).unwrap());
+    let into_d: Vec<_> = r.links.iter().filter(|l| l.name.starts_with("sw->d")).collect();
+    assert_eq!(into_d.len(), 2, "{:?}", r.links.iter().map(|l| &l.name).collect::<Vec<_>>());
+    for l in &into_d {
+        assert!(l.utilization > 0.8, "{} carried {:.2} of its rate", l.name, l.utilization);
+    }
+    let goodput = r.flows[0].goodput_last_half_bps;
+    assert!(goodput > 0.15e9, "the flow took {:.0} Mbit/s of the two links' 200", goodput / 1e6);
+}
