@@ -11,9 +11,11 @@ use std::process::Command;
 /// The files the testbed refuses by design, each with the reason its refusal must give: the
 /// simulator-only experiments (their write-ups say why the netns half is not run).
 const SIMULATOR_ONLY: [(&str, &str); 2] = [
-    ("amp-fig13-general-workload.toml", "208 nodes: the testbed builds at most 64 namespaces"),
-    ("mptcp-d-fig14-fat-tree.toml", "208 nodes: the testbed builds at most 64 namespaces"),
+    ("amp-fig13-general-workload.toml", K8_FAT_TREE),
+    ("mptcp-d-fig14-fat-tree.toml", K8_FAT_TREE),
 ];
+/// The testbed's refusal of a k = 8 fat tree (128 hosts and 80 switches).
+const K8_FAT_TREE: &str = "208 nodes: the testbed builds at most 64 namespaces";
 
 #[test]
 fn every_experiment_file_validates() {

@@ -671,17 +671,12 @@ impl Sim {
         let seed = self.scenario.seed;
         let base_stream = 0x4550_0000 + 8 * i as u64;
         let ends = [
-            (client, client_port, Role::Client, seeded_endpoint(seed, base_stream, None), None),
-            (
-                server,
-                server_port,
-                Role::Server,
-                seeded_endpoint(seed, base_stream + 4, Some(server_config)),
-                server_cc,
-            ),
+            (client, client_port, Role::Client, base_stream, None, None),
+            (server, server_port, Role::Server, base_stream + 4, Some(server_config), server_cc),
         ];
         let tick = self.scenario.host_timer_granularity.0;
-        for (stream, (node, port, role, endpoint, cc)) in (base_stream..).step_by(4).zip(ends) {
+        for (node, port, role, stream, config, cc) in ends {
+            let endpoint = seeded_endpoint(seed, stream, config);
             let timer_phase = match tick {
                 0 => 0,
                 // The stream after the three `seeded_endpoint` takes.
