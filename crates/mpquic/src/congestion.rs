@@ -127,6 +127,12 @@ struct SlotState {
     frame_marked: u64,
     /// Latest RTT samples in microseconds.
     rtt_us: hdrhistogram::Histogram<u64>,
+    /// The smallest RTT sample measured on the slot: the controller's minimum RTT. Not noq's:
+    /// its estimator starts from the configured initial RTT and takes its first sample after
+    /// the ACK callbacks, so on a path's first ACK its minimum is that guess, not a measurement
+    /// (MPTCP-D's ESE read a 1 ms guess as the path's base RTT and found a first sample of a
+    /// full queue "inflated").
+    min_rtt: Option<Duration>,
     /// Since when the controller keeps the path from new data, if it does.
     inactive_since: Option<Instant>,
     /// Time spent inactive before `inactive_since`.
@@ -244,6 +250,7 @@ impl State {
             // kept for the connection's life: a peer abandoning and re-opening paths in a loop
             // took a server to 460 MiB in 3,100 paths. 2 digits is valid, so this cannot fail.
             rtt_us: hdrhistogram::Histogram::new(2).expect("valid histogram precision"),
+            min_rtt: None,
             inactive_since: None,
             inactive_before: Duration::ZERO,
             eliminated: false,
@@ -399,7 +406,8 @@ impl PathHandle {
     }
 
     /// `on_ack`, with the two numbers it needs from noq's RTT estimator, smoothed and minimum
-    /// RTT (nothing outside noq can construct an estimator, so tests call this).
+    /// RTT (nothing outside noq can construct an estimator, so tests call this). noq's minimum
+    /// stands in only until the slot has measured a sample of its own.
     fn acked(
         &mut self,
         now: Instant,
@@ -418,8 +426,13 @@ impl PathHandle {
         // batch was being processed can look acknowledged before it was sent: such a sample says
         // nothing and must not become the path's minimum.
         let measured = now.checked_duration_since(sent).filter(|d| !d.is_zero());
+        let path = &mut state.paths[self.slot.0 as usize];
+        if let Some(measured) = measured {
+            path.min_rtt = Some(path.min_rtt.map_or(measured, |m| m.min(measured)));
+        }
+        let min = path.min_rtt.unwrap_or(min);
         let latest = measured.unwrap_or(min);
-        let sample = RttSample { latest, smoothed, min: min.min(latest) };
+        let sample = RttSample { latest, smoothed, min };
         state.record_rtt(self.slot, smoothed, latest);
         let path = &mut state.paths[self.slot.0 as usize];
         path.frame_acked += 1;
@@ -692,6 +705,36 @@ mod tests {
             })
             .collect();
         assert_eq!(latest, samples);
+    }
+
+    /// The controller's minimum RTT is measured: on a path's first ACK noq's estimator still
+    /// holds the configured initial RTT (here 1 ms) as its minimum, which is no sample. With
+    /// noq's minimum passed through, MPTCP-D's ESE took a first sample of 7 ms against a 1 ms
+    /// "base" as inflated.
+    #[test]
+    fn the_controllers_minimum_rtt_is_a_measured_sample() {
+        let (mut paths, events) = handles(vec![], 1);
+        let p = &mut paths[0];
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        // A sample noq's batch clock made zero says nothing: noq's minimum stands in.
+        p.on_packet_sent(t0, 1200, 0);
+        p.acked(t0, t0, 1200, 0, false, (ms(1), ms(1)));
+        // noq's minimum is its 1 ms guess until it has taken its own first sample.
+        for (pn, sent, rtt, noq_min) in [(1, 0, 7, 1), (2, 10, 5, 7), (3, 20, 9, 5)] {
+            p.on_packet_sent(t0 + ms(sent), 1200, pn);
+            p.acked(t0 + ms(sent + rtt), t0 + ms(sent), 1200, pn, false, (ms(7), ms(noq_min)));
+        }
+        let mins: Vec<u64> = events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|(_, e)| match e {
+                Event::PacketAcked { rtt, .. } => Some(rtt.min.as_millis() as u64),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(mins, [1, 7, 5, 5]);
     }
 
     #[test]
