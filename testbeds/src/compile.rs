@@ -17,7 +17,9 @@ use crate::plan::{
 use mpquic::{EcnPrecision, Scheduler};
 use mpquic_scenario::error::{at, ScenarioError};
 use mpquic_scenario::expand::{expand_workloads, host_range, Expanded};
-use mpquic_scenario::{self as lang, Amount, LinkConfig, LinkSpec, NetnsSettings, Workload};
+use mpquic_scenario::{
+    self as lang, Amount, LinkConfig, LinkSpec, NetnsSettings, Workers, Workload,
+};
 
 /// The queue sampling (and marker resynchronisation) period: the scenario's `queue_sample`
 /// is the simulator's (microseconds); an rtnetlink dump per namespace every millisecond is
@@ -444,7 +446,9 @@ impl<'a> Point<'a> {
 
     /// Workload `i` as the runner's jobs if it is a partition-aggregate one: `parallel`
     /// closed-loop job streams of `jobs` jobs each, one warm connection per worker (the
-    /// testbed's `mpquic aggregate`).
+    /// testbed's `mpquic aggregate`). The language's closed loop (connections per job, jobs
+    /// until the run's end) and jobs with hosts drawn per job are refused: a stream here has
+    /// one aggregator with its workers' connections open from the start.
     fn jobs(&self, i: usize, w: &Workload) -> Option<Result<Jobs, ScenarioError>> {
         let Workload::PartitionAggregate {
             aggregator,
@@ -452,6 +456,7 @@ impl<'a> Point<'a> {
             response_bytes,
             jobs,
             parallel,
+            closed_loop,
             start,
             controller,
             ..
@@ -459,15 +464,30 @@ impl<'a> Point<'a> {
         else {
             return None;
         };
+        let here = |field: &str| format!("workloads.{i}.{field}");
+        let (Some(aggregator), Workers::Hosts(workers)) = (aggregator, workers) else {
+            return Some(Err(at(
+                here("workers"),
+                "netns: jobs that draw their hosts (`workers` as a number) run in the simulator \
+                 only (a job stream here has one aggregator and its workers' connections)",
+            )));
+        };
+        if *closed_loop {
+            return Some(Err(at(
+                here("closed_loop"),
+                "netns: closed_loop runs in the simulator only (a job stream here keeps one \
+                 warm connection per worker and runs `jobs` jobs)",
+            )));
+        }
         let controller = match self.mpquic_controller(controller.as_ref()) {
             Ok(c) => c,
-            Err(e) => return Some(Err(at(format!("workloads.{i}.controller"), e.to_string()))),
+            Err(e) => return Some(Err(at(here("controller"), e.to_string()))),
         };
         Some(Ok(Jobs {
             aggregator: aggregator.clone(),
             workers: workers.clone(),
             response_bytes: (*response_bytes as f64 * self.scale.size_scale).round() as u64,
-            jobs: *jobs as u32,
+            jobs: jobs.unwrap_or(Workload::OPEN_LOOP_JOBS) as u32,
             parallel: *parallel as u32,
             gap_ms: 0.0,
             start_s: start.secs() * self.scale.time_scale,
@@ -974,5 +994,32 @@ controller = "dctcp"
         let links = p.links();
         assert_eq!(links.len(), 1, "only sw->r is shaped");
         assert_eq!((&links[0].0[..], &links[0].1[..], links[0].2.rate_mbit), ("sw", "r", 100.0));
+    }
+
+    /// Jobs whose hosts are drawn per job, or that run in the language's closed loop, are the
+    /// simulator's: refused at the key that asks for them, not run as fixed job streams.
+    #[test]
+    fn drawn_or_closed_loop_jobs_are_refused_at_their_line() {
+        let text = r#"
+name = "j"
+duration = "100ms"
+[topology]
+kind = "many-to-one"
+senders = 4
+[[workloads]]
+kind = "partition-aggregate"
+aggregator = "r"
+workers = ["s0", "s1"]
+response_bytes = "64KB"
+"#;
+        assert!(plan(text).is_ok(), "fixed hosts, open loop: the testbed's job streams");
+        let drawn = text.replace("aggregator = \"r\"\nworkers = [\"s0\", \"s1\"]", "workers = 2");
+        let e = crate::experiment::load_text(&drawn, "j.toml").err().unwrap().to_string();
+        assert!(e.starts_with("j.toml:9:") && e.contains("workloads.0.workers"), "{e}");
+        assert!(e.contains("netns: jobs that draw their hosts"), "{e}");
+        let closed = format!("{text}closed_loop = true\n");
+        let e = crate::experiment::load_text(&closed, "j.toml").err().unwrap().to_string();
+        assert!(e.starts_with("j.toml:12:") && e.contains("workloads.0.closed_loop"), "{e}");
+        assert!(e.contains("netns: closed_loop runs in the simulator only"), "{e}");
     }
 }

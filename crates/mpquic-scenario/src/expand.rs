@@ -2,9 +2,15 @@
 //! links, and every flow (host ranges and counts unrolled, workloads generated).
 
 use crate::error::{invalid, ScenarioError};
-use crate::model::{FlowSpec, HostSpec, LinkConfig, LinkSpec, Scenario, Topology, Workload};
+use crate::model::{
+    After, FlowSpec, HostSpec, LinkConfig, LinkSpec, Scenario, Topology, Workers, Workload,
+};
 use crate::rng::SimRng;
 use crate::units::{Dur, Ps};
+
+/// The most flows one run may have: the simulator gives every flow a port of its own at each
+/// end (clients from 10000, servers from 30000).
+pub const MAX_FLOWS: usize = 20_000;
 
 /// A topology expanded to hosts, switches and links.
 #[derive(Debug, Clone)]
@@ -191,27 +197,41 @@ pub fn expand_flows(specs: &[FlowSpec]) -> Result<Vec<FlowSpec>, ScenarioError> 
 }
 
 /// Expand workloads into flows, using the scenario seed for random choices; every flow's start
-/// then moves by its draw from `start_spread`.
+/// then moves by its draw from `start_spread`. A closed-loop partition-aggregate workload
+/// without `jobs` is expanded last, to what the other flows leave of [`MAX_FLOWS`] (shared
+/// equally with any other such workload): jobs whose turn does not come within the run are
+/// never started, so it runs until the run's end unless that many jobs finish before.
 pub fn expand_workloads(
     scenario: &Scenario,
     hosts: &[HostSpec],
 ) -> Result<Vec<FlowSpec>, ScenarioError> {
     let mut flows = expand_flows(&scenario.flows)?;
     let all: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
+    let seed = scenario.seed;
+    let mut parts = Vec::with_capacity(scenario.workloads.len());
+    let mut open_ended = vec![];
     for (w, workload) in scenario.workloads.iter().enumerate() {
-        match workload {
-            Workload::Incast { .. } => flows.extend(incast_flows(w, workload, &all)?),
+        parts.push(match workload {
+            Workload::Incast { .. } => incast_flows(w, workload, &all)?,
+            Workload::PartitionAggregate { jobs: None, closed_loop: true, .. } => {
+                open_ended.push(w);
+                vec![]
+            }
             Workload::PartitionAggregate { .. } => {
-                flows.extend(partition_aggregate_flows(w, workload))
+                partition_aggregate_flows(w, workload, &all, seed, 0)?
             }
-            Workload::Poisson { .. } => {
-                flows.extend(poisson_flows(w, workload, &all, scenario.seed)?)
-            }
-            Workload::Permutation { .. } => {
-                flows.extend(permutation_flows(w, workload, &all, scenario.seed)?)
-            }
+            Workload::Poisson { .. } => poisson_flows(w, workload, &all, seed)?,
+            Workload::Permutation { .. } => permutation_flows(w, workload, &all, seed)?,
+        });
+    }
+    if !open_ended.is_empty() {
+        let used = flows.len() + parts.iter().map(Vec::len).sum::<usize>();
+        let share = MAX_FLOWS.saturating_sub(used) / open_ended.len();
+        for w in open_ended {
+            parts[w] = partition_aggregate_flows(w, &scenario.workloads[w], &all, seed, share)?;
         }
     }
+    flows.extend(parts.into_iter().flatten());
     spread_starts(&mut flows, scenario.start_spread, scenario.seed);
     Ok(flows)
 }
@@ -274,42 +294,133 @@ fn incast_flows(
     Ok(flows)
 }
 
-/// The flows of partition-aggregate workload number `w`: per job, a request to each worker.
-fn partition_aggregate_flows(w: usize, workload: &Workload) -> Vec<FlowSpec> {
+/// The flows of partition-aggregate workload number `w` (`all`: every host): per job, a
+/// request from its aggregator to each of its workers. Job `n` is slot `n % parallel`'s
+/// `n / parallel`-th. Open loop: a slot's jobs `interval` apart from `start`. Closed loop: a
+/// slot's first job at `start`, each next one after the one before it (`after`), all with
+/// their handshake at their start; without `jobs`, as many per slot as `budget` flows hold.
+fn partition_aggregate_flows(
+    w: usize,
+    workload: &Workload,
+    all: &[String],
+    seed: u64,
+    budget: usize,
+) -> Result<Vec<FlowSpec>, ScenarioError> {
     let Workload::PartitionAggregate {
         aggregator,
         workers,
+        hosts,
         request_bytes,
         response_bytes,
         jobs,
         parallel,
         interval,
+        closed_loop,
+        gap,
         start,
         paths,
         controller,
     } = workload
     else {
-        return vec![];
+        return Ok(vec![]);
     };
+    let mut crews = Crews::new(w, aggregator.as_ref(), workers, hosts, all, seed)?;
+    let per_slot = jobs.unwrap_or(match closed_loop {
+        true => (budget / (parallel * crews.workers()).max(1)).max(1),
+        false => Workload::OPEN_LOOP_JOBS,
+    });
     let mut flows = vec![];
-    for batch in 0..*jobs {
+    for batch in 0..per_slot {
         for j in 0..*parallel {
             let job = batch * parallel + j;
-            for wk in workers {
-                let mut f = FlowSpec::bulk(aggregator, wk);
+            let (aggregator, workers) = crews.next()?;
+            for wk in &workers {
+                let mut f = FlowSpec::bulk(&aggregator, wk);
                 f.name = Some(format!("pa{w}-job{job}-{wk}"));
                 f.group = Some(format!("pa{w}"));
                 f.bytes = Some(*request_bytes);
                 f.response_bytes = *response_bytes;
                 f.paths = *paths;
                 f.controller = controller.clone();
-                f.start = Dur(start.0 + batch as u64 * interval.0);
                 f.job = Some(job);
+                if *closed_loop {
+                    f.start = *start;
+                    f.handshake_at_start = true;
+                    f.after = (batch > 0).then_some(After { job: job - parallel, gap: *gap });
+                } else {
+                    f.start = Dur(start.0 + batch as u64 * interval.0);
+                }
                 flows.push(f);
             }
         }
     }
-    flows
+    Ok(flows)
+}
+
+/// Each job's aggregator and workers: the written ones, or drawn per job, in job order, from
+/// the workload's own random stream, so that a seed fixes every job's hosts.
+enum Crews<'a> {
+    /// The written aggregator and workers.
+    Written(&'a str, &'a [String]),
+    /// Drawn from `pool`: an aggregator (unless written) and `workers` distinct others.
+    Drawn { aggregator: Option<&'a str>, pool: Vec<String>, workers: usize, rng: SimRng },
+}
+
+impl<'a> Crews<'a> {
+    fn new(
+        w: usize,
+        aggregator: Option<&'a String>,
+        workers: &'a Workers,
+        hosts: &[String],
+        all: &[String],
+        seed: u64,
+    ) -> Result<Crews<'a>, ScenarioError> {
+        Ok(match (aggregator, workers) {
+            (Some(a), Workers::Hosts(list)) => Crews::Written(a, list),
+            (None, Workers::Hosts(_)) => {
+                return Err(invalid("a partition-aggregate list of workers needs its aggregator"))
+            }
+            (aggregator, Workers::Count(n)) => {
+                let pool = if hosts.is_empty() { all } else { hosts };
+                let aggregator = aggregator.map(String::as_str);
+                let pool: Vec<String> =
+                    pool.iter().filter(|h| Some(h.as_str()) != aggregator).cloned().collect();
+                let rng = SimRng::new(seed, 0x5041_0000 + w as u64);
+                Crews::Drawn { aggregator, pool, workers: *n, rng }
+            }
+        })
+    }
+
+    /// Workers per job: its flows.
+    fn workers(&self) -> usize {
+        match self {
+            Crews::Written(_, workers) => workers.len(),
+            Crews::Drawn { workers, .. } => *workers,
+        }
+    }
+
+    /// The next job's aggregator and workers.
+    fn next(&mut self) -> Result<(String, Vec<String>), ScenarioError> {
+        let (aggregator, pool, workers, rng) = match self {
+            Crews::Written(a, workers) => return Ok((a.to_string(), workers.to_vec())),
+            Crews::Drawn { aggregator, pool, workers, rng } => (aggregator, pool, *workers, rng),
+        };
+        let drawn = usize::from(aggregator.is_none());
+        if pool.len() < drawn + workers {
+            return Err(invalid(format!(
+                "a partition-aggregate job draws {} distinct hosts from {}",
+                drawn + workers,
+                pool.len()
+            )));
+        }
+        // A partial Fisher-Yates shuffle: the pool's first `drawn + workers` places.
+        for i in 0..drawn + workers {
+            let j = i + (rng.next_u64() % (pool.len() - i) as u64) as usize;
+            pool.swap(i, j);
+        }
+        let first = aggregator.map_or_else(|| pool[0].clone(), str::to_string);
+        Ok((first, pool[drawn..drawn + workers].to_vec()))
+    }
 }
 
 /// The flows of Poisson workload number `w` (`all`: every host), drawn from the scenario's

@@ -143,6 +143,9 @@ fn is_one(x: &usize) -> bool {
 fn is_zero(d: &Dur) -> bool {
     d.0 == 0
 }
+fn is_false(b: &bool) -> bool {
+    !*b
+}
 
 /// What carries a flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -395,6 +398,22 @@ pub struct FlowSpec {
     /// Job id (partition/aggregate), for job completion times.
     #[serde(default, skip_deserializing)]
     pub job: Option<usize>,
+    /// The job this flow waits for (a closed-loop partition-aggregate workload's): it starts
+    /// `gap` after that job of its group has completed, not at `start`, and does not exist
+    /// before (so a job whose turn never came within the run has no flows in the results).
+    /// Its handshake is at its start. Set by workloads only, on sized flows without
+    /// `path_times` or `stop` (times since the run's start, which such a flow cannot know).
+    #[serde(default, skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub after: Option<After>,
+}
+
+/// What a flow that waits for a job waits for ([`FlowSpec::after`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct After {
+    /// The job, numbered within the flow's group: it has completed when every flow of it has.
+    pub job: usize,
+    /// From that job's completion to this flow's start.
+    pub gap: Dur,
 }
 
 impl FlowSpec {
@@ -423,13 +442,14 @@ impl FlowSpec {
             paths_per_pair: 1,
             handshake_at_start: false,
             job: None,
+            after: None,
         }
     }
 
-    /// When the connection (and so its path 0) is made: `start` with `handshake_at_start`,
-    /// else time 0.
+    /// When the connection (and so its path 0) is made: `start` with `handshake_at_start` or
+    /// `after` (such a flow does not exist before), else time 0.
     pub fn connect_at(&self) -> Dur {
-        if self.handshake_at_start {
+        if self.handshake_at_start || self.after.is_some() {
             self.start
         } else {
             Dur(0)
@@ -524,28 +544,46 @@ pub enum Workload {
         #[serde(default)]
         controller: Option<ControllerSpec>,
     },
-    /// Jobs: the aggregator sends `request_bytes` to each worker, each answers
-    /// `response_bytes`; `parallel` jobs start every `interval`.
+    /// Jobs: an aggregator sends `request_bytes` to each of its workers, each answers
+    /// `response_bytes`; a job completes when the aggregator has read every answer. `parallel`
+    /// job slots: in the open loop each starts a job every `interval`; in the closed loop
+    /// (`closed_loop`) each starts its next job `gap` after its previous one completed. The
+    /// hosts are written (`aggregator` and a list of `workers`) or drawn per job from `hosts`
+    /// (`workers` a number), from the run's seed.
     PartitionAggregate {
-        /// The aggregator.
-        aggregator: String,
-        /// Workers.
-        workers: Vec<String>,
+        /// The aggregator (default: each job draws its own; needs a number of `workers`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        aggregator: Option<String>,
+        /// Workers: a list of hosts, every job's, or how many distinct hosts each job draws.
+        workers: Workers,
+        /// The hosts a job draws its aggregator and workers from (default all); only with a
+        /// number of `workers`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        hosts: Vec<String>,
         /// Request size.
         #[serde(default = "default_request", deserialize_with = "de_bytes")]
         request_bytes: u64,
         /// Answer size.
         #[serde(deserialize_with = "de_bytes")]
         response_bytes: u64,
-        /// Number of job batches.
-        #[serde(default = "one")]
-        jobs: usize,
-        /// Jobs started together.
+        /// Jobs per slot: the open loop's batches (default [`Workload::OPEN_LOOP_JOBS`]); the
+        /// most a closed-loop slot starts (default: as many as the run's end lets it, up to
+        /// what the others leave of [`crate::expand::MAX_FLOWS`] flows).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        jobs: Option<usize>,
+        /// Job slots (jobs started together in the open loop).
         #[serde(default = "one")]
         parallel: usize,
-        /// Time between batches.
+        /// Open loop: time between batches.
         #[serde(default = "default_round")]
         interval: Dur,
+        /// Each slot starts its next job when its previous one has completed (every answer
+        /// read), instead of every `interval`; its jobs' connections are made as they start.
+        #[serde(default, skip_serializing_if = "is_false")]
+        closed_loop: bool,
+        /// Closed loop: from a job's completion to its slot's next job.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        gap: Dur,
         /// First batch.
         #[serde(default)]
         start: Dur,
@@ -614,6 +652,27 @@ pub enum Workload {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         group: Option<String>,
     },
+}
+
+impl Workload {
+    /// An open-loop partition-aggregate workload's batches when it writes no `jobs`.
+    pub const OPEN_LOOP_JOBS: usize = 1;
+}
+
+/// A partition-aggregate workload's workers.
+///
+/// Written as a list of hosts (`["h1", "h2"]`), the same for every job, or as a number (`8`):
+/// each job draws that many distinct hosts of the workload's `hosts`, other than its aggregator.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "workers is a list of hosts ([\"h1\", \"h2\"]) or how many each job draws (8)"
+)]
+pub enum Workers {
+    /// These hosts answer every job.
+    Hosts(Vec<String>),
+    /// Each job draws this many.
+    Count(usize),
 }
 
 fn yes() -> bool {

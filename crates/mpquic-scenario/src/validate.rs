@@ -6,7 +6,8 @@ use crate::error::{at, ScenarioError};
 use crate::expand::host_range;
 use crate::expand::Expanded;
 use crate::model::{
-    ControllerSpec, FlowKind, FlowSpec, LinkConfig, NetnsSettings, RepeatOver, Scenario, Workload,
+    ControllerSpec, FlowKind, FlowSpec, LinkConfig, NetnsSettings, RepeatOver, Scenario, Workers,
+    Workload,
 };
 
 /// Check `s`; the first problem found, at its field.
@@ -129,22 +130,122 @@ fn workload(w: &Workload, i: usize, names: &Names) -> Result<(), ScenarioError> 
             }
             paths_and_controller(*paths, c, &here)
         }
-        Workload::PartitionAggregate { aggregator, workers, paths, controller: c, .. } => {
-            names.host(aggregator, here("aggregator"))?;
-            if workers.is_empty() {
-                return Err(at(here("workers"), "needs at least one worker"));
-            }
-            for (j, h) in workers.iter().enumerate() {
-                names.host(h, format!("workloads.{i}.workers.{j}"))?;
-                if h == aggregator {
-                    return Err(at(here("workers"), "the aggregator is one of its workers"));
-                }
-            }
-            paths_and_controller(*paths, c, &here)
-        }
+        Workload::PartitionAggregate { .. } => partition_aggregate(w, i, names),
         Workload::Poisson { .. } => poisson(w, i, names),
         Workload::Permutation { .. } => permutation(w, i, names),
     }
+}
+
+/// Partition-aggregate workload `i` (`w`): its hosts, written or drawn, its slots and loop.
+fn partition_aggregate(w: &Workload, i: usize, names: &Names) -> Result<(), ScenarioError> {
+    let Workload::PartitionAggregate {
+        aggregator,
+        workers,
+        hosts,
+        jobs,
+        parallel,
+        closed_loop,
+        gap,
+        paths,
+        controller: c,
+        ..
+    } = w
+    else {
+        return Ok(());
+    };
+    let here = |field: &str| format!("workloads.{i}.{field}");
+    if let Some(a) = aggregator {
+        names.host(a, here("aggregator"))?;
+    }
+    match workers {
+        Workers::Hosts(list) => written_workers(i, aggregator.as_deref(), list, hosts, names)?,
+        Workers::Count(n) => drawn_workers(i, aggregator.as_deref(), *n, hosts, names)?,
+    }
+    if *parallel == 0 {
+        return Err(at(here("parallel"), "must be >= 1 (job slots)"));
+    }
+    if *jobs == Some(0) {
+        return Err(at(here("jobs"), "must be >= 1 (jobs per slot)"));
+    }
+    if !gap.is_zero() && !closed_loop {
+        return Err(at(
+            here("gap"),
+            "is the closed loop's (closed_loop = true); open-loop jobs start `interval` apart",
+        ));
+    }
+    paths_and_controller(*paths, c, &here)
+}
+
+/// Workload `i`'s written workers: hosts other than its aggregator, which it must name.
+fn written_workers(
+    i: usize,
+    aggregator: Option<&str>,
+    workers: &[String],
+    hosts: &[String],
+    names: &Names,
+) -> Result<(), ScenarioError> {
+    let here = |field: &str| format!("workloads.{i}.{field}");
+    let Some(aggregator) = aggregator else {
+        return Err(at(
+            here("workers"),
+            "a list of workers needs its `aggregator` (or write how many each job draws: \
+             `workers = 8`)",
+        ));
+    };
+    if !hosts.is_empty() {
+        return Err(at(
+            here("hosts"),
+            "is what a number of workers draws from; this workload lists its workers",
+        ));
+    }
+    if workers.is_empty() {
+        return Err(at(here("workers"), "needs at least one worker"));
+    }
+    for (j, h) in workers.iter().enumerate() {
+        names.host(h, format!("workloads.{i}.workers.{j}"))?;
+        if h == aggregator {
+            return Err(at(here("workers"), "the aggregator is one of its workers"));
+        }
+    }
+    Ok(())
+}
+
+/// Workload `i`'s `n` workers drawn per job from `hosts` (default every host), each host named
+/// once: there must be `n` besides the aggregator (drawn too, unless written).
+fn drawn_workers(
+    i: usize,
+    aggregator: Option<&str>,
+    n: usize,
+    hosts: &[String],
+    names: &Names,
+) -> Result<(), ScenarioError> {
+    let here = |field: &str| format!("workloads.{i}.{field}");
+    for (j, h) in hosts.iter().enumerate() {
+        names.host(h, format!("workloads.{i}.hosts.{j}"))?;
+        if hosts[..j].contains(h) {
+            return Err(at(format!("workloads.{i}.hosts.{j}"), format!("`{h}` is listed twice")));
+        }
+    }
+    let pool: Vec<&str> = match hosts.is_empty() {
+        true => names.hosts.clone(),
+        false => hosts.iter().map(String::as_str).collect(),
+    };
+    // The aggregator is drawn from the pool too, or, written, is no worker of its own jobs.
+    let others = match aggregator {
+        None => pool.len().saturating_sub(1),
+        Some(a) => pool.iter().filter(|&&h| h != a).count(),
+    };
+    if n == 0 || n > others {
+        let from = match aggregator {
+            None => format!("its aggregator and its workers, distinct, from {} hosts", pool.len()),
+            Some(a) => format!("its workers from the {others} hosts other than `{a}`"),
+        };
+        return Err(at(
+            here("workers"),
+            format!("workers = {n}: must be in 1..={others} (a job draws {from})"),
+        ));
+    }
+    Ok(())
 }
 
 /// Poisson workload `i` (`w`): its hosts, rate and times.

@@ -490,3 +490,117 @@ stagger = "1ms"
     let written: Vec<Dur> = (0..8).map(Dur::ms).collect();
     assert_eq!(starts(&s), written, "no spread: the written starts");
 }
+
+/// A closed-loop partition-aggregate workload of 9-host jobs drawn on a k = 4 fat tree (the
+/// XMP paper's Incast pattern), with `parallel` and `jobs` put in by each test.
+const JOBS: &str = r#"name = "jobs"
+duration = "1s"
+[topology]
+kind = "fat-tree"
+k = 4
+[[flows]]
+from = "h0"
+to = "h15"
+[[workloads]]
+kind = "partition-aggregate"
+workers = 8
+request_bytes = "2KB"
+response_bytes = "64KB"
+closed_loop = true
+gap = "1ms"
+start = "5ms"
+controller = "newreno"
+"#;
+
+/// The flows of `text`'s scenario at `seed`, the written flow left out.
+fn job_flows(text: &str, seed: u64) -> Vec<mpquic_scenario::FlowSpec> {
+    let mut s = mpquic_scenario::parse_scenario(text).unwrap();
+    s.seed = seed;
+    let hosts = s.topology.expand().unwrap().hosts;
+    expand_workloads(&s, &hosts).unwrap().split_off(1)
+}
+
+/// Each slot's first job starts at `start`; job `parallel + i` waits for job `i`, `gap` after
+/// it; every flow of a job waits for the same job, and makes its connection as it starts.
+#[test]
+fn closed_loop_jobs_chain_each_slot_to_its_previous_job() {
+    let flows = job_flows(&format!("{JOBS}parallel = 3\njobs = 4\n"), 1);
+    assert_eq!(flows.len(), 3 * 4 * 8, "3 slots x 4 jobs x 8 workers");
+    for f in &flows {
+        let job = f.job.unwrap();
+        let after = f.after.map(|a| (a.job, a.gap));
+        assert_eq!(after, (job >= 3).then_some((job - 3, Dur::ms(1))), "{:?}", f.name);
+        assert!(f.handshake_at_start && f.start == Dur::ms(5) && f.connect_at() == f.start);
+        assert_eq!(
+            (f.bytes, f.response_bytes, f.group.as_deref()),
+            (Some(2048), 65536, Some("pa0"))
+        );
+    }
+    // Without `jobs`: as many as the other flows (one here) leave of the run's limit.
+    let open_ended = job_flows(&format!("{JOBS}parallel = 3\n"), 1);
+    let limit = mpquic_scenario::expand::MAX_FLOWS;
+    assert_eq!(open_ended.len(), (limit - 1) / 24 * 24);
+    assert_eq!(open_ended[..flows.len()], flows[..], "the same jobs first");
+}
+
+/// A job of `workers = 8` draws its aggregator and 8 distinct workers from the pool; the seed
+/// fixes every job's draw, another seed draws others.
+#[test]
+fn jobs_draw_distinct_hosts_from_the_pool_by_the_seed() {
+    let pool: Vec<String> = (2..14).map(|h| format!("h{h}")).collect();
+    let text = format!("{JOBS}parallel = 8\njobs = 5\nhosts = {pool:?}\n");
+    let crews = |seed| {
+        let flows = job_flows(&text, seed);
+        let mut jobs = vec![(String::new(), vec![]); 40];
+        for f in flows {
+            let (aggregator, workers) = &mut jobs[f.job.unwrap()];
+            *aggregator = f.from.clone();
+            workers.push(f.to.clone());
+        }
+        jobs
+    };
+    let first = crews(1);
+    for (aggregator, workers) in &first {
+        let mut hosts: Vec<&String> = workers.iter().chain([aggregator]).collect();
+        assert!(hosts.iter().all(|h| pool.contains(h)), "{hosts:?}");
+        hosts.sort();
+        hosts.dedup();
+        assert_eq!(
+            hosts.len(),
+            9,
+            "an aggregator and 8 distinct workers: {aggregator} {workers:?}"
+        );
+    }
+    assert!(first.windows(2).any(|w| w[0].0 != w[1].0), "aggregators vary from job to job");
+    assert_eq!(crews(1), first, "the same seed draws the same jobs");
+    assert_ne!(crews(2), first, "another seed draws other jobs");
+    // A written aggregator leads every job, and is never one of its workers.
+    let fixed = job_flows(&format!("{JOBS}parallel = 2\njobs = 5\naggregator = \"h7\"\n"), 1);
+    assert!(fixed.iter().all(|f| f.from == "h7" && f.to != "h7"));
+}
+
+#[test]
+fn partition_aggregate_jobs_are_checked_at_their_fields() {
+    let jobs = format!("{JOBS}parallel = 8\n");
+    let e = |from: &str, to: &str| error(&jobs.replace(from, to));
+    let pool = "hosts = [\"h0\", \"h1\", \"h2\", \"h3\", \"h4\", \"h5\", \"h6\", \"h7\", \"h8\"]";
+    let err = error(&format!("{jobs}{pool}\nworkers = 9\n").replace("workers = 8\n", ""));
+    assert!(err.contains("workloads.0.workers: workers = 9: must be in 1..=8 (a job draws its aggregator and its workers, distinct, from 9 hosts)"), "{err}");
+    let err = e("parallel = 8", "parallel = 0");
+    assert!(err.contains("workloads.0.parallel: must be >= 1 (job slots)"), "{err}");
+    let err = e("closed_loop = true", "jobs = 0");
+    assert!(err.contains("workloads.0.jobs: must be >= 1"), "{err}");
+    let err = e("closed_loop = true\n", "");
+    assert!(err.contains("workloads.0.gap: is the closed loop's (closed_loop = true)"), "{err}");
+    let err = e("workers = 8", "workers = [\"h1\", \"h2\"]");
+    assert!(err.contains("workloads.0.workers: a list of workers needs its `aggregator`"), "{err}");
+    let err = e("workers = 8", "aggregator = \"h0\"\nworkers = [\"h1\"]\nhosts = [\"h2\"]");
+    assert!(err.contains("workloads.0.hosts: is what a number of workers draws from"), "{err}");
+    let err = e("workers = 8", "workers = \"all\"");
+    assert!(
+        err.contains(
+            "workers is a list of hosts ([\"h1\", \"h2\"]) or how many each job draws (8)"
+        ),
+        "{err}"
+    );
+}

@@ -31,10 +31,11 @@ use crate::crypto::{NullClientConfig, NullHmacKey, NullServerConfig, NullTokenKe
 use crate::net::{ecmp_hash, Link, LinkId, Network, Node, NodeId, Offered, Packet, Ps};
 use crate::rng::SimRng;
 use crate::scenario::{
-    expand_workloads, CryptoSuite, FlowSpec, RepeatOver, Scenario, ScenarioError,
+    expand_workloads, CryptoSuite, Dur, FlowSpec, HostSpec, RepeatOver, Scenario, ScenarioError,
 };
 use crate::supervise::{Policy, Supervision};
 use mpquic_scenario::error::at;
+use mpquic_scenario::expand::MAX_FLOWS;
 
 static ZEROS: [u8; 65536] = [0; 65536];
 /// The name clients connect to (and a TLS server's certificate is issued for).
@@ -381,6 +382,17 @@ pub struct Sim {
     pub ptos: Arc<Mutex<crate::pto::PtoTally>>,
     /// Server and client handshake configuration, shared by every connection.
     crypto: CryptoConfigs,
+    /// Nodes by name.
+    node_index: HashMap<String, NodeId>,
+    /// The jobs that flows wait for ([`FlowSpec::after`]), by (group, job).
+    waiting: HashMap<(Option<String>, usize), Waiting>,
+}
+
+/// A job that flows wait for: its flows so far, and the flows to add when they are all done.
+#[derive(Default)]
+struct Waiting {
+    flows: Vec<usize>,
+    specs: Vec<FlowSpec>,
 }
 
 /// One end's transport configuration, coupled controller and path supervision policy.
@@ -513,7 +525,8 @@ impl Sim {
     pub fn new(scenario: Scenario) -> Result<Sim, ScenarioError> {
         refuse_unsupported(&scenario)?;
         let expanded = scenario.topology.expand()?;
-        let Network { nodes, links, index, host_of } = Network::build(&expanded, &scenario)?;
+        let Network { nodes, links, index: node_index, host_of } =
+            Network::build(&expanded, &scenario)?;
         let hosts = expanded.hosts;
 
         let monitored: Vec<LinkId> =
@@ -547,13 +560,12 @@ impl Sim {
                 .collect(),
             ptos: Arc::default(),
             crypto: crypto_configs(scenario.transport.crypto)?,
+            node_index,
+            waiting: HashMap::new(),
             scenario,
         };
 
-        let flows = expand_workloads(&sim.scenario, &hosts)?;
-        for (i, spec) in flows.into_iter().enumerate() {
-            sim.add_flow(i, spec, &index)?;
-        }
+        sim.add_flows(&hosts)?;
         if !sim.monitored.is_empty() {
             sim.schedule(0, Ev::SampleQueues);
         }
@@ -561,17 +573,37 @@ impl Sim {
         Ok(sim)
     }
 
-    fn add_flow(
-        &mut self,
-        i: usize,
-        spec: FlowSpec,
-        index: &HashMap<String, NodeId>,
-    ) -> Result<(), ScenarioError> {
-        let (client, server) = self.flow_hosts(i, &spec, index)?;
+    /// The run's flows, written and generated (`hosts`: the topology's): those that wait for a
+    /// job parked until it completes, the others added now, in order.
+    fn add_flows(&mut self, hosts: &[HostSpec]) -> Result<(), ScenarioError> {
+        let flows = expand_workloads(&self.scenario, hosts)?;
+        if flows.len() > MAX_FLOWS {
+            return Err(ScenarioError::Invalid(format!("at most {MAX_FLOWS} flows")));
+        }
+        // The waiting flows first, so that the jobs they wait for know their flows as they come.
+        let mut ready = vec![];
+        for spec in flows {
+            match spec.after {
+                Some(after) => self.park(spec, after.job)?,
+                None => ready.push(spec),
+            }
+        }
+        ready.into_iter().try_for_each(|spec| self.add_flow(spec))
+    }
+
+    /// Flow `spec` as the run's next flow: its endpoints and its events. A flow of a job that
+    /// others wait for joins that job's flows.
+    fn add_flow(&mut self, spec: FlowSpec) -> Result<(), ScenarioError> {
+        let i = self.flows.len();
+        let (client, server) = self.flow_hosts(&spec)?;
+        let congestion = self.congestion(&spec)?;
         let written = spec.controller.as_ref().unwrap_or(&self.scenario.controller);
-        let congestion: Congestion =
-            written.congestion().map_err(|e| ScenarioError::Invalid(e.into()))?.clone();
         let controller = written.text().to_owned();
+        if let Some(job) = spec.job {
+            if let Some(waiting) = self.waiting.get_mut(&(spec.group.clone(), job)) {
+                waiting.flows.push(i);
+            }
+        }
         let notices = Arc::new(Mutex::new(NoticeLog {
             limit: self.scenario.output.notice_limit,
             ..NoticeLog::default()
@@ -609,16 +641,57 @@ impl Sim {
         Ok(())
     }
 
-    /// Flow `i`'s (client, server) hosts, after checking what the simulator cannot run.
-    fn flow_hosts(
-        &self,
-        i: usize,
-        spec: &FlowSpec,
-        index: &HashMap<String, NodeId>,
-    ) -> Result<(NodeId, NodeId), ScenarioError> {
+    /// The library's controller of flow `spec` (its own, else the scenario's).
+    fn congestion(&self, spec: &FlowSpec) -> Result<Congestion, ScenarioError> {
+        let written = spec.controller.as_ref().unwrap_or(&self.scenario.controller);
+        Ok(written.congestion().map_err(|e| ScenarioError::Invalid(e.into()))?.clone())
+    }
+
+    /// Keep flow `spec` until job `job` of its group completes; checked now as it would be when
+    /// added, and for what a waiting flow cannot have (times since the run's start, before its
+    /// own start is known, or no end to complete after).
+    fn park(&mut self, spec: FlowSpec, job: usize) -> Result<(), ScenarioError> {
+        self.flow_hosts(&spec)?;
+        self.options(&self.congestion(&spec)?, spec.paths)?;
+        if spec.bytes.is_none() || spec.stop.is_some() || !spec.path_times.is_empty() {
+            return Err(ScenarioError::Invalid(format!(
+                "flow {}: a flow that waits for a job needs `bytes`, and no `stop` or \
+                 `path_times`",
+                spec.name.as_deref().unwrap_or(&spec.from)
+            )));
+        }
+        self.waiting.entry((spec.group.clone(), job)).or_default().specs.push(spec);
+        Ok(())
+    }
+
+    /// Flow `f` is done. If that completes a job that flows wait for, they are added now,
+    /// each to start its `gap` later; one whose start would not come before the run's end is
+    /// left out (it never starts, as in a run that ended before its turn).
+    fn start_waiting(&mut self, f: usize) {
+        let spec = &self.flows[f].spec;
+        let Some(key) = spec.job.map(|job| (spec.group.clone(), job)) else { return };
+        let Some(waiting) = self.waiting.get(&key) else { return };
+        if !waiting.flows.iter().all(|&g| self.flows[g].is_done()) {
+            return;
+        }
+        let specs = self.waiting.remove(&key).map(|w| w.specs).unwrap_or_default();
+        for mut spec in specs {
+            let start = self.now + spec.after.map_or(0, |a| a.gap.0);
+            if start >= self.scenario.duration.0 {
+                continue;
+            }
+            spec.start = Dur(start);
+            // Its checks passed when it was parked (`park`), and a run adds no more flows than
+            // it expanded, at most `MAX_FLOWS`: adding it cannot fail.
+            self.add_flow(spec).expect("a waiting flow was checked when it was parked");
+        }
+    }
+
+    /// The (client, server) hosts of flow `spec`, after checking what the simulator cannot run.
+    fn flow_hosts(&self, spec: &FlowSpec) -> Result<(NodeId, NodeId), ScenarioError> {
         let invalid = |m: String| ScenarioError::Invalid(m);
         let node = |name: &str| -> Result<NodeId, ScenarioError> {
-            match index.get(name) {
+            match self.node_index.get(name) {
                 Some(&n) if matches!(self.nodes[n], Node::Host { .. }) => Ok(n),
                 _ => Err(invalid(format!("flow endpoint `{name}` is not a host"))),
             }
@@ -633,9 +706,6 @@ impl Sim {
         }
         spec.check_path_times().map_err(invalid)?;
         spec.check_backup_paths().map_err(invalid)?;
-        if i >= 20_000 {
-            return Err(invalid("at most 20000 flows".into()));
-        }
         Ok((client, server))
     }
 
@@ -834,6 +904,27 @@ impl Sim {
         }
     }
 
+    /// The library's options for a connection of `paths` paths under `congestion`, from the
+    /// scenario's transport settings, checked.
+    fn options(
+        &self,
+        congestion: &Congestion,
+        paths: usize,
+    ) -> Result<mpquic::Options, ScenarioError> {
+        let t = &self.scenario.transport;
+        let options = mpquic::Options {
+            congestion: congestion.clone(),
+            scheduler: t.scheduler.clone(),
+            ecn: t.ecn,
+            max_ack_delay: t.max_ack_delay.map(|d| Duration::from_nanos(d.0 / 1000)),
+            receive_window: Some(t.window),
+            max_paths: paths as u32,
+            ..mpquic::Options::default()
+        };
+        options.validate().map_err(|e| ScenarioError::Invalid(format!("transport: {e}")))?;
+        Ok(options)
+    }
+
     /// A fresh transport (and so a fresh controller factory: one per connection) for one end of
     /// a flow, made by the library from the scenario's transport options; the coupled
     /// controller's notices go to `log`.
@@ -845,17 +936,7 @@ impl Sim {
         log: &Arc<Mutex<NoticeLog>>,
     ) -> Result<EndTransport, ScenarioError> {
         let t = &self.scenario.transport;
-        let invalid = ScenarioError::Invalid;
-        let options = mpquic::Options {
-            congestion: congestion.clone(),
-            scheduler: t.scheduler.clone(),
-            ecn: t.ecn,
-            max_ack_delay: t.max_ack_delay.map(|d| Duration::from_nanos(d.0 / 1000)),
-            receive_window: Some(t.window),
-            max_paths: paths as u32,
-            ..mpquic::Options::default()
-        };
-        options.validate().map_err(|e| invalid(format!("transport: {e}")))?;
+        let options = self.options(congestion, paths)?;
         let (mut c, shared) = mpquic::internals::transport_config(&options);
         if let Some(shared) = &shared {
             let log = log.clone();
@@ -1284,6 +1365,7 @@ impl Sim {
             self.send_from_host(node, p);
         }
         if done {
+            self.start_waiting(f);
             self.check_done();
         }
         if next_transfer {

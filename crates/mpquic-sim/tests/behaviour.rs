@@ -3,7 +3,9 @@
 //! each test takes a few seconds in a debug build.
 
 use mpquic_sim::report::{Report, Traces};
-use mpquic_sim::scenario::{Amount, Dur, FlowSpec, LinkConfig, Rate, Scenario, Topology};
+use mpquic_sim::scenario::{
+    parse_scenario, Amount, Dur, FlowSpec, LinkConfig, Rate, Scenario, Topology,
+};
 use mpquic_sim::Sim;
 
 const GBPS10: f64 = 10e9;
@@ -443,4 +445,44 @@ paths = 2
     }
     let goodput = r.flows[0].goodput_last_half_bps;
     assert!(goodput > 0.15e9, "the flow took {:.0} Mbit/s of the two links' 200", goodput / 1e6);
+}
+
+/// A closed-loop job slot at 100 Mbit/s whose jobs take ~350 ms (4 MB answered by one
+/// worker): its second job starts `gap` after the first completed, and is still running at
+/// the end of the 500 ms run. The run expanded the slot's jobs up to the flow limit, but only
+/// the two that started are in the results: one unfinished, none for those never started; the
+/// job-time thresholds count the first (over 300 ms) and the second by the time it had.
+#[test]
+fn a_closed_loop_slot_starts_its_next_job_after_the_previous_completed() {
+    let text = r#"name = "closed-loop"
+duration = "500ms"
+controller = "newreno"
+[link]
+rate = "100Mbps"
+[topology]
+kind = "many-to-one"
+senders = 2
+[[workloads]]
+kind = "partition-aggregate"
+aggregator = "r"
+workers = ["s1"]
+response_bytes = "4MB"
+closed_loop = true
+gap = "1ms"
+[report]
+metrics = ["jobs", "jobs_unfinished", "jobs_over_10ms", "jobs_over_300ms"]
+"#;
+    let s = parse_scenario(text).unwrap();
+    let (r, _) = run(s.clone());
+    let jobs: Vec<Option<usize>> = r.flows.iter().map(|f| f.job).collect();
+    assert_eq!(jobs, [Some(0), Some(1)], "the jobs that started, in order");
+    let (first, next) = (&r.flows[0], &r.flows[1]);
+    let done_us = first.start_s * 1e6 + first.fct_us.expect("the first job completed");
+    assert!(done_us > 300e3, "the first job took over 300 ms: {done_us} us");
+    assert!((next.start_s * 1e6 - (done_us + 1000.0)).abs() < 1e-3, "{} {done_us}", next.start_s);
+    assert_eq!(next.fct_us, None, "still running at the end");
+    let metrics = mpquic_scenario::metrics::compute(&s, &r.outcome());
+    let value = |m: &str| metrics[m];
+    assert_eq!((value("jobs"), value("jobs_unfinished")), (2.0, 1.0));
+    assert_eq!((value("jobs_over_10ms"), value("jobs_over_300ms")), (2.0, 1.0));
 }

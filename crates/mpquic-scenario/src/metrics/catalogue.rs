@@ -115,8 +115,9 @@ pub const CATALOGUE: &[Metric] = &[
     both("jct_all_p90_ms", "90th percentile JCT, unfinished jobs counted until the end (a bound)",
         |i| quantile(&i.jobs().all, 0.9)),
     both("jct_all_p99_ms", "99th percentile of the same, ms", |i| quantile(&i.jobs().all, 0.99)),
-    both("jobs_over_10ms", "jobs, finished or not, over 10 ms",
-        |i| i.jobs().all.iter().filter(|&&x| x > 10.0).count() as f64),
+    both("jobs_over_10ms", "jobs, finished or not, over 10 ms", |i| i.jobs_over(10.0)),
+    both("jobs_over_300ms", "jobs, finished or not, over 300 ms (XMP Table 3's share of them)",
+        |i| i.jobs_over(300.0)),
     both("jobs_ack_heard", "completed jobs where no flow lost an ACK_FREQUENCY request",
         |i| i.jobs().heard.len() as f64),
     both("jct_p90_ms_ack_heard", "90th percentile JCT of those, ms",
@@ -388,6 +389,11 @@ impl Input<'_> {
         self.flows.iter().flat_map(per_flow).map(|us| us / 1e3).collect()
     }
 
+    /// Jobs, finished or not, that took longer than `ms` (an unfinished one: by the run's end).
+    fn jobs_over(&self, ms: f64) -> f64 {
+        self.jobs().all.iter().filter(|&&x| x > ms).count() as f64
+    }
+
     /// The flows' jobs.
     fn jobs(&self) -> Jobs {
         // Keyed as the job names sort (`job10` before `job2`), the order sums are taken in.
@@ -656,6 +662,8 @@ mod tests {
         // Job 0: f0 and f1 start at 0 and end at 2 and 12 ms; job 1 starts at 1 ms, 300 ms long.
         assert_eq!(value("jct_p50_ms", None), 12.0);
         assert_eq!(value("jobs_ack_heard", None), 1.0);
+        // "Over" is strictly longer: job 1's 300 ms is over 10 ms, not over 300 ms.
+        assert_eq!((value("jobs_over_10ms", None), value("jobs_over_300ms", None)), (2.0, 0.0));
         assert_eq!(value("flows_over_10ms_per_round", None), 1.0);
         assert_eq!(value("path_share", Some("b->dst")), 1.0 / 3.0);
         assert_eq!(
