@@ -375,6 +375,19 @@ impl State {
 /// The largest RTT sample the slot histograms record (100 s); larger ones are recorded as it.
 const MAX_RTT_US: u64 = 100_000_000;
 
+impl SlotState {
+    /// A measured RTT sample: into the slot's histogram and its minimum.
+    fn record_rtt(&mut self, rtt: Duration) {
+        self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
+        // Out-of-range samples (over 100 s) are clamped rather than lost. Not with
+        // `saturating_record`: it clamps before it resizes, so on this auto-resizing histogram
+        // (created tracking values up to 2) it recorded every sample past the initial counts
+        // array (256 us at 2 digits) as 2 us.
+        let us = (rtt.as_micros().max(1) as u64).min(MAX_RTT_US);
+        self.rtt_us.record(us).expect("auto-resizing histogram, bounded value");
+    }
+}
+
 /// noq's per-path controller: a handle on one slot of the connection's shared controller.
 #[derive(Clone)]
 pub struct PathHandle {
@@ -427,23 +440,14 @@ impl PathHandle {
         // nothing and must not become the path's minimum.
         let measured = now.checked_duration_since(sent).filter(|d| !d.is_zero());
         let path = &mut state.paths[self.slot.0 as usize];
+        path.frame_acked += 1;
         if let Some(measured) = measured {
-            path.min_rtt = Some(path.min_rtt.map_or(measured, |m| m.min(measured)));
+            path.record_rtt(measured);
         }
         let min = path.min_rtt.unwrap_or(min);
         let latest = measured.unwrap_or(min);
         let sample = RttSample { latest, smoothed, min };
         state.record_rtt(self.slot, smoothed, latest);
-        let path = &mut state.paths[self.slot.0 as usize];
-        path.frame_acked += 1;
-        if let Some(measured) = measured {
-            // Out-of-range samples (over 100 s) are clamped rather than lost. Not with
-            // `saturating_record`: it clamps before it resizes, so on this auto-resizing
-            // histogram (created tracking values up to 2) it recorded every sample past the
-            // initial counts array (256 us at 2 digits) as 2 us.
-            let us = (measured.as_micros().max(1) as u64).min(MAX_RTT_US);
-            path.rtt_us.record(us).expect("auto-resizing histogram, bounded value");
-        }
         state.feed(self.slot, Event::PacketAcked { bytes, pn, rtt: sample, app_limited });
     }
 }
@@ -577,6 +581,7 @@ mod tests {
 
     use mpquic_cc::{
         ConnectionSnapshot, Controller, ControllerConfig, EcnCodepoint, Event, Notice, PathId,
+        RttSample,
     };
     use noq::congestion::{Controller as _, ControllerFactory, SendContext};
 
@@ -622,6 +627,18 @@ mod tests {
         ));
         let handles = (0..n).map(|_| PathHandle::add_to(&shared, 1200)).collect();
         (handles, events)
+    }
+
+    /// The RTT samples the controller got, in order.
+    fn acked_rtts(events: &Log) -> Vec<RttSample> {
+        let events = events.lock().unwrap();
+        events
+            .iter()
+            .filter_map(|(_, e)| match e {
+                Event::PacketAcked { rtt, .. } => Some(*rtt),
+                _ => None,
+            })
+            .collect()
     }
 
     fn kinds(events: &[(PathId, Event)]) -> Vec<&'static str> {
@@ -695,15 +712,8 @@ mod tests {
         assert!(near(h.value_at_quantile(0.5), 1_100), "p50 {} us", h.value_at_quantile(0.5));
         assert!(near(h.max(), 2_000_000), "max {} us", h.max());
         // The controller's samples were right before and after: the histogram is reporting only.
-        let latest: Vec<u64> = events
-            .lock()
-            .unwrap()
-            .iter()
-            .filter_map(|(_, e)| match e {
-                Event::PacketAcked { rtt, .. } => Some(rtt.latest.as_micros() as u64),
-                _ => None,
-            })
-            .collect();
+        let latest: Vec<u64> =
+            acked_rtts(&events).iter().map(|rtt| rtt.latest.as_micros() as u64).collect();
         assert_eq!(latest, samples);
     }
 
@@ -725,15 +735,8 @@ mod tests {
             p.on_packet_sent(t0 + ms(sent), 1200, pn);
             p.acked(t0 + ms(sent + rtt), t0 + ms(sent), 1200, pn, false, (ms(7), ms(noq_min)));
         }
-        let mins: Vec<u64> = events
-            .lock()
-            .unwrap()
-            .iter()
-            .filter_map(|(_, e)| match e {
-                Event::PacketAcked { rtt, .. } => Some(rtt.min.as_millis() as u64),
-                _ => None,
-            })
-            .collect();
+        let mins: Vec<u64> =
+            acked_rtts(&events).iter().map(|rtt| rtt.min.as_millis() as u64).collect();
         assert_eq!(mins, [1, 7, 5, 5]);
     }
 
