@@ -437,7 +437,7 @@ from = "s"
 to = "d"
 paths = 2
 "#;
-    let (r, _) = run(mpquic_sim::scenario::parse_scenario(text).unwrap());
+    let (r, _) = run(parse_scenario(text).unwrap());
     let into_d: Vec<_> = r.links.iter().filter(|l| l.name.starts_with("sw->d")).collect();
     assert_eq!(into_d.len(), 2, "{:?}", r.links.iter().map(|l| &l.name).collect::<Vec<_>>());
     for l in &into_d {

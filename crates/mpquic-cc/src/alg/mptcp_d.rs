@@ -490,7 +490,7 @@ mod tests {
     }
 
     /// What a Theorem 1 sweep found ([`theorem_1_sweep_at`]).
-    #[derive(Debug)]
+    #[derive(Debug, Default)]
     struct Theorem1Counts {
         /// Cases whose total exceeds single-path Reno on the best path.
         over: usize,
@@ -515,18 +515,7 @@ mod tests {
     /// packets; asserts eq. 3 as printed in every case.
     fn theorem_1_sweep_at(floor: u32) -> Theorem1Counts {
         let mut state = 0x5EED_0001_u64;
-        let mut c = Theorem1Counts {
-            over: 0,
-            worst: 0.0,
-            worst_case: Vec::new(),
-            single: 0,
-            single_worst: 0.0,
-            unfloored: 0,
-            unfloored_over: 0,
-            unfloored_worst: 0.0,
-            eq3_worst: 0.0,
-            h_alone_worst: 0.0,
-        };
+        let mut c = Theorem1Counts::default();
         for _ in 0..THEOREM_1_CASES {
             let paths = theorem_1_case(&mut state);
             let (rates, reno) = theorem_1_rates(&paths, floor);
@@ -543,16 +532,16 @@ mod tests {
             let floored = (0..paths.len())
                 .filter(|&r| r != h && rates[r] * paths[r].rtt.as_secs_f64() / 1200.0 <= near_floor)
                 .count();
-            if paths.len() > 1 {
-                c.h_alone_worst = c.h_alone_worst.max(rates[h] / reno[h]);
-            }
             if paths.len() == 1 {
                 c.single += 1;
                 c.single_worst = c.single_worst.max(ratio);
-            } else if floored == 0 {
-                c.unfloored_worst = c.unfloored_worst.max(ratio);
-                c.unfloored += 1;
-                c.unfloored_over += usize::from(ratio > 1.0);
+            } else {
+                c.h_alone_worst = c.h_alone_worst.max(rates[h] / reno[h]);
+                if floored == 0 {
+                    c.unfloored_worst = c.unfloored_worst.max(ratio);
+                    c.unfloored += 1;
+                    c.unfloored_over += usize::from(ratio > 1.0);
+                }
             }
             c.over += usize::from(ratio > 1.0);
             if ratio > c.worst {
