@@ -31,7 +31,8 @@ use crate::crypto::{NullClientConfig, NullHmacKey, NullServerConfig, NullTokenKe
 use crate::net::{ecmp_hash, Link, LinkId, Network, Node, NodeId, Offered, Packet, Ps};
 use crate::rng::SimRng;
 use crate::scenario::{
-    expand_workloads, CryptoSuite, Dur, FlowSpec, HostSpec, RepeatOver, Scenario, ScenarioError,
+    expand_workloads, ControllerSpec, CryptoSuite, Dur, FlowSpec, HostSpec, RepeatOver, Scenario,
+    ScenarioError,
 };
 use crate::supervise::{Policy, Supervision};
 use mpquic_scenario::error::at;
@@ -597,8 +598,7 @@ impl Sim {
         let i = self.flows.len();
         let (client, server) = self.flow_hosts(&spec)?;
         let congestion = self.congestion(&spec)?;
-        let written = spec.controller.as_ref().unwrap_or(&self.scenario.controller);
-        let controller = written.text().to_owned();
+        let controller = self.controller_of(&spec).text().to_owned();
         if let Some(job) = spec.job {
             if let Some(waiting) = self.waiting.get_mut(&(spec.group.clone(), job)) {
                 waiting.flows.push(i);
@@ -641,9 +641,14 @@ impl Sim {
         Ok(())
     }
 
-    /// The library's controller of flow `spec` (its own, else the scenario's).
+    /// Flow `spec`'s controller as written: its own, else the scenario's.
+    fn controller_of<'a>(&'a self, spec: &'a FlowSpec) -> &'a ControllerSpec {
+        spec.controller.as_ref().unwrap_or(&self.scenario.controller)
+    }
+
+    /// The library's controller of flow `spec`.
     fn congestion(&self, spec: &FlowSpec) -> Result<Congestion, ScenarioError> {
-        let written = spec.controller.as_ref().unwrap_or(&self.scenario.controller);
+        let written = self.controller_of(spec);
         Ok(written.congestion().map_err(|e| ScenarioError::Invalid(e.into()))?.clone())
     }
 
