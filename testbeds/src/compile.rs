@@ -152,6 +152,15 @@ fn check_addresses(s: &lang::Scenario, plan: &Plan) -> Result<(), ScenarioError>
 
 /// The written flows' and workloads' features the testbed has no counterpart for.
 fn refuse_unsupported(s: &lang::Scenario) -> Result<(), ScenarioError> {
+    if s.host_egress != lang::HostEgress::Qdisc {
+        // The testbed leaves a host's egress unshaped (TCP Small Queues would hide a queue
+        // there), so it has no port to mark at.
+        return Err(at(
+            "host_egress",
+            "netns: the hosts' egress is their own qdisc (the simulator's `qdisc`); `port` \
+             runs in the simulator",
+        ));
+    }
     for (i, f) in s.flows.iter().enumerate() {
         let here = |field: &str| format!("flows.{i}.{field}");
         if f.response_bytes > 0 {
@@ -1021,5 +1030,18 @@ response_bytes = "64KB"
         let e = crate::experiment::load_text(&closed, "j.toml").err().unwrap().to_string();
         assert!(e.starts_with("j.toml:12:") && e.contains("workloads.0.closed_loop"), "{e}");
         assert!(e.contains("netns: closed_loop runs in the simulator only"), "{e}");
+    }
+
+    /// A host egress made a switch port is the simulator's: refused at its key.
+    #[test]
+    fn a_host_egress_port_is_refused_at_its_line() {
+        let text = "name = \"p\"\nduration = \"100ms\"\nhost_egress = \"port\"\n\
+                    [topology]\nkind = \"two-path\"\n[[flows]]\nfrom = \"src\"\nto = \"dst\"\n";
+        let e = crate::experiment::load_text(text, "p.toml").err().unwrap().to_string();
+        assert!(e.starts_with("p.toml:3:") && e.contains("host_egress"), "{e}");
+        assert!(e.contains("netns: the hosts' egress is their own qdisc"), "{e}");
+        assert!(
+            crate::experiment::load_text(&text.replace("\"port\"", "\"qdisc\""), "p.toml").is_ok()
+        );
     }
 }

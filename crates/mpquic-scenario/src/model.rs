@@ -50,6 +50,26 @@ pub struct LinkConfig {
     pub classic_target: Option<Dur>,
 }
 
+/// What a host's egress queue is ([`Scenario::host_egress`]; a custom link's `host_queue`
+/// overrides it for its `a` end).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HostEgress {
+    /// A host's qdisc: `host_buffer` packets, never marking. Where a host's own link is a
+    /// flow's bottleneck, its queue grows to the window's excess, as a real qdisc's does
+    /// without TCP Small Queues.
+    #[default]
+    Qdisc,
+    /// A switch port's: the link's buffer and marking threshold.
+    Port,
+}
+
+impl HostEgress {
+    fn is_qdisc(&self) -> bool {
+        *self == HostEgress::Qdisc
+    }
+}
+
 /// A link's queue discipline ([`LinkConfig::aqm`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -883,6 +903,11 @@ pub struct Scenario {
     /// Host egress queue size in packets (host links never mark).
     #[serde(default = "default_host_buffer")]
     pub host_buffer: usize,
+    /// What a host's egress queue is (simulator): a host's qdisc (`host_buffer`, no marking) or
+    /// a switch port's (the link's buffer and K, as ns-3 puts one queue discipline on every
+    /// device, the papers' simulators' hosts included). The testbed's hosts keep their own.
+    #[serde(default, skip_serializing_if = "HostEgress::is_qdisc")]
+    pub host_egress: HostEgress,
     /// Receive-processing jitter of hosts: each datagram reaches its endpoint after an extra
     /// uniform random delay in `[0, host_jitter)`, in arrival order per host (default 0: none).
     /// Real hosts have microseconds of it; without any, ACK-clocked flows travel as unbroken
@@ -967,6 +992,7 @@ impl Scenario {
             link: LinkConfig::paper_default(),
             link_overrides: vec![],
             host_buffer: default_host_buffer(),
+            host_egress: HostEgress::Qdisc,
             host_jitter: Dur(0),
             host_timer_granularity: Dur(0),
             start_spread: Dur(0),

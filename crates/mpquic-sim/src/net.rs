@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::dualq::{DualQueue, DualqParams};
 use crate::rng::SimRng;
-use crate::scenario::{Aqm, Expanded, HostSpec, LinkSpec, Scenario, ScenarioError};
+use crate::scenario::{Aqm, Expanded, HostEgress, HostSpec, LinkSpec, Scenario, ScenarioError};
 
 /// Virtual time in picoseconds, and picoseconds per microsecond.
 pub use mpquic_scenario::units::{Ps, PS_PER_US};
@@ -459,7 +459,8 @@ fn build_links(
             }
             let buffer = buffer.packets(packet) as usize;
             let host_queue = if from == a { spec.host_queue } else { None };
-            let host_queue = host_queue.unwrap_or(from < hosts);
+            let host_queue =
+                host_queue.unwrap_or(from < hosts && scenario.host_egress == HostEgress::Qdisc);
             let id = links.len();
             let params = LinkParams {
                 name: format!("{}->{}", nodes[from].name(), nodes[to].name()),
@@ -607,6 +608,27 @@ mod tests {
             SimRng::new(1, 1),
             1_000_000_000,
         )
+    }
+
+    /// A host's egress is a qdisc (its own buffer, no marking) unless the scenario makes it a
+    /// switch port; switches' egress is a port either way.
+    #[test]
+    fn host_egress_is_a_qdisc_or_a_port() {
+        let text = "name = \"e\"\nduration = \"1ms\"\nhost_buffer = 500\n\
+                    [link]\nbuffer = 80\nk = 12\n[topology]\nkind = \"fat-tree\"\nk = 4\n";
+        let egress = |text: &str| {
+            let scenario = crate::scenario::parse_scenario(text).unwrap();
+            let net = Network::build(&scenario.topology.expand().unwrap(), &scenario).unwrap();
+            let of = |name: &str| {
+                let l = net.links.iter().find(|l| l.params.name.starts_with(name)).unwrap();
+                (l.params.buffer_packets, l.params.ecn_k)
+            };
+            (of("h0->"), of("e0_0->h0"))
+        };
+        assert_eq!(egress(text), ((500, None), (80, Some(12))));
+        let port =
+            text.replace("host_buffer = 500\n", "host_buffer = 500\nhost_egress = \"port\"\n");
+        assert_eq!(egress(&port), ((80, Some(12)), (80, Some(12))));
     }
 
     fn packet(ecn: Option<EcnCodepoint>) -> Packet {
