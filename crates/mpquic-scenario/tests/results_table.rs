@@ -1,14 +1,15 @@
 //! docs/RESULTS.md's table is what researchers quote, so each of its rows must lead somewhere
 //! that exists: a write-up that states the commit and date of its numbers, and (unless the row
 //! says "not run") a command whose experiment file validates as both backends read it. The
-//! verdict is one of four words, so a row cannot claim something in between. Every relative
+//! verdict is one of five words, so a row cannot claim something in between. Every relative
 //! link in the repository's Markdown must reach a file.
 
 use std::path::{Path, PathBuf};
 
 use mpquic_scenario::Experiment;
 
-const VERDICTS: [&str; 4] = ["holds", "holds partly", "differs", "not run"];
+/// "inconclusive": the word of `verdicts.toml`'s rule when a cited interval overlaps its bound.
+const VERDICTS: [&str; 5] = ["holds", "holds partly", "differs", "inconclusive", "not run"];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
