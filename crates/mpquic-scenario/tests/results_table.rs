@@ -96,7 +96,7 @@ fn results_rows() -> Vec<Row> {
 }
 
 #[test]
-fn every_row_has_one_of_the_four_verdicts() {
+fn every_row_has_one_of_the_five_verdicts() {
     for row in results_rows() {
         let verdicts = bold(row.cell("verdict"));
         assert!(!verdicts.is_empty(), "RESULTS.md:{}: no **verdict**", row.line);
