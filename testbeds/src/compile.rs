@@ -161,6 +161,14 @@ fn refuse_unsupported(s: &lang::Scenario) -> Result<(), ScenarioError> {
              runs in the simulator",
         ));
     }
+    if let Some((place, _)) = s.written_links().into_iter().find(|(_, l)| l.down_at.is_some()) {
+        // Taking a veth down mid-run is not among the runner's events (it shapes each
+        // direction once, at set-up).
+        return Err(at(
+            format!("{place}.down_at"),
+            "netns: links stay up for the whole run; `down_at` runs in the simulator",
+        ));
+    }
     for (i, f) in s.flows.iter().enumerate() {
         let here = |field: &str| format!("flows.{i}.{field}");
         if f.response_bytes > 0 {
@@ -1043,5 +1051,20 @@ response_bytes = "64KB"
         assert!(
             crate::experiment::load_text(&text.replace("\"port\"", "\"qdisc\""), "p.toml").is_ok()
         );
+    }
+
+    /// A link going down mid-run is the simulator's: refused at its key, wherever the link is
+    /// written.
+    #[test]
+    fn a_link_going_down_is_refused_at_its_line() {
+        let text = "name = \"d\"\nduration = \"100ms\"\n[topology]\nkind = \"custom\"\n\
+                    hosts = [{ name = \"s\" }, { name = \"r\" }]\nswitches = [\"sw\"]\n\
+                    links = [\n  { a = \"s\", b = \"sw\" },\n  { a = \"sw\", b = \"r\", \
+                    down_at = \"50ms\" },\n]\n[[flows]]\nfrom = \"s\"\nto = \"r\"\n";
+        let e = crate::experiment::load_text(text, "d.toml").err().unwrap().to_string();
+        assert!(e.starts_with("d.toml:9:") && e.contains("down_at"), "{e}");
+        assert!(e.contains("netns: links stay up for the whole run"), "{e}");
+        let up = text.replace(", down_at = \"50ms\"", "");
+        assert!(crate::experiment::load_text(&up, "d.toml").is_ok());
     }
 }

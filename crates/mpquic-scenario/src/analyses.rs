@@ -117,8 +117,14 @@ pub const ANALYSES: &[Analysis] = &[
             ("rate_mbps", "the same in Mbit/s"),
             ("paths", "their paths established by the middle of the phase, summed"),
             ("jain", "Jain's index of their goodputs over the phase's second half"),
+            (
+                "link_mbps",
+                "the sent rate over the phase's second half of the link direction named after \
+                 the phase (`[3,a->b]`), Mbit/s: a subflow's wire rate where it has a link of \
+                 its own (XMP Fig. 7; a link's down_at cuts the timeline too)",
+            ),
         ],
-        selector: Some("the phase, 1 to the number of phases"),
+        selector: Some("the phase, 1 to the number of phases (link_mbps: then `,` and a link)"),
         table: None,
         compute: Some(crate::phases::compute),
         rows: None,

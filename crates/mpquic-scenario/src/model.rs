@@ -48,6 +48,11 @@ pub struct LinkConfig {
     /// DualQ: the classic queue's delay target (default 15 ms, RFC 9332's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub classic_target: Option<Dur>,
+    /// When the link goes down: from this time of the run on, it drops every packet offered
+    /// to it (a custom link's key closes both its directions, an override's its own). The
+    /// simulator's only: XMP Fig. 7 closes a bottleneck mid-run; the testbed refuses it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub down_at: Option<Dur>,
 }
 
 /// What a host's egress queue is ([`Scenario::host_egress`]; a custom link's `host_queue`
@@ -101,6 +106,7 @@ impl LinkConfig {
             aqm: self.aqm.or(base.aqm),
             l_step: self.l_step.or(base.l_step),
             classic_target: self.classic_target.or(base.classic_target),
+            down_at: self.down_at.or(base.down_at),
         }
     }
 
@@ -116,6 +122,7 @@ impl LinkConfig {
             aqm: None,
             l_step: None,
             classic_target: None,
+            down_at: None,
         }
     }
 }
@@ -1034,6 +1041,29 @@ impl Scenario {
             report: None,
             plot: None,
         }
+    }
+
+    /// Every link configuration the scenario writes, with its dotted place (`link`,
+    /// `link_overrides.0`, `topology.links.2`, `topology.access`, ...): where a key such as
+    /// `down_at` may be set.
+    pub fn written_links(&self) -> Vec<(String, &LinkConfig)> {
+        let mut out = vec![("link".to_owned(), &self.link)];
+        let overrides = self.link_overrides.iter().enumerate();
+        out.extend(overrides.map(|(i, o)| (format!("link_overrides.{i}"), &o.config)));
+        let topology = |key: &str| format!("topology.{key}");
+        match &self.topology {
+            Topology::Custom { links, .. } => out.extend(
+                links.iter().enumerate().map(|(i, l)| (topology(&format!("links.{i}")), &l.config)),
+            ),
+            Topology::ManyToOne { access, bottleneck, .. } => {
+                out.push((topology("access"), access));
+                out.push((topology("bottleneck"), bottleneck));
+            }
+            Topology::Dumbbell { bottleneck, .. } => out.push((topology("bottleneck"), bottleneck)),
+            Topology::TwoPath { access, .. } => out.push((topology("access"), access)),
+            Topology::FatTree { .. } => {}
+        }
+        out
     }
 
     /// The parameters of the direction `from -> to` whose link sets `own` over `[link]`:

@@ -1,9 +1,10 @@
-//! The phases of the `phases` analysis (E4, coexistence, XMP Fig. 6, Table 2), shared by both
-//! backends so that they compute one statistic. The run is cut into phases at the instants of
-//! the experiment file's timeline as written (flow starts and stops, paths opened at their
-//! `path_times`; 0 and the run's end). The file's, not the point's: every point of a sweep then
-//! has the same phases (E4's dctcp point runs every flow on one path and still has flow 1's path
-//! instants). A metric's `[k]` names phase k (1 = the first).
+//! The phases of the `phases` analysis (E4, coexistence, XMP Fig. 6, Table 2, Fig. 7), shared
+//! by both backends so that they compute one statistic. The run is cut into phases at the
+//! instants of the experiment file's timeline as written (flow starts and stops, paths opened
+//! at their `path_times`, links going down at their `down_at`; 0 and the run's end). The
+//! file's, not the point's: every point of a sweep then has the same phases (E4's dctcp point
+//! runs every flow on one path and still has flow 1's path instants). A metric's `[k]` names
+//! phase k (1 = the first).
 //!
 //! Of the metric's flows present for the whole phase (started by its start, not stopped before
 //! its end): `rate_gbps` (`rate_mbps`) = their goodput over the phase's second half, summed;
@@ -15,13 +16,19 @@
 //! point's interval lies is in the series: [`FlowSeries::interval_s`]); its paths established
 //! by the middle are its path openings by then (NaN where the backend does not record them:
 //! the testbed's kernel MPTCP flows).
+//!
+//! `link_mbps[k,<from->to>]` reads no flow: the bytes the link direction sent over phase k's
+//! second half, over the half's length (XMP Fig. 7's per-subflow rates, where each subflow has
+//! a link of its own). Its bytes are those of the link's [`LinkSeries::sent`] intervals
+//! stamped inside the half, so the half's edges are exact to one interval (the simulator's
+//! `output.goodput_interval` buckets, the testbed's samples).
 
 use crate::model::Scenario;
-use crate::record::{FlowFacts, FlowSeries, PathEventKind, Run, RunRecord};
+use crate::record::{FlowFacts, FlowSeries, LinkSeries, PathEventKind, Run, RunRecord};
 use crate::units::Dur;
 
-/// The instants at which a scenario's timeline changes (flow starts and stops, path openings),
-/// with 0 and `end` (the run's end): the bounds of its phases, in order.
+/// The instants at which a scenario's timeline changes (flow starts and stops, path openings,
+/// links going down), with 0 and `end` (the run's end): the bounds of its phases, in order.
 pub fn timeline(s: &Scenario, end: Dur) -> Vec<Dur> {
     let mut t = vec![Dur(0), end];
     for f in &s.flows {
@@ -29,6 +36,7 @@ pub fn timeline(s: &Scenario, end: Dur) -> Vec<Dur> {
         t.extend(f.stop);
         t.extend(f.path_times.iter().copied());
     }
+    t.extend(s.written_links().iter().filter_map(|(_, l)| l.down_at));
     t.retain(|&x| x <= end);
     t.sort_unstable();
     t.dedup();
@@ -101,13 +109,24 @@ pub fn metric(metric: &str, present: &[Present]) -> f64 {
     }
 }
 
-/// The `phases` metric `metric` of phase `selector` of the run over the given flows.
+/// The `phases` metric `metric` of phase `selector` of the run over the given flows
+/// (`link_mbps`: of the link its selector names after the phase).
 pub fn compute(run: &Run, metric_name: &str, selector: Option<&str>, flows: &[usize]) -> f64 {
     let end = run.point.duration;
-    let Some(phase) = Phase::of(run.file, end, selector) else { return f64::NAN };
-    let on_run = phase.scaled(run.record.time_scale());
-    let (mid, to) = (on_run.mid().secs(), on_run.to.secs());
     let r = run.record;
+    let (selector, link) = match (metric_name, selector) {
+        ("link_mbps", Some(s)) => match s.split_once(',') {
+            Some((k, link)) => (Some(k), r.link_series(link.trim())),
+            None => return f64::NAN,
+        },
+        _ => (selector, None),
+    };
+    let Some(phase) = Phase::of(run.file, end, selector) else { return f64::NAN };
+    let on_run = phase.scaled(r.time_scale());
+    let (mid, to) = (on_run.mid().secs(), on_run.to.secs());
+    if metric_name == "link_mbps" {
+        return link.map_or(f64::NAN, |l| sent_rate(l, mid, to) / 1e6);
+    }
     let present: Vec<Present> = flows
         .iter()
         .filter_map(|&i| r.flows.get(i))
@@ -133,6 +152,16 @@ pub fn mean_rate(s: &FlowSeries, from: f64, to: f64) -> f64 {
         None => s.goodput.windows(2).map(|p| inside((p[0].0, p[1].0), p[1].1)).sum(),
     };
     bits / (to - from)
+}
+
+/// A link direction's sent rate over `[from, to)` (seconds of the run), bit/s: the bytes of its
+/// intervals stamped inside the window over the window's length.
+pub fn sent_rate(l: &LinkSeries, from: f64, to: f64) -> f64 {
+    if to <= from {
+        return f64::NAN;
+    }
+    let inside = l.sent.iter().filter(|&&(t, _)| (from..to).contains(&t));
+    inside.map(|&(_, b)| b as f64 * 8.0).sum::<f64>() / (to - from)
 }
 
 /// A flow's paths opened by `t_s` (seconds of the run); NaN where its openings are not
@@ -193,6 +222,36 @@ start = "10s"
         assert_eq!(count(&s, Dur(25 * S)), 5);
         // A shorter run leaves out what comes after its end.
         assert_eq!(count(&s, Dur(12 * S)), 3);
+    }
+
+    #[test]
+    fn a_link_going_down_cuts_the_timeline() {
+        let mut s = e4();
+        if let crate::model::Topology::ManyToOne { bottleneck, .. } = &mut s.topology {
+            bottleneck.down_at = Some(Dur(12 * S));
+        }
+        let secs: Vec<u64> = timeline(&s, Dur(25 * S)).iter().map(|d| d.0 / S).collect();
+        assert_eq!(secs, [0, 5, 10, 12, 15, 20, 25]);
+    }
+
+    /// `link_mbps[k,link]`: the link's bytes stamped in phase k's second half over its length,
+    /// whatever the metric's flows.
+    #[test]
+    fn the_link_rate_is_its_bytes_in_the_phase_second_half() {
+        let s = e4();
+        // 0.5 Mbit in each 0.5 s bucket from 0 (1 Mbit/s) up to 3 s, 2 Mbit/s after.
+        let sent =
+            (0..50).map(|i| (i as f64 * 0.5, if i < 6 { 62_500 } else { 125_000 })).collect();
+        let link = LinkSeries { link: "sw->r".into(), samples: vec![], sent };
+        let record = RunRecord { link_series: vec![link], ..RunRecord::default() };
+        let run = Run { record: &record, point: &s, file: &s };
+        // Phase 1's second half, [2.5, 5): the bucket at 2.5 s at 1 Mbit/s, four at 2.
+        assert_eq!(compute(&run, "link_mbps", Some("1,sw->r"), &[]), 1.8);
+        assert_eq!(compute(&run, "link_mbps", Some("2, sw->r"), &[]), 2.0);
+        assert!(compute(&run, "link_mbps", Some("1,r->sw"), &[]).is_nan(), "no such link");
+        assert!(compute(&run, "link_mbps", Some("1"), &[]).is_nan(), "no link named");
+        assert!(compute(&run, "link_mbps", Some("9,sw->r"), &[]).is_nan(), "no such phase");
+        assert!(sent_rate(&record.link_series[0], 1.0, 1.0).is_nan());
     }
 
     #[test]

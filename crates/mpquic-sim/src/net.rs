@@ -73,6 +73,8 @@ pub struct LinkParams {
     pub monitor: bool,
     /// RFC 9332's dual queue in place of the FIFO and its step marker (`ecn_k` unused).
     pub dualq: Option<DualqParams>,
+    /// When it goes down (the scenario's `down_at`): `Sim::new` black-holes it then.
+    pub down_at: Option<Ps>,
 }
 
 /// Counters and samples of one link.
@@ -480,6 +482,7 @@ fn build_links(
                     l_step: config.l_step.unwrap_or(Aqm::L_STEP).0,
                     classic_target: config.classic_target.unwrap_or(Aqm::CLASSIC_TARGET).0,
                 }),
+                down_at: config.down_at.map(|d| d.0),
             };
             let rng = SimRng::new(scenario.seed, 0x4c4b_0000 + id as u64);
             links.push(Link::new(params, rng, scenario.output.goodput_interval.0));
@@ -604,6 +607,7 @@ mod tests {
                 loss: 0.0,
                 monitor: true,
                 dualq: None,
+                down_at: None,
             },
             SimRng::new(1, 1),
             1_000_000_000,

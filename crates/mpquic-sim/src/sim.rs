@@ -567,6 +567,12 @@ impl Sim {
         };
 
         sim.add_flows(&hosts)?;
+        // A link the scenario writes down (`down_at`) fails as a test's black hole does.
+        for link in 0..sim.links.len() {
+            if let Some(at) = sim.links[link].params.down_at {
+                sim.black_hole(link, at);
+            }
+        }
         if !sim.monitored.is_empty() {
             sim.schedule(0, Ev::SampleQueues);
         }

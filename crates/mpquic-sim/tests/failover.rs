@@ -1,10 +1,13 @@
 //! The library's path supervisor in the simulator: live paths through a shared, queued
 //! bottleneck are not declared failed; a black-holed path is, within the rule's deadline; a
-//! closed connection is not supervised any more.
+//! closed connection is not supervised any more. A link written to go down (`down_at`) goes
+//! silent then, and its path is declared failed.
 
 use mpquic::internals::FAILURE_POLL;
 use mpquic::{FailoverEvent, PathFailure};
-use mpquic_sim::scenario::{Amount, Dur, FlowSpec, LinkConfig, Rate, Scenario, Topology};
+use mpquic_sim::scenario::{
+    Amount, Dur, FlowSpec, LinkConfig, LinkOverride, Rate, Scenario, Topology,
+};
 use mpquic_sim::sim::Side;
 use mpquic_sim::Sim;
 
@@ -101,6 +104,35 @@ fn two_path_amp(name: &str, backup_paths: Vec<usize>) -> Scenario {
     flow.controller = Some("amp".into());
     s.flows.push(flow);
     s
+}
+
+/// A link the scenario writes down from 50 ms on (`down_at` on the `src -> b` direction) sends
+/// nothing once the packets it holds are out (its host queue drains in under 3 ms at 40 Gbit/s:
+/// 5 ms is allowed), and the client declares the path over it failed; before, it carried data.
+#[test]
+fn a_link_written_down_at_a_time_carries_nothing_after_it() {
+    let mut s = two_path_amp("down-at", vec![]);
+    let down_at = Dur::ms(50);
+    s.link_overrides.push(LinkOverride {
+        from: "src".into(),
+        to: Some("b".into()),
+        config: LinkConfig { down_at: Some(down_at), ..Default::default() },
+    });
+    let mut sim = Sim::new(s).expect("valid scenario");
+    sim.run();
+    let link = sim.links.iter().find(|l| l.params.name == "src->b").expect("link src->b");
+    let bucket = |t: f64| (t / sim.scenario.output.goodput_interval.secs()) as usize;
+    let sent = &link.stats.bytes_series;
+    // The series ends with the link's last bucket with bytes in it.
+    let before: u64 = sent.iter().take(bucket(down_at.secs())).sum();
+    let after: u64 = sent.iter().skip(bucket(down_at.secs() + 0.005)).sum();
+    assert!(before > 0, "the link carried nothing before going down");
+    assert_eq!(after, 0, "the link sent after going down");
+    let failed = failures(&sim, 0);
+    assert!(
+        failed.iter().any(|&(side, path, at)| side == Side::Client && path == 1 && at > 0.05),
+        "path 1 not declared failed: {failed:?}"
+    );
 }
 
 /// A path whose link drops everything from 50 ms on is declared failed by the sender within
