@@ -222,6 +222,8 @@ pub fn expand_workloads(
             }
             Workload::Poisson { .. } => poisson_flows(w, workload, &all, seed)?,
             Workload::Permutation { .. } => permutation_flows(w, workload, &all, seed)?,
+            // A burst source is no flow (`crate::bursts`).
+            Workload::Bursts(_) => vec![],
         });
     }
     if !open_ended.is_empty() {
