@@ -10,8 +10,9 @@ use std::process::Command;
 
 /// The files the testbed refuses by design, each with the reason its refusal must give: the
 /// simulator-only experiments (their write-ups say why the netns half is not run).
-const SIMULATOR_ONLY: [(&str, &str); 3] = [
+const SIMULATOR_ONLY: [(&str, &str); 4] = [
     ("amp-fig13-general-workload.toml", K8_FAT_TREE),
+    ("mptcp-d-bursty.toml", BURSTS),
     ("mptcp-d-fig14-fat-tree.toml", K8_FAT_TREE),
     ("xmp-fig9-table3-jobs.toml", DRAWN_JOBS),
 ];
@@ -20,6 +21,8 @@ const K8_FAT_TREE: &str = "208 nodes: the testbed builds at most 64 namespaces";
 /// The testbed's refusal of jobs whose hosts are drawn per job (its job streams have fixed
 /// hosts).
 const DRAWN_JOBS: &str = "netns: jobs that draw their hosts";
+/// The testbed's refusal of burst sources (it has no rate-paced unresponsive sender).
+const BURSTS: &str = "netns: burst sources run in the simulator";
 
 #[test]
 fn every_experiment_file_validates() {
