@@ -33,14 +33,18 @@ fn every_experiment_file_validates_builds_and_runs_briefly() {
                 .unwrap_or_else(|err| panic!("{} [{}]: {err}", path.display(), p.name()));
         }
         // A short slice of the first point keeps this fast in debug builds.
+        let slice = Dur::us(300);
         let mut s = e.points[0].scenario.clone();
-        s.duration = Dur::us(300);
+        s.duration = slice;
         let mut sim = Sim::new(s).unwrap();
         sim.run();
+        // A file whose connections are all made later (a handshake at a later `start`) sends
+        // nothing in the slice.
+        let connects = sim.flows.iter().any(|f| f.spec.connect_at() < slice);
         let r = Report::new(&mut sim);
         assert_eq!(r.undeliverable, 0, "{}", path.display());
         assert!(r.flows.iter().all(|f| f.error.is_none()), "{}", path.display());
-        assert!(r.datagrams > 0, "{}", path.display());
+        assert!(r.datagrams > 0 || !connects, "{}", path.display());
     }
 }
 
