@@ -221,7 +221,9 @@ pub fn expand_workloads(
                 partition_aggregate_flows(w, workload, &all, seed, 0)?
             }
             Workload::Poisson { .. } => poisson_flows(w, workload, &all, seed)?,
-            Workload::Permutation { .. } => permutation_flows(w, workload, &all, seed)?,
+            Workload::Permutation(_) | Workload::Random(_) => {
+                pairing_flows(w, workload, &all, seed, &scenario.topology)?
+            }
             // A burst source is no flow (`crate::bursts`).
             Workload::Bursts(_) => vec![],
         });
@@ -492,48 +494,95 @@ fn poisson_flows(
     Ok(flows)
 }
 
-/// The flows of permutation workload number `w` (`all`: every host): a uniformly random
-/// derangement of the hosts drawn from the scenario's `seed` (shuffles until no host is paired
-/// with itself, about e tries), one flow from each host to its partner.
-fn permutation_flows(
+/// The flows of permutation or random workload number `w` (`all`: every host): one flow from
+/// each host to its partner, drawn from the scenario's `seed`; grouped by location in the
+/// fat tree `topology` when the workload asks.
+fn pairing_flows(
     w: usize,
     workload: &Workload,
     all: &[String],
     seed: u64,
+    topology: &Topology,
 ) -> Result<Vec<FlowSpec>, ScenarioError> {
-    let Workload::Permutation { hosts, bytes, start, stop, paths, controller, group } = workload
-    else {
-        return Ok(vec![]);
+    let (kind, stream, p) = match workload {
+        Workload::Permutation(p) => ("permutation", 0x5045_0000, p),
+        Workload::Random(p) => ("random", 0x524e_0000, p),
+        _ => return Ok(vec![]),
     };
-    let hosts = if hosts.is_empty() { all } else { hosts };
+    let hosts = if p.hosts.is_empty() { all } else { &p.hosts };
     if hosts.len() < 2 {
-        return Err(invalid("a permutation workload needs at least 2 hosts"));
+        return Err(invalid(format!("a {kind} workload needs at least 2 hosts")));
     }
-    let mut rng = SimRng::new(seed, 0x5045_0000 + w as u64);
-    let partner = loop {
-        let mut order: Vec<usize> = (0..hosts.len()).collect();
-        for i in (1..order.len()).rev() {
+    let mut rng = SimRng::new(seed, stream + w as u64);
+    let partner = match workload {
+        Workload::Random(_) => random_partners(hosts.len(), p.max_in, &mut rng),
+        _ => derangement(hosts.len(), &mut rng),
+    };
+    let arity = p.location_arity(topology).map_err(invalid)?;
+    let group = p.group.clone().unwrap_or_else(|| format!("{kind}{w}"));
+    let mut flows = Vec::with_capacity(hosts.len());
+    for (i, (from, &to)) in hosts.iter().zip(&partner).enumerate() {
+        let mut f = FlowSpec::bulk(from, &hosts[to]);
+        f.name = Some(format!("{group}-{i}"));
+        f.group = Some(match arity {
+            Some(k) => format!("{group}-{}", fat_tree_location(k, from, &hosts[to])?),
+            None => group.clone(),
+        });
+        f.bytes = p.bytes;
+        f.paths = p.paths;
+        f.controller = p.controller.clone();
+        f.start = p.start;
+        f.stop = p.stop;
+        flows.push(f);
+    }
+    Ok(flows)
+}
+
+/// A uniformly random derangement of `0..n` (`n >= 2`): shuffles until no index is its own
+/// partner, about e tries.
+fn derangement(n: usize, rng: &mut SimRng) -> Vec<usize> {
+    loop {
+        let mut order: Vec<usize> = (0..n).collect();
+        for i in (1..n).rev() {
             order.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
         }
         if order.iter().enumerate().all(|(i, &j)| i != j) {
-            break order;
+            return order;
         }
+    }
+}
+
+/// A partner for each of `0..n` (`n >= 2`) in turn: uniformly one of the others that has
+/// fewer than `max_in` partners so far (any other without a bound). With `max_in >= 2` some
+/// other always has room: before index `i` at most `i / max_in < n - 1` are full.
+fn random_partners(n: usize, max_in: Option<usize>, rng: &mut SimRng) -> Vec<usize> {
+    let mut taken = vec![0; n];
+    let mut partner = Vec::with_capacity(n);
+    for i in 0..n {
+        let room: Vec<usize> =
+            (0..n).filter(|&j| j != i && max_in.is_none_or(|m| taken[j] < m)).collect();
+        let j = room[(rng.next_u64() % room.len() as u64) as usize];
+        taken[j] += 1;
+        partner.push(j);
+    }
+    partner
+}
+
+/// Where a flow from host `from` to host `to` of a k-ary fat tree runs, as [`fat_tree`] names
+/// its hosts (`h<n>`: rack `n / (k/2)`, pod `n / (k/2)^2`): `inner-rack` under one edge
+/// switch, `inter-rack` within one pod, else `inter-pod`.
+fn fat_tree_location(k: usize, from: &str, to: &str) -> Result<&'static str, ScenarioError> {
+    let index = |h: &str| {
+        h.strip_prefix('h')
+            .and_then(|n| n.parse::<usize>().ok())
+            .ok_or_else(|| invalid(format!("`{h}` is not a fat-tree host (h<n>)")))
     };
-    let group = group.clone().unwrap_or_else(|| format!("permutation{w}"));
-    Ok(hosts
-        .iter()
-        .zip(&partner)
-        .enumerate()
-        .map(|(i, (from, &to))| {
-            let mut f = FlowSpec::bulk(from, &hosts[to]);
-            f.name = Some(format!("{group}-{i}"));
-            f.group = Some(group.clone());
-            f.bytes = *bytes;
-            f.paths = *paths;
-            f.controller = controller.clone();
-            f.start = *start;
-            f.stop = *stop;
-            f
-        })
-        .collect())
+    let (a, b, half) = (index(from)?, index(to)?, k / 2);
+    Ok(if a / half == b / half {
+        "inner-rack"
+    } else if a / (half * half) == b / (half * half) {
+        "inter-rack"
+    } else {
+        "inter-pod"
+    })
 }

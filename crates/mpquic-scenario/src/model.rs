@@ -646,35 +646,62 @@ pub enum Workload {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         group: Option<String>,
     },
-    /// The papers' permutation traffic matrix: each of `hosts` sends one flow to another and
-    /// receives one, the pairing a random derangement drawn from the seed; bulk flows (or of
-    /// `bytes`) from `start` to `stop`.
-    Permutation {
-        /// Hosts to pair (default all).
-        #[serde(default)]
-        hosts: Vec<String>,
-        /// Flow size (default: bulk until `stop` or the run's end).
-        #[serde(default, deserialize_with = "de_bytes_opt")]
-        bytes: Option<u64>,
-        /// Start.
-        #[serde(default)]
-        start: Dur,
-        /// Stop sending (default: the run's end).
-        #[serde(default)]
-        stop: Option<Dur>,
-        /// Paths per flow.
-        #[serde(default = "one")]
-        paths: usize,
-        /// Controller.
-        #[serde(default)]
-        controller: Option<ControllerSpec>,
-        /// The flows' group (default `permutation<i>`, `i` the workload's index).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        group: Option<String>,
-    },
+    /// The papers' permutation traffic matrix: each of the hosts sends one flow to another and
+    /// receives one, the pairing a random derangement drawn from the seed.
+    Permutation(Pairing),
+    /// The XMP paper's Random pattern: each of the hosts sends one flow to a random other host
+    /// drawn from the seed, uniformly among those that receive fewer than `max_in` so far.
+    Random(Pairing),
     /// An open-loop on/off source of datagrams (simulator only): no flow, no congestion
     /// control.
     Bursts(BurstSpec),
+}
+
+/// One flow from each of a set of hosts to another of them, bulk (or of `bytes`) from `start` to
+/// `stop`: the pairing of a [`Workload::Permutation`] or a [`Workload::Random`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Pairing {
+    /// Hosts to pair (default all).
+    #[serde(default)]
+    pub hosts: Vec<String>,
+    /// Flow size (default: bulk until `stop` or the run's end).
+    #[serde(default, deserialize_with = "de_bytes_opt")]
+    pub bytes: Option<u64>,
+    /// Start.
+    #[serde(default)]
+    pub start: Dur,
+    /// Stop sending (default: the run's end).
+    #[serde(default)]
+    pub stop: Option<Dur>,
+    /// Paths per flow.
+    #[serde(default = "one")]
+    pub paths: usize,
+    /// Controller.
+    #[serde(default)]
+    pub controller: Option<ControllerSpec>,
+    /// The flows' group (default `permutation<i>` or `random<i>`, `i` the workload's index).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// Random only: the most flows one host receives (the XMP paper's 4; default: no bound).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_in: Option<usize>,
+    /// Name each flow's group `<group>-inner-rack`, `<group>-inter-rack` or `<group>-inter-pod`
+    /// by where its two hosts sit in a fat tree (the XMP paper's Fig. 8 categories).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub by_location: bool,
+}
+
+impl Pairing {
+    /// The fat tree's arity when the flows are grouped by location (`None` when they are not),
+    /// or why the topology cannot say where hosts sit.
+    pub fn location_arity(&self, topology: &Topology) -> Result<Option<usize>, String> {
+        match (self.by_location, topology) {
+            (false, _) => Ok(None),
+            (true, Topology::FatTree { k, .. }) => Ok(Some(*k)),
+            (true, _) => Err("needs a fat-tree topology: racks and pods are a fat tree's".into()),
+        }
+    }
 }
 
 /// An open-loop, unresponsive on/off source, as a traffic generator (MGEN) makes one: while a

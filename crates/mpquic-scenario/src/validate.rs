@@ -6,8 +6,8 @@ use crate::error::{at, ScenarioError};
 use crate::expand::host_range;
 use crate::expand::Expanded;
 use crate::model::{
-    BurstSpec, ControllerSpec, FlowKind, FlowSpec, LinkConfig, NetnsSettings, RepeatOver, Scenario,
-    Workers, Workload,
+    BurstSpec, ControllerSpec, FlowKind, FlowSpec, LinkConfig, NetnsSettings, Pairing, RepeatOver,
+    Scenario, Topology, Workers, Workload,
 };
 
 /// Check `s`; the first problem found, at its field.
@@ -24,7 +24,7 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
         flow(f, i, &names)?;
     }
     for (i, w) in s.workloads.iter().enumerate() {
-        workload(w, i, &names)?;
+        workload(w, i, &names, &s.topology)?;
     }
     s.netns.as_ref().map_or(Ok(()), netns)
 }
@@ -123,8 +123,13 @@ fn flow(f: &FlowSpec, i: usize, names: &Names) -> Result<(), ScenarioError> {
     f.check_backup_paths().map_err(|e| at(here("backup_paths"), e))
 }
 
-/// Workload `i`, by its kind.
-fn workload(w: &Workload, i: usize, names: &Names) -> Result<(), ScenarioError> {
+/// Workload `i`, by its kind (`topology`: where its hosts sit).
+fn workload(
+    w: &Workload,
+    i: usize,
+    names: &Names,
+    topology: &Topology,
+) -> Result<(), ScenarioError> {
     let here = |field: &str| format!("workloads.{i}.{field}");
     match w {
         Workload::Incast { senders, receiver, k, paths, controller: c, .. } => {
@@ -143,7 +148,8 @@ fn workload(w: &Workload, i: usize, names: &Names) -> Result<(), ScenarioError> 
         }
         Workload::PartitionAggregate { .. } => partition_aggregate(w, i, names),
         Workload::Poisson { .. } => poisson(w, i, names),
-        Workload::Permutation { .. } => permutation(w, i, names),
+        Workload::Permutation(p) => pairing(p, false, i, names, topology),
+        Workload::Random(p) => pairing(p, true, i, names, topology),
         Workload::Bursts(b) => bursts(b, i, names),
     }
 }
@@ -337,28 +343,51 @@ fn poisson(w: &Workload, i: usize, names: &Names) -> Result<(), ScenarioError> {
     paths_and_controller(*paths, c, &here)
 }
 
-/// Permutation workload `i` (`w`): its hosts (at least two, each named once) and times.
-fn permutation(w: &Workload, i: usize, names: &Names) -> Result<(), ScenarioError> {
-    let Workload::Permutation { hosts, bytes, start, stop, paths, controller: c, .. } = w else {
-        return Ok(());
-    };
+/// Permutation or (`random`) random workload `i` (`p`): its hosts (at least two, each named
+/// once), times, receiver bound (random only, at least 2: 1 is a permutation) and location
+/// grouping (a fat tree only).
+fn pairing(
+    p: &Pairing,
+    random: bool,
+    i: usize,
+    names: &Names,
+    topology: &Topology,
+) -> Result<(), ScenarioError> {
     let here = |field: &str| format!("workloads.{i}.{field}");
-    for (j, h) in hosts.iter().enumerate() {
+    for (j, h) in p.hosts.iter().enumerate() {
         names.host(h, format!("workloads.{i}.hosts.{j}"))?;
-        if hosts[..j].contains(h) {
+        if p.hosts[..j].contains(h) {
             return Err(at(format!("workloads.{i}.hosts.{j}"), format!("`{h}` is listed twice")));
         }
     }
-    if hosts.len() == 1 {
+    if p.hosts.len() == 1 {
         return Err(at(here("hosts"), "needs at least 2 hosts to pair"));
     }
-    if *bytes == Some(0) {
+    if p.bytes == Some(0) {
         return Err(at(here("bytes"), "must be at least 1 byte (leave it out for bulk flows)"));
     }
-    if stop.is_some_and(|stop| stop <= *start) {
+    if p.stop.is_some_and(|stop| stop <= p.start) {
         return Err(at(here("stop"), "must be after start"));
     }
-    paths_and_controller(*paths, c, &here)
+    match (random, p.max_in) {
+        (false, Some(_)) => {
+            return Err(at(
+                here("max_in"),
+                "a permutation's hosts each receive one flow; \
+                max_in bounds a random workload's",
+            ));
+        }
+        (true, Some(m)) if m < 2 => {
+            return Err(at(
+                here("max_in"),
+                "must be >= 2 (one flow per receiver is kind = \
+                \"permutation\")",
+            ));
+        }
+        _ => {}
+    }
+    p.location_arity(topology).map_err(|e| at(here("by_location"), e))?;
+    paths_and_controller(p.paths, &p.controller, &here)
 }
 
 /// The testbed's scaling: factors > 0, a sampling interval, a frame of at least 64 bytes.

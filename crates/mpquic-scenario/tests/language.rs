@@ -414,6 +414,87 @@ stop = "800ms"
     assert!(err.contains("workloads.0.hosts: needs at least 2 hosts to pair"), "{err}");
 }
 
+/// The flows a pairing workload of `text` expands to under `seed`.
+fn pairing_flows(text: &str, seed: u64) -> Vec<mpquic_scenario::FlowSpec> {
+    let mut s = Experiment::parse(text, "pairing.toml").unwrap().points[0].scenario.clone();
+    s.seed = seed;
+    let hosts = s.topology.expand().unwrap().hosts;
+    expand_workloads(&s, &hosts).unwrap()
+}
+
+const RANDOM: &str = r#"name = "random"
+duration = "1s"
+[topology]
+kind = "fat-tree"
+k = 4
+[[workloads]]
+kind = "random"
+max_in = 2
+paths = 2
+group = "large"
+"#;
+
+#[test]
+fn a_random_pattern_sends_one_flow_from_each_host_to_another_none_receiving_more_than_max_in() {
+    let mut most = 0;
+    let mut draws = vec![];
+    for seed in 1..=10 {
+        let flows = pairing_flows(RANDOM, seed);
+        assert_eq!(flows.len(), 16);
+        let from: Vec<String> = flows.iter().map(|f| f.from.clone()).collect();
+        assert_eq!(from, (0..16).map(|i| format!("h{i}")).collect::<Vec<_>>(), "one from each");
+        assert!(flows.iter().all(|f| f.from != f.to && f.paths == 2 && f.bytes.is_none()));
+        assert!(flows.iter().all(|f| f.group.as_deref() == Some("large")));
+        let received = |h: &str| flows.iter().filter(|f| f.to == h).count();
+        let max = from.iter().map(|h| received(h)).max().unwrap();
+        assert!(max <= 2, "seed {seed}: a host receives {max} flows");
+        most = most.max(max);
+        draws.push(flows.iter().map(|f| f.to.clone()).collect::<Vec<_>>());
+    }
+    assert_eq!(most, 2, "no seed drew a host twice: a permutation, not a random pattern");
+    assert_ne!(draws[0], draws[1], "seeds draw different patterns");
+
+    let err = error(&RANDOM.replace("max_in = 2", "max_in = 1"));
+    assert!(err.contains("workloads.0.max_in: must be >= 2"), "{err}");
+    let err = error(&RANDOM.replace("\"random\"", "\"permutation\""));
+    assert!(
+        err.contains("workloads.0.max_in: a permutation's hosts each receive one flow"),
+        "{err}"
+    );
+}
+
+#[test]
+fn by_location_names_each_flow_by_where_its_hosts_sit_in_the_fat_tree() {
+    // k = 8: four hosts per rack (h0..h3 under e0_0), sixteen per pod (h0..h15). Two hosts
+    // can only be paired with each other, so each pair fixes both flows' location.
+    let text = |hosts: &str| {
+        RANDOM
+            .replace("k = 4", "k = 8")
+            .replace("kind = \"random\"", "kind = \"permutation\"")
+            .replace("max_in = 2", &format!("hosts = {hosts}\nby_location = true"))
+    };
+    for (hosts, location) in [
+        (r#"["h0", "h3"]"#, "large-inner-rack"),
+        (r#"["h3", "h4"]"#, "large-inter-rack"),
+        (r#"["h15", "h16"]"#, "large-inter-pod"),
+    ] {
+        let flows = pairing_flows(&text(hosts), 1);
+        let groups: Vec<_> = flows.iter().map(|f| f.group.as_deref().unwrap()).collect();
+        assert_eq!(groups, [location, location], "{hosts}");
+    }
+    // A random pattern over the whole tree: every flow has one of the three.
+    let flows = pairing_flows(&RANDOM.replace("max_in = 2", "by_location = true"), 3);
+    assert!(flows.iter().all(|f| matches!(
+        f.group.as_deref(),
+        Some("large-inner-rack" | "large-inter-rack" | "large-inter-pod")
+    )));
+
+    let dumbbell = text(r#"["l0", "r0"]"#)
+        .replace("kind = \"fat-tree\"\nk = 8", "kind = \"dumbbell\"\npairs = 2");
+    let err = error(&dumbbell);
+    assert!(err.contains("workloads.0.by_location: needs a fat-tree topology"), "{err}");
+}
+
 #[test]
 fn backup_paths_name_paths_of_the_flow_other_than_path_0() {
     let text = r#"name = "b"

@@ -1,14 +1,15 @@
 //! docs/RESULTS.md's table is what researchers quote, so each of its rows must lead somewhere
 //! that exists: a write-up that states the commit and date of its numbers, and (unless the row
 //! says "not run") a command whose experiment file validates as both backends read it. The
-//! verdict is one of four words, so a row cannot claim something in between. Every relative
+//! verdict is one of five words, so a row cannot claim something in between. Every relative
 //! link in the repository's Markdown must reach a file.
 
 use std::path::{Path, PathBuf};
 
 use mpquic_scenario::Experiment;
 
-const VERDICTS: [&str; 4] = ["holds", "holds partly", "differs", "not run"];
+/// "inconclusive": the word of `verdicts.toml`'s rule when a cited interval overlaps its bound.
+const VERDICTS: [&str; 5] = ["holds", "holds partly", "differs", "inconclusive", "not run"];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -95,7 +96,7 @@ fn results_rows() -> Vec<Row> {
 }
 
 #[test]
-fn every_row_has_one_of_the_four_verdicts() {
+fn every_row_has_one_of_the_five_verdicts() {
     for row in results_rows() {
         let verdicts = bold(row.cell("verdict"));
         assert!(!verdicts.is_empty(), "RESULTS.md:{}: no **verdict**", row.line);

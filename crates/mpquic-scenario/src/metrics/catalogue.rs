@@ -168,6 +168,19 @@ pub const CATALOGUE: &[Metric] = &[
         |i| i.flows.iter().map(|f| f.goodput_bps / 1e6).sum()),
     both("goodput_mean_mbps", "mean goodput of the flows, Mbit/s",
         |i| mean(&i.of(|f| f.goodput_bps / 1e6))),
+    // The distribution of the flows' lifetime goodputs (XMP Fig. 8's bars), per unit.
+    both("goodput_p10_gbps", "10th percentile (nearest rank) of the flows' lifetime goodputs, \
+        Gbit/s", |i| goodput_quantile(i, 0.1, 1e9)),
+    both("goodput_p50_gbps", "median (nearest rank) of those, Gbit/s",
+        |i| goodput_quantile(i, 0.5, 1e9)),
+    both("goodput_p90_gbps", "90th percentile of those, Gbit/s", |i| goodput_quantile(i, 0.9, 1e9)),
+    both("goodput_min_gbps", "smallest of those, Gbit/s", |i| goodput_quantile(i, 0.0, 1e9)),
+    both("goodput_max_gbps", "largest of those, Gbit/s", |i| goodput_quantile(i, 1.0, 1e9)),
+    both("goodput_p10_mbps", "goodput_p10_gbps in Mbit/s", |i| goodput_quantile(i, 0.1, 1e6)),
+    both("goodput_p50_mbps", "goodput_p50_gbps in Mbit/s", |i| goodput_quantile(i, 0.5, 1e6)),
+    both("goodput_p90_mbps", "goodput_p90_gbps in Mbit/s", |i| goodput_quantile(i, 0.9, 1e6)),
+    both("goodput_min_mbps", "goodput_min_gbps in Mbit/s", |i| goodput_quantile(i, 0.0, 1e6)),
+    both("goodput_max_mbps", "goodput_max_gbps in Mbit/s", |i| goodput_quantile(i, 1.0, 1e6)),
     both("queue_p5", "5th percentile queue of the report's link, packets", |i| i.queue(|q| q.p5)),
     both("queue_p95", "95th percentile queue, packets", |i| i.queue(|q| q.p95)),
     both("queue_p50_mean", "the links' median queues averaged over every monitored link, packets",
@@ -484,6 +497,12 @@ impl Input<'_> {
     }
 }
 
+/// The `q` quantile (nearest rank; 0 the smallest, 1 the largest) of the flows' lifetime
+/// goodputs, in `unit` bit/s.
+fn goodput_quantile(i: &Input, q: f64, unit: f64) -> f64 {
+    quantile(&i.of(|f| f.goodput_bps / unit), q)
+}
+
 /// CPU seconds of the flows' senders and of all receivers per GB the flows carried (NaN when a
 /// CPU time is missing).
 fn cpu_s_per_gb(i: &Input) -> f64 {
@@ -688,6 +707,28 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// The goodput distribution over 11 flows of 1..=11 Mbit/s, listed out of order: nearest
+    /// rank puts p10 at the 2nd (ceil 1.1), p50 at the 6th (ceil 5.5), p90 at the 10th (ceil 9.9).
+    #[test]
+    fn goodput_percentiles_are_nearest_rank_over_the_flows() {
+        let flows: Vec<FlowOutcome> = [7, 3, 11, 1, 9, 5, 2, 10, 4, 8, 6]
+            .map(|mbps| FlowOutcome { goodput_bps: f64::from(mbps) * 1e6, ..Default::default() })
+            .into();
+        let o = Outcome { flows, ..run(BackendKind::Sim) };
+        let value = |name: &str| {
+            let flows = o.flows.iter().collect();
+            let input =
+                Input { run: &o, flows, link: None, rounds: 1.0, mtu: 1500, selector: None };
+            (find(name).expect(name).compute)(&input)
+        };
+        for (stat, expect) in
+            [("p10", 2.0), ("p50", 6.0), ("p90", 10.0), ("min", 1.0), ("max", 11.0)]
+        {
+            assert_eq!(value(&format!("goodput_{stat}_mbps")), expect, "{stat}");
+            assert_eq!(value(&format!("goodput_{stat}_gbps")), expect / 1e3, "{stat}");
         }
     }
 
