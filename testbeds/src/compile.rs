@@ -179,13 +179,21 @@ fn refuse_unsupported(s: &lang::Scenario) -> Result<(), ScenarioError> {
         }
     }
     for (i, w) in s.workloads.iter().enumerate() {
-        if let Workload::PartitionAggregate { paths, .. } = w {
-            if *paths != 1 {
+        match w {
+            Workload::PartitionAggregate { paths, .. } if *paths != 1 => {
                 return Err(at(
                     format!("workloads.{i}.paths"),
                     "netns: jobs use one path per worker",
                 ));
             }
+            Workload::Bursts(_) => {
+                return Err(at(
+                    format!("workloads.{i}.kind"),
+                    "netns: burst sources run in the simulator (the testbed has no rate-paced \
+                     unresponsive sender)",
+                ));
+            }
+            _ => {}
         }
     }
     Ok(())
@@ -1038,6 +1046,17 @@ response_bytes = "64KB"
         let e = crate::experiment::load_text(&closed, "j.toml").err().unwrap().to_string();
         assert!(e.starts_with("j.toml:12:") && e.contains("workloads.0.closed_loop"), "{e}");
         assert!(e.contains("netns: closed_loop runs in the simulator only"), "{e}");
+    }
+
+    /// A burst source is the simulator's: refused at its workload's kind.
+    #[test]
+    fn a_burst_source_is_refused_at_its_line() {
+        let text = "name = \"b\"\nduration = \"1s\"\n[topology]\nkind = \"two-path\"\n\
+                    [[workloads]]\nkind = \"bursts\"\nfrom = \"xa0\"\nto = \"dst\"\n\
+                    rate = \"50Mbps\"\non_mean = \"2s\"\noff_mean = \"10s\"\n";
+        let e = crate::experiment::load_text(text, "b.toml").err().unwrap().to_string();
+        assert!(e.starts_with("b.toml:6:8: workloads.0.kind"), "{e}");
+        assert!(e.contains("netns: burst sources run in the simulator"), "{e}");
     }
 
     /// A host egress made a switch port is the simulator's: refused at its key.

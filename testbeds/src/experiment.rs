@@ -178,6 +178,8 @@ pub fn outcome(
             .filter_map(|c| c.get("Udp.RcvbufErrors"))
             .sum(),
         receiver_cpu_s: (!rep.receiver_cpu_s.is_empty()).then_some(receiver_cpu),
+        // The testbed refuses burst sources (`compile::refuse_unsupported`).
+        bursts: vec![],
         delay_line: rep
             .delay_line
             .iter()

@@ -10,10 +10,11 @@ use std::process::Command;
 
 /// The files the testbed refuses by design, each with the reason its refusal must give: the
 /// simulator-only experiments (their write-ups say why the netns half is not run).
-const SIMULATOR_ONLY: [(&str, &str); 7] = [
+const SIMULATOR_ONLY: [(&str, &str); 8] = [
     ("amp-fig13-general-workload.toml", K8_FAT_TREE),
     ("amp-fig14-data-mining.toml", HOST_EGRESS_PORT),
     ("amp-fig14-data-mining-per-server.toml", HOST_EGRESS_PORT),
+    ("mptcp-d-bursty.toml", BURSTS),
     ("mptcp-d-fig14-fat-tree.toml", K8_FAT_TREE),
     ("xmp-fig7-rate-compensation.toml", LINK_DOWN),
     ("xmp-fig8-goodput-by-location.toml", K8_FAT_TREE),
@@ -29,6 +30,8 @@ const HOST_EGRESS_PORT: &str = "netns: the hosts' egress is their own qdisc";
 const DRAWN_JOBS: &str = "netns: jobs that draw their hosts";
 /// The testbed's refusal of a link going down mid-run (it shapes each direction once).
 const LINK_DOWN: &str = "netns: links stay up for the whole run";
+/// The testbed's refusal of burst sources (it has no rate-paced unresponsive sender).
+const BURSTS: &str = "netns: burst sources run in the simulator";
 
 #[test]
 fn every_experiment_file_validates() {

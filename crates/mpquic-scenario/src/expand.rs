@@ -224,6 +224,8 @@ pub fn expand_workloads(
             Workload::Permutation(_) | Workload::Random(_) => {
                 pairing_flows(w, workload, &all, seed, &scenario.topology)?
             }
+            // A burst source is no flow (`crate::bursts`).
+            Workload::Bursts(_) => vec![],
         });
     }
     if !open_ended.is_empty() {

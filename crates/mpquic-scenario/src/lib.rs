@@ -7,6 +7,7 @@
 //! - [`model`]: the scenario (topology, links, flows, workloads, transport, recording, the
 //!   testbed's scaling).
 //! - [`flow_size`]: a workload's flow size, fixed or drawn from a distribution.
+//! - [`bursts`]: the burst sources' on periods, drawn per run.
 //! - [`expand`]: topology shapes into hosts, switches and links; host ranges, counts and
 //!   workloads into flows.
 //! - [`sections`]: the file's sweep axes, report and plot sections.
@@ -26,6 +27,7 @@
 //!   runs, their metrics and analyses, and the writer of the output.
 
 pub mod analyses;
+pub mod bursts;
 pub mod error;
 pub mod expand;
 pub mod experiment;

@@ -39,6 +39,29 @@ pub struct Outcome {
     /// The testbed's link delay line, per queue and second (empty elsewhere).
     #[serde(default)]
     pub delay_line: Vec<DelayLineSecond>,
+    /// The run's burst sources (`kind = "bursts"` workloads; the simulator's only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bursts: Vec<BurstOutcome>,
+}
+
+/// What one burst source sent and what of it arrived.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BurstOutcome {
+    /// Its name.
+    pub name: String,
+    /// The link direction that delivers to its destination address (`a->dst`).
+    pub link: Option<String>,
+    /// Time it was on within the run, seconds.
+    pub on_s: f64,
+    /// Datagrams it sent.
+    pub sent_packets: u64,
+    /// Their bytes on the wire (IP and UDP headers included).
+    pub sent_bytes: u64,
+    /// Datagrams that reached the receiver (the others were dropped at a full queue, or were
+    /// still on their way at the run's end).
+    pub delivered_packets: u64,
+    /// Their bytes on the wire.
+    pub delivered_bytes: u64,
 }
 
 /// One second of one delay-line queue (one delayed link direction) on the testbed.

@@ -659,6 +659,9 @@ pub enum Workload {
     /// The XMP paper's Random pattern: each of the hosts sends one flow to a random other host
     /// drawn from the seed, uniformly among those that receive fewer than `max_in` so far.
     Random(Pairing),
+    /// An open-loop on/off source of datagrams (simulator only): no flow, no congestion
+    /// control.
+    Bursts(BurstSpec),
 }
 
 /// One flow from each of a set of hosts to another of them, bulk (or of `bytes`) from `start` to
@@ -705,6 +708,85 @@ impl Pairing {
             (true, Topology::FatTree { k, .. }) => Ok(Some(*k)),
             (true, _) => Err("needs a fat-tree topology: racks and pods are a fat tree's".into()),
         }
+    }
+}
+
+/// An open-loop, unresponsive on/off source, as a traffic generator (MGEN) makes one: while a
+/// burst is on, `from` sends `rate` of datagrams of `packet` bytes to `to` at constant spacing,
+/// whatever they meet; off, nothing. On and off periods alternate from `start`, an off period
+/// first, their lengths drawn from the run's seed. The datagrams are not ECN-capable, so a
+/// full queue drops them and a marker leaves them alone; the receiver counts and discards them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct BurstSpec {
+    /// Its name in results (default `bursts<i>`, `i` the workload's index).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The sending host.
+    pub from: String,
+    /// The receiving host.
+    pub to: String,
+    /// The sender's address the datagrams leave from (so its link), counted from 0.
+    #[serde(default)]
+    pub from_addr: usize,
+    /// The receiver's address they go to (so the link into it), counted from 0.
+    #[serde(default)]
+    pub to_addr: usize,
+    /// The sending rate while a burst is on (wire bytes: IP and UDP headers included).
+    pub rate: Rate,
+    /// The mean length of a burst.
+    pub on_mean: Dur,
+    /// The mean gap from a burst's end to the next one's start.
+    pub off_mean: Dur,
+    /// How burst lengths are drawn (default Pareto).
+    #[serde(default = "Spread::pareto")]
+    pub on_dist: Spread,
+    /// How gaps are drawn (default exponential: bursts at random times).
+    #[serde(default = "Spread::exponential")]
+    pub off_dist: Spread,
+    /// The Pareto shape, > 1 so that the mean exists (default 1.5: heavy-tailed, infinite
+    /// variance, the usual reading of "Pareto on/off" traffic).
+    #[serde(default = "BurstSpec::default_shape")]
+    pub shape: f64,
+    /// When the first gap begins.
+    #[serde(default)]
+    pub start: Dur,
+    /// When the source stops, a burst on then cut short (default: the run's end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<Dur>,
+    /// UDP payload of each datagram, bytes (default: the transport's `mtu`, so a datagram is
+    /// as long on the wire as a full QUIC packet).
+    #[serde(default, deserialize_with = "de_bytes_opt", skip_serializing_if = "Option::is_none")]
+    pub packet: Option<u64>,
+}
+
+impl BurstSpec {
+    /// The default Pareto shape.
+    pub const SHAPE: f64 = 1.5;
+
+    fn default_shape() -> f64 {
+        Self::SHAPE
+    }
+}
+
+/// How a burst source draws the lengths of its on or off periods, each of a given mean.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Spread {
+    /// Every period the mean.
+    Fixed,
+    /// Exponential (memoryless: periods that begin at random times).
+    Exponential,
+    /// Pareto of the source's `shape` (heavy-tailed: mostly short, a few very long).
+    Pareto,
+}
+
+impl Spread {
+    fn pareto() -> Spread {
+        Spread::Pareto
+    }
+    fn exponential() -> Spread {
+        Spread::Exponential
     }
 }
 

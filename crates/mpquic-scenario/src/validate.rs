@@ -6,8 +6,8 @@ use crate::error::{at, ScenarioError};
 use crate::expand::host_range;
 use crate::expand::Expanded;
 use crate::model::{
-    ControllerSpec, FlowKind, FlowSpec, LinkConfig, NetnsSettings, Pairing, RepeatOver, Scenario,
-    Topology, Workers, Workload,
+    BurstSpec, ControllerSpec, FlowKind, FlowSpec, LinkConfig, NetnsSettings, Pairing, RepeatOver,
+    Scenario, Topology, Workers, Workload,
 };
 
 /// Check `s`; the first problem found, at its field.
@@ -29,18 +29,29 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
     s.netns.as_ref().map_or(Ok(()), netns)
 }
 
-/// The topology's hosts and nodes (hosts and switches) by name.
+/// The topology's hosts (with their address counts) and nodes (hosts and switches) by name.
 struct Names<'a> {
     hosts: Vec<&'a str>,
+    addrs: Vec<usize>,
     nodes: Vec<&'a str>,
 }
 
 impl<'a> Names<'a> {
     fn of(expanded: &'a Expanded) -> Names<'a> {
         let hosts: Vec<&str> = expanded.hosts.iter().map(|h| h.name.as_str()).collect();
+        let addrs = expanded.hosts.iter().map(|h| h.addrs).collect();
         let switches = expanded.switches.iter().map(String::as_str);
         let nodes = hosts.iter().copied().chain(switches).collect();
-        Names { hosts, nodes }
+        Names { hosts, addrs, nodes }
+    }
+
+    /// `addr` is one of host `name`'s addresses, or the error at `path` (`name` is a host).
+    fn addr(&self, name: &str, addr: usize, path: String) -> Result<(), ScenarioError> {
+        let n = self.hosts.iter().position(|&h| h == name).map_or(0, |i| self.addrs[i]);
+        if addr < n {
+            return Ok(());
+        }
+        Err(at(path, format!("{addr}: `{name}` has addresses 0..={}", n.saturating_sub(1))))
     }
 
     /// `name` is a host, or the error at `path`.
@@ -139,8 +150,45 @@ fn workload(
         Workload::Poisson { .. } => poisson(w, i, names),
         Workload::Permutation(p) => pairing(p, false, i, names, topology),
         Workload::Random(p) => pairing(p, true, i, names, topology),
+        Workload::Bursts(b) => bursts(b, i, names),
     }
 }
+
+/// Burst source `i` (`b`): its hosts and addresses, means, shape, times and datagram size.
+fn bursts(b: &BurstSpec, i: usize, names: &Names) -> Result<(), ScenarioError> {
+    let here = |field: &str| format!("workloads.{i}.{field}");
+    names.host(&b.from, here("from"))?;
+    names.host(&b.to, here("to"))?;
+    if b.from == b.to {
+        return Err(at(here("to"), format!("bursts from `{}` to itself", b.from)));
+    }
+    names.addr(&b.from, b.from_addr, here("from_addr"))?;
+    names.addr(&b.to, b.to_addr, here("to_addr"))?;
+    for (field, mean) in [("on_mean", b.on_mean), ("off_mean", b.off_mean)] {
+        if mean.is_zero() {
+            return Err(at(here(field), "must be > 0 (a mean period length)"));
+        }
+    }
+    if !(b.shape.is_finite() && b.shape > 1.0) {
+        return Err(at(
+            here("shape"),
+            format!("{}: a Pareto shape must be > 1 (at 1 or below it has no mean)", b.shape),
+        ));
+    }
+    if b.stop.is_some_and(|stop| stop <= b.start) {
+        return Err(at(here("stop"), "must be after start"));
+    }
+    match b.packet {
+        Some(p) if !(1..=MAX_UDP_PAYLOAD).contains(&p) => Err(at(
+            here("packet"),
+            format!("{p} bytes: a datagram's payload is 1..={MAX_UDP_PAYLOAD} bytes"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The most a UDP datagram over IPv4 carries.
+const MAX_UDP_PAYLOAD: u64 = 65_507;
 
 /// Partition-aggregate workload `i` (`w`): its hosts, written or drawn, its slots and loop.
 fn partition_aggregate(w: &Workload, i: usize, names: &Names) -> Result<(), ScenarioError> {

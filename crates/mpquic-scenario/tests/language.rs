@@ -3,7 +3,7 @@
 
 use mpquic_scenario::expand::expand_workloads;
 use mpquic_scenario::sweep::{self, Order};
-use mpquic_scenario::{Amount, Dur, Experiment, FlowKind, RepeatOver};
+use mpquic_scenario::{Amount, Dur, Experiment, FlowKind, RepeatOver, Spread, Workload};
 
 const INCAST: &str = r#"name = "t"
 duration = "100ms"
@@ -684,4 +684,73 @@ fn partition_aggregate_jobs_are_checked_at_their_fields() {
         ),
         "{err}"
     );
+}
+
+const BURSTS: &str = r#"name = "b"
+duration = "10s"
+[topology]
+kind = "two-path"
+[[flows]]
+from = "src"
+to = "dst"
+paths = 2
+[[workloads]]
+kind = "bursts"
+from = "xb0"
+to = "dst"
+to_addr = 1
+rate = "50Mbps"
+on_mean = "200ms"
+off_mean = "1s"
+"#;
+
+/// A burst source reads with its defaults (Pareto bursts of shape 1.5, exponential gaps, the
+/// mtu's datagrams), makes no flow, and has its periods drawn; a bad value is an error at its
+/// key, with the reason.
+#[test]
+fn a_burst_source_reads_with_defaults_and_bad_values_are_errors_at_their_key() {
+    let e = Experiment::parse(BURSTS, "e.toml").unwrap();
+    let s = &e.points[0].scenario;
+    let Workload::Bursts(b) = &s.workloads[0] else { panic!("{:?}", s.workloads[0]) };
+    assert_eq!((b.on_dist, b.off_dist, b.shape), (Spread::Pareto, Spread::Exponential, 1.5));
+    assert_eq!((b.packet, b.stop, b.from_addr, b.to_addr), (None, None, 0, 1));
+    let hosts = s.topology.expand().unwrap().hosts;
+    assert_eq!(expand_workloads(s, &hosts).unwrap().len(), 1, "only the written flow");
+    let sources = mpquic_scenario::bursts::sources(s);
+    assert_eq!((sources.len(), sources[0].payload), (1, 1400));
+    assert!(!sources[0].on.is_empty());
+    let e = |from: &str, to: &str| error(&BURSTS.replace(from, to));
+    let err = e("to_addr = 1", "to_addr = 2");
+    assert!(
+        err.starts_with("e.toml:13:11: workloads.0.to_addr: 2: `dst` has addresses 0..=1"),
+        "{err}"
+    );
+    let err = e("to_addr = 1", "from_addr = 1");
+    assert!(err.contains("workloads.0.from_addr: 1: `xb0` has addresses 0..=0"), "{err}");
+    let err = e("\"xb0\"", "\"dst\"");
+    assert!(err.contains("workloads.0.to: bursts from `dst` to itself"), "{err}");
+    let err = e("\"xb0\"", "\"xc0\"");
+    assert!(err.contains("workloads.0.from: no host `xc0`"), "{err}");
+    let err = e("\"200ms\"", "\"0s\"");
+    assert!(err.starts_with("e.toml:15:11: workloads.0.on_mean: must be > 0"), "{err}");
+    let err = e("\"1s\"", "\"0s\"");
+    assert!(err.contains("workloads.0.off_mean: must be > 0"), "{err}");
+    let err = e("\"1s\"\n", "\"1s\"\nshape = 1.0\n");
+    assert!(err.contains("workloads.0.shape: 1: a Pareto shape must be > 1"), "{err}");
+    let err = e("\"1s\"\n", "\"1s\"\npacket = 70000\n");
+    assert!(
+        err.contains("workloads.0.packet: 70000 bytes: a datagram's payload is 1..=65507"),
+        "{err}"
+    );
+    let err = e("\"1s\"\n", "\"1s\"\nstart = \"2s\"\nstop = \"1s\"\n");
+    assert!(err.contains("workloads.0.stop: must be after start"), "{err}");
+    let err = e("\"1s\"\n", "\"1s\"\non_dist = \"weibull\"\n");
+    assert!(
+        err.contains("unknown variant `weibull`, expected one of `fixed`, `exponential`, `pareto`"),
+        "{err}"
+    );
+    let err = e("\"50Mbps\"", "\"0Mbps\"");
+    assert!(err.contains("rate `0Mbps` must be positive"), "{err}");
+    let err = e("\"1s\"\n", "\"1s\"\nburst = 3\n");
+    assert!(err.contains("unknown field `burst`"), "{err}");
 }

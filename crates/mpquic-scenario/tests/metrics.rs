@@ -164,6 +164,7 @@ metrics = ["lost", "drops_all", "marks_all", "rcvbuf_drops", "host_load", "host_
         receiver_cpu_s: Some(1.0),
         payload_ceiling: Some(0.95),
         delay_line: vec![],
+        bursts: vec![],
     };
     let m = compute(&s, &outcome);
     let expected = [

@@ -6,8 +6,10 @@
 //! static or ECMP routing; hosts with several addresses; and, per flow, a pair of sans-IO
 //! `noq_proto::Endpoint`s exchanging datagrams through the network. The run is deterministic: the
 //! stack sees only virtual time and seeded randomness, and its crypto is a null suite
-//! ([`crypto`]) with the real wire sizes. [`report`] turns a run into JSON and plots.
+//! ([`crypto`]) with the real wire sizes. Burst sources ([`bursts`]) add open-loop datagrams
+//! beside the flows. [`report`] turns a run into JSON and plots.
 
+pub mod bursts;
 pub mod crypto;
 pub mod dualq;
 pub mod exp;

@@ -13,7 +13,9 @@ use serde::Serialize;
 
 use mpquic::PathReport;
 use mpquic_cc::{ConnectionSnapshot, Notice};
-use mpquic_scenario::metrics::{FlowOutcome, LinkOutcome, Outcome, PathOutcome, QueueOutcome};
+use mpquic_scenario::metrics::{
+    BurstOutcome, FlowOutcome, LinkOutcome, Outcome, PathOutcome, QueueOutcome,
+};
 use mpquic_scenario::record::RunRecord;
 
 use crate::net::{Ps, WIRE_OVERHEAD};
@@ -300,6 +302,9 @@ pub struct Report {
     pub datagrams: u64,
     /// Datagrams without route or endpoint.
     pub undeliverable: u64,
+    /// Burst sources: what each sent, and what of it arrived.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bursts: Vec<BurstOutcome>,
 }
 
 /// One sample of a path's congestion state.
@@ -453,6 +458,7 @@ impl Report {
             // Links carry IP + UDP; ~35 bytes of a packet are QUIC's (short header, STREAM
             // frame header, AEAD tag).
             payload_ceiling: Some((mtu - QUIC_OVERHEAD) / (mtu + WIRE_OVERHEAD as f64)),
+            bursts: self.bursts.clone(),
             ..Outcome::default()
         }
     }
@@ -487,6 +493,7 @@ impl Report {
             events: sim.counters.events,
             datagrams: sim.counters.datagrams,
             undeliverable: sim.counters.undeliverable,
+            bursts: sim.bursts.iter().map(|b| b.outcome(end)).collect(),
         }
     }
 

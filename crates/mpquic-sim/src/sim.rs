@@ -27,6 +27,7 @@ use noq_proto::{
 };
 use slab::Slab;
 
+use crate::bursts::{Burst, MAX_BURSTS};
 use crate::crypto::{NullClientConfig, NullHmacKey, NullServerConfig, NullTokenKey};
 use crate::net::{ecmp_hash, Link, LinkId, Network, Node, NodeId, Offered, Packet, Ps};
 use crate::rng::SimRng;
@@ -280,6 +281,8 @@ enum Ev {
     Start(usize),
     /// Some of a flow's `path_times` are due: the client opens those paths.
     OpenPaths(usize),
+    /// A burst source sends its next datagram.
+    Burst(usize),
     Stop(usize),
     SampleQueues,
     Trace,
@@ -387,6 +390,10 @@ pub struct Sim {
     node_index: HashMap<String, NodeId>,
     /// The jobs that flows wait for ([`FlowSpec::after`]), by (group, job).
     waiting: HashMap<(Option<String>, usize), Waiting>,
+    /// Burst sources.
+    pub bursts: Vec<Burst>,
+    /// Burst sources by the (receiving host, port) their datagrams go to.
+    burst_sinks: HashMap<(NodeId, u16), usize>,
 }
 
 /// A job that flows wait for: its flows so far, and the flows to add when they are all done.
@@ -563,10 +570,13 @@ impl Sim {
             crypto: crypto_configs(scenario.transport.crypto)?,
             node_index,
             waiting: HashMap::new(),
+            bursts: vec![],
+            burst_sinks: HashMap::new(),
             scenario,
         };
 
         sim.add_flows(&hosts)?;
+        sim.add_bursts()?;
         // A link the scenario writes down (`down_at`) fails as a test's black hole does.
         for link in 0..sim.links.len() {
             if let Some(at) = sim.links[link].params.down_at {
@@ -596,6 +606,35 @@ impl Sim {
             }
         }
         ready.into_iter().try_for_each(|spec| self.add_flow(spec))
+    }
+
+    /// The scenario's burst sources, each with its first datagram's event (validation checked
+    /// their hosts and addresses).
+    fn add_bursts(&mut self) -> Result<(), ScenarioError> {
+        let sources = mpquic_scenario::bursts::sources(&self.scenario);
+        if sources.len() > MAX_BURSTS {
+            return Err(ScenarioError::Invalid(format!("at most {MAX_BURSTS} burst sources")));
+        }
+        for (i, source) in sources.iter().enumerate() {
+            let host = |name: &str| {
+                let node = self.node_index.get(name).copied();
+                node.ok_or_else(|| ScenarioError::Invalid(format!("bursts: no host `{name}`")))
+            };
+            let (from, to) = (host(&source.from)?, host(&source.to)?);
+            let address = |node: NodeId, addr: usize| {
+                let ip = self.host_ips(node).get(addr).copied();
+                ip.ok_or_else(|| ScenarioError::Invalid(format!("bursts: no address {addr}")))
+            };
+            let ips = (address(from, source.from_addr)?, address(to, source.to_addr)?);
+            let link = self.link_into(ips.1).map(String::from);
+            let burst = Burst::new(i, source, from, ips, link);
+            self.burst_sinks.insert((to, burst.port()), i);
+            if let Some(at) = burst.first() {
+                self.schedule(at, Ev::Burst(i));
+            }
+            self.bursts.push(burst);
+        }
+        Ok(())
     }
 
     /// Flow `spec` as the run's next flow: its endpoints and its events. A flow of a job that
@@ -1042,6 +1081,13 @@ impl Sim {
                 let ep = self.flows[f].client_ep;
                 self.service(ep);
             }
+            Ev::Burst(b) => {
+                let (packet, next) = self.bursts[b].emit(self.now);
+                if let Some(at) = next {
+                    self.schedule(at, Ev::Burst(b));
+                }
+                self.send_from_host(self.bursts[b].node, packet);
+            }
             Ev::Stop(f) => {
                 self.flows[f].stopped = true;
                 let ep = self.flows[f].client_ep;
@@ -1306,8 +1352,13 @@ impl Sim {
                     self.counters.undeliverable += 1;
                     return;
                 }
-                let Some(&ep) = self.ep_by_addr.get(&(node, packet.dst.port())) else {
-                    self.counters.undeliverable += 1;
+                let at = (node, packet.dst.port());
+                let Some(&ep) = self.ep_by_addr.get(&at) else {
+                    // A burst source's datagram ends here, counted; anything else is lost.
+                    match self.burst_sinks.get(&at) {
+                        Some(&b) => self.bursts[b].delivered(&packet),
+                        None => self.counters.undeliverable += 1,
+                    }
                     return;
                 };
                 let jitter = self.scenario.host_jitter.0;

@@ -486,3 +486,60 @@ metrics = ["jobs", "jobs_unfinished", "jobs_over_10ms", "jobs_over_300ms"]
     assert_eq!((value("jobs"), value("jobs_unfinished")), (2.0, 1.0));
     assert_eq!((value("jobs_over_10ms"), value("jobs_over_300ms")), (2.0, 1.0));
 }
+
+/// One DCTCP flow on path a of the two-path network (100 Mbit/s, K = 20 of 100 packets), and,
+/// unless `quiet`, a burst source on the same link: 120 Mbit/s from `xa0` to `dst`'s address 0,
+/// on from 1 s to 2 s (a fixed 0.5 s gap after `start` = 0.5 s, a fixed 1 s burst, stopped at 2
+/// s so there is no second).
+fn burst_on_path_a(quiet: bool) -> (Report, Sim) {
+    let bursts = r#"
+[[workloads]]
+kind = "bursts"
+from = "xa0"
+to = "dst"
+rate = "120Mbps"
+on_mean = "1s"
+off_mean = "500ms"
+on_dist = "fixed"
+off_dist = "fixed"
+start = "500ms"
+stop = "2s"
+"#;
+    let text = format!(
+        "name = \"burst\"\nduration = \"3s\"\ncontroller = \"dctcp\"\n\
+         [link]\nrate = \"100Mbps\"\ndelay = \"1ms\"\nbuffer = 100\nk = 20\n\
+         [topology]\nkind = \"two-path\"\naccess = {{ rate = \"1Gbps\" }}\n\
+         [[flows]]\nfrom = \"src\"\nto = \"dst\"\n{}",
+        if quiet { "" } else { bursts }
+    );
+    run(parse_scenario(&text).unwrap())
+}
+
+/// An unresponsive burst fills the link's queue while it is on: the flow's smoothed RTT rises
+/// by most of the 100-packet buffer (11.4 ms at 100 Mbit/s) and it loses packets, which it does
+/// not without the burst. The burst's datagrams are counted where they end: 1 s at 120 Mbit/s
+/// is 10505 datagrams of 1428 bytes (one every 95.2 us from 1 s), the ones the full queue did
+/// not drop reach `dst` and are discarded there, none undeliverable (`run` checks).
+#[test]
+fn a_burst_fills_the_queue_it_crosses_while_it_is_on_and_is_discarded_at_its_receiver() {
+    let (quiet, _) = burst_on_path_a(true);
+    let (r, sim) = burst_on_path_a(false);
+    let srtt_ms = |from_s: f64, to_s: f64| {
+        let trace = &sim.flows[0].progress.traces[&0];
+        let within = trace.iter().filter(|p| (from_s * 1e12..to_s * 1e12).contains(&(p.at as f64)));
+        let mut rtts: Vec<f64> = within.map(|p| p.rtt_ns as f64 / 1e6).collect();
+        rtts.sort_by(f64::total_cmp);
+        rtts[rtts.len() / 2]
+    };
+    let (before, during, after) = (srtt_ms(0.3, 1.0), srtt_ms(1.2, 2.0), srtt_ms(2.5, 3.0));
+    assert!(during > before + 7.0 && during > after + 7.0, "{before} / {during} / {after} ms");
+    assert_eq!(quiet.flows[0].path_stats[0].lost_packets, 0, "DCTCP alone loses nothing");
+    assert!(r.flows[0].path_stats[0].lost_packets > 0);
+    let b = &r.bursts[0];
+    assert_eq!((b.name.as_str(), b.link.as_deref(), b.on_s), ("bursts0", Some("a->dst"), 1.0));
+    assert_eq!((b.sent_packets, b.sent_bytes), (10_505, 10_505 * 1428));
+    let dropped = r.link("a->dst").unwrap().dropped_overflow;
+    assert!(b.delivered_packets > 5000 && b.delivered_packets < b.sent_packets, "{b:?}");
+    assert!(b.sent_packets - b.delivered_packets <= dropped, "{b:?}, {dropped} dropped");
+    assert!(quiet.bursts.is_empty());
+}

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 
 use mpquic_choice::PathClose;
 
-use super::{DelayLineSecond, FlowOutcome, LinkOutcome, Outcome, PathOutcome, QueueOutcome};
+use super::{
+    BurstOutcome, DelayLineSecond, FlowOutcome, LinkOutcome, Outcome, PathOutcome, QueueOutcome,
+};
 
 /// One metric of the catalogue.
 pub struct Metric {
@@ -39,6 +41,8 @@ const CPU: &str = "CPU time of sending and receiving processes: the simulator ha
 /// A dual queue's sojourns.
 /// The testbed's own delay line.
 const DELAY_LINE: &str = "the testbed's delay line: the simulator's links delay exactly";
+/// Burst sources.
+const BURSTS: &str = "burst sources: the testbed has no rate-paced unresponsive sender";
 
 /// What a metric reads of one run.
 pub struct Input<'a> {
@@ -241,6 +245,13 @@ pub const CATALOGUE: &[Metric] = &[
         marked_fraction),
     both("loss_pct", "packets the flows' senders declared lost, % of the packets their paths sent",
         loss_pct),
+    sim("burst_mbps", "burst sources: wire bytes delivered over the run's duration, mean over the \
+        sources, Mbit/s", BURSTS,
+        |i| mean(&i.bursts(|b| b.delivered_bytes as f64 * 8.0 / i.run.duration_s / 1e6))),
+    sim("burst_duty", "burst sources: the fraction of the run they were on, mean over the sources",
+        BURSTS, |i| mean(&i.bursts(|b| b.on_s / i.run.duration_s))),
+    sim("burst_loss_pct", "burst sources: datagrams not delivered (dropped at full queues, or on \
+        their way at the end), % of those sent, over every source", BURSTS, burst_loss_pct),
 ];
 
 /// A metric both backends measure.
@@ -256,6 +267,16 @@ const fn netns(
     compute: fn(&Input) -> f64,
 ) -> Metric {
     Metric { name, meaning, source: Source::Netns(why), compute }
+}
+
+/// A metric only the simulator measures (`why` the testbed does not).
+const fn sim(
+    name: &'static str,
+    meaning: &'static str,
+    why: &'static str,
+    compute: fn(&Input) -> f64,
+) -> Metric {
+    Metric { name, meaning, source: Source::Sim(why), compute }
 }
 
 /// The catalogue's metric `name`.
@@ -357,6 +378,11 @@ impl Input<'_> {
     /// A queue statistic of every monitored link.
     fn queues(&self, x: impl Fn(&QueueOutcome) -> f64) -> Vec<f64> {
         self.run.links.iter().filter_map(|l| l.queue.as_ref()).map(x).collect()
+    }
+
+    /// A value per burst source of the run.
+    fn bursts(&self, x: impl Fn(&BurstOutcome) -> f64) -> Vec<f64> {
+        self.run.bursts.iter().map(x).collect()
     }
 
     /// An RTT statistic of the flows' paths that sent more than [`RTT_PATH_MIN_BYTES`].
@@ -526,6 +552,13 @@ fn marked_fraction(i: &Input) -> f64 {
     marks as f64 / i.monitored().map(|l| l.sent_packets).sum::<u64>() as f64
 }
 
+/// The burst sources' datagrams not delivered, % of those they sent (NaN without any).
+fn burst_loss_pct(i: &Input) -> f64 {
+    let sent: u64 = i.run.bursts.iter().map(|b| b.sent_packets).sum();
+    let delivered: u64 = i.run.bursts.iter().map(|b| b.delivered_packets).sum();
+    100.0 * sent.saturating_sub(delivered) as f64 / sent as f64
+}
+
 /// Lost over sent packets of the flows' paths, %: a loss rate comparable across runs of
 /// different lengths and rates, where `lost` is a count (NaN without paths: kernel flows).
 fn loss_pct(i: &Input) -> f64 {
@@ -604,6 +637,20 @@ mod tests {
         }
     }
 
+    /// A burst source on `on_s` of the run that sent 1000 datagrams of 1000 bytes, `dropped`
+    /// of them lost.
+    fn burst(name: &str, on_s: f64, dropped: u64) -> BurstOutcome {
+        BurstOutcome {
+            name: name.into(),
+            link: Some("a->dst".into()),
+            on_s,
+            sent_packets: 1000,
+            sent_bytes: 1_000_000,
+            delivered_packets: 1000 - dropped,
+            delivered_bytes: (1000 - dropped) * 1000,
+        }
+    }
+
     /// A run as `backend` fills an outcome: every field it measures has a value.
     fn run(backend: BackendKind) -> Outcome {
         let netns = backend == BackendKind::Netns;
@@ -623,6 +670,11 @@ mod tests {
             receiver_cpu_s: netns.then_some(0.02),
             payload_ceiling: Some(0.95),
             delay_line: if netns { vec![second(5000.0), second(10.0)] } else { vec![] },
+            bursts: if netns {
+                vec![]
+            } else {
+                vec![burst("b0", 0.25, 400), burst("b1", 0.5, 300)]
+            },
         }
     }
 
@@ -714,5 +766,9 @@ mod tests {
         assert_eq!(value("marked_fraction", None), 20.0 / 14000.0);
         // Each flow's three paths lost 2 of 400, 200 and 300 packets.
         assert_eq!(value("loss_pct", None), 100.0 * 18.0 / 2700.0);
+        // Two sources over 1 s delivered 600 and 700 kB (4.8 and 5.6 Mbit/s), were on 1/4 and
+        // 1/2 of it, and lost 700 of their 2000 datagrams.
+        assert!((value("burst_mbps", None) - 5.2).abs() < 1e-12);
+        assert_eq!((value("burst_duty", None), value("burst_loss_pct", None)), (0.375, 35.0));
     }
 }
