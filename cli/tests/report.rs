@@ -309,6 +309,20 @@ fn chromium() -> Option<&'static str> {
         .find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
 }
 
+/// Copy the trace `from` to `to` without any congestion window sample but each path's first.
+fn first_window_only(from: &Path, to: &Path) {
+    let mut seen = std::collections::HashSet::new();
+    let kept: String = records(from)
+        .into_iter()
+        .filter(|r| match r["data"].get("congestion_window") {
+            Some(_) => seen.insert(r["data"]["path_id"].as_u64()),
+            None => true,
+        })
+        .map(|r| format!("\u{1e}{r}\n"))
+        .collect();
+    std::fs::write(to, kept).unwrap();
+}
+
 /// Open `page` (with `#selftest`: the page also toggles path 0 off and on) headless in
 /// `browser`; returns Chromium's log (console messages included) and writes the screenshot.
 fn open_in_chromium(browser: &str, page: &Path, shot: &Path) -> String {
@@ -452,6 +466,21 @@ fn the_report_opens_in_headless_chromium_and_every_chart_shows_its_data() {
     assert!(log.contains(&format!("{charts} charts, 2 static plots")), "{log}");
     // Offline: nothing is loaded from anywhere else.
     assert!(!html.contains("src=\"http") && !html.contains("href=\"http"));
+
+    // A path whose window never moved has one cwnd sample, and a line through one sample draws
+    // nothing (CI once caught the receiver's two paths so: hiding path 0 changed 7 of 8
+    // charts): every path keeps only its first window here, and hiding path 0 must still show.
+    let one_window = tmp.path().join("server-one-window.sqlog");
+    first_window_only(&server, &one_window);
+    let out = tmp.path().join("report-one-window");
+    let run = report(
+        &[&format!("client={}", client.display()), &format!("server={}", one_window.display())],
+        &out,
+        &[],
+    );
+    assert!(run.status.success(), "{}", stderr(&run));
+    let shot = tmp.path().join("one-window.png");
+    assert_eq!(check_page(browser, &out.join("index.html"), &shot).0, charts);
 
     // The check itself catches a broken page.
     let broken = tmp.path().join("broken.html");

@@ -76,6 +76,10 @@
     };
   }
 
+  // A line needs two samples: a series with one (a path whose window never moved, such as the
+  // receiver's ACK-only direction) would draw nothing, so it is drawn as a point.
+  const lone = (s) => s.v.filter((v) => v != null).length < 2;
+
   function build(el) {
     const spec = specs[+el.dataset.chart];
     // One x column for all series; a series has null where it has no sample (spanGaps).
@@ -87,7 +91,8 @@
       dash: s.dash ? [4, 3] : undefined,
       spanGaps: true,
       paths: s.marks ? () => null : undefined,
-      points: s.marks ? { show: true, size: 7, stroke: s.color, fill: s.color } : { show: false },
+      points: s.marks ? { show: true, size: 7, stroke: s.color, fill: s.color }
+        : lone(s) ? { show: true, size: 5, stroke: s.color, fill: s.color } : { show: false },
       value: (u, v) => (v == null ? "-" : +v.toPrecision(4)),
     })));
     const u = new uPlot({
