@@ -16,6 +16,7 @@
 
 use crate::error::{at, ScenarioError};
 use crate::metrics::{in_group, Metrics};
+use crate::model::Scenario;
 use crate::record::RunRecord;
 use crate::sections::ReportSpec;
 
@@ -53,8 +54,8 @@ pub struct Analysis {
     pub backends: &'static [BackendKind],
     /// Its metrics, with what each means.
     pub metrics: &'static [(&'static str, &'static str)],
-    /// What the `[value]` after a metric's name means, if its metrics take one.
-    pub selector: Option<&'static str>,
+    /// The `[value]` after a metric's name, if its metrics take one.
+    pub selector: Option<Selector>,
     /// The title of its table of rows per run, if it gives one (`tables.md` prints it run by
     /// run, not as a median over seeds).
     pub table: Option<&'static str>,
@@ -62,6 +63,17 @@ pub struct Analysis {
     pub compute: Option<Compute>,
     /// Its table's rows of a run, if it gives a table.
     pub rows: Option<Rows>,
+}
+
+/// What an analysis's `[value]` means, and its check when the file is read.
+#[derive(Debug)]
+pub struct Selector {
+    /// What it names.
+    pub about: &'static str,
+    /// Why a metric's (`metric`, selector) names nothing in the point `point` of the experiment
+    /// file `file`, if it does not (a metric that would read NaN in every run).
+    pub check:
+        fn(file: &Scenario, point: &Scenario, metric: &str, selector: &str) -> Result<(), String>,
 }
 
 /// Every analysis of either backend.
@@ -124,7 +136,10 @@ pub const ANALYSES: &[Analysis] = &[
                  its own (XMP Fig. 7; a link's down_at cuts the timeline too)",
             ),
         ],
-        selector: Some("the phase, 1 to the number of phases (link_mbps: then `,` and a link)"),
+        selector: Some(Selector {
+            about: "the phase, 1 to the number of phases (link_mbps: then `,` and a link)",
+            check: crate::phases::check_selector,
+        }),
         table: None,
         compute: Some(crate::phases::compute),
         rows: None,
@@ -256,13 +271,31 @@ pub fn check(report: &ReportSpec) -> Result<(), ScenarioError> {
                     known.join(", ")
                 ));
             }
-            match (a.selector, selector) {
+            match (&a.selector, selector) {
                 (Some(what), None) => {
-                    return fail(format!("`{name}.{metric}` needs `[...]`: {what}"));
+                    return fail(format!("`{name}.{metric}` needs `[...]`: {}", what.about));
                 }
                 (None, Some(_)) => return fail(format!("`{name}.{metric}` takes no `[...]`")),
                 _ => {}
             }
+        }
+    }
+    Ok(())
+}
+
+/// Whether every analysis metric the report of `file` asks for names, in its `[...]`, what
+/// there is in the point `point` (the phase and link of `phases.link_mbps[3,a->b]`).
+pub fn check_selectors(file: &Scenario, point: &Scenario) -> Result<(), ScenarioError> {
+    let Some(report) = &file.report else { return Ok(()) };
+    for (i, m) in report.metrics.iter().enumerate() {
+        for operand in crate::metrics::operands(m) {
+            let Some((name, metric, Some(selector))) = split(operand) else { continue };
+            let asked = find(name).filter(|_| report.analyses.iter().any(|r| r == name));
+            let Some(Selector { check, .. }) = asked.and_then(|a| a.selector.as_ref()) else {
+                continue;
+            };
+            check(file, point, metric, selector)
+                .map_err(|why| at(format!("report.metrics.{i}"), format!("`{operand}`: {why}")))?;
         }
     }
     Ok(())

@@ -142,10 +142,12 @@ impl Experiment {
         let base: Scenario = Value::Table(doc.clone()).try_into()?;
         check_axes(&base)?;
         let points = expand(&base, doc, netns)?;
+        let check =
+            |s: &Scenario| validate(s).and_then(|()| crate::analyses::check_selectors(&base, s));
         for p in &points {
-            if let Err(e) = validate(&p.scenario) {
+            if let Err(e) = check(&p.scenario) {
                 // An error of the document as written needs no point to explain it.
-                return Err(match validate(&base) {
+                return Err(match check(&base) {
                     Err(same) if same == e => e,
                     _ => in_point(e, p),
                 });

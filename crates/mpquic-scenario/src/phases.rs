@@ -48,6 +48,36 @@ pub fn count(s: &Scenario, end: Dur) -> usize {
     timeline(s, end).len().saturating_sub(1)
 }
 
+/// Why `selector` of the `phases` metric `metric` names no phase of the timeline of `file` cut
+/// at `point`'s duration, or (`link_mbps`) no link direction of `point`'s topology, if it does
+/// not: such a metric would read NaN in every run.
+pub fn check_selector(
+    file: &Scenario,
+    point: &Scenario,
+    metric: &str,
+    selector: &str,
+) -> Result<(), String> {
+    let phases = count(file, point.duration);
+    let (k, link) = match (metric, selector.split_once(',')) {
+        ("link_mbps", Some((k, link))) => (k, Some(link.trim())),
+        ("link_mbps", None) => return Err("names no link (write `[<phase>,<from>-><to>]`)".into()),
+        _ => (selector, None),
+    };
+    match k.trim().parse::<usize>() {
+        Ok(k) if (1..=phases).contains(&k) => {}
+        _ => {
+            return Err(format!("`{}` is not a phase (this timeline has 1 to {phases})", k.trim()))
+        }
+    }
+    let Some(link) = link else { return Ok(()) };
+    let expanded = point.topology.expand().map_err(|e| e.to_string())?;
+    let mut directions = expanded.links.iter().flat_map(|l| [(&l.a, &l.b), (&l.b, &l.a)]);
+    if directions.any(|(a, b)| link == format!("{a}->{b}")) {
+        return Ok(());
+    }
+    Err(format!("no link direction `{link}` in this topology"))
+}
+
 /// One phase: `[from, to)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Phase {
@@ -213,6 +243,30 @@ start = "10s"
     }
 
     const S: u64 = 1_000_000_000_000;
+
+    /// Why E4 refuses the `phases` metric `metric` with `selector`, if it does.
+    fn refused(metric: &str, selector: &str) -> Option<String> {
+        let s = e4();
+        check_selector(&s, &s, metric, selector).err()
+    }
+
+    #[test]
+    fn a_selector_must_name_a_phase_and_a_link_of_the_file() {
+        for (metric, fine) in [("jain", "1"), ("rate_mbps", " 5"), ("link_mbps", "2, sw->r")] {
+            assert_eq!(refused(metric, fine), None, "{metric}[{fine}]");
+        }
+        assert_eq!(refused("link_mbps", "3,r->sw"), None, "either direction of a link");
+        for (metric, bad, why) in [
+            ("jain", "6", "`6` is not a phase (this timeline has 1 to 5)"),
+            ("jain", "0", "`0` is not a phase"),
+            ("jain", "x", "`x` is not a phase"),
+            ("link_mbps", "1,sw->s9", "no link direction `sw->s9` in this topology"),
+            ("link_mbps", "1", "names no link"),
+        ] {
+            let error = refused(metric, bad).unwrap_or_else(|| panic!("{metric}[{bad}] was taken"));
+            assert!(error.contains(why), "{metric}[{bad}]: {error}");
+        }
+    }
 
     #[test]
     fn the_timeline_cuts_at_starts_and_path_times_up_to_the_end() {

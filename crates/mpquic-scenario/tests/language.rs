@@ -99,6 +99,26 @@ fn errors_say_file_line_column_and_reason() {
     assert!(e.contains("`workloads.1.k`: index 1 out of range (the array has 1 entries)"), "{e}");
 }
 
+/// A `phases` metric whose `[...]` names no phase or no link would read NaN in every run: the
+/// file is refused at the metric.
+#[test]
+fn a_phase_selector_must_name_a_phase_and_a_link_there_are() {
+    let asking = |metric: &str| {
+        error(&format!("{INCAST}\n[report]\nanalyses = [\"phases\"]\nmetrics = [\"{metric}\"]\n"))
+    };
+    let e = asking("phases.link_mbps[1,sw->r9]");
+    assert!(
+        e.starts_with("e.toml:33:12: report.metrics.0: `phases.link_mbps[1,sw->r9]`: no link direction `sw->r9`"),
+        "{e}"
+    );
+    let e = asking("phases.jain[2]");
+    assert!(e.contains("`2` is not a phase (this timeline has 1 to 1)"), "{e}");
+    let ok = format!(
+        "{INCAST}\n[report]\nanalyses = [\"phases\"]\nmetrics = [\"phases.link_mbps[1, sw->r]\"]\n"
+    );
+    Experiment::parse(&ok, "e.toml").unwrap();
+}
+
 /// `set` and `when` write a point's scenario; the experiment's own keys (read once from the
 /// file) would be ignored for that point, so writing one is an error at its place.
 #[test]
