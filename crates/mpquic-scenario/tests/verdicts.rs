@@ -9,7 +9,7 @@
 //! word follows:
 //!
 //! - any test overlaps: **inconclusive** (these intervals cannot decide it);
-//! - every test supports: **holds**; every test contradicts: **does not hold**;
+//! - every test supports: **holds**; every test contradicts: **differs** (RESULTS.md's word);
 //! - some support and some contradict: **holds partly**.
 //!
 //! The test recomputes each word from the committed data and fails when it differs from the
@@ -30,7 +30,7 @@ struct Verdicts {
 struct Verdict {
     /// The start of its row in RESULTS.md, after `| `.
     row: String,
-    /// Its word: holds, holds partly, does not hold, inconclusive.
+    /// Its word: holds, holds partly, differs, inconclusive.
     word: String,
     /// The committed results it rests on, from the repository's root.
     file: String,
@@ -117,7 +117,7 @@ fn word(outcomes: &[Outcome]) -> &'static str {
     } else if count(Outcome::Contradicts) == 0 {
         "holds"
     } else if count(Outcome::Supports) == 0 {
-        "does not hold"
+        "differs"
     } else {
         "holds partly"
     }
@@ -156,7 +156,7 @@ fn the_word_rule_reads_the_intervals() {
     use Outcome::*;
     assert_eq!(word(&[Supports, Supports]), "holds");
     assert_eq!(word(&[Supports, Contradicts]), "holds partly");
-    assert_eq!(word(&[Contradicts]), "does not hold");
+    assert_eq!(word(&[Contradicts]), "differs");
     assert_eq!(word(&[Supports, Overlaps]), "inconclusive");
 }
 
