@@ -45,6 +45,11 @@ pub fn compile(s: &lang::Scenario, name: &str) -> Result<Plan, ScenarioError> {
     let expanded = s.topology.expand()?;
     refuse_unsupported(s)?;
     let (topology, directions) = topology(&expanded);
+    // Refused before the network is built: its addresses and routes for a few hundred nodes
+    // take longer than any run (BCube(2, 6)'s 704: over 10 min), and the plan's full check
+    // below would refuse the size anyway.
+    crate::limits::topology(&topology)
+        .map_err(|e| ScenarioError::Invalid(format!("netns: {e}")))?;
     let net = crate::topology::build(&topology);
     let link_overrides = shaped_links(s, &directions, &scale)?;
     let delay_only = delay_only(s, &expanded, &directions, &scale)?;

@@ -32,7 +32,9 @@ pub fn check(plan: &Plan) -> Result<(), String> {
     Ok(())
 }
 
-fn topology(t: &Topology) -> Result<(), String> {
+/// Whether the testbed can build `t`: at most [`MAX_NODES`] namespaces, 1-8 addresses per
+/// link end.
+pub fn topology(t: &Topology) -> Result<(), String> {
     let Topology::Custom { hosts, switches, links } = t else { return Ok(()) };
     let nodes = hosts.len() + switches.len();
     if nodes > MAX_NODES {

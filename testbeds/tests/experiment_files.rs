@@ -10,23 +10,27 @@ use std::process::Command;
 
 /// The files the testbed refuses by design, each with the reason its refusal must give: the
 /// simulator-only experiments (their write-ups say why the netns half is not run).
-const SIMULATOR_ONLY: [(&str, &str); 10] = [
+const SIMULATOR_ONLY: [(&str, &str); 12] = [
     ("amp-fig13-general-workload.toml", K8_FAT_TREE),
     ("amp-fig14-data-mining.toml", HOST_EGRESS_PORT),
     ("amp-fig14-data-mining-per-server.toml", HOST_EGRESS_PORT),
     ("mptcp-d-bursty.toml", BURSTS),
     ("mptcp-d-fig12-ec2.toml", HOST_EGRESS_PORT),
     ("mptcp-d-fig12-ec2-ten.toml", HOST_EGRESS_PORT),
+    ("mptcp-d-fig14-bcube.toml", BCUBE_2_6),
     ("mptcp-d-fig14-fat-tree.toml", K8_FAT_TREE),
+    ("mptcp-d-fig14-vl2.toml", HOST_EGRESS_PORT),
     ("xmp-fig7-rate-compensation.toml", LINK_DOWN),
     ("xmp-fig8-goodput-by-location.toml", K8_FAT_TREE),
     ("xmp-fig9-table3-jobs.toml", DRAWN_JOBS),
 ];
 /// The testbed's refusal of a k = 8 fat tree (128 hosts and 80 switches).
 const K8_FAT_TREE: &str = "208 nodes: the testbed builds at most 64 namespaces";
+/// The testbed's refusal of BCube(2, 6): 128 hosts, their 128 relays and 448 level switches.
+const BCUBE_2_6: &str = "704 nodes: the testbed builds at most 64 namespaces";
 /// The testbed's refusal of hosts' egress queues made switch ports (its hosts' egress is
-/// unshaped; the data-mining files are k = 8 fat trees too, the EC2 files 40 hosts of four
-/// 256 Mbit/s interfaces).
+/// unshaped; the data-mining files are k = 8 fat trees too, MPTCP-D Fig. 14's VL2 has as many
+/// hosts and switches, the EC2 files 40 hosts of four 256 Mbit/s interfaces).
 const HOST_EGRESS_PORT: &str = "netns: the hosts' egress is their own qdisc";
 /// The testbed's refusal of jobs whose hosts are drawn per job (its job streams have fixed
 /// hosts).

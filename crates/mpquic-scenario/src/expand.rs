@@ -40,6 +40,16 @@ impl Topology {
             Topology::Dumbbell { pairs, addrs, bottleneck } => dumbbell(*pairs, *addrs, bottleneck),
             Topology::TwoPath { cross_hosts, access } => two_path(*cross_hosts, access),
             Topology::FatTree { k, addrs } => fat_tree(*k, *addrs)?,
+            Topology::Vl2 {
+                tors,
+                hosts_per_tor,
+                aggregations,
+                intermediates,
+                addrs,
+                access,
+                fabric,
+            } => vl2(*tors, *hosts_per_tor, *aggregations, *intermediates, *addrs, access, fabric)?,
+            Topology::Bcube { n, k, addrs, server, ports } => bcube(*n, *k, *addrs, server, ports)?,
         })
     }
 }
@@ -145,12 +155,117 @@ fn pod_edge(
         links.push(link(&edge, &format!("a{p}_{a}"), LinkConfig::default(), false));
     }
     for j in 0..h {
-        let name = format!("h{}", (p * h + e) * h + j);
-        hosts.push(HostSpec { name: name.clone(), addrs });
-        let mut l = link(&name, &edge, LinkConfig::default(), false);
-        l.monitor_reverse = true;
-        links.push(l);
+        add_host((p * h + e) * h + j, &edge, addrs, &LinkConfig::default(), hosts, links);
     }
+}
+
+/// Host `h<i>` on switch `switch`, its downlink (`switch -> h<i>`) monitored: where a
+/// permutation's receivers queue.
+fn add_host(
+    i: usize,
+    switch: &str,
+    addrs: usize,
+    config: &LinkConfig,
+    hosts: &mut Vec<HostSpec>,
+    links: &mut Vec<LinkSpec>,
+) {
+    let name = format!("h{i}");
+    let mut l = link(&name, switch, config.clone(), false);
+    l.monitor_reverse = true;
+    links.push(l);
+    hosts.push(HostSpec { name, addrs });
+}
+
+/// A VL2 Clos: ToR `t<i>` with its hosts and on the aggregation pair `a<2p>`, `a<2p+1>`
+/// (p = i mod aggregations/2), every aggregation switch on every intermediate `i<j>`.
+fn vl2(
+    tors: usize,
+    hosts_per_tor: usize,
+    aggregations: usize,
+    intermediates: usize,
+    addrs: usize,
+    access: &LinkConfig,
+    fabric: &LinkConfig,
+) -> Result<Expanded, ScenarioError> {
+    if tors == 0 || hosts_per_tor == 0 || intermediates == 0 {
+        return Err(invalid(format!(
+            "vl2 needs at least 1 ToR, 1 host per ToR and 1 intermediate switch, not {tors}, \
+             {hosts_per_tor} and {intermediates}"
+        )));
+    }
+    if aggregations < 2 || !aggregations.is_multiple_of(2) {
+        return Err(invalid(format!(
+            "vl2 aggregations must be even and >= 2 (every ToR is on a pair), not {aggregations}"
+        )));
+    }
+    let named =
+        |prefix: &'static str, count: usize| (0..count).map(move |i| format!("{prefix}{i}"));
+    let switches: Vec<String> =
+        named("t", tors).chain(named("a", aggregations)).chain(named("i", intermediates)).collect();
+    let (mut hosts, mut links) = (vec![], vec![]);
+    for t in 0..tors {
+        let tor = format!("t{t}");
+        let pair = t % (aggregations / 2);
+        for a in [2 * pair, 2 * pair + 1] {
+            links.push(link(&tor, &format!("a{a}"), fabric.clone(), false));
+        }
+        for j in 0..hosts_per_tor {
+            add_host(t * hosts_per_tor + j, &tor, addrs, access, &mut hosts, &mut links);
+        }
+    }
+    for a in named("a", aggregations) {
+        for i in named("i", intermediates) {
+            links.push(link(&a, &i, fabric.clone(), false));
+        }
+    }
+    Ok(Expanded { hosts, switches, links })
+}
+
+/// BCube(n, k): level switches `s<l>_<j>`, and per server its host `h<i>`, its relay `v<i>`
+/// and the relay's k+1 ports, one to each level.
+fn bcube(
+    n: usize,
+    k: usize,
+    addrs: usize,
+    server: &LinkConfig,
+    ports: &LinkConfig,
+) -> Result<Expanded, ScenarioError> {
+    if n < 2 {
+        return Err(invalid(format!("bcube n (ports per switch) must be >= 2, not {n}")));
+    }
+    let servers = u32::try_from(k + 1)
+        .ok()
+        .and_then(|levels| n.checked_pow(levels))
+        .filter(|&s| s <= MAX_BCUBE_SERVERS)
+        .ok_or_else(|| {
+            invalid(format!(
+                "bcube n^(k+1) servers must be at most {MAX_BCUBE_SERVERS} (n {n}, k {k})"
+            ))
+        })?;
+    let mut switches: Vec<String> =
+        (0..=k).flat_map(|l| (0..servers / n).map(move |j| format!("s{l}_{j}"))).collect();
+    let (mut hosts, mut links) = (vec![], vec![]);
+    for i in 0..servers {
+        let relay = format!("v{i}");
+        add_host(i, &relay, addrs, server, &mut hosts, &mut links);
+        for l in 0..=k {
+            links.push(link(&relay, &bcube_switch(n, l, i), ports.clone(), false));
+        }
+        switches.push(relay);
+    }
+    Ok(Expanded { hosts, switches, links })
+}
+
+/// The most servers a `bcube` may have: BCube(2, 6)'s 128 with room, and a bound that keeps
+/// n^(k+1) from overflowing. It is no promise that a run builds that many: the simulator's
+/// routes grow with switches x addresses.
+const MAX_BCUBE_SERVERS: usize = 4096;
+
+/// The level-`l` switch of server `i` in a BCube of n-port switches: numbered by i's base-n
+/// digits without digit l, so the servers equal in every other digit share it.
+fn bcube_switch(n: usize, l: usize, i: usize) -> String {
+    let below = n.pow(l as u32);
+    format!("s{l}_{}", i / (below * n) * below + i % below)
 }
 
 /// The hosts a flow's `from` names: one host, or a range `"s[0..7]"` (inclusive).
@@ -585,4 +700,79 @@ fn fat_tree_location(k: usize, from: &str, to: &str) -> Result<&'static str, Sce
     } else {
         "inter-pod"
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether `e` has a link between `a` and `b`, either way round.
+    fn joined(e: &Expanded, a: &str, b: &str) -> bool {
+        e.links.iter().any(|l| (l.a == a && l.b == b) || (l.a == b && l.b == a))
+    }
+
+    /// The switches linked to `node`.
+    fn neighbours(e: &Expanded, node: &str) -> Vec<String> {
+        let other = |l: &LinkSpec| match (l.a == node, l.b == node) {
+            (true, _) => Some(l.b.clone()),
+            (_, true) => Some(l.a.clone()),
+            _ => None,
+        };
+        e.links.iter().filter_map(other).collect()
+    }
+
+    fn rate(mbps: u64) -> LinkConfig {
+        LinkConfig { rate: Some(crate::units::Rate(mbps * 1_000_000)), ..LinkConfig::default() }
+    }
+
+    #[test]
+    fn vl2_counts_and_dual_homed_tors() {
+        let e = vl2(64, 2, 8, 8, 8, &rate(100), &rate(1000)).unwrap();
+        assert_eq!((e.hosts.len(), e.switches.len()), (128, 80));
+        // 128 host links, 2 per ToR up, every aggregation to every intermediate.
+        assert_eq!(e.links.len(), 128 + 64 * 2 + 8 * 8);
+        assert_eq!(neighbours(&e, "t0"), ["a0", "a1", "h0", "h1"]);
+        assert_eq!(neighbours(&e, "t5"), ["a2", "a3", "h10", "h11"]);
+        assert_eq!(neighbours(&e, "t4")[..2], neighbours(&e, "t0")[..2]);
+        assert!((0..8).all(|a| (0..8).all(|i| joined(&e, &format!("a{a}"), &format!("i{i}")))));
+        assert!(e.hosts.iter().all(|h| h.addrs == 8));
+        let host = e.links.iter().find(|l| l.a == "h3").unwrap();
+        assert!(host.b == "t1" && host.monitor_reverse && !host.monitor);
+        assert_eq!(host.config, rate(100));
+        assert!(e.links.iter().filter(|l| !l.a.starts_with('h')).all(|l| l.config == rate(1000)));
+    }
+
+    #[test]
+    fn bcube_counts_and_one_digit_neighbours() {
+        let e = bcube(2, 6, 8, &rate(700), &rate(100)).unwrap();
+        // 7 levels of 64 two-port switches, and a relay per server.
+        assert_eq!((e.hosts.len(), e.switches.len()), (128, 7 * 64 + 128));
+        assert_eq!(e.links.len(), 128 + 128 * 7);
+        assert_eq!(neighbours(&e, "h5"), ["v5"]);
+        // Server 5 = 0000101: level 0 holds it with 4 (0000100), level 2 with 1 (0000001).
+        assert_eq!(neighbours(&e, "s0_2"), ["v4", "v5"]);
+        assert_eq!(neighbours(&e, "s2_1"), ["v1", "v5"]);
+        // Every level switch joins n servers that differ in its level's digit only.
+        for s in e.switches.iter().filter(|s| s.starts_with('s')) {
+            let level: u32 = s[1..s.find('_').unwrap()].parse().unwrap();
+            let servers: Vec<usize> =
+                neighbours(&e, s).iter().map(|v| v[1..].parse().unwrap()).collect();
+            assert_eq!(servers.len(), 2, "{s}");
+            assert_eq!(servers[0] ^ servers[1], 1 << level, "{s}");
+        }
+        let e = bcube(4, 1, 1, &rate(200), &rate(100)).unwrap();
+        assert_eq!((e.hosts.len(), e.switches.len(), e.links.len()), (16, 8 + 16, 16 + 32));
+        assert_eq!(neighbours(&e, "s1_2"), ["v2", "v6", "v10", "v14"]);
+    }
+
+    #[test]
+    fn bad_vl2_and_bcube_parameters_are_refused() {
+        let d = LinkConfig::default();
+        let err = |r: Result<Expanded, ScenarioError>| r.unwrap_err().to_string();
+        assert!(err(vl2(4, 2, 3, 2, 1, &d, &d)).contains("vl2 aggregations must be even and >= 2"));
+        assert!(err(vl2(4, 0, 2, 2, 1, &d, &d)).contains("vl2 needs at least 1 ToR"));
+        assert!(err(bcube(1, 2, 1, &d, &d)).contains("bcube n (ports per switch) must be >= 2"));
+        assert!(err(bcube(2, 12, 1, &d, &d)).contains("servers must be at most 4096"));
+        assert!(err(bcube(usize::MAX, 3, 1, &d, &d)).contains("servers must be at most"));
+    }
 }

@@ -285,6 +285,57 @@ pub enum Topology {
         #[serde(default = "one")]
         addrs: usize,
     },
+    /// A VL2 Clos (Greenberg et al., SIGCOMM 2009): `tors` ToR switches `t<i>` with
+    /// `hosts_per_tor` hosts `h0..` each, every ToR dual-homed to a pair of aggregation
+    /// switches `a<i>` (ToR t to `a<2p>` and `a<2p+1>`, p = t mod aggregations/2, so the ToRs
+    /// spread evenly over the pairs), and every aggregation switch linked to every
+    /// intermediate switch `i<j>`. Counts, not the VL2 paper's port degrees, as htsim's VL2
+    /// takes them, so that a file can match another paper's host and switch counts. Host
+    /// downlinks are monitored.
+    Vl2 {
+        /// ToR switches.
+        tors: usize,
+        /// Hosts on each ToR (the VL2 paper's 20).
+        hosts_per_tor: usize,
+        /// Aggregation switches: even, as they serve the ToRs in pairs.
+        aggregations: usize,
+        /// Intermediate switches.
+        intermediates: usize,
+        /// Addresses per host (paths spread by ECMP over the addresses).
+        #[serde(default = "one")]
+        addrs: usize,
+        /// Overrides for the host links `h<i> <-> t<j>` (VL2's 1 Gbit/s).
+        #[serde(default)]
+        access: LinkConfig,
+        /// Overrides for the switch-to-switch links (VL2's 10 Gbit/s).
+        #[serde(default)]
+        fabric: LinkConfig,
+    },
+    /// BCube(n, k) (Guo et al., SIGCOMM 2009): n^(k+1) servers and k+1 levels of n^k n-port
+    /// switches `s<level>_<j>`; server i's level-l port is on the level-l switch of the
+    /// servers whose base-n digits equal i's in every place but place l. BCube's servers relay
+    /// traffic, and here hosts only send and receive, so each server is its host `h<i>` plus
+    /// a relay switch `v<i>` of its own, joined by the `server` link; the BCube ports join the
+    /// relay to the level switches. Host downlinks (`v<i> -> h<i>`) are monitored.
+    Bcube {
+        /// Ports per switch (and servers per level-0 switch), at least 2.
+        n: usize,
+        /// Levels less one: every server has k+1 ports.
+        k: usize,
+        /// Addresses per host (every address on the host's one link; the relay's ECMP spreads
+        /// a flow's paths over its ports).
+        #[serde(default = "one")]
+        addrs: usize,
+        /// Overrides for the links `h<i> <-> v<i>` inside each server. Give them at least k+1
+        /// times the ports' rate: the relay receives on at most k+1 ports and the host sends
+        /// to at most k+1, so this link is then never the bottleneck, as a server's memory bus
+        /// is not in BCube.
+        #[serde(default)]
+        server: LinkConfig,
+        /// Overrides for the BCube ports, `v<i> <-> s<level>_<j>`.
+        #[serde(default)]
+        ports: LinkConfig,
+    },
 }
 
 /// A controller as a file names it, parsed once when the file is read: the library's controller
@@ -1143,6 +1194,14 @@ impl Scenario {
             }
             Topology::Dumbbell { bottleneck, .. } => out.push((topology("bottleneck"), bottleneck)),
             Topology::TwoPath { access, .. } => out.push((topology("access"), access)),
+            Topology::Vl2 { access, fabric, .. } => {
+                out.push((topology("access"), access));
+                out.push((topology("fabric"), fabric));
+            }
+            Topology::Bcube { server, ports, .. } => {
+                out.push((topology("server"), server));
+                out.push((topology("ports"), ports));
+            }
             Topology::FatTree { .. } => {}
         }
         out

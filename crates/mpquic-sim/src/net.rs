@@ -635,6 +635,26 @@ mod tests {
         assert_eq!(egress(&port), ((80, Some(12)), (80, Some(12))));
     }
 
+    /// A BCube relay's equal-cost next hops towards a server are its ports on the levels whose
+    /// digits differ, so ECMP spreads a flow's paths over as many disjoint first hops (BCube's
+    /// own routing would also detour over the levels whose digits agree).
+    #[test]
+    fn a_bcube_relay_spreads_over_the_levels_whose_digits_differ() {
+        let text = "name = \"b\"\nduration = \"1ms\"\nrouting = \"ecmp\"\n\
+                    [topology]\nkind = \"bcube\"\nn = 2\nk = 2\n";
+        let scenario = crate::scenario::parse_scenario(text).unwrap();
+        let net = Network::build(&scenario.topology.expand().unwrap(), &scenario).unwrap();
+        let Node::Switch { routes, .. } = &net.nodes[net.index["v0"]] else { panic!("a relay") };
+        let next_hops = |server: usize| -> Vec<&str> {
+            routes[&host_ip(server, 0)].iter().map(|&l| net.links[l].params.name.as_str()).collect()
+        };
+        // Server 7 = 111 differs from 0 in every digit, 5 = 101 in two, 1 = 001 in one.
+        assert_eq!(next_hops(7), ["v0->s0_0", "v0->s1_0", "v0->s2_0"]);
+        assert_eq!(next_hops(5), ["v0->s0_0", "v0->s2_0"]);
+        assert_eq!(next_hops(1), ["v0->s0_0"]);
+        assert_eq!(next_hops(0), ["v0->h0"]);
+    }
+
     fn packet(ecn: Option<EcnCodepoint>) -> Packet {
         Packet {
             src: "10.0.0.1:1".parse().unwrap(),
