@@ -203,6 +203,10 @@ pub struct SweepLine {
     pub name: String,
     /// Colour (from [`palette`](crate::palette)).
     pub color: RGBColor,
+    /// Drawn dashed, with hollow dots: how a series is told apart from an earlier one of the
+    /// same colour (the palette colours a controller whatever its parameters, so `mptcp-d` and
+    /// `mptcp-d:ese=false` share one).
+    pub dashed: bool,
     /// Its points, in order of x.
     pub points: Vec<SweepPoint>,
 }
@@ -222,15 +226,20 @@ where
 {
     for (i, line) in lines.iter().enumerate() {
         let dx = (i as f64 - lines.len() as f64 / 2.0) * spread;
-        let color = line.color;
+        let (color, style) = (line.color, line.color.stroke_width(2));
         let medians = line.points.iter().map(|p| (p.x + dx, clamp(p.median)));
-        chart
-            .draw_series(LineSeries::new(medians.clone(), color.stroke_width(2)))
-            .map_err(PlotError::of)?
-            .label(line.name.as_str())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
-            });
+        let drawn = if line.dashed {
+            chart.draw_series(DashedLineSeries::new(medians.clone(), 6, 4, style))
+        } else {
+            chart.draw_series(LineSeries::new(medians.clone(), style))
+        };
+        // The legend's sample in two strokes, with a gap when dashed.
+        let gap = if line.dashed { 4 } else { 0 };
+        drawn.map_err(PlotError::of)?.label(line.name.as_str()).legend(move |(x, y)| {
+            EmptyElement::at((x, y))
+                + PathElement::new(vec![(0, 0), (6, 0)], style)
+                + PathElement::new(vec![(6 + gap, 0), (16, 0)], style)
+        });
         chart
             .draw_series(line.points.iter().map(|p| {
                 let bar = vec![(p.x + dx, clamp(p.min)), (p.x + dx, clamp(p.max))];
@@ -238,7 +247,9 @@ where
             }))
             .map_err(PlotError::of)?;
         chart
-            .draw_series(medians.map(|m| Circle::new(m, 3, color.filled())))
+            .draw_series(medians.map(|m| {
+                Circle::new(m, 3, if line.dashed { color.stroke_width(1) } else { color.filled() })
+            }))
             .map_err(PlotError::of)?;
     }
     Ok(())
@@ -280,11 +291,12 @@ mod tests {
     fn sweep_lines_have_a_bar_per_point_on_a_log_axis_too() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("sweep.svg");
-        let lines: Vec<SweepLine> = ["amp", "xmp"]
+        let lines: Vec<SweepLine> = ["amp", "xmp", "xmp:beta=6"]
             .iter()
             .map(|name| SweepLine {
                 name: name.to_string(),
                 color: controller_color(name),
+                dashed: name.contains(':'),
                 points: (1..=4)
                     .map(|x| {
                         let x = f64::from(x);
@@ -313,5 +325,16 @@ mod tests {
             assert!(svg.matches(&format!("stroke=\"{color}\"")).count() >= 2 * (1 + 4), "{name}");
             assert!(svg.matches(&format!("fill=\"{color}\"")).count() >= 2 * 4, "dots of {name}");
         }
+        // The variant in xmp's colour: its dots hollow (the filled ones are xmp's alone), its
+        // median line in dashes (more strokes of that colour than xmp's line, bars and dots).
+        assert!(text("xmp:beta=6"), "{svg}");
+        let xmp = hex(controller_color("xmp"));
+        assert_eq!(svg.matches(&format!("fill=\"{xmp}\"")).count(), 2 * 4, "filled dots: xmp's");
+        let hollow = format!("fill=\"none\" stroke=\"{xmp}\"");
+        let hollow_alt = format!("stroke=\"{xmp}\" stroke-width=\"1\" fill=\"none\"");
+        assert!(
+            svg.matches(&hollow).count() + svg.matches(&hollow_alt).count() >= 2 * 4,
+            "the variant's hollow dots: {svg}"
+        );
     }
 }

@@ -40,9 +40,11 @@ pub fn write_sweep_plot(
     let lines_of = |panel: &PanelSpec| -> Vec<SweepLine> {
         series
             .iter()
-            .map(|&name| SweepLine {
+            .enumerate()
+            .map(|(i, &name)| SweepLine {
                 name: name.to_string(),
                 color: controller_color(name),
+                dashed: series[..i].iter().any(|s| controller_color(s) == controller_color(name)),
                 points: placed
                     .iter()
                     .filter(|(s, _, _)| s == name)
