@@ -81,11 +81,14 @@ fn a_dual_queue_classifies_by_ecn_and_marks_each_queue_its_way() {
     assert_eq!(f(m, &["marks"]), l_marks + c_marks, "{seen}");
 
     // Marking: the L queue's step and its coupled probability both fired; PI2 marked classic
-    // ECT(0) packets and dropped none (nothing classic is not-ECT).
+    // ECT(0) packets and dropped only not-ECT ones, of which the link carries a few at
+    // handshake time (a CI run on 2026-11-30 dropped 1 of its 6: "PI2 dropped classic packets"
+    // when this said none).
     assert!(l_step > 0.0, "no step marks in L{seen}");
     assert!(l_marks > l_step, "no coupled (2 p') marks in L: {l_marks} all by the step{seen}");
     assert!(c_marks > 0.0, "PI2 never marked a classic packet{seen}");
-    assert_eq!(c_drops, 0.0, "PI2 dropped classic packets{seen}");
+    let not_ect = f(m, &["packets"]) - f(m, &["ect"]) - f(m, &["already_ce"]);
+    assert!(c_drops <= not_ect, "PI2 dropped {c_drops} packets, not-ECT {not_ect}{seen}");
 
     // Delay: the typical L packet left under the 1 ms step, the L tail under the classic
     // median, the classic queue near PI2's 15 ms. The L tail's absolute size is the Prague
