@@ -45,11 +45,10 @@ pub fn compile(s: &lang::Scenario, name: &str) -> Result<Plan, ScenarioError> {
     let expanded = s.topology.expand()?;
     refuse_unsupported(s)?;
     let (topology, directions) = topology(&expanded);
-    // Refused before the network is built: its addresses and routes for a few hundred nodes
-    // take longer than any run (BCube(2, 6)'s 704: over 10 min), and the plan's full check
-    // below would refuse the size anyway.
-    crate::limits::topology(&topology)
-        .map_err(|e| ScenarioError::Invalid(format!("netns: {e}")))?;
+    let refused = |e: String| ScenarioError::Invalid(format!("netns: {e}"));
+    // Checked before the network is built: its addresses and routes for a few hundred nodes
+    // take longer than any run (BCube(2, 6)'s 704: over 10 min).
+    crate::limits::topology(&topology).map_err(refused)?;
     let net = crate::topology::build(&topology);
     let link_overrides = shaped_links(s, &directions, &scale)?;
     let delay_only = delay_only(s, &expanded, &directions, &scale)?;
@@ -82,7 +81,7 @@ pub fn compile(s: &lang::Scenario, name: &str) -> Result<Plan, ScenarioError> {
             max_ack_delay_ms: s.transport.max_ack_delay.map(|d| d.secs() * 1e3),
         },
     };
-    crate::limits::check(&plan).map_err(|e| ScenarioError::Invalid(format!("netns: {e}")))?;
+    crate::limits::check(&plan).map_err(refused)?;
     check_addresses(s, &plan)?;
     Ok(plan)
 }

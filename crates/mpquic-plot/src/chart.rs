@@ -331,10 +331,6 @@ mod tests {
         let xmp = hex(controller_color("xmp"));
         assert_eq!(svg.matches(&format!("fill=\"{xmp}\"")).count(), 2 * 4, "filled dots: xmp's");
         let hollow = format!("fill=\"none\" stroke=\"{xmp}\"");
-        let hollow_alt = format!("stroke=\"{xmp}\" stroke-width=\"1\" fill=\"none\"");
-        assert!(
-            svg.matches(&hollow).count() + svg.matches(&hollow_alt).count() >= 2 * 4,
-            "the variant's hollow dots: {svg}"
-        );
+        assert!(svg.matches(&hollow).count() >= 2 * 4, "the variant's hollow dots: {svg}");
     }
 }

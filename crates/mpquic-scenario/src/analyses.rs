@@ -257,46 +257,63 @@ pub fn check(report: &ReportSpec) -> Result<(), ScenarioError> {
             ));
         }
     }
-    for (i, m) in report.metrics.iter().enumerate() {
-        for operand in crate::metrics::operands(m) {
-            let Some((name, metric, selector)) = split(operand) else { continue };
-            let Some(a) = find(name).filter(|_| report.analyses.iter().any(|r| r == name)) else {
-                continue;
-            };
-            let fail = |why: String| Err(at(format!("report.metrics.{i}"), why));
-            if a.metric(metric).is_none() {
-                let known: Vec<&str> = a.metrics.iter().map(|(k, _)| *k).collect();
-                return fail(format!(
-                    "`{name}` has no metric `{metric}` (it has {})",
-                    known.join(", ")
-                ));
+    for AskedOperand { index, analysis: a, metric, selector, .. } in asked_operands(report) {
+        let name = a.name;
+        let fail = |why: String| Err(at(format!("report.metrics.{index}"), why));
+        if a.metric(metric).is_none() {
+            let known: Vec<&str> = a.metrics.iter().map(|(k, _)| *k).collect();
+            return fail(format!(
+                "`{name}` has no metric `{metric}` (it has {})",
+                known.join(", ")
+            ));
+        }
+        match (&a.selector, selector) {
+            (Some(what), None) => {
+                return fail(format!("`{name}.{metric}` needs `[...]`: {}", what.about));
             }
-            match (&a.selector, selector) {
-                (Some(what), None) => {
-                    return fail(format!("`{name}.{metric}` needs `[...]`: {}", what.about));
-                }
-                (None, Some(_)) => return fail(format!("`{name}.{metric}` takes no `[...]`")),
-                _ => {}
-            }
+            (None, Some(_)) => return fail(format!("`{name}.{metric}` takes no `[...]`")),
+            _ => {}
         }
     }
     Ok(())
+}
+
+/// An operand of a report's metric (a metric may be an expression of several) that names an
+/// analysis the report declares.
+struct AskedOperand<'a> {
+    /// The report metric's index (where an error points).
+    index: usize,
+    /// The operand as written.
+    operand: &'a str,
+    analysis: &'static Analysis,
+    metric: &'a str,
+    selector: Option<&'a str>,
+}
+
+/// Every operand of the report's metrics that names an analysis the report declares, in order.
+fn asked_operands(report: &ReportSpec) -> impl Iterator<Item = AskedOperand<'_>> {
+    report.metrics.iter().enumerate().flat_map(move |(index, m)| {
+        crate::metrics::operands(m).into_iter().filter_map(move |operand| {
+            let (name, metric, selector) = split(operand)?;
+            let analysis = find(name).filter(|_| report.analyses.iter().any(|r| r == name))?;
+            Some(AskedOperand { index, operand, analysis, metric, selector })
+        })
+    })
 }
 
 /// Whether every analysis metric the report of `file` asks for names, in its `[...]`, what
 /// there is in the point `point` (the phase and link of `phases.link_mbps[3,a->b]`).
 pub fn check_selectors(file: &Scenario, point: &Scenario) -> Result<(), ScenarioError> {
     let Some(report) = &file.report else { return Ok(()) };
-    for (i, m) in report.metrics.iter().enumerate() {
-        for operand in crate::metrics::operands(m) {
-            let Some((name, metric, Some(selector))) = split(operand) else { continue };
-            let asked = find(name).filter(|_| report.analyses.iter().any(|r| r == name));
-            let Some(Selector { check, .. }) = asked.and_then(|a| a.selector.as_ref()) else {
-                continue;
-            };
-            check(file, point, metric, selector)
-                .map_err(|why| at(format!("report.metrics.{i}"), format!("`{operand}`: {why}")))?;
-        }
+    for asked in asked_operands(report) {
+        let (Some(Selector { check, .. }), Some(selector)) =
+            (&asked.analysis.selector, asked.selector)
+        else {
+            continue;
+        };
+        check(file, point, asked.metric, selector).map_err(|why| {
+            at(format!("report.metrics.{}", asked.index), format!("`{}`: {why}", asked.operand))
+        })?;
     }
     Ok(())
 }

@@ -23,6 +23,13 @@ pub struct Expanded {
     pub links: Vec<LinkSpec>,
 }
 
+impl Expanded {
+    /// Every link direction, `(from, to)`: each link both ways.
+    pub fn directions(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.links.iter().flat_map(|l| [(l.a.as_str(), l.b.as_str()), (l.b.as_str(), l.a.as_str())])
+    }
+}
+
 fn link(a: &str, b: &str, config: LinkConfig, monitor: bool) -> LinkSpec {
     LinkSpec { a: a.into(), b: b.into(), config, monitor, monitor_reverse: false, host_queue: None }
 }

@@ -71,8 +71,7 @@ pub fn check_selector(
     }
     let Some(link) = link else { return Ok(()) };
     let expanded = point.topology.expand().map_err(|e| e.to_string())?;
-    let mut directions = expanded.links.iter().flat_map(|l| [(&l.a, &l.b), (&l.b, &l.a)]);
-    if directions.any(|(a, b)| link == format!("{a}->{b}")) {
+    if expanded.directions().any(|(a, b)| link == format!("{a}->{b}")) {
         return Ok(());
     }
     Err(format!("no link direction `{link}` in this topology"))

@@ -69,8 +69,7 @@ fn link_overrides(s: &Scenario, expanded: &Expanded, names: &Names) -> Result<()
     for (i, o) in s.link_overrides.iter().enumerate() {
         let here = |f: &str| format!("link_overrides.{i}.{f}");
         link(&o.config, &format!("link_overrides.{i}"))?;
-        let directions = expanded.links.iter().flat_map(|l| [(&l.a, &l.b), (&l.b, &l.a)]);
-        if !directions.clone().any(|(a, b)| o.matches(a, b)) {
+        if !expanded.directions().any(|(a, b)| o.matches(a, b)) {
             let what = if names.nodes.contains(&o.from.as_str()) { "to" } else { "from" };
             return Err(at(
                 here(what),
